@@ -1,0 +1,87 @@
+"""The time model: `T = max(F/P, max over levels of B_l / W_l)`. Chapter 1 introduces it;
+every chapter uses it.
+
+Each level and the arithmetic work in parallel and overlap perfectly, so the slowest one
+sets the time; the others are busy for a fraction of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .hardware import GPU, LEVELS
+from .workloads import Workload
+
+BOUNDS = ("compute",) + LEVELS
+"""What can bind a kernel, in tie-break order: compute first, then the faster level."""
+TIE_RTOL = 1e-9
+"""Times within this relative tolerance of the maximum count as a tie."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What the model says of a workload on a GPU. Times in seconds, intensities and ridge
+    points in FLOP/byte. Scalars for a single configuration, arrays for a sweep.
+
+    - `time`: the predicted kernel time; `bound`: "compute" or the level that sets it
+    - `compute_time`: F/P; `level_times[level]`: B_l / W_l
+    - `busy[level or "compute"]`: that part's time over `time`, in [0, 1]
+    - `intensity[level]`: F / B_l (inf where the level moves no bytes)
+    - `ridge[level]`: P / W_l, the intensity above which the level stops binding
+    """
+
+    workload: Workload
+    gpu: GPU
+    time: np.ndarray
+    bound: np.ndarray
+    compute_time: np.ndarray
+    level_times: dict
+    busy: dict
+    intensity: dict
+    ridge: dict
+
+
+def predict(workload: Workload, gpu: GPU) -> Prediction:
+    """Predict `workload`'s time on `gpu` (see `Prediction`). Broadcasts over the workload's
+    arrays; ties go to compute, then to the faster level."""
+    if not isinstance(workload, Workload):
+        raise ValueError(f"workload must be a Workload (from gm.gemm, gm.vector_add, ...), got {type(workload).__name__}")
+    if not isinstance(gpu, GPU):
+        raise ValueError(f"gpu must be a GPU (from gm.gpu(name)), got {type(gpu).__name__}")
+    peak = gpu.peak(workload.math)
+    flops = workload.flops
+    compute_time = flops / peak
+    level_times = {lv: workload.bytes[lv] / gpu.bandwidth(lv) for lv in LEVELS}
+    times = np.stack([compute_time] + [level_times[lv] for lv in LEVELS])
+    time = times.max(axis=0)
+    # The first part within TIE_RTOL of the maximum, in BOUNDS order.
+    index = np.argmax(times >= time * (1 - TIE_RTOL), axis=0)
+    bound = np.asarray(BOUNDS)[index]
+    busy = {name: t / time for name, t in zip(BOUNDS, times)}
+    intensity = {lv: _ratio(flops, workload.bytes[lv]) for lv in LEVELS}
+    ridge = {lv: peak / gpu.bandwidth(lv) for lv in LEVELS}
+    return Prediction(
+        workload=workload,
+        gpu=gpu,
+        time=_out(time),
+        bound=_out(bound),
+        compute_time=_out(compute_time),
+        level_times={lv: _out(t) for lv, t in level_times.items()},
+        busy={k: _out(v) for k, v in busy.items()},
+        intensity={k: _out(v) for k, v in intensity.items()},
+        ridge=ridge,
+    )
+
+
+def _ratio(flops, nbytes):
+    """flops / nbytes, inf where no bytes move (without a division-by-zero warning)."""
+    moved = nbytes > 0
+    return np.where(moved, flops / np.where(moved, nbytes, 1), np.inf)
+
+
+def _out(a):
+    """A 0-d array as its scalar (a float or a str), anything else unchanged."""
+    a = np.asarray(a)
+    return a[()] if a.ndim == 0 else a

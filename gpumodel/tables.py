@@ -1,0 +1,81 @@
+"""Tables of presets for the appendix "GPU presets" (and chapter 1's side-by-side view).
+
+Each returns MyST Markdown: citations are `{cite:p}` roles into `references.bib`.
+"""
+
+from __future__ import annotations
+
+from .book import markdown_table
+from .hardware import GPU, LEVELS, Figure
+from .presets import gpu, preset_names
+from .units import fmt_bandwidth, fmt_capacity, fmt_flops
+
+LEVEL_LABELS = {"registers": "registers", "smem": "shared memory", "l2": "L2", "hbm": "HBM"}
+FIGURE_LABELS = {
+    "sms": "SMs",
+    "fp32_lanes_per_sm": "FP32 lanes per SM",
+    "clock": "boost clock",
+    "l2_bytes_per_clock": "L2 bytes per clock",
+    "hbm_bandwidth": "HBM bandwidth",
+    "register_file_per_sm": "register file per SM",
+    "smem_per_sm": "shared memory per SM",
+    "l2_capacity": "L2 capacity",
+    "hbm_capacity": "HBM capacity",
+    "tensor_fp16": "fp16 tensor peak",
+    "tensor_bf16": "bf16 tensor peak",
+    "latency_smem": "shared-memory latency",
+    "latency_l2": "L2 hit latency",
+    "latency_hbm": "HBM latency",
+}
+
+
+def fmt_figure(fig: Figure) -> str:
+    """A figure's value in the unit a reader expects (MHz, TB/s, KiB, cycles)."""
+    v = fig.value
+    if fig.unit == "Hz":
+        return f"{v / 1e6:g} MHz"
+    if fig.unit == "B/s":
+        return fmt_bandwidth(v)
+    if fig.unit == "FLOP/s":
+        return fmt_flops(v)
+    if fig.unit == "B":
+        return fmt_capacity(v)
+    return f"{v:g} {fig.unit}{'s' if fig.unit in ('SM', 'lane', 'cycle') and v != 1 else ''}"
+
+
+def cite(source: str) -> str:
+    """A figure's source as a citation role followed by where in the document it sits."""
+    key, _, where = source.partition(",")
+    return f"{{cite:p}}`{key.strip()}`" + (f", {where.strip()}" if where.strip() else "")
+
+
+def preset_table(names=None) -> str:
+    """One row per preset: SMs, clock, peaks and the four derived bandwidths."""
+    names = preset_names() if names is None else names
+    header = ["GPU", "SMs", "clock", "FP32 peak", "fp16 tensor"] + [LEVEL_LABELS[lv] for lv in LEVELS]
+    rows = []
+    for name in names:
+        g: GPU = gpu(name)
+        rows.append(
+            [name, f"{g.sms.value:g}", fmt_figure(g.clock), fmt_flops(g.peak_flops), fmt_flops(g.peak("fp16"))]
+            + [fmt_bandwidth(g.bandwidth(lv)) for lv in LEVELS]
+        )
+    return markdown_table(header, rows)
+
+
+def capacity_table(names=None) -> str:
+    """One row per preset: the capacity of each level, whole GPU."""
+    names = preset_names() if names is None else names
+    header = ["GPU"] + [LEVEL_LABELS[lv] for lv in LEVELS]
+    rows = [[n] + [fmt_capacity(gpu(n).capacity(lv)) for lv in LEVELS] for n in names]
+    return markdown_table(header, rows)
+
+
+def sources_table(name: str) -> str:
+    """Every sourced figure of one preset: value, kind, source and note."""
+    g = gpu(name)
+    rows = [
+        [FIGURE_LABELS[label], fmt_figure(fig), fig.kind, cite(fig.source), fig.note]
+        for label, fig in g.figures().items()
+    ]
+    return markdown_table(["figure", "value", "kind", "source", "note"], rows)

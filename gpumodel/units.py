@@ -1,0 +1,95 @@
+"""Human units at the edge: every chapter prints times, sizes and rates the same way.
+
+Decimal SI prefixes (1 TB/s = 1e12 bytes/s, 1 MB = 1e6 bytes), three significant
+figures unless `digits` says otherwise: `fmt_time(2.0714e-3) == "2.07 ms"`.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_HALF_UP, Decimal
+
+_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+_TIME = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
+
+
+def _round(x: float, digits: int) -> float:
+    """x rounded half-up to `digits` significant figures, as written (1.555 -> 1.56)."""
+    if x == 0:
+        return 0.0
+    exponent = math.floor(math.log10(abs(x)))
+    step = Decimal(1).scaleb(exponent - digits + 1)
+    return float(Decimal(repr(x)).quantize(step, rounding=ROUND_HALF_UP))
+
+
+def _significant(x: float, digits: int) -> str:
+    """x with `digits` significant figures, trailing zeros kept (30.0, not 30)."""
+    x = _round(x, digits)
+    if x == 0:
+        return "0"
+    decimals = max(digits - 1 - math.floor(math.log10(abs(x))), 0)
+    return f"{x:.{decimals}f}"
+
+
+def _check_finite(name: str, x) -> float:
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x!r}")
+    return x
+
+
+def _prefixed(x: float, unit: str, digits: int) -> str:
+    for scale, prefix in _PREFIXES:
+        if abs(_round(x, digits)) >= scale:
+            return f"{_significant(x / scale, digits)} {prefix}{unit}"
+    return f"{_significant(x, digits)} {unit}"
+
+
+def fmt_time(seconds, digits: int = 3) -> str:
+    """A time in seconds as `2.07 ms`, `13.8 µs`, `1.20 s`."""
+    seconds = _check_finite("seconds", seconds)
+    for scale, unit in _TIME:
+        if abs(_round(seconds, digits)) >= scale:
+            return f"{_significant(seconds / scale, digits)} {unit}"
+    return f"{_significant(seconds / 1e-9, digits)} ns"
+
+
+def fmt_bytes(nbytes, digits: int = 3) -> str:
+    """A size in bytes as `33.5 MB`, `8.59 GB` (decimal prefixes)."""
+    return _prefixed(_check_finite("nbytes", nbytes), "B", digits)
+
+
+def fmt_capacity(nbytes) -> str:
+    """A capacity: binary units on chip (`256 KiB`, `40 MiB`), decimal GB for memory
+    (`80 GB`), as the datasheets state them."""
+    nbytes = _check_finite("nbytes", nbytes)
+    for scale, unit in ((1e9, "GB"), (1024**2, "MiB"), (1024, "KiB"), (1, "B")):
+        if nbytes >= scale:
+            q = nbytes / scale
+            return f"{q:g} {unit}" if q == round(q) else f"{_significant(q, 3)} {unit}"
+    return f"{nbytes:g} B"
+
+
+def fmt_bandwidth(bytes_per_second, digits: int = 3) -> str:
+    """A bandwidth in bytes/s as `7.22 TB/s`."""
+    return _prefixed(_check_finite("bytes_per_second", bytes_per_second), "B/s", digits)
+
+
+def fmt_flops(flops_per_second, digits: int = 3) -> str:
+    """A rate in FLOP/s as `19.5 TFLOP/s`."""
+    return _prefixed(_check_finite("flops_per_second", flops_per_second), "FLOP/s", digits)
+
+
+def fmt_count(flops, digits: int = 3) -> str:
+    """An amount of work in flops as `1.10 TFLOP`."""
+    return _prefixed(_check_finite("flops", flops), "FLOP", digits)
+
+
+def fmt_intensity(flops_per_byte, digits: int = 3) -> str:
+    """An arithmetic intensity as `0.250 FLOP/B`."""
+    return f"{_significant(_check_finite('flops_per_byte', flops_per_byte), digits)} FLOP/B"
+
+
+def fmt_percent(fraction, digits: int = 2) -> str:
+    """A fraction as a percentage: 0.0066 -> `0.66%`, 1.0 -> `100%`."""
+    return f"{_significant(100 * _check_finite('fraction', fraction), digits)}%"

@@ -1,0 +1,239 @@
+"""Workloads: what a kernel asks of each level, as counts of flops and bytes.
+
+Each builder returns a `Workload`. Every numeric argument broadcasts (NumPy rules), so a
+sweep over sizes or tiles is one call. Sizes need not be multiples of a tile: a partial tile
+counts as a whole tile (the number of tiles is a ceiling), which is what the bounds-checked
+kernels in `kernels/` execute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _check
+from .hardware import LEVELS, MATH, REGISTER_BYTES_PER_FLOP
+
+TRANSPOSE_TILE = 32
+"""The transpose kernels move 32 x 32 tiles: one warp per tile row."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A kernel's demand: `flops` (FLOP) and `bytes[level]` (bytes moved at that level).
+
+    `math` names the units its arithmetic runs on ("fp32" lanes, or "fp16"/"bf16" tensor
+    cores). Arrays have one broadcast shape; a scalar workload holds 0-d arrays.
+    """
+
+    name: str
+    flops: np.ndarray
+    bytes: dict
+    math: str = "fp32"
+    note: str = ""
+
+    def __post_init__(self):
+        if set(self.bytes) != set(LEVELS):
+            raise ValueError(f"bytes must have exactly the levels {LEVELS}")
+        _check.choice("math", self.math, MATH)
+        arrays = np.broadcast_arrays(self.flops, *(self.bytes[lv] for lv in LEVELS))
+        object.__setattr__(self, "flops", np.asarray(arrays[0], dtype=np.float64))
+        object.__setattr__(
+            self, "bytes", {lv: np.asarray(a, dtype=np.float64) for lv, a in zip(LEVELS, arrays[1:])}
+        )
+
+    @property
+    def shape(self) -> tuple:
+        """The broadcast shape of the workload's arrays (() for a single configuration)."""
+        return self.flops.shape
+
+
+def _tiles(size, tile):
+    """How many tiles of `tile` cover `size`: a partial tile counts as a whole one."""
+    return np.ceil(size / tile)
+
+
+def vector_add(n) -> Workload:
+    """`c = a + b` over `n` fp32 elements: n flops; 12n bytes at L2 and HBM (read a and b,
+    write c); 12 register bytes per add. Chapter 1."""
+    n = _check.size("n", n)
+    return Workload(
+        "vector add",
+        flops=n,
+        bytes={"registers": 12 * n, "smem": 0 * n, "l2": 12 * n, "hbm": 12 * n},
+        note="each element read twice and written once, nothing reused",
+    )
+
+
+def elementwise_chain(n, ops=3, fused=False, dtype="fp32") -> Workload:
+    """A chain of `ops` elementwise operations (one flop each, like relu, scale, bias) over
+    `n` elements. Unfused, each op is a kernel that reads and writes the whole array
+    (2 x ops trips); fused, one kernel reads once and writes once (2 trips). Chapter 2."""
+    n = _check.size("n", n)
+    ops = _check.size("ops", ops)
+    fused = _check.flag("fused", fused)
+    s = _check.dtype_bytes(dtype)
+    trips = 2 * np.ones_like(ops) if fused else 2 * ops
+    global_bytes = trips * n * s
+    flops = ops * n
+    return Workload(
+        f"elementwise chain of {_show(ops)} ({'fused' if fused else 'unfused'}, {dtype})",
+        flops=flops,
+        bytes={"registers": 12 * flops, "smem": 0 * flops, "l2": global_bytes, "hbm": global_bytes},
+        note=f"{'2' if fused else '2 x ops'} trips through HBM per element",
+    )
+
+
+def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True) -> Workload:
+    """`C = A @ B` with A m x k, B k x n, elements of `dtype`. Chapters 1, 3 and 4.
+
+    `block=None` is the naive kernel: one thread per result, every operand read through L2,
+    no shared memory, scalar FMAs on the FP32 lanes whatever the dtype.
+
+    `block=(bM, bN)` or `(bM, bN, bK)` stages bM x bK tiles of A and bK x bN tiles of B in
+    shared memory; each thread keeps a `thread=(tM, tN)` tile of results in registers.
+    With s bytes per element and sizes rounded up to whole tiles (M', N', K'):
+
+    - L2:   s (M'K' N'/bN + K'N' M'/bM) + s MN        (tiles read, C written)
+    - smem: s (M'K' N'/bN + K'N' M'/bM)               (tiles written)
+            + s K' (M'N' / (tM tN)) (tM + tN)          (operands read by the threads)
+    - HBM:  s (MK + KN + MN) if L2 catches the reuse (`l2_reuse=True`), else the L2 bytes.
+    - registers: 12 bytes per FMA on the FP32 lanes; not modelled on tensor cores (0).
+
+    fp32 runs on the FP32 lanes; fp16/bf16 tiled GEMMs run on the tensor cores, where the
+    register tile is a warp's, not a thread's: pass the warp tile as `thread` (e.g. (64, 64)).
+    """
+    m, n, k = _check.size("m", m), _check.size("n", n), _check.size("k", k)
+    s = _check.dtype_bytes(dtype)
+    l2_reuse = _check.flag("l2_reuse", l2_reuse)
+    t_m, t_n = _check.pair("thread", thread)
+    flops = 2 * m * n * k
+    compulsory = s * (m * k + k * n + m * n)
+    if block is None:
+        if np.any(t_m != 1) or np.any(t_n != 1):
+            raise ValueError("thread must be (1, 1) for the naive kernel (block=None)")
+        l2 = 2 * s * m * n * k + s * m * n
+        return Workload(
+            f"naive GEMM ({dtype})",
+            flops=flops,
+            bytes={
+                "registers": REGISTER_BYTES_PER_FLOP * flops,
+                "smem": 0 * flops,
+                "l2": l2,
+                "hbm": compulsory if l2_reuse else l2,
+            },
+            note="every operand read through L2; no shared memory",
+        )
+    if not isinstance(block, (tuple, list)) or len(block) not in (2, 3):
+        raise ValueError(f"block must be None, (bM, bN) or (bM, bN, bK), got {block!r}")
+    b_m, b_n = _check.pair("block", block[:2])
+    b_k = _check.size("block[2]", block[2]) if len(block) == 3 else np.float64(1)
+    _check.not_larger("block[0]", b_m, "m", m)
+    _check.not_larger("block[1]", b_n, "n", n)
+    _check.not_larger("block[2]", b_k, "k", k)
+    _check.divides("thread[0]", t_m, "block[0]", b_m)
+    _check.divides("thread[1]", t_n, "block[1]", b_n)
+    rows, cols = _tiles(m, b_m), _tiles(n, b_n)
+    m_p, n_p, k_p = rows * b_m, cols * b_n, _tiles(k, b_k) * b_k
+    tiles = s * (m_p * k_p * cols + k_p * n_p * rows)
+    l2 = tiles + s * m * n
+    operands = s * k_p * (m_p * n_p / (t_m * t_n)) * (t_m + t_n)
+    tensor = dtype != "fp32"
+    return Workload(
+        f"tiled GEMM ({dtype})",
+        flops=flops,
+        bytes={
+            "registers": 0 * flops if tensor else 2 * REGISTER_BYTES_PER_FLOP * m_p * n_p * k_p,
+            "smem": tiles + operands,
+            "l2": l2,
+            "hbm": compulsory if l2_reuse else l2,
+        },
+        math=dtype if tensor else "fp32",
+        note="tensor-core register traffic is not modelled" if tensor else "",
+    )
+
+
+def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=(128, 64)) -> Workload:
+    """Attention forward, `softmax(Q K^T / sqrt(d)) V`, for `batch` x `heads` heads of
+    `seq` x `head_dim`. Chapter 5. Flops: the two matmuls, 4 N^2 d per head (the softmax's
+    exponentials are not counted). Global traffic follows Dao et al. (2022):
+
+    - `kind="standard"` (their Algorithm 0): S = QK^T is written to HBM, read and written
+      back as P by the softmax, then read with V: s (4Nd + 4N^2) bytes per head.
+    - `kind="flash"`, query blocks outer: each block of `block[0]` query rows is loaded once
+      and walks over all of K and V in `block[1]`-row tiles, keeping scores and the running
+      softmax on chip; K and V are re-read once per query block:
+      s (2Nd + 2Nd ceil(N/Br)) bytes per head.
+
+    L2 sees the same bytes as HBM here (no reuse between blocks is assumed). Shared memory:
+    each staged byte is written once and read once (a lower bound). Registers: not modelled
+    on the tensor cores (0); 12 bytes per FMA in fp32.
+    """
+    batch, heads = _check.size("batch", batch), _check.size("heads", heads)
+    seq, d = _check.size("seq", seq), _check.size("head_dim", head_dim)
+    s = _check.dtype_bytes(dtype)
+    kind = _check.choice("kind", kind, ("standard", "flash"))
+    b_r, b_c = _check.pair("block", block)
+    _check.not_larger("block[0]", b_r, "seq", seq)
+    _check.not_larger("block[1]", b_c, "seq", seq)
+    bh = batch * heads
+    flops = 4 * bh * seq**2 * d
+    if kind == "standard":
+        global_bytes = s * bh * (4 * seq * d + 4 * seq**2)
+        staged = s * bh * (3 * seq * d + seq**2)
+    else:
+        kv_reads = 2 * seq * d * _tiles(seq, b_r)
+        global_bytes = s * bh * (2 * seq * d + kv_reads)
+        staged = s * bh * (seq * d + kv_reads)
+    tensor = dtype != "fp32"
+    return Workload(
+        f"{kind} attention ({dtype})",
+        flops=flops,
+        bytes={
+            "registers": 0 * flops if tensor else REGISTER_BYTES_PER_FLOP * flops,
+            "smem": 2 * staged,
+            "l2": global_bytes,
+            "hbm": global_bytes,
+        },
+        math=dtype,
+        note="the N x N scores never reach HBM" if kind == "flash" else "the N x N scores go through HBM",
+    )
+
+
+def score_matrix_bytes(batch, heads, seq, dtype="fp16"):
+    """Bytes of the N x N attention scores of `batch` x `heads` heads (the intermediate
+    standard attention writes to HBM). Chapter 5."""
+    bh = _check.size("batch", batch) * _check.size("heads", heads)
+    return bh * _check.size("seq", seq) ** 2 * _check.dtype_bytes(dtype)
+
+
+def transpose(n, padded=False) -> Workload:
+    """Transpose an n x n fp32 matrix through 32 x 32 shared-memory tiles. Chapter 3.
+
+    L2 and HBM: 8 n^2 (read once, write once). Shared memory, counted in wavefronts of
+    128 bytes: rows are written conflict-free; columns are read back one element per row,
+    so in a 32 x 32 float tile the whole warp hits one bank (32-way conflict: 32 wavefronts
+    where 1 would do). Padding each row to 33 floats spreads a column over all 32 banks.
+    No arithmetic: flops and register traffic are 0.
+    """
+    n = _check.size("n", n)
+    padded = _check.flag("padded", padded)
+    tiled = (_tiles(n, TRANSPOSE_TILE) * TRANSPOSE_TILE) ** 2
+    conflict = 1 if padded else TRANSPOSE_TILE
+    return Workload(
+        f"{'padded' if padded else 'plain'} shared-memory transpose",
+        flops=0 * n,
+        bytes={
+            "registers": 0 * n,
+            "smem": 4 * tiled * (1 + conflict),
+            "l2": 8 * n**2,
+            "hbm": 8 * n**2,
+        },
+        note="column reads are conflict-free" if padded else "column reads are 32-way bank conflicts",
+    )
+
+
+def _show(a) -> str:
+    a = np.asarray(a)
+    return str(int(a)) if a.ndim == 0 else "several"

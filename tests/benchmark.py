@@ -1,0 +1,65 @@
+"""`make bench`: times the model and the chapters (a benchmark, not a test).
+
+Prints a table of medians over repeats: a 10^5-configuration `predict` sweep (target: well
+under 100 ms on one core) and the execution of each chapter as a notebook.
+Run as `python tests/benchmark.py [--repeats N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import statistics
+import time
+
+import jupytext
+import numpy as np
+from nbclient import NotebookClient
+
+import gpumodel as gm
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def median_time(fn, repeats: int) -> float:
+    """Median wall time of `fn()` in seconds over `repeats` runs."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def sweep():
+    """10^5 GEMM configurations (sizes x block tiles x thread tiles) in one predict call."""
+    n = np.linspace(256, 16384, 2500).round()[:, None, None]
+    block = np.array([16, 32, 64, 128, 256])[None, :, None]
+    t_m = np.array([1, 2, 4, 8, 1, 2, 4, 8])[None, None, :]
+    t_n = np.array([1, 1, 1, 1, 8, 8, 8, 8])[None, None, :]
+    w = gm.gemm(n, n, n, block=(block, block), thread=(t_m, t_n))
+    p = gm.predict(w, gm.gpu("A100-40GB"))
+    assert p.time.size == 2500 * 5 * 8 == 10**5
+    return p
+
+
+def run_chapter(path: pathlib.Path):
+    nb = jupytext.read(path)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="runs per item (median reported)")
+    args = parser.parse_args()
+    rows = [("predict, 10^5 GEMM configurations", median_time(sweep, max(args.repeats, 5)))]
+    for path in sorted((ROOT / "chapters").glob("*.md")):
+        rows.append((f"chapter {path.stem}", median_time(lambda: run_chapter(path), args.repeats)))
+    width = max(len(r[0]) for r in rows)
+    print(f"{'what':<{width}}  median")
+    for what, seconds in rows:
+        print(f"{what:<{width}}  {gm.fmt_time(seconds)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The model reproduces the seed's figures (DESIGN.md) and the article's, exactly."""
+
+import math
+
+import numpy as np
+import pytest
+
+import gpumodel as gm
+
+A100 = gm.gpu("A100-40GB")
+H100 = gm.gpu("H100-SXM")
+N = 4096
+
+
+def test_a100_derived_bandwidths():
+    got = [A100.bandwidth(lv) / 1e12 for lv in gm.LEVELS]
+    assert [round(x, 3) for x in got[1:]] == [19.492, 7.219, 1.555]
+    assert round(got[0]) == 117
+    assert gm.fmt_bandwidth(A100.bandwidth("smem"), 4) == "19.49 TB/s"
+    assert gm.fmt_flops(A100.peak_flops) == "19.5 TFLOP/s"
+
+
+def test_vector_add_is_hbm_bound():
+    p = gm.predict(gm.vector_add(2**28), A100)
+    assert gm.fmt_time(p.time) == "2.07 ms"
+    assert p.bound == "hbm"
+    assert p.busy["compute"] < 0.01
+    assert p.busy["hbm"] == 1.0
+
+
+def test_gemm_16x16_tiles_smem_bound():
+    p = gm.predict(gm.gemm(N, N, N, block=(16, 16), thread=(1, 1)), A100)
+    assert p.bound == "smem"
+    assert gm.fmt_time(p.time) == "30.0 ms"
+
+
+def test_gemm_128x128_8x8_compute_bound_on_a100():
+    p = gm.predict(gm.gemm(N, N, N, block=(128, 128), thread=(8, 8)), A100)
+    assert p.bound == "compute"
+    assert gm.fmt_time(p.time) == "7.05 ms"
+    assert p.busy["compute"] == 1.0
+    # Registers need exactly F/P: the tie goes to compute.
+    assert p.level_times["registers"] == pytest.approx(p.compute_time, rel=1e-12)
+
+
+def test_same_kernel_on_h100_is_smem_bound_by_six_percent():
+    assert (H100.sms.value, H100.fp32_lanes_per_sm.value, H100.clock.value) == (132, 128, 1.98e9)
+    p = gm.predict(gm.gemm(N, N, N, block=(128, 128), thread=(8, 8)), H100)
+    assert p.bound == "smem"
+    assert p.level_times["smem"] / p.compute_time == pytest.approx(1.0625)
+
+
+def test_article_fp16_gemm_without_l2_reuse():
+    """seeds/002: n = 8192 fp16, b = 128, every tile read reaching HBM: ~17 GB, ~3.5 ms of
+    tensor math against ~11 ms of HBM at 312 TFLOP/s and 1.5 TB/s."""
+    w = gm.gemm(8192, 8192, 8192, block=(128, 128), thread=(64, 64), dtype="fp16", l2_reuse=False)
+    assert w.math == "fp16"
+    assert w.bytes["hbm"] == pytest.approx(17e9, rel=0.02)
+    assert A100.peak("fp16") == 312e12
+    assert w.flops / 312e12 == pytest.approx(3.5e-3, rel=0.01)
+    assert w.bytes["hbm"] / 1.5e12 == pytest.approx(11e-3, rel=0.05)
+    p = gm.predict(w, A100)
+    assert p.bound == "hbm"
+    # With L2 catching the reuse, HBM carries only the compulsory bytes.
+    reuse = gm.predict(gm.gemm(8192, 8192, 8192, block=(128, 128), thread=(64, 64), dtype="fp16"), A100)
+    assert reuse.workload.bytes["hbm"] == 2 * 3 * 8192**2
+    assert reuse.bound == "compute"
+
+
+@pytest.mark.parametrize("fused, intensity", [(False, 0.25), (True, 0.75)])
+def test_article_relu_scale_bias_chain(fused, intensity):
+    p = gm.predict(gm.elementwise_chain(2**24, ops=3, fused=fused, dtype="fp16"), A100)
+    assert p.intensity["hbm"] == intensity
+    assert p.bound == "hbm"
+
+
+def test_fusion_is_three_times_faster():
+    unfused, fused = (gm.predict(gm.elementwise_chain(2**24, 3, f, "fp16"), A100) for f in (False, True))
+    assert unfused.time / fused.time == pytest.approx(3.0)
+
+
+def test_article_score_matrix_sizes():
+    one = gm.score_matrix_bytes(1, 1, 4096, "fp16")
+    assert one == 4096**2 * 2
+    assert one == pytest.approx(33.5e6, rel=0.005)
+    assert gm.score_matrix_bytes(8, 32, 4096, "fp16") == pytest.approx(8.6e9, rel=0.005)
+
+
+def test_standard_attention_follows_dao_algorithm_0():
+    b, h, n, d = 2, 4, 1024, 64
+    w = gm.attention(b, h, n, d, "fp16", "standard")
+    assert w.bytes["hbm"] == 2 * b * h * (4 * n * d + 4 * n * n)
+    assert w.flops == 4 * b * h * n * n * d
+
+
+def test_flash_attention_rereads_kv_once_per_query_block():
+    b, h, n, d, br = 1, 2, 1000, 64, 128
+    w = gm.attention(b, h, n, d, "fp16", "flash", block=(br, 64))
+    blocks = math.ceil(n / br)
+    assert w.bytes["hbm"] == 2 * b * h * (2 * n * d + 2 * n * d * blocks)
+    standard = gm.attention(b, h, n, d, "fp16", "standard")
+    assert w.bytes["hbm"] < standard.bytes["hbm"]
+    assert w.flops == standard.flops
+
+
+def test_flash_attention_beats_standard_at_long_sequences():
+    std, flash = (gm.predict(gm.attention(8, 32, 4096, 128, "fp16", k), A100) for k in ("standard", "flash"))
+    assert std.bound == "hbm"
+    assert flash.time < std.time
+
+
+def test_padded_transpose_removes_the_32_way_conflict():
+    plain, padded = (gm.transpose(4096, p) for p in (False, True))
+    assert plain.bytes["smem"] == 4 * 4096**2 * 33
+    assert padded.bytes["smem"] == 4 * 4096**2 * 2
+    assert plain.bytes["hbm"] == padded.bytes["hbm"] == 8 * 4096**2
+    assert gm.predict(plain, A100).bound == "smem"
+    assert gm.predict(padded, A100).bound == "hbm"
+
+
+def test_partial_tiles_count_as_whole_tiles():
+    w = gm.gemm(130, 100, 64, block=(64, 64, 16), thread=(4, 4))
+    m_p, n_p, k_p = 192, 128, 64
+    tiles = 4 * (m_p * k_p * 2 + k_p * n_p * 3)
+    assert w.bytes["l2"] == tiles + 4 * 130 * 100
+    assert w.bytes["smem"] == tiles + 4 * k_p * (m_p * n_p / 16) * 8
+    assert w.bytes["hbm"] == 4 * (130 * 64 + 64 * 100 + 130 * 100)
+    assert w.flops == 2 * 130 * 100 * 64
+
+
+def test_naive_gemm_reads_every_operand_through_l2():
+    w = gm.gemm(256, 512, 128)
+    assert w.bytes["l2"] == 4 * (2 * 256 * 512 * 128 + 256 * 512)
+    assert w.bytes["smem"] == 0
+    assert gm.predict(w, A100).bound == "l2"
+
+
+def test_intensity_and_ridge():
+    p = gm.predict(gm.vector_add(1000), A100)
+    assert p.intensity["hbm"] == pytest.approx(1 / 12)
+    assert p.intensity["smem"] == np.inf
+    assert p.ridge["hbm"] == pytest.approx(A100.peak_flops / 1.555e12)
+
+
+def test_tensor_peak_missing_is_a_clear_error():
+    with pytest.raises(ValueError, match="V100 has no bf16"):
+        gm.predict(gm.gemm(256, 256, 256, block=(128, 128), dtype="bf16"), gm.gpu("V100"))
+
+
+def test_a_sweep_is_one_call():
+    sizes = np.arange(1, 100_001)
+    p = gm.predict(gm.vector_add(sizes), A100)
+    assert p.time.shape == (100_000,)
+    assert set(np.unique(p.bound)) == {"hbm"}

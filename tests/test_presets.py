@@ -1,0 +1,67 @@
+"""Every preset loads, every figure has a source and a kind, every derived figure follows
+its formula."""
+
+import pytest
+
+import gpumodel as gm
+from gpumodel.hardware import BANK_BYTES, KINDS, SMEM_BANKS
+
+REQUIRED = ["V100", "T4", "A100-40GB", "A100-80GB", "L4", "RTX-4090", "H100-SXM", "H100-PCIe", "H200", "B200"]
+
+
+def test_the_required_presets_exist():
+    assert set(REQUIRED) <= set(gm.preset_names())
+
+
+@pytest.mark.parametrize("name", gm.preset_names())
+def test_every_figure_is_sourced(name):
+    g = gm.gpu(name)
+    assert g.name == name
+    for label, fig in g.figures().items():
+        assert fig.kind in KINDS, label
+        assert fig.source.strip(), label
+        assert fig.value > 0, label
+        if fig.kind == "estimate":
+            assert fig.note, f"{name}.{label} is an estimate without a note saying how"
+    assert "fp16" in g.tensor
+
+
+@pytest.mark.parametrize("name", gm.preset_names())
+def test_derived_figures_follow_their_formulas(name):
+    g = gm.gpu(name)
+    sms, clock = g.sms.value, g.clock.value
+    peak = sms * g.fp32_lanes_per_sm.value * 2 * clock
+    assert g.peak_flops == peak
+    assert g.peak("fp32") == peak
+    assert g.bandwidth("registers") == 6 * peak
+    assert g.bandwidth("smem") == sms * SMEM_BANKS * BANK_BYTES * clock
+    assert g.bandwidth("l2") == g.l2_bytes_per_clock.value * clock
+    assert g.bandwidth("hbm") == g.hbm_bandwidth.value
+    assert g.capacity("registers") == g.register_file_per_sm.value * sms
+    assert g.capacity("smem") == g.smem_per_sm.value * sms
+    # The hierarchy: each level faster and smaller than the one below it.
+    bw = [g.bandwidth(lv) for lv in gm.LEVELS]
+    assert bw == sorted(bw, reverse=True)
+    assert g.capacity("l2") < g.capacity("hbm")
+
+
+def test_only_a100_and_v100_l2_rates_are_published():
+    for name in gm.preset_names():
+        kind = gm.gpu(name).l2_bytes_per_clock.kind
+        assert (kind == "spec") == name.startswith(("A100", "V100")), name
+
+
+@pytest.mark.parametrize(
+    "name, fp32_tflops",
+    [("V100", 15.7), ("T4", 8.1), ("A100-40GB", 19.5), ("L4", 30.3), ("RTX-4090", 82.6),
+     ("H100-SXM", 67), ("H100-PCIe", 51), ("H200", 67)],
+)
+def test_derived_fp32_peak_matches_the_datasheet(name, fp32_tflops):
+    assert gm.gpu(name).peak_flops / 1e12 == pytest.approx(fp32_tflops, rel=0.01)
+
+
+def test_presets_are_cached_and_frozen():
+    g = gm.gpu("A100-40GB")
+    assert gm.gpu("A100-40GB") is g
+    with pytest.raises(AttributeError):
+        g.name = "other"
