@@ -9,7 +9,7 @@ import numpy as np
 from .hardware import LEVELS
 from .presets import gpu
 from .tables import LEVEL_LABELS
-from .units import fmt_capacity
+from .units import fmt_bytes
 
 
 def hierarchy_figure(names=("V100", "A100-40GB", "H100-SXM")):
@@ -29,7 +29,7 @@ def hierarchy_figure(names=("V100", "A100-40GB", "H100-SXM")):
         ax.grid(axis="y", which="major", alpha=0.3)
     ax_bw.set_ylabel("bandwidth (TB/s, log scale)")
     ax_bw.set_title("Faster toward the arithmetic")
-    ax_cap.yaxis.set_major_formatter(lambda v, _: fmt_capacity(v))
+    ax_cap.yaxis.set_major_formatter(lambda v, _: fmt_bytes(v, digits=1))
     ax_cap.set_ylabel("capacity, whole GPU (log scale)")
     ax_cap.set_title("Bigger away from it")
     ax_cap.legend(loc="upper left")

@@ -1,0 +1,88 @@
+"""The book's configuration and the helpers the chapters use to show the model."""
+
+import pathlib
+import re
+
+import matplotlib
+import pytest
+import yaml
+
+import gpumodel as gm
+
+matplotlib.use("Agg")
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+BIB_KEYS = set(re.findall(r"^@\w+\{([^,]+),", (ROOT / "references.bib").read_text(), re.M))
+
+
+def test_config_executes_every_build_and_fails_on_errors():
+    assert CONFIG["execute"]["execute_notebooks"] == "force"
+    assert 30 < CONFIG["execute"]["timeout"] <= 600
+    assert CONFIG["execute"]["allow_errors"] is False
+    assert CONFIG["sphinx"]["config"]["nb_execution_raise_on_error"] is True
+
+
+def test_config_builds_only_the_book():
+    assert CONFIG["only_build_toc_files"] is True
+    for pattern in ["_build", ".venv", "**/.pytest_cache", "tests", "gpumodel", "kernels", "README.md"]:
+        assert pattern in CONFIG["exclude_patterns"], pattern
+
+
+def test_config_extensions_and_repository():
+    assert "sphinx_exercise" in CONFIG["sphinx"]["extra_extensions"]
+    assert CONFIG["bibtex_bibfiles"] == ["references.bib"]
+    assert CONFIG["repository"]["url"] in (ROOT / "README.md").read_text()
+
+
+def test_requirements_pin_jupyter_book_1():
+    req = (ROOT / "requirements.txt").read_text()
+    assert "jupyter-book>=1.0.4.post1,<2" in req
+    assert re.search(r'^cupy-cuda12x.*;\s*sys_platform != "darwin"', req, re.M)
+
+
+def test_every_toc_file_exists_and_every_chapter_is_in_the_toc():
+    toc = (ROOT / "_toc.yml").read_text()
+    files = re.findall(r"file: (\S+)", toc) + [re.search(r"root: (\S+)", toc).group(1)]
+    for f in files:
+        assert (ROOT / f"{f}.md").exists(), f
+    for chapter in (ROOT / "chapters").glob("*.md"):
+        assert f"chapters/{chapter.stem}" in files, chapter
+
+
+@pytest.mark.parametrize("name", gm.preset_names())
+def test_every_source_cites_a_reference(name):
+    for label, fig in gm.gpu(name).figures().items():
+        key = fig.source.partition(",")[0].strip()
+        assert key in BIB_KEYS, f"{name}.{label} cites {key!r}, not in references.bib"
+
+
+def test_preset_table_has_a_row_per_preset_with_derived_bandwidths():
+    table = gm.tables.preset_table()
+    lines = table.splitlines()
+    assert len(lines) == 2 + len(gm.preset_names())
+    a100 = next(line for line in lines if line.startswith("| A100-40GB "))
+    assert "| 19.5 TB/s | 7.22 TB/s | 1.56 TB/s |" in a100
+
+
+def test_sources_table_cites_every_figure():
+    table = gm.tables.sources_table("A100-40GB")
+    assert table.count("{cite:p}`") == len(gm.gpu("A100-40GB").figures())
+    assert "| 5120 B/clk | spec | {cite:p}`nvidia2020a100`, Section 4.6.3 (L2 cache) |" in table
+
+
+def test_markdown_table_escapes_pipes():
+    assert gm.book.markdown_table(["a"], [["x|y"]]).splitlines()[-1] == "| x\\|y |"
+
+
+def test_glue_refuses_numbers():
+    with pytest.raises(ValueError, match="text must be a str"):
+        gm.book.glue("x", 2.07e-3)
+
+
+def test_hierarchy_figure_draws_each_gpu_at_each_level():
+    fig = gm.plots.hierarchy_figure(("V100", "A100-40GB", "H100-SXM"))
+    bw, cap = fig.axes
+    assert len(bw.patches) == len(cap.patches) == 3 * 4
+    a100_smem = bw.patches[4 + 1].get_height()
+    assert a100_smem == pytest.approx(gm.gpu("A100-40GB").bandwidth("smem") / 1e12)
+    assert bw.get_yscale() == cap.get_yscale() == "log"
