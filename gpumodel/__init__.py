@@ -4,6 +4,7 @@
 thread=(8, 8)), gm.gpu("A100-40GB"))`. See DESIGN.md for the model's definition.
 """
 
+from . import simulate
 from .hardware import GPU, LEVELS, Figure
 from .model import BOUNDS, Prediction, predict
 from .presets import gpu, preset_names
@@ -43,5 +44,5 @@ __all__ = [
     "BOUNDS", "Figure", "GPU", "LEVELS", "Prediction", "Workload",
     "attention", "elementwise_chain", "fmt_bandwidth", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
     "fmt_intensity", "fmt_percent", "fmt_time", "gemm", "gpu", "predict", "preset_names",
-    "score_matrix_bytes", "transpose", "vector_add",
+    "score_matrix_bytes", "simulate", "transpose", "vector_add",
 ]

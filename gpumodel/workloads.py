@@ -166,6 +166,7 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
       softmax on chip; K and V are re-read once per query block:
       s (2Nd + 2Nd ceil(N/Br)) bytes per head.
 
+    `block=(Br, Bc)` is the flash kernel's tile; the standard kind has none.
     L2 sees the same bytes as HBM here (no reuse between blocks is assumed). Shared memory:
     each staged byte is written once and read once (a lower bound). Registers: not modelled
     on the tensor cores (0); 12 bytes per FMA in fp32.
@@ -174,15 +175,15 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
     seq, d = _check.size("seq", seq), _check.size("head_dim", head_dim)
     s = _check.dtype_bytes(dtype)
     kind = _check.choice("kind", kind, ("standard", "flash"))
-    b_r, b_c = _check.pair("block", block)
-    _check.not_larger("block[0]", b_r, "seq", seq)
-    _check.not_larger("block[1]", b_c, "seq", seq)
     bh = batch * heads
     flops = 4 * bh * seq**2 * d
     if kind == "standard":
         global_bytes = s * bh * (4 * seq * d + 4 * seq**2)
         staged = s * bh * (3 * seq * d + seq**2)
     else:
+        b_r, b_c = _check.pair("block", block)
+        _check.not_larger("block[0]", b_r, "seq", seq)
+        _check.not_larger("block[1]", b_c, "seq", seq)
         kv_reads = 2 * seq * d * _tiles(seq, b_r)
         global_bytes = s * bh * (2 * seq * d + kv_reads)
         staged = s * bh * (seq * d + kv_reads)

@@ -32,7 +32,7 @@ def test_bad_sizes(bad):
         (lambda: gm.elementwise_chain(64, ops=0), "ops"),
         (lambda: gm.elementwise_chain(64, dtype="float32"), "dtype must be one of"),
         (lambda: gm.attention(1, 1, 64, 64, kind="sparse"), "kind must be one of"),
-        (lambda: gm.attention(1, 1, 64, 64, block=(128, 64)), r"block\[0\] must not exceed seq"),
+        (lambda: gm.attention(1, 1, 64, 64, kind="flash", block=(128, 64)), r"block\[0\] must not exceed seq"),
         (lambda: gm.attention(1, 0, 64, 64), "heads"),
         (lambda: gm.transpose(float("inf")), "n must be finite"),
         (lambda: gm.transpose(64, padded=1), "padded must be"),

@@ -1,0 +1,263 @@
+"""Programs that do the work and count the bytes they move.
+
+Small NumPy versions of the course's algorithms. Each computes the real result and counts
+every byte it moves between levels as it moves it, so the formulas in `workloads` can be
+checked against a program rather than believed. Tests hold the counts equal to the formulas.
+
+Counting conventions (the same as `workloads`):
+
+- `l2`: every global-memory access the kernel issues (loads and stores), in bytes.
+- `hbm`: the bytes that must cross HBM: each distinct element once, when L2 catches the
+  reuse (GEMM); every global access, when nothing is reused between blocks (attention).
+- `smem`: bytes written to and read from shared memory; where bank conflicts matter
+  (transpose), counted as wavefronts of 128 bytes.
+- `registers`: 12 bytes per FP32 FMA (three 4-byte operands).
+- A partial tile at a matrix edge costs what a whole tile does (zero-padded on chip).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _check
+from .hardware import BANK_BYTES, REGISTER_BYTES_PER_FLOP, SMEM_BANKS
+from .workloads import TRANSPOSE_TILE
+
+WARP = 32
+WAVEFRONT_BYTES = SMEM_BANKS * BANK_BYTES
+
+
+@dataclass
+class Run:
+    """A simulation's `result` and the bytes it moved: `bytes[level]` for the levels it
+    counts, `parts[name]` for the pieces they are made of (tiles written, operands read)."""
+
+    result: np.ndarray
+    bytes: dict = field(default_factory=dict)
+    parts: dict = field(default_factory=dict)
+
+    def add(self, part: str, nbytes: float) -> None:
+        self.parts[part] = self.parts.get(part, 0) + nbytes
+
+
+def _matrices(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.size == 0 or b.size == 0:
+        raise ValueError(f"a and b must be non-empty matrices with a.shape[1] == b.shape[0], got {a.shape} and {b.shape}")
+    return a, b
+
+
+def _ceil_div(x: int, y: int) -> int:
+    return -(-x // y)
+
+
+def naive_gemm(a, b, dtype="fp32") -> Run:
+    """C = A @ B with one thread per result, each reading its row of A and column of B
+    straight from global memory, one pair of operands per FMA. Chapters 1 and 3."""
+    a, b = _matrices(a, b)
+    s = _check.dtype_bytes(dtype)
+    m, k = a.shape
+    n = b.shape[1]
+    run = Run(np.zeros((m, n)))
+    for kk in range(k):
+        # Every thread (i, j) loads a[i, kk] and b[kk, j], then does one FMA.
+        run.result += a[:, kk, None] * b[None, kk, :]
+        run.add("operands loaded", 2 * s * m * n)
+        run.add("fmas", m * n)
+    run.add("C written", s * m * n)
+    run.bytes = {
+        "registers": 2 * REGISTER_BYTES_PER_FLOP * run.parts["fmas"],
+        "smem": 0,
+        "l2": run.parts["operands loaded"] + run.parts["C written"],
+        "hbm": s * (a.size + b.size + m * n),
+    }
+    return run
+
+
+def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32") -> Run:
+    """C = A @ B the way the tiled kernels do it. Chapters 1 and 3.
+
+    Each block of threads owns a bM x bN tile of C. For every step of bK along k it copies
+    a bM x bK tile of A and a bK x bN tile of B from global to shared memory (whole tiles,
+    zero-padded at the edges), then each of its (bM/tM)(bN/tN) threads reads tM values of
+    A's column and tN of B's row from shared memory per k and updates its tM x tN results
+    in registers. C is written once. `hbm` counts each distinct element once.
+    """
+    a, b = _matrices(a, b)
+    s = _check.dtype_bytes(dtype)
+    if not isinstance(block, (tuple, list)) or len(block) != 3:
+        raise ValueError(f"block must be (bM, bN, bK), got {block!r}")
+    b_m, b_n, b_k = (int(_check.size(f"block[{i}]", v)) for i, v in enumerate(block))
+    t_m, t_n = (int(v) for v in _check.pair("thread", thread))
+    if b_m % t_m or b_n % t_n:
+        raise ValueError(f"thread must divide block: got thread={thread}, block={block}")
+    m, k = a.shape
+    n = b.shape[1]
+    rows_t, cols_t = b_m // t_m, b_n // t_n
+    touched_a, touched_b = np.zeros(a.shape, bool), np.zeros(b.shape, bool)
+    run = Run(np.zeros((m, n)))
+    for i0 in range(0, m, b_m):
+        for j0 in range(0, n, b_n):
+            acc = np.zeros((rows_t, cols_t, t_m, t_n))  # each thread's results
+            for k0 in range(0, k, b_k):
+                a_tile, b_tile = np.zeros((b_m, b_k)), np.zeros((b_k, b_n))
+                a_part, b_part = a[i0:i0 + b_m, k0:k0 + b_k], b[k0:k0 + b_k, j0:j0 + b_n]
+                a_tile[: a_part.shape[0], : a_part.shape[1]] = a_part
+                b_tile[: b_part.shape[0], : b_part.shape[1]] = b_part
+                touched_a[i0:i0 + b_m, k0:k0 + b_k] = True
+                touched_b[k0:k0 + b_k, j0:j0 + b_n] = True
+                run.add("tiles written", s * (a_tile.size + b_tile.size))
+                for kk in range(b_k):
+                    a_frag = a_tile[:, kk].reshape(rows_t, t_m)  # thread row r holds a_frag[r]
+                    b_frag = b_tile[kk, :].reshape(cols_t, t_n)
+                    acc += a_frag[:, None, :, None] * b_frag[None, :, None, :]
+                    run.add("operands read", s * rows_t * cols_t * (t_m + t_n))
+                    run.add("fmas", b_m * b_n)
+            tile = acc.transpose(0, 2, 1, 3).reshape(b_m, b_n)
+            h, w = min(b_m, m - i0), min(b_n, n - j0)
+            run.result[i0:i0 + h, j0:j0 + w] = tile[:h, :w]
+            run.add("C written", s * h * w)
+    tensor = dtype != "fp32"
+    run.bytes = {
+        "registers": 0 if tensor else 2 * REGISTER_BYTES_PER_FLOP * run.parts["fmas"],
+        "smem": run.parts["tiles written"] + run.parts["operands read"],
+        "l2": run.parts["tiles written"] + run.parts["C written"],
+        "hbm": s * (touched_a.sum() + touched_b.sum()) + run.parts["C written"],
+    }
+    return run
+
+
+def bank_conflicts(addresses) -> int:
+    """Wavefronts one warp's shared-memory access takes: the 32 word (4-byte) addresses in,
+    the largest number of distinct addresses falling in one of the 32 banks out. Threads
+    reading the same word share it (a broadcast), so 1 is conflict-free. Chapter 3."""
+    addr = np.asarray(addresses)
+    if addr.shape != (WARP,) or not np.issubdtype(addr.dtype, np.integer) or np.any(addr < 0):
+        raise ValueError(f"addresses must be {WARP} non-negative integer word addresses, got {addresses!r}")
+    banks = addr % SMEM_BANKS
+    return max(len(np.unique(addr[banks == bank])) for bank in np.unique(banks))
+
+
+def warp_addresses(shape=(32, 32), pad=0, direction="column", index=0) -> np.ndarray:
+    """The word addresses a warp touches in a row-major float array of `shape` whose rows
+    are padded by `pad` words: thread t reads element (t, index) for a "column" access, or
+    (index, t) for a "row" access. Chapter 3."""
+    rows, cols = (int(v) for v in _check.pair("shape", shape))
+    if not isinstance(pad, (int, np.integer)) or pad < 0:
+        raise ValueError(f"pad must be a non-negative integer, got {pad!r}")
+    _check.choice("direction", direction, ("row", "column"))
+    along, across = (rows, cols) if direction == "column" else (cols, rows)
+    if along < WARP:
+        raise ValueError(f"shape must hold a whole warp ({WARP} elements) along the {direction}, got {shape}")
+    if not 0 <= index < across:
+        raise ValueError(f"index must be in [0, {across}), got {index!r}")
+    t = np.arange(WARP)
+    row, col = (t, np.full(WARP, index)) if direction == "column" else (np.full(WARP, index), t)
+    return row * (cols + pad) + col
+
+
+def transpose(x, padded=False) -> Run:
+    """out = x.T through 32 x 32 shared-memory tiles, one warp per tile row. Chapter 3.
+
+    Each warp writes a row of the tile (conflict-free), then reads back a column, which in
+    a 32 x 32 float tile puts all 32 threads in one bank; padding rows to 33 words spreads
+    them over all banks. Shared-memory bytes are counted as wavefronts x 128 B, from
+    `bank_conflicts` on the addresses each warp actually uses (whole tiles at the edges).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] != x.shape[1] or x.size == 0:
+        raise ValueError(f"x must be a non-empty square matrix, got shape {x.shape}")
+    padded = _check.flag("padded", padded)
+    n = x.shape[0]
+    tile_n = TRANSPOSE_TILE
+    width = tile_n + (1 if padded else 0)
+    run = Run(np.zeros_like(x))
+    for r0 in range(0, n, tile_n):
+        for c0 in range(0, n, tile_n):
+            tile = np.zeros(tile_n * width)  # the shared array, as words
+            for ty in range(tile_n):  # warp ty copies row ty of the block's input tile
+                cols = np.arange(tile_n)
+                if r0 + ty < n:  # threads past the matrix's edge load nothing
+                    valid = c0 + cols < n
+                    tile[ty * width + cols[valid]] = x[r0 + ty, c0 + cols[valid]]
+                    run.add("global loaded", 4 * valid.sum())
+                run.add("smem", WAVEFRONT_BYTES * bank_conflicts(ty * width + cols))
+            for ty in range(tile_n):  # warp ty writes row c0 + ty of out from column ty
+                lanes = np.arange(tile_n)
+                addr = lanes * width + ty
+                if c0 + ty < n:
+                    valid = r0 + lanes < n
+                    run.result[c0 + ty, r0 + lanes[valid]] = tile[addr[valid]]
+                    run.add("global stored", 4 * valid.sum())
+                run.add("smem", WAVEFRONT_BYTES * bank_conflicts(addr))
+    moved = run.parts["global loaded"] + run.parts["global stored"]
+    run.bytes = {"registers": 0, "smem": run.parts["smem"], "l2": moved, "hbm": moved}
+    return run
+
+
+def _heads(q, k, v):
+    q, k, v = (np.asarray(t, dtype=np.float64) for t in (q, k, v))
+    if q.ndim != 4 or q.shape != k.shape or q.shape != v.shape or q.size == 0:
+        raise ValueError(f"q, k and v must be non-empty arrays of one shape (batch, heads, seq, head_dim), got {q.shape}, {k.shape}, {v.shape}")
+    return q, k, v
+
+
+def standard_attention(q, k, v, dtype="fp16") -> Run:
+    """softmax(Q K^T / sqrt(d)) V in three passes through HBM, as Dao et al.'s Algorithm 0:
+    S is written out, read back by the softmax and written as P, then read with V.
+    Computed in float64; bytes counted at `dtype`'s size. Chapter 5."""
+    q, k, v = _heads(q, k, v)
+    s = _check.dtype_bytes(dtype)
+    bh, n, d = q.shape[0] * q.shape[1], q.shape[2], q.shape[3]
+    run = Run(np.zeros_like(q))
+    scores = q @ k.swapaxes(-1, -2) / np.sqrt(d)  # kernel 1: read Q, K; write S
+    run.add("Q, K read", s * bh * 2 * n * d)
+    run.add("S written", s * bh * n * n)
+    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))  # kernel 2: read S; write P
+    probs = shifted / shifted.sum(axis=-1, keepdims=True)
+    run.add("S read", s * bh * n * n)
+    run.add("P written", s * bh * n * n)
+    run.result = probs @ v  # kernel 3: read P, V; write O
+    run.add("P, V read", s * bh * (n * n + n * d))
+    run.add("O written", s * bh * n * d)
+    total = sum(run.parts.values())
+    run.bytes = {"l2": total, "hbm": total}
+    return run
+
+
+def flash_attention(q, k, v, block=(128, 64), dtype="fp16") -> Run:
+    """FlashAttention forward with query blocks outer (as FlashAttention-2 orders it). For
+    each block of Br query rows: load Q_i once, stream K and V in tiles of Bc rows, keep the
+    scores, the running row maximum m and denominator l on chip (online softmax), and write
+    O_i once. The N x N matrix never exists. Computed in float64. Chapter 5."""
+    q, k, v = _heads(q, k, v)
+    s = _check.dtype_bytes(dtype)
+    b_r, b_c = (int(x) for x in _check.pair("block", block))
+    n, d = q.shape[2], q.shape[3]
+    scale = 1 / np.sqrt(d)
+    run = Run(np.zeros_like(q))
+    heads = q.shape[0] * q.shape[1]
+    for i0 in range(0, n, b_r):
+        q_i = q[:, :, i0:i0 + b_r]
+        rows = q_i.shape[2]
+        run.add("Q read", s * heads * rows * d)
+        m_i = np.full(q_i.shape[:3] + (1,), -np.inf)
+        l_i = np.zeros(q_i.shape[:3] + (1,))
+        acc = np.zeros(q_i.shape)
+        for j0 in range(0, n, b_c):
+            k_j, v_j = k[:, :, j0:j0 + b_c], v[:, :, j0:j0 + b_c]
+            run.add("K, V read", s * heads * 2 * k_j.shape[2] * d)
+            s_ij = q_i @ k_j.swapaxes(-1, -2) * scale
+            m_new = np.maximum(m_i, s_ij.max(axis=-1, keepdims=True))
+            p = np.exp(s_ij - m_new)
+            correction = np.exp(m_i - m_new)
+            l_i = l_i * correction + p.sum(axis=-1, keepdims=True)
+            acc = acc * correction + p @ v_j
+            m_i = m_new
+        run.result[:, :, i0:i0 + b_r] = acc / l_i
+        run.add("O written", s * heads * rows * d)
+    total = sum(run.parts.values())
+    run.bytes = {"l2": total, "hbm": total}
+    return run

@@ -1,0 +1,153 @@
+"""The simulations do the work: their results equal the references and the bytes they
+count equal the workload formulas, byte for byte, also for sizes that are not tile
+multiples."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpumodel as gm
+from gpumodel import simulate as sim
+
+rng = np.random.default_rng(2026)
+
+
+def assert_counts_equal(run, workload, levels=gm.LEVELS):
+    for level in levels:
+        assert run.bytes[level] == workload.bytes[level], level
+
+
+@pytest.mark.parametrize(
+    "m, n, k, block, thread",
+    [
+        (128, 128, 64, (64, 64, 8), (8, 8)),      # multiples of every tile
+        (64, 96, 32, (16, 16, 16), (1, 1)),       # chapter 1's 16 x 16 kernel
+        (256, 128, 16, (128, 128, 8), (8, 8)),    # chapter 1's 128 x 128 / 8 x 8 kernel
+        (130, 100, 70, (64, 32, 16), (4, 4)),     # partial tiles in m, n and k
+        (33, 17, 9, (16, 16, 8), (2, 4)),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_tiled_gemm_counts_equal_the_formula(m, n, k, block, thread, dtype):
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    run = sim.tiled_gemm(a, b, block, thread, dtype)
+    np.testing.assert_allclose(run.result, a @ b, rtol=1e-12, atol=1e-12)
+    assert_counts_equal(run, gm.gemm(m, n, k, block=block, thread=thread, dtype=dtype))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 70), st.integers(1, 70), st.integers(1, 40),
+       st.sampled_from([8, 16, 32]), st.sampled_from([8, 16, 32]), st.sampled_from([1, 4, 8]),
+       st.sampled_from([1, 2, 4]), st.sampled_from([1, 2, 8]))
+def test_tiled_gemm_any_size(m, n, k, bm, bn, bk, tm, tn):
+    bm, bn, bk = min(bm, m), min(bn, n), min(bk, k)
+    tm, tn = (t if b % t == 0 else 1 for t, b in ((tm, bm), (tn, bn)))
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    run = sim.tiled_gemm(a, b, (bm, bn, bk), (tm, tn))
+    np.testing.assert_allclose(run.result, a @ b, rtol=1e-12, atol=1e-12)
+    assert_counts_equal(run, gm.gemm(m, n, k, block=(bm, bn, bk), thread=(tm, tn)))
+
+
+@pytest.mark.parametrize("m, n, k", [(32, 32, 32), (37, 5, 11)])
+def test_naive_gemm_counts_equal_the_formula(m, n, k):
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    run = sim.naive_gemm(a, b)
+    np.testing.assert_allclose(run.result, a @ b, rtol=1e-12, atol=1e-12)
+    assert_counts_equal(run, gm.gemm(m, n, k))
+
+
+@pytest.mark.parametrize("n", [32, 64, 70, 5])
+@pytest.mark.parametrize("padded", [False, True])
+def test_transpose_counts_equal_the_formula(n, padded):
+    x = rng.standard_normal((n, n))
+    run = sim.transpose(x, padded)
+    assert np.array_equal(run.result, x.T)
+    assert_counts_equal(run, gm.transpose(n, padded))
+
+
+def test_bank_conflicts():
+    column = sim.warp_addresses((32, 32), pad=0, direction="column")
+    assert sim.bank_conflicts(column) == 32
+    assert sim.bank_conflicts(sim.warp_addresses((32, 33), pad=0, direction="column")) == 1
+    assert sim.bank_conflicts(sim.warp_addresses((32, 32), pad=1, direction="column")) == 1
+    assert sim.bank_conflicts(sim.warp_addresses((32, 32), pad=0, direction="row")) == 1
+    assert sim.bank_conflicts(np.full(32, 7)) == 1  # broadcast
+    assert sim.bank_conflicts(np.arange(32) * 2) == 2  # stride 2: two words per bank
+    assert sim.bank_conflicts(np.arange(32) // 2 * 32) == 16  # pairs share a word
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [(np.arange(31), "addresses must be 32"), (np.arange(32) - 1, "non-negative"), (np.arange(32) * 0.5, "integer")],
+)
+def test_bank_conflicts_bad_input(bad, message):
+    with pytest.raises(ValueError, match=message):
+        sim.bank_conflicts(bad)
+
+
+def test_warp_addresses_bad_input():
+    with pytest.raises(ValueError, match="whole warp"):
+        sim.warp_addresses((16, 16))
+    with pytest.raises(ValueError, match="direction must be one of"):
+        sim.warp_addresses(direction="diagonal")
+    with pytest.raises(ValueError, match="pad must be"):
+        sim.warp_addresses(pad=-1)
+
+
+def reference_attention(q, k, v):
+    """Softmax attention in float64, written out here independently of `simulate`."""
+    scores = np.einsum("bhid,bhjd->bhij", q, k) / np.sqrt(q.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return np.einsum("bhij,bhjd->bhid", weights, v)
+
+
+@pytest.mark.parametrize("shape, block", [((1, 2, 128, 32), (64, 32)), ((2, 1, 100, 16), (32, 24)), ((1, 1, 7, 8), (4, 3))])
+@pytest.mark.parametrize("logit_scale", [1.0, 1e4])
+def test_attention_results_and_hbm_bytes(shape, block, logit_scale):
+    b, h, n, d = shape
+    q, k, v = (rng.standard_normal(shape) for _ in range(3))
+    q = q * logit_scale * np.sqrt(d) / np.abs(q @ k.swapaxes(-1, -2)).max() if logit_scale > 1 else q
+    want = reference_attention(q, k, v)
+    standard, flash = sim.standard_attention(q, k, v), sim.flash_attention(q, k, v, block)
+    for run in (standard, flash):
+        assert np.all(np.isfinite(run.result))
+        np.testing.assert_allclose(run.result, want, rtol=1e-12, atol=1e-12)
+    assert standard.bytes["hbm"] == gm.attention(b, h, n, d, "fp16", "standard").bytes["hbm"]
+    assert flash.bytes["hbm"] == gm.attention(b, h, n, d, "fp16", "flash", block=block).bytes["hbm"]
+
+
+def test_large_logits_overflow_a_naive_softmax_but_not_the_simulations():
+    q = np.full((1, 1, 4, 2), 100.0)
+    k = np.full((1, 1, 4, 2), 100.0)  # logits of 1e4 / sqrt(2), about 7071
+    v = rng.standard_normal((1, 1, 4, 2))
+    with np.errstate(over="ignore", invalid="ignore"):
+        naive = np.exp(q @ k.swapaxes(-1, -2))
+        assert not np.all(np.isfinite(naive / naive.sum(-1, keepdims=True)))
+    flash = sim.flash_attention(q, k, v, (2, 2))
+    np.testing.assert_allclose(flash.result, np.broadcast_to(v.mean(axis=2, keepdims=True), v.shape), rtol=1e-12)
+
+
+def test_flash_never_holds_the_score_matrix():
+    """Its largest intermediate is a Br x Bc tile, not N x N: the bytes it moves grow as
+    N^2 d / Br, the standard path's as N^2."""
+    shape = (1, 1, 256, 16)
+    q, k, v = (rng.standard_normal(shape) for _ in range(3))
+    flash = sim.flash_attention(q, k, v, (64, 64))
+    standard = sim.standard_attention(q, k, v)
+    assert "S written" in standard.parts and "S written" not in flash.parts
+    assert flash.bytes["hbm"] < standard.bytes["hbm"]
+
+
+def test_simulations_refuse_bad_input():
+    with pytest.raises(ValueError, match="a and b must be"):
+        sim.tiled_gemm(np.ones((4, 3)), np.ones((4, 3)))
+    with pytest.raises(ValueError, match="block must be"):
+        sim.tiled_gemm(np.ones((4, 4)), np.ones((4, 4)), block=(4, 4))
+    with pytest.raises(ValueError, match="thread must divide block"):
+        sim.tiled_gemm(np.ones((8, 8)), np.ones((8, 8)), block=(8, 8, 8), thread=(3, 1))
+    with pytest.raises(ValueError, match="x must be"):
+        sim.transpose(np.ones((3, 4)))
+    with pytest.raises(ValueError, match="q, k and v must be"):
+        sim.flash_attention(np.ones((1, 1, 4, 2)), np.ones((1, 1, 4, 3)), np.ones((1, 1, 4, 2)))
