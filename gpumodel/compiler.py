@@ -1,0 +1,163 @@
+"""What the compiler says about each kernel, no GPU needed: registers per thread, spill
+stores and loads, static shared memory. Chapter 3 shows the report.
+
+Compiles `kernels/*.cu` for a real architecture (sm_80, sm_90) with NVRTC from the
+`nvidia-cuda-nvrtc-cu12` wheel and `--ptxas-options=-v`, or with `nvcc -Xptxas -v` where
+NVRTC is missing and nvcc is on the PATH, and reads ptxas's report.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import importlib.util
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+COMPILE_OPTIONS = ("-std=c++17",)
+ARCHS = ("sm_80", "sm_90")
+
+
+def kernel_dir() -> pathlib.Path:
+    """The folder of `*.cu` sources: `gpumodel/kernels` in an installed package, else the
+    repository's `kernels/` beside the package (a checkout or an editable install)."""
+    here = pathlib.Path(__file__).resolve().parent
+    for candidate in (here / "kernels", here.parent / "kernels"):
+        if any(candidate.glob("*.cu")):
+            return candidate
+    raise FileNotFoundError(f"no kernels/*.cu next to {here}")
+
+
+def kernel_source(file: str) -> str:
+    """The CUDA source of `kernels/<file>`."""
+    path = kernel_dir() / file
+    if path.suffix != ".cu" or not path.exists():
+        names = sorted(p.name for p in kernel_dir().glob("*.cu"))
+        raise ValueError(f"file must be one of {names}, got {file!r}")
+    return path.read_text()
+
+
+def kernel_names(source: str) -> list[str]:
+    """The `extern "C" __global__` entry points a source defines, in order."""
+    return re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(', source)
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """ptxas's account of one kernel for one architecture (bytes, registers per thread)."""
+
+    file: str
+    kernel: str
+    arch: str
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    stack: int
+    smem: int
+
+
+def _nvrtc():
+    """The NVRTC library from the nvidia-cuda-nvrtc wheel, or from the system; None if absent."""
+    spec = importlib.util.find_spec("nvidia.cuda_nvrtc") if importlib.util.find_spec("nvidia") else None
+    paths = []
+    if spec and spec.submodule_search_locations:
+        for loc in spec.submodule_search_locations:
+            paths += sorted(glob.glob(os.path.join(loc, "lib", "libnvrtc.so*")))
+    paths += ["libnvrtc.so"]
+    for path in paths:
+        if "alt" in os.path.basename(path) or "builtins" in os.path.basename(path):
+            continue
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
+def compiler() -> str | None:
+    """Which compiler `report` will use: "nvrtc X.Y", "nvcc", or None when neither is here."""
+    lib = _nvrtc()
+    if lib is not None:
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+        return f"nvrtc {major.value}.{minor.value}"
+    if shutil.which("nvcc"):
+        return "nvcc"
+    return None
+
+
+def _log_nvrtc(lib, source: str, name: str, arch: str) -> str:
+    prog = ctypes.c_void_p()
+    if lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None):
+        raise RuntimeError(f"NVRTC could not create a program for {name}")
+    try:
+        opts = [f"-arch={arch}".encode(), b"--ptxas-options=-v"] + [o.encode() for o in COMPILE_OPTIONS]
+        status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        text = log.value.decode(errors="replace")
+        if status:
+            raise RuntimeError(f"NVRTC failed to compile {name} for {arch}:\n{text}")
+        return text
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def _log_nvcc(source: str, name: str, arch: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = pathlib.Path(tmp) / name
+        src.write_text(source)
+        cmd = ["nvcc", "-cubin", f"-arch={arch}", "-Xptxas", "-v", *COMPILE_OPTIONS, "-o", os.devnull, str(src)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"nvcc failed to compile {name} for {arch}:\n{done.stderr}")
+        return done.stdout + done.stderr
+
+
+def parse_ptxas(log: str, file: str, arch: str) -> list[KernelReport]:
+    """One KernelReport per entry function in a `ptxas -v` log."""
+    reports = []
+    for block in re.split(r"(?=ptxas info\s+: Compiling entry function)", log)[1:]:
+        name = re.search(r"entry function '(\w+)'", block).group(1)
+        frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", block)
+        regs = re.search(r"Used (\d+) registers", block)
+        smem = re.search(r"(\d+) bytes smem", block)
+        reports.append(
+            KernelReport(
+                file=file,
+                kernel=name,
+                arch=arch,
+                registers=int(regs.group(1)),
+                stack=int(frame.group(1)) if frame else 0,
+                spill_stores=int(frame.group(2)) if frame else 0,
+                spill_loads=int(frame.group(3)) if frame else 0,
+                smem=int(smem.group(1)) if smem else 0,
+            )
+        )
+    return reports
+
+
+def report(archs=ARCHS) -> list[KernelReport]:
+    """Compile every `kernels/*.cu` for each architecture in `archs` and return ptxas's
+    report of every kernel, in source order. Raises RuntimeError when no compiler is here."""
+    for arch in archs:
+        if not re.fullmatch(r"sm_\d{2,3}a?", str(arch)):
+            raise ValueError(f"archs must name real architectures like 'sm_80', got {arch!r}")
+    lib = _nvrtc()
+    if lib is None and not shutil.which("nvcc"):
+        raise RuntimeError("no CUDA compiler here: install nvidia-cuda-nvrtc-cu12 (requirements.txt) or nvcc")
+    out = []
+    for path in sorted(kernel_dir().glob("*.cu")):
+        source = path.read_text()
+        order = {name: i for i, name in enumerate(kernel_names(source))}
+        for arch in archs:
+            log = _log_nvrtc(lib, source, path.name, arch) if lib else _log_nvcc(source, path.name, arch)
+            out += sorted(parse_ptxas(log, path.name, arch), key=lambda r: order.get(r.kernel, len(order)))
+    return out

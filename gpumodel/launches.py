@@ -1,0 +1,175 @@
+"""How each kernel in `kernels/` is launched, what it is checked against, and which
+workload the model predicts it with. One plan per kernel (or chain of kernels) serves the
+CuPy runtime on a GPU and the CPU emulator in the tests alike. Chapters 1, 2, 3 and 5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import _check
+from .workloads import Workload, attention, elementwise_chain, gemm, transpose, vector_add
+
+THREADS = 256
+SCALE, BIAS = np.float32(0.5), np.float32(-0.25)
+GEMM_TILES = {  # kernel -> (block tile (bM, bN, bK), thread tile, threads per block (x, y))
+    "gemm_smem16": ((16, 16, 16), (1, 1), (16, 16)),
+    "gemm_reg128": ((128, 128, 8), (8, 8), (16, 16)),
+    "gemm_spill": ((128, 128, 8), (16, 16), (8, 8)),
+}
+FLASH_D, FLASH_BLOCK = 64, (64, 64)
+TRANSPOSE_KERNELS = ("transpose_naive", "transpose_smem", "transpose_padded")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One launch: `kernel` in the plan's file, its grid and block, and its arguments: the
+    names of buffers (str) or scalars (np.int32, np.float32)."""
+
+    kernel: str
+    grid: tuple
+    block: tuple
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A kernel run: host `inputs` (float32), `outputs` to allocate (name -> shape), the
+    `steps` to launch, the buffer holding the `result`, the `reference` (a function of the
+    array module and the inputs: NumPy on the CPU, CuPy on a GPU, in float64), the
+    tolerance, and the `workload` the model predicts it with (None if the model has no term
+    for what limits it)."""
+
+    name: str
+    file: str
+    inputs: dict
+    outputs: dict
+    steps: list
+    result: str
+    reference: Callable
+    workload: Workload | None
+    rtol: float = 1e-5
+    atol: float = 1e-5
+    sizes: dict = field(default_factory=dict)
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _random(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def plan_vector_add(n: int, rng=None) -> Plan:
+    """c = a + b over n floats."""
+    n = int(_check.size("n", n))
+    rng = rng or np.random.default_rng(0)
+    a, b = _random(rng, n), _random(rng, n)
+    return Plan(
+        "vector_add", "elementwise.cu", {"a": a, "b": b}, {"c": (n,)},
+        [Step("vector_add", (_ceil(n, THREADS),), (THREADS,), ("a", "b", "c", np.int32(n)))],
+        "c", lambda xp, i: i["a"].astype(xp.float64) + i["b"], vector_add(n), sizes={"n": n},
+    )
+
+
+def plan_chain(n: int, fused: bool, rng=None) -> Plan:
+    """relu, then scale by 0.5, then add -0.25: three kernels, or one fused kernel."""
+    n = int(_check.size("n", n))
+    fused = _check.flag("fused", fused)
+    rng = rng or np.random.default_rng(0)
+    x = _random(rng, n)
+    grid, block, size = (_ceil(n, THREADS),), (THREADS,), np.int32(n)
+    if fused:
+        steps = [Step("relu_scale_bias", grid, block, ("x", "w", SCALE, BIAS, size))]
+    else:
+        steps = [
+            Step("relu", grid, block, ("x", "y", size)),
+            Step("scale", grid, block, ("y", "z", SCALE, size)),
+            Step("add_bias", grid, block, ("z", "w", BIAS, size)),
+        ]
+    def reference(xp, i):
+        return xp.maximum(i["x"].astype(xp.float64), 0) * float(SCALE) + float(BIAS)
+
+    outputs = {"w": (n,)} if fused else {"y": (n,), "z": (n,), "w": (n,)}
+    return Plan(
+        "relu_scale_bias fused" if fused else "relu, scale, bias", "elementwise.cu", {"x": x}, outputs,
+        steps, "w", reference, elementwise_chain(n, 3, fused, "fp32"), sizes={"n": n},
+    )
+
+
+def plan_gemm(kernel: str, m: int, n: int, k: int, rng=None) -> Plan:
+    """C = A B with one of the GEMM kernels: gemm_naive, gemm_smem16, gemm_reg128, gemm_spill."""
+    _check.choice("kernel", kernel, ("gemm_naive", *GEMM_TILES))
+    m, n, k = (int(_check.size(name, v)) for name, v in (("m", m), ("n", n), ("k", k)))
+    rng = rng or np.random.default_rng(0)
+    a, b = _random(rng, m, k), _random(rng, k, n)
+    args = ("A", "B", "C", np.int32(m), np.int32(n), np.int32(k))
+    if kernel == "gemm_naive":
+        step = Step(kernel, (_ceil(n, 16), _ceil(m, 16)), (16, 16), args)
+        workload = gemm(m, n, k)
+    else:
+        block, thread, threads = GEMM_TILES[kernel]
+        step = Step(kernel, (_ceil(n, block[1]), _ceil(m, block[0])), threads, args)
+        fits = block[0] <= m and block[1] <= n and block[2] <= k
+        workload = gemm(m, n, k, block=block, thread=thread) if fits else None
+    return Plan(
+        kernel, "gemm.cu", {"A": a, "B": b}, {"C": (m, n)}, [step], "C",
+        lambda xp, i: i["A"].astype(xp.float64) @ i["B"].astype(xp.float64), workload, rtol=1e-4, atol=1e-4 * np.sqrt(k), sizes={"m": m, "n": n, "k": k},
+    )
+
+
+def plan_transpose(kernel: str, n: int, rng=None) -> Plan:
+    """out = in^T for an n x n matrix: transpose_naive, transpose_smem or transpose_padded.
+    The model has no term for the naive kernel's strided writes (coalescing, chapter 2)."""
+    _check.choice("kernel", kernel, TRANSPOSE_KERNELS)
+    n = int(_check.size("n", n))
+    rng = rng or np.random.default_rng(0)
+    x = _random(rng, n, n)
+    step = Step(kernel, (_ceil(n, 32), _ceil(n, 32)), (32, 8), ("in", "out", np.int32(n)))
+    workload = None if kernel == "transpose_naive" else transpose(n, padded=kernel == "transpose_padded")
+    return Plan(kernel, "transpose.cu", {"in": x}, {"out": (n, n)}, [step], "out",
+                lambda xp, i: i["in"].T, workload, rtol=0, atol=0, sizes={"n": n})
+
+
+def attention_reference(xp, i):
+    """softmax(Q K^T / sqrt(d)) V per head, in float64, with array module `xp`."""
+    q, k, v = (i[name].astype(xp.float64) for name in "QKV")
+    scores = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
+    weights = xp.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
+
+
+def plan_attention(kind: str, heads: int, n: int, d: int = FLASH_D, rng=None) -> Plan:
+    """Attention forward in FP32 over `heads` heads of n x d: "standard" (scores, softmax,
+    PV: three kernels, the n x n matrix in HBM) or "flash" (one kernel, d = 64 only)."""
+    _check.choice("kind", kind, ("standard", "flash"))
+    heads, n, d = (int(_check.size(name, v)) for name, v in (("heads", heads), ("n", n), ("d", d)))
+    if kind == "flash" and d != FLASH_D:
+        raise ValueError(f"d must be {FLASH_D} for the flash kernel, got {d}")
+    rng = rng or np.random.default_rng(0)
+    q, k, v = (_random(rng, heads, n, d) for _ in range(3))
+    scale = np.float32(1 / np.sqrt(d))
+    inputs = {"Q": q, "K": k, "V": v}
+    if kind == "flash":
+        steps = [Step("flash_attn_d64", (_ceil(n, FLASH_BLOCK[0]), heads), (FLASH_BLOCK[0],),
+                      ("Q", "K", "V", "O", np.int32(n), scale))]
+        outputs = {"O": (heads, n, d)}
+        fits = FLASH_BLOCK[0] <= n and FLASH_BLOCK[1] <= n
+        workload = attention(1, heads, n, d, "fp32", "flash", block=FLASH_BLOCK) if fits else None
+    else:
+        tiles = (_ceil(n, 16), _ceil(n, 16), heads)
+        steps = [
+            Step("attn_scores", tiles, (16, 16), ("Q", "K", "S", np.int32(n), np.int32(d), scale)),
+            Step("attn_softmax", (n, heads), (THREADS,), ("S", "P", np.int32(n))),
+            Step("attn_pv", (_ceil(d, 16), _ceil(n, 16), heads), (16, 16), ("P", "V", "O", np.int32(n), np.int32(d))),
+        ]
+        outputs = {"S": (heads, n, n), "P": (heads, n, n), "O": (heads, n, d)}
+        workload = attention(1, heads, n, d, "fp32", "standard")
+    return Plan(f"{kind} attention", "attention.cu", inputs, outputs, steps, "O",
+                attention_reference, workload, rtol=1e-4, atol=1e-5,
+                sizes={"heads": heads, "n": n, "d": d})
+

@@ -1,0 +1,41 @@
+"""Measurements recorded on real GPUs by `python -m gpumodel.validate`, shipped with the
+package in `gpumodel/data/measurements/*.json`. Chapters show them when no GPU answers.
+None is ever made up: where nothing was recorded, `recorded()` is empty and the chapters
+say so. Chapters 1, 2, 3 and 5.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+DATA_DIR = pathlib.Path(__file__).resolve().parent / "data" / "measurements"
+REQUIRED = ("gpu", "date", "command", "kernels")
+NONE_YET = ("No recorded measurement yet: none of the GPUs this course was run on has "
+            "recorded one. Run `python -m gpumodel.validate --out DIR` on a GPU to make one.")
+
+
+def load(directory=DATA_DIR) -> list[dict]:
+    """Every validation record in `directory`, oldest first. Each has the GPU (name,
+    driver, CUDA and CuPy versions), the date, the command and a row per kernel."""
+    directory = pathlib.Path(directory)
+    records = []
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        record = json.loads(path.read_text())
+        missing = [key for key in REQUIRED if key not in record]
+        if missing:
+            raise ValueError(f"{path.name} is not a validation record: it lacks {missing}")
+        record["file"] = path.name
+        records.append(record)
+    return sorted(records, key=lambda r: r["date"])
+
+
+def recorded(kernel: str, directory=DATA_DIR) -> list[dict]:
+    """The rows recorded for `kernel` (a plan name such as "gemm_reg128"), each with the
+    record's GPU, date and command added."""
+    rows = []
+    for record in load(directory):
+        for row in record["kernels"]:
+            if row["name"] == kernel:
+                rows.append({**row, "gpu": record["gpu"]["name"], "date": record["date"], "command": record["command"]})
+    return rows

@@ -1,0 +1,113 @@
+"""`python -m gpumodel.validate --out DIR`: run every kernel at the chapters' sizes on this
+machine's GPU, check each result against CuPy, time it, and compare it with the model's
+prediction on the live device's `GPU` record. Writes one JSON record (GPU, driver, CUDA and
+CuPy versions, date, command, one row per kernel) and a readable table to DIR. Without a
+GPU it says so in one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import pathlib
+import re
+import sys
+
+from . import launches
+from .model import predict
+from .runtime import Runner, device_info, gpu_status, live_gpu
+from .units import fmt_bandwidth, fmt_time
+
+NO_GPU_STATUS = 2
+
+
+def chapter_plans(quick: bool = False):
+    """The plans the chapters discuss, at their sizes (or small ones with `quick`)."""
+    n_vec, n_mat, n_t, n_seq, heads = (2**20, 512, 1024, 512, 2) if quick else (2**28, 4096, 8192, 4096, 16)
+    yield launches.plan_vector_add(n_vec)
+    yield launches.plan_chain(n_vec // 4, fused=False)
+    yield launches.plan_chain(n_vec // 4, fused=True)
+    for kernel in ("gemm_naive", "gemm_smem16", "gemm_reg128", "gemm_spill"):
+        yield launches.plan_gemm(kernel, n_mat, n_mat, n_mat)
+    for kernel in launches.TRANSPOSE_KERNELS:
+        yield launches.plan_transpose(kernel, n_t)
+    yield launches.plan_attention("standard", heads, n_seq, launches.FLASH_D)
+    yield launches.plan_attention("flash", heads, n_seq, launches.FLASH_D)
+
+
+def validate(quick: bool = False, repeats: int = 10) -> dict:
+    """Run, check and time every chapter plan; return the record (see the module doc)."""
+    runner = Runner()
+    cp = runner.cp
+    device = live_gpu()
+    copy_src = cp.ones(2**28, cp.float32)
+    copy_dst = cp.empty_like(copy_src)
+    copy_bandwidth = 2 * copy_src.nbytes / runner.time(lambda: cp.copyto(copy_dst, copy_src), repeats)
+    rows = []
+    for plan in chapter_plans(quick):
+        bufs = runner.buffers(plan)
+        err = runner.check(plan, bufs)
+        seconds = runner.time(lambda: runner.launch(plan, bufs), repeats)
+        row = {"name": plan.name, "file": plan.file, "sizes": plan.sizes, "measured_s": seconds,
+               "max_abs_error": err}
+        if plan.workload is not None:
+            p = predict(plan.workload, device)
+            row.update(predicted_s=float(p.time), bound=str(p.bound),
+                       error_pct=100 * (seconds - float(p.time)) / float(p.time))
+        if plan.file == "gemm.cu":
+            a, b = bufs["A"], bufs["B"]
+            c = cp.empty_like(bufs["C"])
+            row["cublas_s"] = runner.time(lambda: cp.matmul(a, b, out=c), repeats)
+            row["pct_of_cublas"] = 100 * row["cublas_s"] / seconds
+        if plan.name == "vector_add":
+            row["pct_of_copy_bandwidth"] = 100 * float(plan.workload.bytes["hbm"]) / seconds / copy_bandwidth
+        rows.append(row)
+        del bufs
+        cp.get_default_memory_pool().free_all_blocks()
+    return {
+        "gpu": device_info(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": "python -m gpumodel.validate " + " ".join(sys.argv[1:]),
+        "copy_bandwidth_Bps": copy_bandwidth,
+        "live_gpu": {name: {"value": f.value, "kind": f.kind, "note": f.note}
+                     for name, f in device.figures().items()},
+        "kernels": rows,
+    }
+
+
+def table(record: dict) -> str:
+    """A readable table of a record."""
+    lines = [f"{record['gpu']['name']}, driver {record['gpu']['driver_version']}, "
+             f"CUDA runtime {record['gpu']['cuda_runtime_version']}, CuPy {record['gpu']['cupy_version']}, "
+             f"{record['date']}", f"copy bandwidth: {fmt_bandwidth(record['copy_bandwidth_Bps'])}", "",
+             f"{'kernel':<24} {'measured':>10} {'predicted':>10} {'bound':>9} {'error':>8} {'cuBLAS':>7}"]
+    for r in record["kernels"]:
+        pred = fmt_time(r["predicted_s"]) if "predicted_s" in r else "-"
+        err = f"{r['error_pct']:+.0f}%" if "error_pct" in r else "-"
+        cub = f"{r['pct_of_cublas']:.0f}%" if "pct_of_cublas" in r else "-"
+        lines.append(f"{r['name']:<24} {fmt_time(r['measured_s']):>10} {pred:>10} {r.get('bound', '-'):>9} {err:>8} {cub:>7}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpumodel.validate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, type=pathlib.Path, help="folder for the JSON record and table")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test, not a measurement")
+    parser.add_argument("--repeats", type=int, default=10, help="timed runs per kernel (median reported)")
+    args = parser.parse_args(argv)
+    ok, why = gpu_status()
+    if not ok:
+        print(f"No GPU: {why}. Nothing to validate.")
+        return NO_GPU_STATUS
+    record = validate(args.quick, args.repeats)
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9]+", "-", record["gpu"]["name"]).strip("-") + "-" + record["date"][:10]
+    (args.out / f"{stem}.json").write_text(json.dumps(record, indent=1) + "\n")
+    (args.out / f"{stem}.txt").write_text(table(record) + "\n")
+    print(table(record))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

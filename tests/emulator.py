@@ -1,0 +1,83 @@
+"""Runs a `gpumodel.launches.Plan` on the CPU: the kernel's own CUDA source, compiled by
+g++ against `cuda_emu.h`, one std::thread per CUDA thread. For testing kernel logic where
+no GPU answers; it measures nothing."""
+
+from __future__ import annotations
+
+import ctypes
+import pathlib
+import re
+import shutil
+import subprocess
+
+import numpy as np
+
+from gpumodel import compiler
+
+HERE = pathlib.Path(__file__).resolve().parent
+CTYPES = {"int": ctypes.c_int, "float": ctypes.c_float}
+
+
+def parameters(source: str, kernel: str) -> list[tuple[str, str]]:
+    """(type, name) of each parameter of `kernel` in `source`."""
+    match = re.search(rf"void\s+(?:__launch_bounds__\([^)]*\)\s+)?{kernel}\s*\(([^)]*)\)", source)
+    params = []
+    for part in match.group(1).split(","):
+        words = part.replace("*", " * ").split()
+        params.append((" ".join(words[:-1]), words[-1]))
+    return params
+
+
+def wrapper(source: str) -> str:
+    """The kernel source plus one `emu_<kernel>(grid, block, args...)` C entry point each."""
+    lines = ['#include "cuda_emu.h"', source]
+    for kernel in compiler.kernel_names(source):
+        params = parameters(source, kernel)
+        decl = ", ".join(f"{t} {n}" for t, n in params)
+        names = ", ".join(n for _, n in params)
+        lines.append(
+            f'extern "C" void emu_{kernel}(unsigned gx, unsigned gy, unsigned gz, unsigned bx, '
+            f"unsigned by, unsigned bz, {decl}) {{ emu_launch(dim3(gx, gy, gz), dim3(bx, by, bz), "
+            f"[=] {{ {kernel}({names}); }}); }}"
+        )
+    return "\n".join(lines)
+
+
+class Emulator:
+    """Compiles each `kernels/*.cu` once into a shared library in `build_dir`."""
+
+    def __init__(self, build_dir: pathlib.Path):
+        if not shutil.which("g++"):
+            raise RuntimeError("the CPU emulator needs g++ (C++20)")
+        self.build_dir = pathlib.Path(build_dir)
+        self.libraries: dict = {}
+
+    def library(self, file: str):
+        if file not in self.libraries:
+            source = compiler.kernel_source(file)
+            cpp = self.build_dir / f"{file}.cpp"
+            cpp.write_text(wrapper(source))
+            lib = self.build_dir / f"{file}.so"
+            subprocess.run(
+                ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", f"-I{HERE}", str(cpp), "-o", str(lib)],
+                check=True, capture_output=True, text=True,
+            )
+            self.libraries[file] = (ctypes.CDLL(str(lib)), source)
+        return self.libraries[file]
+
+    def run(self, plan) -> np.ndarray:
+        """Execute every step of `plan` and return its result buffer."""
+        lib, source = self.library(plan.file)
+        buffers = {name: np.ascontiguousarray(a, dtype=np.float32).copy() for name, a in plan.inputs.items()}
+        buffers.update({name: np.zeros(shape, np.float32) for name, shape in plan.outputs.items()})
+        for step in plan.steps:
+            types = [t for t, _ in parameters(source, step.kernel)]
+            args = []
+            for t, arg in zip(types, step.args):
+                if "*" in t:
+                    args.append(buffers[arg].ctypes.data_as(ctypes.c_void_p))
+                else:
+                    args.append(CTYPES[t.replace("const", "").strip()](arg))
+            grid, block = (tuple(step.grid) + (1, 1))[:3], (tuple(step.block) + (1, 1))[:3]
+            getattr(lib, f"emu_{step.kernel}")(*map(ctypes.c_uint, grid + block), *args)
+        return buffers[plan.result]

@@ -1,0 +1,136 @@
+"""The CUDA kernels: they compile for sm_80 and sm_90 with the register and spill counts the
+course claims, they compute the right answer (on the CPU emulator everywhere, on the GPU
+where one answers), and their launch plans match the model's workloads."""
+
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+import gpumodel as gm
+from gpumodel import compiler, launches
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from emulator import Emulator  # noqa: E402
+
+HOT = {"vector_add", "relu_scale_bias", "gemm_smem16", "gemm_reg128", "transpose_padded", "flash_attn_d64"}
+ODD = [  # sizes that are not multiples of any tile
+    lambda: launches.plan_vector_add(1000),
+    lambda: launches.plan_chain(1000, fused=False),
+    lambda: launches.plan_chain(1000, fused=True),
+    lambda: launches.plan_gemm("gemm_naive", 37, 29, 13),
+    lambda: launches.plan_gemm("gemm_smem16", 37, 29, 13),
+    lambda: launches.plan_gemm("gemm_reg128", 200, 136, 40),
+    lambda: launches.plan_gemm("gemm_spill", 130, 129, 9),
+    lambda: launches.plan_transpose("transpose_naive", 70),
+    lambda: launches.plan_transpose("transpose_smem", 70),
+    lambda: launches.plan_transpose("transpose_padded", 70),
+    lambda: launches.plan_attention("standard", 2, 40, 64),
+    lambda: launches.plan_attention("flash", 2, 100, 64),
+]
+
+
+@pytest.fixture(scope="module")
+def reports():
+    found = compiler.compiler()
+    if found is None:
+        pytest.skip("no CUDA compiler: install nvidia-cuda-nvrtc-cu12 (requirements.txt) or nvcc")
+    return compiler.report(("sm_80", "sm_90"))
+
+
+def test_every_kernel_compiles_for_both_architectures(reports):
+    for path in compiler.kernel_dir().glob("*.cu"):
+        for arch in ("sm_80", "sm_90"):
+            names = [r.kernel for r in reports if r.file == path.name and r.arch == arch]
+            assert names == compiler.kernel_names(path.read_text()), (path.name, arch)
+
+
+def test_hot_kernels_do_not_spill_and_the_oversized_tile_does(reports):
+    for r in reports:
+        assert r.registers <= 255
+        if r.kernel in HOT:
+            assert (r.spill_stores, r.spill_loads) == (0, 0), r
+    spill = [r for r in reports if r.kernel == "gemm_spill"]
+    assert len(spill) == 2 and all(r.spill_stores > 0 and r.spill_loads > 0 for r in spill)
+
+
+def test_shared_memory_is_what_the_tiles_need(reports):
+    smem = {(r.kernel, r.arch): r.smem for r in reports}
+    for arch in ("sm_80", "sm_90"):
+        assert smem[("gemm_reg128", arch)] == 4 * (8 * (128 + 4) + 8 * 128)
+        assert smem[("transpose_smem", arch)] == 4 * 32 * 32
+        assert smem[("transpose_padded", arch)] == 4 * 32 * 33
+        assert smem[("flash_attn_d64", arch)] == 4 * 2 * 64 * 64
+
+
+def test_parse_ptxas_reads_a_report():
+    log = (
+        "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+        "ptxas info    : Function properties for k\n"
+        "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+        "ptxas info    : Used 40 registers, used 1 barriers, 2304 bytes smem, 384 bytes cmem[0]\n"
+    )
+    (r,) = compiler.parse_ptxas(log, "x.cu", "sm_90")
+    assert (r.kernel, r.registers, r.spill_stores, r.spill_loads, r.stack, r.smem) == ("k", 40, 8, 4, 16, 2304)
+
+
+def test_report_refuses_a_virtual_architecture():
+    with pytest.raises(ValueError, match="archs must name real architectures"):
+        compiler.report(("compute_80",))
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    return Emulator(tmp_path_factory.mktemp("emulator"))
+
+
+@pytest.mark.parametrize("make", ODD, ids=lambda f: "")
+def test_kernels_are_correct_on_the_cpu_emulator(emulator, make):
+    plan = make()
+    got = emulator.run(plan)
+    want = plan.reference(np, plan.inputs)
+    np.testing.assert_allclose(got, want, rtol=plan.rtol, atol=plan.atol, err_msg=plan.name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("make", ODD, ids=lambda f: "")
+def test_kernels_are_correct_on_the_gpu(make):
+    from gpumodel.runtime import Runner
+
+    plan = make()
+    runner = Runner()
+    assert runner.check(plan, runner.buffers(plan)) <= plan.atol + plan.rtol * 10
+
+
+def test_plans_carry_the_models_workloads():
+    plan = launches.plan_gemm("gemm_reg128", 4096, 4096, 4096)
+    model = gm.gemm(4096, 4096, 4096, block=(128, 128, 8), thread=(8, 8))
+    for level in gm.LEVELS:
+        assert plan.workload.bytes[level] == model.bytes[level]
+    (step,) = plan.steps
+    assert step.grid == (32, 32) and step.block == (16, 16)
+    flash = launches.plan_attention("flash", 1, 256)
+    assert flash.workload.bytes["hbm"] == gm.attention(1, 1, 256, 64, "fp32", "flash", block=(64, 64)).bytes["hbm"]
+    assert launches.plan_transpose("transpose_naive", 64).workload is None
+
+
+def test_plans_refuse_bad_input():
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        launches.plan_gemm("gemm_fast", 64, 64, 64)
+    with pytest.raises(ValueError, match="d must be 64"):
+        launches.plan_attention("flash", 1, 128, 32)
+    with pytest.raises(ValueError, match="n must be positive"):
+        launches.plan_vector_add(0)
+
+
+def test_the_wheel_ships_the_kernels(tmp_path):
+    root = pathlib.Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)],
+                   check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("gpumodel-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for source in root.glob("kernels/*.cu"):
+        assert f"gpumodel/kernels/{source.name}" in names

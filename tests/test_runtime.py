@@ -1,0 +1,126 @@
+"""The GPU runtime: detection that falls back cleanly, a live GPU record built from device
+attributes, the validation command, and recorded measurements."""
+
+import json
+import sys
+import types
+
+import pytest
+
+import gpumodel as gm
+from gpumodel import compiler, measurements, runtime, validate
+
+# What an H100 SXM reports through cudaDeviceGetAttribute (clocks in kHz, bus in bits).
+H100_ATTRIBUTES = {
+    "MultiProcessorCount": 132, "ClockRate": 1980000, "MemoryClockRate": 2619000,
+    "GlobalMemoryBusWidth": 5120, "L2CacheSize": 50 * 2**20,
+    "MaxSharedMemoryPerMultiprocessor": 233472, "MaxRegistersPerMultiprocessor": 65536,
+}
+
+
+@pytest.fixture
+def fresh_probe(monkeypatch):
+    monkeypatch.setattr(runtime, "_status", None)
+    monkeypatch.setattr(runtime, "_announced", False)
+
+
+def fake_cupy(error):
+    """A cupy module whose device calls raise `error`, as CuPy does without a driver."""
+    def fail(*args, **kwargs):
+        raise error
+
+    cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=fail))
+    return types.SimpleNamespace(cuda=cuda, zeros=fail)
+
+
+def test_cupy_without_a_driver_falls_back_with_one_line(monkeypatch, fresh_probe, capsys):
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")))
+    assert runtime.have_gpu() is False
+    assert runtime.have_gpu() is False
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["No GPU: CuPy is installed but no GPU answers (CUDARuntimeError: cudaErrorNoDevice: "
+                     "no CUDA-capable device is detected). Running the CPU path: simulations and recorded measurements."]
+
+
+def test_no_cupy_falls_back(monkeypatch, fresh_probe):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
+    assert runtime.gpu_status() == (False, "CuPy is not installed")
+
+
+def test_this_machine_answers_consistently():
+    ok, why = runtime.gpu_status()
+    assert isinstance(ok, bool) and why
+    assert runtime.have_gpu(announce=False) is ok
+
+
+def test_live_record_from_h100_attributes():
+    g = runtime.gpu_from_attributes("NVIDIA H100 80GB HBM3", (9, 0), H100_ATTRIBUTES, 85_000_000_000)
+    assert g.peak_flops == 132 * 128 * 2 * 1.98e9
+    assert g.bandwidth("hbm") == pytest.approx(3.352e12, rel=1e-3)
+    assert g.capacity("l2") == 50 * 2**20
+    assert g.clock.kind == "measured" and g.l2_bytes_per_clock.kind == "estimate"
+    assert "H100-SXM" in g.l2_bytes_per_clock.note
+    p = gm.predict(gm.gemm(4096, 4096, 4096, block=(128, 128), thread=(8, 8)), g)
+    assert p.bound == "smem"
+
+
+def test_live_record_without_a_clock_borrows_the_presets():
+    attrs = {**H100_ATTRIBUTES, "ClockRate": 0}
+    g = runtime.gpu_from_attributes("NVIDIA H200", (9, 0), attrs, 141_000_000_000)
+    assert g.clock.value == gm.gpu("H200").clock.value
+    assert "reports no clock" in g.clock.note
+
+
+def test_live_record_refuses_an_unknown_capability():
+    with pytest.raises(ValueError, match="capability must be one of"):
+        runtime.gpu_from_attributes("X", (6, 1), H100_ATTRIBUTES, 1)
+
+
+@pytest.mark.parametrize("name, cc, preset", [
+    ("NVIDIA A100-SXM4-80GB", (8, 0), "A100-80GB"), ("NVIDIA A100-SXM4-40GB", (8, 0), "A100-40GB"),
+    ("NVIDIA H100 PCIe", (9, 0), "H100-PCIe"), ("Tesla T4", (7, 5), "T4"), ("NVIDIA GeForce RTX 4090", (8, 9), "RTX-4090"),
+    ("NVIDIA RTX 6000 Ada Generation", (8, 9), "L4"),
+])
+def test_closest_preset(name, cc, preset):
+    assert runtime.closest_preset(name, cc) == preset
+
+
+def test_validate_without_a_gpu_says_so_and_exits_2(monkeypatch, fresh_probe, capsys, tmp_path):
+    monkeypatch.setattr(runtime, "_status", (False, "CuPy is not installed"))
+    monkeypatch.setattr(validate, "gpu_status", runtime.gpu_status)
+    assert validate.main(["--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().out == "No GPU: CuPy is not installed. Nothing to validate.\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_chapter_plans_cover_every_kernel():
+    names = {s.kernel for plan in validate.chapter_plans(quick=True) for s in plan.steps}
+    for path in compiler.kernel_dir().glob("*.cu"):
+        assert set(compiler.kernel_names(path.read_text())) <= names
+
+
+@pytest.mark.gpu
+def test_validate_quick_on_the_gpu(tmp_path):
+    assert validate.main(["--out", str(tmp_path), "--quick", "--repeats", "2"]) == 0
+    (record,) = measurements.load(tmp_path)
+    assert {row["name"] for row in record["kernels"]} >= {"vector_add", "gemm_reg128", "flash attention"}
+
+
+def test_recorded_measurements_load_and_none_are_made_up(tmp_path):
+    assert measurements.recorded("gemm_reg128", tmp_path) == []
+    record = {"gpu": {"name": "Example GPU"}, "date": "2026-01-01T00:00:00+00:00", "command": "python -m gpumodel.validate --out x",
+              "kernels": [{"name": "gemm_reg128", "measured_s": 0.001}]}
+    (tmp_path / "a.json").write_text(json.dumps(record))
+    (row,) = measurements.recorded("gemm_reg128", tmp_path)
+    assert row["gpu"] == "Example GPU" and row["command"].startswith("python -m gpumodel.validate")
+    (tmp_path / "b.json").write_text("{}")
+    with pytest.raises(ValueError, match="b.json is not a validation record"):
+        measurements.load(tmp_path)
+
+
+def test_shipped_measurements_are_real_records():
+    for record in measurements.load():
+        assert record["gpu"]["driver_version"] and record["command"].startswith("python -m gpumodel.validate")
