@@ -3,10 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-NBDIR := .nbtest
 SHELL := /bin/bash
 
-.PHONY: book test lab bench clean
+.PHONY: book test lab bench vendor notebooks clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
@@ -17,14 +16,17 @@ $(STAMP): requirements.txt pyproject.toml
 
 ## Build the site (every chapter executed; warnings are errors).
 book: $(STAMP)
-	set -o pipefail; $(VENV)/bin/jupyter-book build . -n -W --keep-going 2>&1 | tee _build.log
+	set -o pipefail; GPUMODEL_BUILD=book $(VENV)/bin/jupyter-book build . -n -W --keep-going 2>&1 | tee _build.log
 	@echo "Built: open $(CURDIR)/_build/html/index.html"
 
-## Run every test, then execute every chapter as a notebook (nbmake).
+## Run every test, and execute every chapter's notebook (the ones Colab opens) with nbmake.
 test: $(STAMP)
-	rm -rf $(NBDIR) && mkdir -p $(NBDIR)
-	for f in chapters/*.md; do $(VENV)/bin/jupytext --quiet --to ipynb -o $(NBDIR)/$$(basename $$f .md).ipynb $$f || exit 1; done
-	$(PY) -m pytest tests $(NBDIR) --nbmake --nbmake-timeout=300
+	$(PY) -m pytest tests notebooks --nbmake --nbmake-timeout=300
+
+## Regenerate notebooks/*.ipynb from chapters/*.md (a test fails when they are out of date).
+notebooks: $(STAMP)
+	$(PY) -c 'from gpumodel.book import write_notebooks; print(*write_notebooks(), sep="\n")'
+
 
 ## Open the chapters as notebooks in JupyterLab.
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -38,5 +40,22 @@ lab: $(STAMP)
 bench: $(STAMP)
 	$(PY) tests/benchmark.py
 
+## Refresh the vendored browser assets in _vendor/ from the npm registry (needs npm).
+## The site loads MathJax, RequireJS and the ipywidgets manager from there, never from a CDN.
+VENDOR := _vendor
+vendor:
+	rm -rf $(VENDOR)/mathjax $(VENDOR)/html-manager $(VENDOR)/require.js .npm-vendor
+	mkdir -p $(VENDOR)/mathjax $(VENDOR)/html-manager
+	npm install --prefix .npm-vendor --no-audit --no-fund --silent \
+		mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15
+	cd .npm-vendor/node_modules/mathjax/es5 && cp -r --parents tex-chtml.js input/tex/extensions \
+		output/chtml/fonts/woff-v2 $(CURDIR)/$(VENDOR)/mathjax/
+	cp .npm-vendor/node_modules/mathjax/LICENSE $(VENDOR)/mathjax/LICENSE
+	cp .npm-vendor/node_modules/requirejs/require.js $(VENDOR)/require.js
+	cp .npm-vendor/node_modules/@jupyter-widgets/html-manager/dist/embed-amd.js \
+		.npm-vendor/node_modules/@jupyter-widgets/html-manager/dist/embed.js.LICENSE.txt \
+		.npm-vendor/node_modules/@jupyter-widgets/html-manager/dist/*.woff* $(VENDOR)/html-manager/
+	rm -rf .npm-vendor
+
 clean:
-	rm -rf _build _build.log .nbtest
+	rm -rf _build _build.log build

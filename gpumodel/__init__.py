@@ -28,8 +28,9 @@ from .workloads import (
     vector_add,
 )
 
-_LAZY = ("book", "plots", "tables")
-"""Submodules loaded on first use (`gm.plots`), so `import gpumodel` never loads matplotlib."""
+_LAZY = ("book", "compiler", "exercises", "launches", "measurements", "plots", "runtime", "tables", "widgets")
+"""Submodules loaded on first use (`gm.plots`), so `import gpumodel` loads neither matplotlib,
+ipywidgets nor CuPy."""
 
 
 def __getattr__(name):

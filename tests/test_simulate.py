@@ -103,12 +103,27 @@ def reference_attention(q, k, v):
     return np.einsum("bhij,bhjd->bhid", weights, v)
 
 
+def large_logits(shape, seed):
+    """q, k, v whose logits reach 1e4, computed exactly: integer entries up to 50, and
+    d = 16 so that 1/sqrt(d) = 0.25 is exact. A naive softmax overflows on these."""
+    gen = np.random.default_rng(seed)
+    q, k = (gen.integers(-50, 51, shape).astype(np.float64) for _ in range(2))
+    q[..., 0, :], k[..., 0, :] = 50.0, 50.0  # one logit of exactly 16 * 2500 / 4 = 1e4
+    return q, k, gen.standard_normal(shape)
+
+
 @pytest.mark.parametrize("shape, block", [((1, 2, 128, 32), (64, 32)), ((2, 1, 100, 16), (32, 24)), ((1, 1, 7, 8), (4, 3))])
-@pytest.mark.parametrize("logit_scale", [1.0, 1e4])
-def test_attention_results_and_hbm_bytes(shape, block, logit_scale):
+@pytest.mark.parametrize("large", [False, True])
+def test_attention_results_and_hbm_bytes(shape, block, large):
     b, h, n, d = shape
-    q, k, v = (rng.standard_normal(shape) for _ in range(3))
-    q = q * logit_scale * np.sqrt(d) / np.abs(q @ k.swapaxes(-1, -2)).max() if logit_scale > 1 else q
+    gen = np.random.default_rng(n)
+    if large:
+        shape = (b, h, n, 16)
+        q, k, v = large_logits(shape, n)
+        assert np.abs(q @ k.swapaxes(-1, -2)).max() / 4 == 1e4
+    else:
+        q, k, v = (gen.standard_normal(shape) for _ in range(3))
+    d = shape[-1]
     want = reference_attention(q, k, v)
     standard, flash = sim.standard_attention(q, k, v), sim.flash_attention(q, k, v, block)
     for run in (standard, flash):

@@ -1,0 +1,70 @@
+"""Answer checkers for the exercises: a learner's answer in, right or not with the reason
+out. Each chapter's checkers say which exercise they serve.
+
+A checker returns `Feedback`, which prints as a sentence and is truthy when right. `None`
+means "not answered yet"; any other answer that is not a number is a ValueError.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .hardware import LEVELS
+from .presets import gpu
+from .units import fmt_bandwidth
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """Whether an answer is right, and why."""
+
+    correct: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.correct
+
+    def __str__(self) -> str:
+        return ("Right. " if self.correct else "Not yet. ") + self.message
+
+    def _repr_markdown_(self) -> str:
+        return ("**Right.** " if self.correct else "**Not yet.** ") + self.message
+
+
+def _number(answer, unit: str) -> float | None:
+    if answer is None:
+        return None
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
+        raise ValueError(f"answer must be a finite number in {unit}, got {answer!r}")
+    return float(answer)
+
+
+def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain: str = "") -> Feedback:
+    """Right when `answer` is within `rtol` of `expected` (both in `unit`)."""
+    value = _number(answer, unit)
+    if value is None:
+        return Feedback(False, f"No answer yet: replace None with a number in {unit}.")
+    if math.isclose(value, expected, rel_tol=rtol):
+        return Feedback(True, f"{value:g} {unit} is within {rtol:.0%} of {expected:.4g} {unit}. {explain}".strip())
+    direction = "high" if value > expected else "low"
+    ratio = value / expected if expected else math.inf
+    hint = " Off by a power of ten: check the units." if expected and abs(round(math.log10(abs(ratio)))) >= 1 and value else ""
+    return Feedback(False, f"{value:g} {unit} is too {direction} (by a factor of {ratio:.3g}).{hint} {explain}".strip())
+
+
+def check_bandwidth(preset: str, level: str, answer) -> Feedback:
+    """Appendix "GPU presets": the bandwidth of `level` on `preset`, derived from its
+    figures, in TB/s."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    g = gpu(preset)
+    formulas = {
+        "registers": "6 x the FP32 peak (three 4-byte operands per 2-flop FMA)",
+        "smem": f"{g.sms.value:g} SMs x 32 banks x 4 B x {g.clock.value / 1e6:g} MHz",
+        "l2": f"{g.l2_bytes_per_clock.value:g} B/clk x {g.clock.value / 1e6:g} MHz",
+        "hbm": "the datasheet figure",
+    }
+    expected = g.bandwidth(level)
+    return check_number(answer, expected / 1e12, "TB/s", rtol=0.01,
+                        explain=f"{preset}: {formulas[level]} = {fmt_bandwidth(expected, 4)}.")

@@ -1,0 +1,85 @@
+"""Interactive figures and answer checkers, without a browser: the player's frames and
+size, the explorer's callback, and the exercise feedback."""
+
+import base64
+import re
+
+import matplotlib
+import pytest
+
+import gpumodel as gm
+
+matplotlib.use("Agg")
+STATES = [{"name": n} for n in ("V100", "A100-40GB", "H100-SXM")]
+
+
+def test_player_precomputes_one_frame_per_state():
+    p = gm.widgets.player(gm.plots.preset_levels, STATES, title="GPU", alt="Bars")
+    html = p._repr_html_()
+    frames = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html)
+    assert len(set(frames)) == 3  # three distinct pictures (the first appears twice: img and list)
+    assert all(base64.b64decode(f).startswith(b"\x89PNG") for f in frames)
+    assert f'id="{p.id}"' in html and 'alt="Bars"' in html and 'max="2"' in html
+    assert p.labels == ["V100", "A100-40GB", "H100-SXM"]
+
+
+def test_every_preset_player_stays_small():
+    p = gm.widgets.player(gm.plots.preset_levels, [{"name": n} for n in gm.preset_names()], alt="Bars")
+    assert p.nbytes < 1_000_000
+
+
+def test_players_get_distinct_ids():
+    a, b = (gm.widgets.player(gm.plots.preset_levels, STATES[:1], alt="x") for _ in range(2))
+    assert a.id != b.id
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"states": []}, "states must hold"), ({"states": STATES, "alt": ""}, "alt must describe"),
+])
+def test_player_refuses_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gm.widgets.player(gm.plots.preset_levels, **{"alt": "x", **kwargs})
+
+
+def test_explorer_redraws_through_its_callback():
+    import ipywidgets
+
+    drawn = []
+
+    def draw(name):
+        drawn.append(name)
+        return gm.plots.preset_levels(name)
+
+    box = gm.widgets.explorer(draw, {"name": ["V100", "H100-SXM"]})
+    (dropdown,) = box.children[0].children
+    assert isinstance(dropdown, ipywidgets.Dropdown) and drawn == ["V100"]
+    dropdown.value = "H100-SXM"
+    assert drawn == ["V100", "H100-SXM"]
+
+
+def test_show_picks_the_player_in_the_book_build(monkeypatch):
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")
+    assert isinstance(gm.widgets.show(gm.plots.preset_levels, STATES, alt="x"), gm.widgets.Player)
+    monkeypatch.delenv("GPUMODEL_BUILD")
+    assert not isinstance(gm.widgets.show(gm.plots.preset_levels, STATES, alt="x"), gm.widgets.Player)
+
+
+def test_feedback_for_the_appendix_exercise():
+    smem = gm.gpu("H100-SXM").bandwidth("smem") / 1e12
+    right = gm.exercises.check_bandwidth("H100-SXM", "smem", smem * 1.005)
+    assert right and str(right).startswith("Right.") and "132 SMs x 32 banks x 4 B x 1980 MHz" in right.message
+    wrong = gm.exercises.check_bandwidth("H100-SXM", "smem", smem * 1000)
+    assert not wrong and "too high" in wrong.message and "power of ten" in wrong.message
+    assert "No answer yet" in gm.exercises.check_bandwidth("H100-SXM", "smem", None).message
+    assert wrong._repr_markdown_().startswith("**Not yet.**")
+
+
+@pytest.mark.parametrize("bad", ["33.5", float("nan"), True])
+def test_checkers_refuse_answers_that_are_not_numbers(bad):
+    with pytest.raises(ValueError, match="answer must be a finite number in TB/s"):
+        gm.exercises.check_bandwidth("A100-40GB", "smem", bad)
+
+
+def test_checker_refuses_an_unknown_level():
+    with pytest.raises(ValueError, match="level must be one of"):
+        gm.exercises.check_bandwidth("A100-40GB", "l1", 1.0)
