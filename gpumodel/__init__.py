@@ -24,11 +24,13 @@ from .workloads import (
     elementwise_chain,
     gemm,
     score_matrix_bytes,
+    seed_kernels,
     transpose,
     vector_add,
 )
 
-_LAZY = ("book", "compiler", "exercises", "launches", "measurements", "plots", "runtime", "tables", "widgets")
+_LAZY = ("book", "compiler", "exercises", "launches", "measure", "measurements", "plots", "runtime", "tables",
+         "widgets")
 """Submodules loaded on first use (`gm.plots`), so `import gpumodel` loads neither matplotlib,
 ipywidgets nor CuPy."""
 
@@ -45,5 +47,5 @@ __all__ = [
     "BOUNDS", "Figure", "GPU", "LEVELS", "Prediction", "Workload",
     "attention", "elementwise_chain", "fmt_bandwidth", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
     "fmt_intensity", "fmt_percent", "fmt_time", "gemm", "gpu", "predict", "preset_names",
-    "score_matrix_bytes", "simulate", "transpose", "vector_add",
+    "score_matrix_bytes", "seed_kernels", "simulate", "transpose", "vector_add",
 ]

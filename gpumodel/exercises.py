@@ -11,8 +11,10 @@ import math
 from dataclasses import dataclass
 
 from .hardware import LEVELS
+from .model import BOUNDS, predict
 from .presets import gpu
-from .units import fmt_bandwidth
+from .units import fmt_bandwidth, fmt_time
+from .workloads import seed_kernels
 
 
 @dataclass(frozen=True)
@@ -68,3 +70,29 @@ def check_bandwidth(preset: str, level: str, answer) -> Feedback:
     expected = g.bandwidth(level)
     return check_number(answer, expected / 1e12, "TB/s", rtol=0.01,
                         explain=f"{preset}: {formulas[level]} = {fmt_bandwidth(expected, 4)}.")
+
+
+def check_bound(kernel: str, preset: str, answer) -> Feedback:
+    """Chapter 1: which part bounds one of chapter 1's kernels (`gm.seed_kernels()`) on
+    `preset`: "compute", "registers", "smem", "l2" or "hbm"."""
+    kernels = seed_kernels()
+    if kernel not in kernels:
+        raise ValueError(f"kernel must be one of {list(kernels)}, got {kernel!r}")
+    if answer is None:
+        return Feedback(False, f"No answer yet: replace None with one of {BOUNDS}.")
+    if answer not in BOUNDS:
+        raise ValueError(f"answer must be one of {BOUNDS}, got {answer!r}")
+    p = predict(kernels[kernel], gpu(preset))
+    times = ", ".join(f"{part} {fmt_time(p.compute_time if part == 'compute' else p.level_times[part])}"
+                      for part in BOUNDS)
+    verdict = f"The model's times on the {preset}: {times}; the largest, {p.bound}, sets {fmt_time(p.time)}."
+    return Feedback(answer == p.bound, verdict)
+
+
+def check_machine_balance(preset: str, answer) -> Feedback:
+    """Chapter 1: the FP32 flops per HBM byte at which `preset` is as fast at arithmetic
+    as at feeding it (peak FP32 / HBM bandwidth), in FLOP/B."""
+    g = gpu(preset)
+    expected = g.peak_flops / g.bandwidth("hbm")
+    return check_number(answer, expected, "FLOP/B", rtol=0.02,
+                        explain=f"{preset}: {g.peak_flops / 1e12:.4g} TFLOP/s / {fmt_bandwidth(g.bandwidth('hbm'), 4)}.")

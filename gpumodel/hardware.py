@@ -151,3 +151,10 @@ class GPU:
         out.update({f"tensor_{k}": v for k, v in self.tensor.items()})
         out.update({f"latency_{k}": v for k, v in self.latency.items()})
         return out
+
+    def in_flight(self, level: str) -> float:
+        """Little's law: the bytes that must be in flight at once to keep `level` at its
+        bandwidth, given its measured latency (bandwidth x latency cycles / clock). Chapter 1."""
+        if level not in self.latency:
+            raise ValueError(f"{self.name} has no measured {level!r} latency; it has {sorted(self.latency) or 'none'}")
+        return self.bandwidth(level) * self.latency[level].value / self.clock.value

@@ -173,3 +173,29 @@ def plan_attention(kind: str, heads: int, n: int, d: int = FLASH_D, rng=None) ->
                 attention_reference, workload, rtol=1e-4, atol=1e-5,
                 sizes={"heads": heads, "n": n, "d": d})
 
+
+
+SWEEP_BLOCKS = 1024
+
+
+def plan_sweep(n: int, passes: int = 20, rng=None) -> Plan:
+    """Read n floats (as n/4 float4s) `passes` times: chapter 1's working-set sweep. Each
+    thread's sum of what it read is checked against NumPy."""
+    n4 = int(_check.size("n", n)) // 4
+    if n4 < 1:
+        raise ValueError(f"n must be at least 4, got {n}")
+    passes = int(_check.size("passes", passes))
+    rng = rng or np.random.default_rng(0)
+    x = _random(rng, n4 * 4)
+    blocks = min(SWEEP_BLOCKS, _ceil(n4, THREADS))
+    threads = blocks * THREADS
+
+    def reference(xp, i):
+        sums = i["x"].astype(xp.float64).reshape(-1, 4).sum(axis=1)
+        padded = xp.zeros(_ceil(n4, threads) * threads)
+        padded[:n4] = sums
+        return passes * padded.reshape(-1, threads).sum(axis=0)
+
+    step = Step("sweep_read", (blocks,), (THREADS,), ("x", "out", np.int32(n4), np.int32(passes)))
+    return Plan("sweep_read", "sweep.cu", {"x": x}, {"out": (threads,)}, [step], "out", reference, None,
+                rtol=1e-4, atol=1e-3 * passes, sizes={"n": 4 * n4, "passes": passes, "bytes_read": 16 * n4 * passes})

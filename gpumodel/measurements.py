@@ -39,3 +39,10 @@ def recorded(kernel: str, directory=DATA_DIR) -> list[dict]:
             if row["name"] == kernel:
                 rows.append({**row, "gpu": record["gpu"]["name"], "date": record["date"], "command": record["command"]})
     return rows
+
+
+def recorded_sweeps(directory=DATA_DIR) -> list[dict]:
+    """The working-set sweeps recorded by `validate` (GPU name, date, command, sizes in
+    bytes, bandwidth in bytes/s). Chapter 1."""
+    return [{"gpu": r["gpu"]["name"], "date": r["date"], "command": r["command"], **r["sweep"]}
+            for r in load(directory) if "sweep" in r]

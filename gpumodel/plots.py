@@ -7,9 +7,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .hardware import LEVELS
+from .model import BOUNDS, predict
 from .presets import gpu, preset_names
 from .tables import LEVEL_LABELS
-from .units import fmt_bandwidth, fmt_bytes, fmt_capacity
+from .units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_time
+from .workloads import seed_kernels
 
 
 def hierarchy_figure(names=("V100", "A100-40GB", "H100-SXM")):
@@ -61,4 +63,81 @@ def preset_levels(name: str = "A100-40GB"):
     ax_bw.set_ylabel("bandwidth (TB/s)")
     ax_cap.set_ylabel("capacity, whole GPU")
     fig.suptitle(f"{name}: the four levels")
+    return fig
+
+
+PART_LABELS = {"compute": "ALUs", **LEVEL_LABELS}
+
+
+def busy_bars(predictions: dict):
+    """How busy each part is (time / kernel time) for each named prediction: one group of
+    bars per kernel, the bound at 100 %. Chapter 1."""
+    fig, ax = plt.subplots(figsize=(10, 3.8), layout="constrained")
+    parts = list(BOUNDS)
+    width = 0.8 / len(parts)
+    x = np.arange(len(predictions))
+    for j, part in enumerate(parts):
+        values = [100 * float(p.busy[part]) for p in predictions.values()]
+        ax.bar(x + (j - (len(parts) - 1) / 2) * width, values, width, label=PART_LABELS[part])
+    ax.set_xticks(x, [f"{name}\n{p.gpu.name}, {fmt_time(p.time)}\nbound: {PART_LABELS[str(p.bound)]}"
+                      for name, p in predictions.items()], fontsize=8)
+    ax.set_ylabel("busy (% of kernel time)")
+    ax.set_ylim(0, 105)
+    ax.legend(ncols=5, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 1.18))
+    return fig
+
+
+def pipes(kernel: str = "vector add", gpu_name: str = "A100-40GB", step: int = 0, steps: int = 12):
+    """The pipes: one per level, thickness to scale with its bandwidth, packets moving at
+    the rate the kernel actually uses it (busy fraction); the bound's pipe in red. `step`
+    of `steps` is the animation's time. Chapter 1."""
+    w = seed_kernels()[kernel]
+    g = gpu(gpu_name)
+    p = predict(w, g)
+    widest = g.bandwidth("registers")
+    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    y = 0.0
+    for level in LEVELS:
+        thick = 0.9 * g.bandwidth(level) / widest
+        busy = float(p.busy[level])
+        color = "tab:red" if p.bound == level else "tab:blue"
+        ax.add_patch(plt.Rectangle((0, y - thick / 2), 10, max(thick, 0.004), color=color, alpha=0.25, lw=0))
+        shift = (step / steps) * 2 * busy  # a fully busy pipe moves its packets two gaps per loop
+        xs = (np.arange(10) + 0.5 + shift) % 10
+        if busy > 0:
+            ax.scatter(xs, np.full(10, y), s=12 + 60 * thick, color=color, zorder=3)
+        ax.text(-0.2, y, f"{LEVEL_LABELS[level]}\n{fmt_bandwidth(g.bandwidth(level))}", ha="right", va="center", fontsize=8)
+        ax.text(10.2, y, f"{100 * busy:.0f}% busy", ha="left", va="center", fontsize=8, color=color)
+        y -= 1.0
+    compute = float(p.busy["compute"])
+    ax.text(5, 0.75, f"ALUs {100 * compute:.0f}% busy" + ("  (bound)" if p.bound == "compute" else ""),
+            ha="center", fontsize=9, color="tab:red" if p.bound == "compute" else "black")
+    ax.set_xlim(-2.2, 12)
+    ax.set_ylim(y + 0.5, 1.0)
+    ax.axis("off")
+    ax.set_title(f"{kernel} on the {g.name}: {fmt_time(p.time)}, bound by "
+                 f"{PART_LABELS[str(p.bound)]}", fontsize=10)
+    return fig
+
+
+def sweep(curves: list, marks: dict | None = None, capacities: dict | None = None):
+    """Bandwidth against working set, log-log. `curves`: (label, sizes in bytes, bandwidth
+    in bytes/s) each; `marks`: label -> bandwidth drawn as a horizontal line (a preset's
+    figures); `capacities`: label -> bytes drawn as a vertical line (a cache's size).
+    Chapter 1's "measure yours"."""
+    fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+    for label, sizes, bandwidth in curves:
+        ax.plot(sizes, np.asarray(bandwidth) / 1e9, marker="o", ms=3, label=label)
+    for i, (label, value) in enumerate((marks or {}).items()):
+        ax.axhline(value / 1e9, ls="--", lw=1, color=f"C{i + 3}", label=f"{label}: {fmt_bandwidth(value)}")
+    for label, value in (capacities or {}).items():
+        ax.axvline(value, ls=":", lw=1, color="grey")
+        ax.annotate(f"{label} {fmt_capacity(value)}", (value, 0.02), xycoords=("data", "axes fraction"),
+                    rotation=90, fontsize=8, color="grey", ha="right", va="bottom")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(lambda v, _: fmt_capacity(v))
+    ax.set_xlabel("working set")
+    ax.set_ylabel("bandwidth (GB/s)")
+    ax.legend(fontsize=8)
     return fig

@@ -174,18 +174,20 @@ class Runner:
         assert ok, f"{plan.name}: result differs from the reference by up to {err:.3g}"
         return err
 
-    def time(self, launch, repeats: int = 10, warmup: int = 2) -> float:
+    def time(self, launch, repeats: int = 10, warmup: int = 2, flush: bool = True) -> float:
         """Median seconds of `launch()` over `repeats` runs, timed with CUDA events after
-        `warmup` runs, with L2 flushed (a buffer twice its size rewritten) before each."""
+        `warmup` runs, with L2 flushed (a buffer twice its size rewritten) before each
+        unless `flush` is False (to measure data that stays in L2)."""
         cp = self.cp
         l2 = cp.cuda.Device().attributes["L2CacheSize"]
-        flush = cp.empty(2 * l2 // 4 + 1, cp.float32)
+        scratch = cp.empty(2 * l2 // 4 + 1, cp.float32)
         for _ in range(warmup):
             launch()
         times = []
         start, end = cp.cuda.Event(), cp.cuda.Event()
         for _ in range(repeats):
-            flush.fill(1.0)
+            if flush:
+                scratch.fill(1.0)
             start.record()
             launch()
             end.record()

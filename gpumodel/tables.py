@@ -49,6 +49,30 @@ def cite(source: str) -> str:
     return f"{{cite:p}}`{key.strip()}`" + (f", {where.strip()}" if where.strip() else "")
 
 
+LEVEL_ROLES = {
+    "registers": ("one thread", "the values a thread is computing with; the compiler decides"),
+    "smem": ("the threads of one block, on one SM", "tiles the program copies in on purpose"),
+    "l2": ("every SM", "recently used lines of HBM; the hardware decides"),
+    "hbm": ("every SM, and the host through copies", "everything: inputs, outputs, weights"),
+}
+
+
+def level_table(name: str) -> str:
+    """Chapter 1's table of one preset: each level's sharers, contents, capacity, bandwidth
+    and measured latency (with its source)."""
+    g = gpu(name)
+    rows = []
+    for lv in LEVELS:
+        lat = g.latency.get(lv)
+        if lv == "registers":
+            latency = "none extra: operands are read as part of the instruction"
+        else:
+            latency = f"{lat.value:g} cycles ({cite(lat.source)})" if lat else "not measured"
+        who, what = LEVEL_ROLES[lv]
+        rows.append([LEVEL_LABELS[lv], who, what, fmt_capacity(g.capacity(lv)), fmt_bandwidth(g.bandwidth(lv)), latency])
+    return markdown_table(["level", "shared by", "holds", "capacity (whole GPU)", "bandwidth", "latency"], rows)
+
+
 def preset_table(names=None) -> str:
     """One row per preset: SMs, clock, peaks and the four derived bandwidths."""
     names = preset_names() if names is None else names

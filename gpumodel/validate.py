@@ -15,6 +15,7 @@ import re
 import sys
 
 from . import launches
+from .measure import gpu_sweep, working_sets
 from .model import predict
 from .runtime import Runner, device_info, gpu_status, live_gpu
 from .units import fmt_bandwidth, fmt_time
@@ -34,6 +35,7 @@ def chapter_plans(quick: bool = False):
         yield launches.plan_transpose(kernel, n_t)
     yield launches.plan_attention("standard", heads, n_seq, launches.FLASH_D)
     yield launches.plan_attention("flash", heads, n_seq, launches.FLASH_D)
+    yield launches.plan_sweep(n_vec // 4, passes=4)
 
 
 def validate(quick: bool = False, repeats: int = 10) -> dict:
@@ -65,6 +67,7 @@ def validate(quick: bool = False, repeats: int = 10) -> dict:
         rows.append(row)
         del bufs
         cp.get_default_memory_pool().free_all_blocks()
+    sizes, bandwidth = gpu_sweep(working_sets(2**20, 2**26 if quick else 2**31))
     return {
         "gpu": device_info(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -73,6 +76,7 @@ def validate(quick: bool = False, repeats: int = 10) -> dict:
         "live_gpu": {name: {"value": f.value, "kind": f.kind, "note": f.note}
                      for name, f in device.figures().items()},
         "kernels": rows,
+        "sweep": {"sizes_bytes": sizes.tolist(), "bandwidth_Bps": bandwidth.tolist()},
     }
 
 

@@ -238,3 +238,14 @@ def transpose(n, padded=False) -> Workload:
 def _show(a) -> str:
     a = np.asarray(a)
     return str(int(a)) if a.ndim == 0 else "several"
+
+
+def seed_kernels() -> dict:
+    """Chapter 1's three kernels, by name: vector add of 2^28 floats, and a 4096^3 FP32 GEMM
+    with 16 x 16 tiles (one result per thread) and with 128 x 128 tiles (8 x 8 per thread)."""
+    n = 4096
+    return {
+        "vector add": vector_add(2**28),
+        "GEMM, 16x16 tiles": gemm(n, n, n, block=(16, 16), thread=(1, 1)),
+        "GEMM, 128x128 / 8x8": gemm(n, n, n, block=(128, 128), thread=(8, 8)),
+    }

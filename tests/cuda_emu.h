@@ -15,6 +15,7 @@ struct dim3 {
     dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
 struct emu_index { unsigned x, y, z; };
+struct float4 { float x, y, z, w; };
 
 inline thread_local emu_index threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;

@@ -121,18 +121,32 @@ def test_every_page_in_a_real_browser(site, browser):
         page.close()
 
 
-def test_the_appendix_player_moves(site, browser):
+@pytest.mark.parametrize("chapter", ["99_appendix_presets", "01_hierarchy"])
+def test_the_players_move(site, browser, chapter):
     _, base = site
-    page, errors, _ = open_page(browser, f"{base}/chapters/99_appendix_presets.html")
-    player = page.locator(".gm-player").first
-    img, slider, label = player.locator("img"), player.locator("input[type=range]"), player.locator("output")
-    first_src, first_label = img.get_attribute("src"), label.inner_text()
-    slider.focus()
-    page.keyboard.press("ArrowRight")
-    assert img.get_attribute("data-frame") == "1"
-    assert img.get_attribute("src") != first_src and label.inner_text() != first_label
-    player.locator("button").click()  # play: the frame advances on its own
-    page.wait_for_function(f"document.querySelector('#{player.get_attribute('id')} img').dataset.frame === '2'", timeout=5000)
+    page, errors, _ = open_page(browser, f"{base}/chapters/{chapter}.html")
+    players = page.locator(".gm-player")
+    assert players.count() >= 1
+    for i in range(players.count()):
+        player = players.nth(i)
+        img, slider = player.locator("img"), player.locator("input[type=range]")
+
+        def where():
+            return img.get_attribute("data-state"), img.get_attribute("data-frame"), img.get_attribute("src")
+
+        before = where()
+        slider.focus()
+        page.keyboard.press("ArrowRight")
+        after = where()
+        assert after[:2] != before[:2] and after[2] != before[2], "the slider did not change the picture"
+        if player.locator("select").count():
+            player.locator("select").select_option(index=1)
+            assert img.get_attribute("data-state") == "1"
+        shown = img.get_attribute("src")
+        player.locator("button").click()  # play: the picture changes on its own
+        page.wait_for_function("([id, src]) => document.querySelector('#' + id + ' img').getAttribute('src') !== src",
+                               arg=[player.get_attribute("id"), shown], timeout=5000)
+        player.locator("button").click()  # pause
     assert errors == []
 
 

@@ -30,6 +30,7 @@ ODD = [  # sizes that are not multiples of any tile
     lambda: launches.plan_transpose("transpose_padded", 70),
     lambda: launches.plan_attention("standard", 2, 40, 64),
     lambda: launches.plan_attention("flash", 2, 100, 64),
+    lambda: launches.plan_sweep(1000, passes=3),
 ]
 
 

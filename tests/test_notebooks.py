@@ -57,7 +57,7 @@ def test_a_git_install_gives_an_importable_package_with_its_kernels(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, check=True)
     bound, count, where = done.stdout.split()
-    assert bound == "hbm" and int(count) == len(list((ROOT / "kernels").glob("*.cu")))
+    assert bound == "hbm" and int(count) == len(list((tmp_path / "repo" / "kernels").glob("*.cu")))
     assert where.startswith(str(target))
 
 

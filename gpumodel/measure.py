@@ -1,0 +1,94 @@
+"""Measurements on the reader's own machine: a bandwidth-versus-working-set sweep on the
+CPU (NumPy) or on the GPU (a CuPy kernel), and a small timer. Chapters 1 and 2.
+
+Nothing here is asserted in tests: timings vary with the machine. Tests check shapes,
+units and bad input; the numbers are what the reader's machine does.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import _check
+
+
+def seconds_per_call(fn, target: float = 0.05, repeats: int = 3) -> float:
+    """Best time of one `fn()` call, in seconds: calls are batched so that each timing lasts
+    about `target` seconds (so short calls are not lost in the timer's resolution), and the
+    best of `repeats` batches is kept (the least disturbed by the rest of the machine)."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-7)
+    calls = max(1, int(target / once))
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best
+
+
+def working_sets(smallest: int = 32 * 1024, largest: int = 256 * 1024**2, per_octave: int = 2) -> np.ndarray:
+    """Working-set sizes in bytes, `per_octave` per doubling from `smallest` to `largest`,
+    rounded to multiples of 8 KiB."""
+    lo, hi = _check.size("smallest", smallest), _check.size("largest", largest)
+    if lo > hi:
+        raise ValueError(f"smallest must not exceed largest, got {smallest} > {largest}")
+    count = int(np.floor(np.log2(hi / lo) * per_octave)) + 1
+    return np.unique((lo * 2 ** (np.arange(count) / per_octave) // 8192 * 8192).astype(np.int64))
+
+
+def cpu_sweep(sizes=None, target: float = 0.02) -> tuple[np.ndarray, np.ndarray]:
+    """Copy bandwidth of this CPU against working set: for each size in bytes, two float32
+    arrays of half that size, `np.copyto` timed; bandwidth counts the read and the write.
+    Returns (sizes in bytes, bandwidth in bytes/s)."""
+    sizes = working_sets() if sizes is None else np.asarray([int(_check.size("sizes", s)) for s in np.ravel(sizes)])
+    bandwidth = []
+    for size in sizes:
+        n = max(1, int(size) // 8)
+        src, dst = np.ones(n, np.float32), np.empty(n, np.float32)
+        bandwidth.append(8 * n / seconds_per_call(lambda: np.copyto(dst, src), target))
+    return sizes, np.asarray(bandwidth)
+
+
+def gpu_sweep(sizes=None, passes: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """Read bandwidth of this GPU against working set: `kernels/sweep.cu` reads a buffer of
+    each size `passes` times (warm: data that fits stays in L2). Returns (sizes in bytes,
+    bandwidth in bytes/s). Needs a GPU (see `gpumodel.runtime.have_gpu`)."""
+    from .launches import plan_sweep
+    from .runtime import Runner
+
+    sizes = working_sets(1024**2, 2 * 1024**3) if sizes is None else np.asarray(sizes, dtype=np.int64)
+    runner = Runner()
+    bandwidth = []
+    for size in sizes:
+        plan = plan_sweep(int(size) // 4, passes)
+        bufs = runner.buffers(plan)
+        seconds = runner.time(lambda: runner.launch(plan, bufs), repeats=5, flush=False)
+        bandwidth.append(plan.sizes["bytes_read"] / seconds)
+        del bufs
+    return sizes, np.asarray(bandwidth, dtype=float)
+
+
+def cpu_caches() -> dict:
+    """This CPU's data caches as the Linux kernel reports them (sysfs): name -> bytes per
+    instance, e.g. {"L1d": 49152, "L2": 1048576, "L3": 33554432}; {} where not reported."""
+    import pathlib
+
+    caches = {}
+    for index in sorted(pathlib.Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            level = (index / "level").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if kind == "Instruction":
+            continue
+        units = {"K": 1024, "M": 1024**2, "G": 1024**3}
+        caches[f"L{level}" + ("d" if kind == "Data" else "")] = int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+    return caches

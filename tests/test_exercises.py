@@ -1,0 +1,34 @@
+"""Every chapter's checkers, called with right and wrong answers."""
+
+import pytest
+
+import gpumodel as gm
+
+
+@pytest.mark.parametrize("kernel, preset, bound", [
+    ("vector add", "A100-40GB", "hbm"),
+    ("GEMM, 16x16 tiles", "T4", "smem"),
+    ("GEMM, 128x128 / 8x8", "A100-40GB", "compute"),
+    ("GEMM, 128x128 / 8x8", "RTX-4090", "smem"),
+])
+def test_check_bound(kernel, preset, bound):
+    assert gm.exercises.check_bound(kernel, preset, bound)
+    wrong = next(b for b in gm.BOUNDS if b != bound)
+    feedback = gm.exercises.check_bound(kernel, preset, wrong)
+    assert not feedback and f"the largest, {bound}" in feedback.message
+
+
+def test_check_bound_refuses_bad_input():
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        gm.exercises.check_bound("matmul", "T4", "smem")
+    with pytest.raises(ValueError, match="answer must be one of"):
+        gm.exercises.check_bound("vector add", "T4", "memory")
+    assert "No answer yet" in gm.exercises.check_bound("vector add", "T4", None).message
+
+
+def test_check_machine_balance():
+    h100 = gm.gpu("H100-SXM")
+    right = h100.peak_flops / h100.bandwidth("hbm")
+    assert gm.exercises.check_machine_balance("H100-SXM", round(right, 1))
+    assert not gm.exercises.check_machine_balance("H100-SXM", right / 2)
+    assert not gm.exercises.check_machine_balance("H100-SXM", h100.peak_flops / h100.bandwidth("l2"))

@@ -1,0 +1,54 @@
+"""Measurements on the reader's machine: shapes, units and bad input (never timings)."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+import gpumodel as gm
+
+matplotlib.use("Agg")
+
+
+def test_working_sets_double_per_octave():
+    sizes = gm.measure.working_sets(32 * 1024, 1024**2, per_octave=1)
+    assert list(sizes) == [32 * 1024 * 2**i for i in range(6)]
+    with pytest.raises(ValueError, match="smallest must not exceed largest"):
+        gm.measure.working_sets(2**20, 2**10)
+
+
+def test_cpu_sweep_returns_a_bandwidth_per_size():
+    sizes, bandwidth = gm.measure.cpu_sweep([64 * 1024, 1024**2], target=0.002)
+    assert list(sizes) == [64 * 1024, 1024**2]
+    assert bandwidth.shape == (2,) and np.all(np.isfinite(bandwidth)) and np.all(bandwidth > 0)
+
+
+def test_cpu_caches_are_sizes_in_bytes():
+    for name, size in gm.measure.cpu_caches().items():
+        assert name.startswith("L") and size >= 1024
+
+
+def test_seconds_per_call_is_positive():
+    assert gm.measure.seconds_per_call(lambda: sum(range(100)), target=0.001) > 0
+
+
+def test_little_law():
+    a100 = gm.gpu("A100-40GB")
+    assert a100.in_flight("hbm") == pytest.approx(1.555e12 * 466 / 1.41e9)
+    with pytest.raises(ValueError, match="no measured 'registers' latency"):
+        a100.in_flight("registers")
+
+
+def test_level_table_cites_latencies():
+    table = gm.tables.level_table("A100-40GB")
+    assert "466 cycles ({cite:p}`luo2024hopper`, Table IV)" in table
+    assert len(table.splitlines()) == 2 + 4
+
+
+def test_chapter_one_figures_draw():
+    fig = gm.plots.pipes("GEMM, 16x16 tiles", "A100-40GB", step=2, steps=6)
+    assert "bound by shared memory" in fig.axes[0].get_title()
+    preds = {k: gm.predict(w, gm.gpu("A100-40GB")) for k, w in gm.seed_kernels().items()}
+    fig = gm.plots.busy_bars(preds)
+    assert len(fig.axes[0].patches) == 3 * len(gm.BOUNDS)
+    fig = gm.plots.sweep([("x", [1024, 2048], [1e10, 2e10])], {"L2": 5e10}, {"L2": 1536})
+    assert fig.axes[0].get_xscale() == "log"
