@@ -25,8 +25,10 @@ from .workloads import (
     gemm,
     score_matrix_bytes,
     seed_kernels,
+    strided_read,
     transpose,
     vector_add,
+    warp_sectors,
 )
 
 _LAZY = ("book", "compiler", "exercises", "launches", "measure", "measurements", "plots", "runtime", "tables",
@@ -47,5 +49,6 @@ __all__ = [
     "BOUNDS", "Figure", "GPU", "LEVELS", "Prediction", "Workload",
     "attention", "elementwise_chain", "fmt_bandwidth", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
     "fmt_intensity", "fmt_percent", "fmt_time", "gemm", "gpu", "predict", "preset_names",
-    "score_matrix_bytes", "seed_kernels", "simulate", "transpose", "vector_add",
+    "score_matrix_bytes", "seed_kernels", "simulate", "strided_read", "transpose", "vector_add",
+    "warp_sectors",
 ]

@@ -14,7 +14,7 @@ from .hardware import LEVELS
 from .model import BOUNDS, predict
 from .presets import gpu
 from .units import fmt_bandwidth, fmt_time
-from .workloads import seed_kernels
+from .workloads import elementwise_chain, seed_kernels, warp_sectors
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,8 @@ def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain
     if value is None:
         return Feedback(False, f"No answer yet: replace None with a number in {unit}.")
     if math.isclose(value, expected, rel_tol=rtol):
-        return Feedback(True, f"{value:g} {unit} is within {rtol:.0%} of {expected:.4g} {unit}. {explain}".strip())
+        closeness = f"within {rtol:.0%} of" if rtol else "exactly"
+        return Feedback(True, f"{value:g} {unit} is {closeness} {expected:.4g} {unit}. {explain}".strip())
     direction = "high" if value > expected else "low"
     ratio = value / expected if expected else math.inf
     hint = " Off by a power of ten: check the units." if expected and abs(round(math.log10(abs(ratio)))) >= 1 and value else ""
@@ -96,3 +97,31 @@ def check_machine_balance(preset: str, answer) -> Feedback:
     expected = g.peak_flops / g.bandwidth("hbm")
     return check_number(answer, expected, "FLOP/B", rtol=0.02,
                         explain=f"{preset}: {g.peak_flops / 1e12:.4g} TFLOP/s / {fmt_bandwidth(g.bandwidth('hbm'), 4)}.")
+
+
+def check_chain_intensity(ops: int, fused: bool, dtype: str, answer) -> Feedback:
+    """Chapter 2: the HBM intensity (FLOP/B) of a chain of `ops` one-flop elementwise
+    steps, fused or not, on elements of `dtype`."""
+    w = elementwise_chain(1, ops, fused, dtype)
+    expected = float(w.flops / w.bytes["hbm"])
+    trips = float(w.bytes["hbm"]) / (2 if dtype != "fp32" else 4)
+    return check_number(answer, expected, "FLOP/B", rtol=0.01,
+                        explain=f"{ops} flops per element over {trips:g} trips of {2 if dtype != 'fp32' else 4} bytes.")
+
+
+def check_fusion_speedup(ops: int, answer) -> Feedback:
+    """Chapter 2: the most fusing a chain of `ops` elementwise kernels can gain when every
+    kernel is HBM-bound: the ratio of trips, 2 x ops to 2."""
+    if not isinstance(ops, int) or ops < 1:
+        raise ValueError(f"ops must be a positive integer, got {ops!r}")
+    return check_number(answer, float(ops), "x", rtol=0.01,
+                        explain=f"unfused, {2 * ops} trips per element; fused, 2: at most {ops}x.")
+
+
+def check_sector_stride(answer, elem_bytes: int = 4) -> Feedback:
+    """Chapter 2: the smallest stride (in elements of `elem_bytes`) at which one warp's
+    load touches 32 sectors, one per thread."""
+    expected = next(s for s in range(1, 1025) if warp_sectors(s, elem_bytes) == 32)
+    return check_number(answer, float(expected), "elements", rtol=0,
+                        explain=f"a 32-byte sector holds {32 // elem_bytes} elements of {elem_bytes} bytes; "
+                        f"a stride of {expected} puts each thread in its own sector.")

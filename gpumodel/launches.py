@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from . import _check
-from .workloads import Workload, attention, elementwise_chain, gemm, transpose, vector_add
+from .workloads import Workload, attention, elementwise_chain, gemm, strided_read, transpose, vector_add
 
 THREADS = 256
 SCALE, BIAS = np.float32(0.5), np.float32(-0.25)
@@ -99,6 +99,17 @@ def plan_chain(n: int, fused: bool, rng=None) -> Plan:
         "relu_scale_bias fused" if fused else "relu, scale, bias", "elementwise.cu", {"x": x}, outputs,
         steps, "w", reference, elementwise_chain(n, 3, fused, "fp32"), sizes={"n": n},
     )
+
+
+def plan_strided(n: int, stride: int, rng=None) -> Plan:
+    """y[i] = x[i * stride] for n elements: chapter 2's coalescing experiment."""
+    n, stride = int(_check.size("n", n)), int(_check.size("stride", stride))
+    rng = rng or np.random.default_rng(0)
+    x = _random(rng, n * stride)
+    step = Step("strided_read", (_ceil(n, THREADS),), (THREADS,), ("x", "y", np.int32(n), np.int32(stride)))
+    return Plan(f"strided read, stride {stride}", "elementwise.cu", {"x": x}, {"y": (n,)}, [step], "y",
+                lambda xp, i: i["x"][::stride][:n].astype(xp.float64), strided_read(n, stride),
+                rtol=0, atol=0, sizes={"n": n, "stride": stride})
 
 
 def plan_gemm(kernel: str, m: int, n: int, k: int, rng=None) -> Plan:

@@ -11,7 +11,7 @@ from .model import BOUNDS, predict
 from .presets import gpu, preset_names
 from .tables import LEVEL_LABELS
 from .units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_time
-from .workloads import seed_kernels
+from .workloads import seed_kernels, strided_read
 
 
 def hierarchy_figure(names=("V100", "A100-40GB", "H100-SXM")):
@@ -139,5 +139,49 @@ def sweep(curves: list, marks: dict | None = None, capacities: dict | None = Non
     ax.xaxis.set_major_formatter(lambda v, _: fmt_capacity(v))
     ax.set_xlabel("working set")
     ax.set_ylabel("bandwidth (GB/s)")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def roofline(names=("A100-40GB",), points=(), math: str = "fp32", level: str = "hbm"):
+    """The roofline of each named preset against one level: attainable FLOP/s =
+    min(peak, intensity x bandwidth), log-log, the ridge marked. `points` are (label,
+    intensity in FLOP/B), drawn on the first preset's roof. Chapter 2."""
+    fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+    x = np.logspace(-2, 3, 200)
+    for i, name in enumerate(names):
+        g = gpu(name)
+        peak, bw = g.peak(math), g.bandwidth(level)
+        ax.plot(x, np.minimum(peak, x * bw) / 1e12, color=f"C{i}", label=f"{name}: ridge {peak / bw:.3g} FLOP/B")
+        ax.plot([peak / bw], [peak / 1e12], "o", color=f"C{i}", ms=4)
+    if points:
+        g = gpu(names[0])
+        peak, bw = g.peak(math), g.bandwidth(level)
+        for label, intensity in points:
+            ax.plot([intensity], [min(peak, intensity * bw) / 1e12], "s", color="black", ms=5)
+            ax.annotate(label, (intensity, min(peak, intensity * bw) / 1e12), textcoords="offset points",
+                        xytext=(6, -10), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"arithmetic intensity at {LEVEL_LABELS[level]} (FLOP/B)")
+    ax.set_ylabel(f"attainable {math} TFLOP/s")
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def coalescing(strides=range(1, 33), name: str = "A100-40GB", measured: dict | None = None):
+    """Useful bandwidth of a strided fp32 read against the stride: the sector model's
+    prediction on `name` (and, if given, `measured`: stride -> useful bytes/s). Chapter 2."""
+    strides = np.asarray(list(strides))
+    g = gpu(name)
+    useful = 8.0  # bytes per element: one read, one write
+    moved = np.asarray([float(strided_read(1 << 20, s).bytes["hbm"]) / (1 << 20) for s in strides])
+    fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
+    ax.plot(strides, g.bandwidth("hbm") * useful / moved / 1e9, marker="o", ms=3, label=f"model, {name}")
+    for label, points in (measured or {}).items():
+        ax.plot(list(points), np.asarray(list(points.values())) / 1e9, "s", label=label)
+    ax.set_xlabel("stride (elements)")
+    ax.set_ylabel("useful bandwidth (GB/s)")
+    ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     return fig

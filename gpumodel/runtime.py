@@ -51,7 +51,8 @@ def _probe() -> tuple[bool, str]:
         props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
         cupy.zeros(1).sum().item()  # a device that answers
     except Exception as err:  # CUDARuntimeError, CUDADriverError, ...  # noqa: BLE001
-        return False, f"CuPy is installed but no GPU answers ({type(err).__name__}: {err})"
+        code = str(err).split(":")[0]  # "cudaErrorInsufficientDriver: CUDA driver version is ..."
+        return False, f"CuPy is installed but no GPU answers ({type(err).__name__}: {code})"
     name = props["name"]
     return True, name.decode() if isinstance(name, bytes) else str(name)
 

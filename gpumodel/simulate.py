@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _check
 from .hardware import BANK_BYTES, REGISTER_BYTES_PER_FLOP, SMEM_BANKS
-from .workloads import TRANSPOSE_TILE
+from .workloads import SECTOR_BYTES, TRANSPOSE_TILE
 
 WARP = 32
 WAVEFRONT_BYTES = SMEM_BANKS * BANK_BYTES
@@ -260,4 +260,33 @@ def flash_attention(q, k, v, block=(128, 64), dtype="fp16") -> Run:
         run.add("O written", s * heads * rows * d)
     total = sum(run.parts.values())
     run.bytes = {"l2": total, "hbm": total}
+    return run
+
+
+def sectors_touched(byte_addresses) -> int:
+    """The 32-byte sectors a warp's access touches, given each thread's byte address:
+    the number of distinct `address // 32`. Chapter 2 checks `warp_sectors` with it."""
+    addr = np.asarray(byte_addresses)
+    if addr.shape != (WARP,) or not np.issubdtype(addr.dtype, np.integer) or np.any(addr < 0):
+        raise ValueError(f"byte_addresses must be {WARP} non-negative integers, got {byte_addresses!r}")
+    return len(np.unique(addr // SECTOR_BYTES))
+
+
+def strided_read(x, stride: int) -> Run:
+    """y[i] = x[i * stride] for i < len(x) // stride, warp by warp, counting the sectors
+    each warp's read touches and the coalesced writes. Chapter 2."""
+    x = np.asarray(x, dtype=np.float32)
+    stride = int(_check.size("stride", stride))
+    n = len(x) // stride
+    if x.ndim != 1 or n < 1:
+        raise ValueError(f"x must be a 1-D array of at least stride={stride} elements, got shape {x.shape}")
+    run = Run(np.empty(n, np.float32))
+    for w0 in range(0, n, WARP):
+        lanes = np.arange(w0, w0 + WARP)  # a partial last warp counts as a whole one
+        run.add("sectors read", sectors_touched(lanes * stride * 4))
+        live = lanes[lanes < n]
+        run.result[live] = x[live * stride]
+        run.add("bytes written", 4 * len(live))
+    moved = run.parts["sectors read"] * SECTOR_BYTES + run.parts["bytes written"]
+    run.bytes = {"registers": 0, "smem": 0, "l2": moved, "hbm": moved}
     return run

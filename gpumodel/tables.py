@@ -103,3 +103,17 @@ def sources_table(name: str) -> str:
         for label, fig in g.figures().items()
     ]
     return markdown_table(["figure", "value", "kind", "source", "note"], rows)
+
+
+def balance_table(names=None) -> str:
+    """Chapter 2: each preset's machine balance (its ridge point against HBM) for FP32 and
+    fp16 tensor math, in FLOP per byte."""
+    names = preset_names() if names is None else names
+    rows = []
+    for n in names:
+        g = gpu(n)
+        hbm = g.bandwidth("hbm")
+        rows.append([n, fmt_flops(g.peak_flops), fmt_flops(g.peak("fp16")), fmt_bandwidth(hbm),
+                     f"{g.peak_flops / hbm:.3g}", f"{g.peak('fp16') / hbm:.3g}"])
+    return markdown_table(["GPU", "FP32 peak", "fp16 tensor peak", "HBM", "FP32 balance (FLOP/B)",
+                           "fp16 tensor balance (FLOP/B)"], rows)

@@ -29,6 +29,8 @@ def chapter_plans(quick: bool = False):
     yield launches.plan_vector_add(n_vec)
     yield launches.plan_chain(n_vec // 4, fused=False)
     yield launches.plan_chain(n_vec // 4, fused=True)
+    for stride in (1, 2, 4, 8, 32):
+        yield launches.plan_strided(n_vec // 16, stride)
     for kernel in ("gemm_naive", "gemm_smem16", "gemm_reg128", "gemm_spill"):
         yield launches.plan_gemm(kernel, n_mat, n_mat, n_mat)
     for kernel in launches.TRANSPOSE_KERNELS:

@@ -240,6 +240,36 @@ def _show(a) -> str:
     return str(int(a)) if a.ndim == 0 else "several"
 
 
+SECTOR_BYTES = 32
+"""Global memory moves in 32-byte sectors: a warp's load costs every sector it touches."""
+WARP_THREADS = 32
+
+
+def warp_sectors(stride, elem_bytes=4):
+    """Sectors one warp's load touches when thread t reads element t x `stride` (elements
+    of `elem_bytes`, the first one sector-aligned): 32 / elements-per-sector for small
+    strides, one sector per thread once a stride spans a sector. Chapter 2."""
+    stride = _check.size("stride", stride)
+    elem_bytes = _check.size("elem_bytes", elem_bytes)
+    span = (WARP_THREADS - 1) * stride * elem_bytes + elem_bytes  # bytes from first to last
+    return np.where(stride * elem_bytes >= SECTOR_BYTES, WARP_THREADS, np.ceil(span / SECTOR_BYTES))
+
+
+def strided_read(n, stride) -> Workload:
+    """Copy n fp32 elements read at `stride` (y[i] = x[i * stride]) into a contiguous array.
+    Useful bytes: 8n. Moved: the sectors each warp's read touches, plus the coalesced
+    writes (4n). Chapter 2."""
+    n, stride = _check.size("n", n), _check.size("stride", stride)
+    warps = np.ceil(n / WARP_THREADS)
+    moved = warps * warp_sectors(stride) * SECTOR_BYTES + 4 * n
+    return Workload(
+        f"strided read (stride {_show(stride)})",
+        flops=0 * n,
+        bytes={"registers": 0 * n, "smem": 0 * n, "l2": moved, "hbm": moved},
+        note="each warp's read costs every 32-byte sector it touches",
+    )
+
+
 def seed_kernels() -> dict:
     """Chapter 1's three kernels, by name: vector add of 2^28 floats, and a 4096^3 FP32 GEMM
     with 16 x 16 tiles (one result per thread) and with 128 x 128 tiles (8 x 8 per thread)."""

@@ -29,3 +29,10 @@ extern "C" __global__ void relu_scale_bias(const float* __restrict__ x, float* _
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = fmaxf(x[i], 0.0f) * s + b;
 }
+
+// Strided read (chapter 2): thread i copies x[i * stride] to y[i]. The writes are
+// coalesced; the reads touch more 32-byte sectors as the stride grows, up to one per thread.
+extern "C" __global__ void strided_read(const float* __restrict__ x, float* __restrict__ y, int n, int stride) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[(size_t)i * stride];
+}

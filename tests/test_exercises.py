@@ -32,3 +32,22 @@ def test_check_machine_balance():
     assert gm.exercises.check_machine_balance("H100-SXM", round(right, 1))
     assert not gm.exercises.check_machine_balance("H100-SXM", right / 2)
     assert not gm.exercises.check_machine_balance("H100-SXM", h100.peak_flops / h100.bandwidth("l2"))
+
+
+@pytest.mark.parametrize("ops, fused, dtype, right", [(3, False, "fp16", 0.25), (3, True, "fp16", 0.75), (5, False, "fp32", 0.125)])
+def test_check_chain_intensity(ops, fused, dtype, right):
+    assert gm.exercises.check_chain_intensity(ops, fused, dtype, right)
+    assert not gm.exercises.check_chain_intensity(ops, fused, dtype, right * 2)
+
+
+def test_check_fusion_speedup():
+    assert gm.exercises.check_fusion_speedup(5, 5.0)
+    assert not gm.exercises.check_fusion_speedup(5, 10)
+    with pytest.raises(ValueError, match="ops must be a positive integer"):
+        gm.exercises.check_fusion_speedup(0, 1)
+
+
+def test_check_sector_stride():
+    assert gm.exercises.check_sector_stride(8)
+    assert not gm.exercises.check_sector_stride(32)
+    assert gm.exercises.check_sector_stride(16, elem_bytes=2)

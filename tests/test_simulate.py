@@ -166,3 +166,18 @@ def test_simulations_refuse_bad_input():
         sim.transpose(np.ones((3, 4)))
     with pytest.raises(ValueError, match="q, k and v must be"):
         sim.flash_attention(np.ones((1, 1, 4, 2)), np.ones((1, 1, 4, 3)), np.ones((1, 1, 4, 2)))
+
+
+@pytest.mark.parametrize("stride", [1, 2, 3, 4, 7, 8, 9, 16, 64])
+@pytest.mark.parametrize("elem_bytes", [2, 4, 8])
+def test_sector_formula_equals_the_count(stride, elem_bytes):
+    addresses = np.arange(32) * stride * elem_bytes
+    assert gm.warp_sectors(stride, elem_bytes) == sim.sectors_touched(addresses)
+
+
+@pytest.mark.parametrize("n, stride", [(1000, 1), (1000, 3), (77, 8), (64, 33)])
+def test_strided_read_counts_equal_the_formula(n, stride):
+    x = np.arange(n * stride, dtype=np.float32)
+    run = sim.strided_read(x, stride)
+    assert np.array_equal(run.result, x[::stride][:n])
+    assert_counts_equal(run, gm.strided_read(n, stride))
