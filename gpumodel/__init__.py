@@ -31,8 +31,8 @@ from .workloads import (
     warp_sectors,
 )
 
-_LAZY = ("book", "compiler", "exercises", "launches", "measure", "measurements", "plots", "runtime", "tables",
-         "widgets")
+_LAZY = ("book", "compiler", "exercises", "ladder", "launches", "measure", "measurements", "occupancy", "plots", "runtime",
+         "tables", "tiles", "widgets")
 """Submodules loaded on first use (`gm.plots`), so `import gpumodel` loads neither matplotlib,
 ipywidgets nor CuPy."""
 

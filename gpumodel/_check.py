@@ -76,3 +76,10 @@ def divides(part_name: str, part, whole_name: str, whole) -> None:
 def _show(a) -> str:
     a = np.asarray(a)
     return str(int(a)) if a.ndim == 0 else f"array of shape {a.shape}"
+
+
+def as_output(a):
+    """A 0-d array as its scalar (a float or a str), anything else as an array: results are
+    plain numbers for one configuration and arrays for a sweep."""
+    a = np.asarray(a)
+    return a[()] if a.ndim == 0 else a

@@ -161,3 +161,21 @@ def report(archs=ARCHS) -> list[KernelReport]:
             log = _log_nvrtc(lib, source, path.name, arch) if lib else _log_nvcc(source, path.name, arch)
             out += sorted(parse_ptxas(log, path.name, arch), key=lambda r: order.get(r.kernel, len(order)))
     return out
+
+
+def function_source(file: str, name: str) -> str:
+    """The definition of the function (or template) `name` in `kernels/<file>`, with the
+    comment block and template line above it: what a chapter shows of a kernel."""
+    lines = kernel_source(file).splitlines()
+    start = next((i for i, line in enumerate(lines) if re.search(rf"\bvoid\b[^;]*\b{name}\s*\(", line)), None)
+    if start is None:
+        raise ValueError(f"name must be a function in {file}, got {name!r}")
+    while start > 0 and lines[start - 1].lstrip().startswith(("//", "template")):
+        start -= 1
+    depth, opened = 0, False
+    for end in range(start, len(lines)):
+        depth += lines[end].count("{") - lines[end].count("}")
+        opened = opened or "{" in lines[end]
+        if opened and depth == 0:
+            break
+    return "\n".join(lines[start:end + 1])

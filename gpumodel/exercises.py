@@ -48,11 +48,12 @@ def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain
     if value is None:
         return Feedback(False, f"No answer yet: replace None with a number in {unit}.")
     if math.isclose(value, expected, rel_tol=rtol):
-        closeness = f"within {rtol:.0%} of" if rtol else "exactly"
-        return Feedback(True, f"{value:g} {unit} is {closeness} {expected:.4g} {unit}. {explain}".strip())
+        closeness = f"is within {rtol:.0%} of {expected:.4g} {unit}" if rtol else "is exactly it"
+        return Feedback(True, f"{value:g} {unit} {closeness}. {explain}".strip())
     direction = "high" if value > expected else "low"
     ratio = value / expected if expected else math.inf
-    hint = " Off by a power of ten: check the units." if expected and abs(round(math.log10(abs(ratio)))) >= 1 and value else ""
+    decades = math.log10(abs(ratio)) if value and expected else 0.0
+    hint = " Off by a power of ten: check the units." if round(decades) and abs(decades - round(decades)) < 0.05 else ""
     return Feedback(False, f"{value:g} {unit} is too {direction} (by a factor of {ratio:.3g}).{hint} {explain}".strip())
 
 
@@ -125,3 +126,48 @@ def check_sector_stride(answer, elem_bytes: int = 4) -> Feedback:
     return check_number(answer, float(expected), "elements", rtol=0,
                         explain=f"a 32-byte sector holds {32 // elem_bytes} elements of {elem_bytes} bytes; "
                         f"a stride of {expected} puts each thread in its own sector.")
+
+
+def check_tile_a100_not_h100(block: int, thread: int) -> Feedback:
+    """Chapter 3: is a 4096^3 FP32 GEMM with `block` x `block` tiles and `thread` x `thread`
+    results per thread compute-bound on the A100 but not on the H100 SXM?"""
+    from .workloads import gemm
+
+    n = 4096
+    try:
+        w = gemm(n, n, n, block=(block, block), thread=(thread, thread))
+    except ValueError as err:
+        raise ValueError(f"block and thread must make a legal tile: {err}") from None
+    a100, h100 = predict(w, gpu("A100-40GB")), predict(w, gpu("H100-SXM"))
+    verdict = f"On the A100: {a100.bound}-bound; on the H100: {h100.bound}-bound."
+    return Feedback(a100.bound == "compute" and h100.bound != "compute", verdict)
+
+
+def check_padding(rows: int, cols: int, answer) -> Feedback:
+    """Chapter 3: the padding, in 4-byte words per row, that makes a warp's column read of a
+    `rows` x `cols` float tile conflict-free (the smallest such padding is asked for)."""
+    from .simulate import bank_conflicts, warp_addresses
+
+    if answer is None:
+        return Feedback(False, "No answer yet: replace None with a number of words.")
+    if isinstance(answer, bool) or not isinstance(answer, int) or answer < 0:
+        raise ValueError(f"answer must be a whole number of words >= 0, got {answer!r}")
+    degree = bank_conflicts(warp_addresses((rows, cols), answer, "column"))
+    smallest = next(p for p in range(33) if bank_conflicts(warp_addresses((rows, cols), p, "column")) == 1)
+    if degree > 1:
+        return Feedback(False, f"With {answer} words of padding the column read is still {degree}-way conflicted.")
+    if answer > smallest:
+        return Feedback(False, f"Conflict-free, but {smallest} word(s) would do: padding costs shared memory.")
+    return Feedback(True, f"Rows of {cols + answer} words put the 32 elements of a column in 32 different banks.")
+
+
+def check_occupancy(preset: str, threads: int, registers: int, smem: int, answer) -> Feedback:
+    """Chapter 3: resident warps per SM for a launch of `threads` per block, `registers`
+    per thread and `smem` bytes of shared memory per block on `preset`."""
+    from .occupancy import occupancy
+
+    o = occupancy(preset, threads, registers, smem)
+    limits = ", ".join(f"{k} allow {v:g} blocks" for k, v in o.per_resource.items())
+    return check_number(answer, float(o.warps), "warps", rtol=0,
+                        explain=f"{limits}; the {o.limiter} limit binds: {o.blocks:g} blocks of "
+                        f"{threads // 32 + (threads % 32 > 0)} warps.")

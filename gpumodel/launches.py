@@ -21,6 +21,13 @@ GEMM_TILES = {  # kernel -> (block tile (bM, bN, bK), thread tile, threads per b
     "gemm_spill": ((128, 128, 8), (16, 16), (8, 8)),
 }
 FLASH_D, FLASH_BLOCK = 64, (64, 64)
+KERNEL_THREADS = {
+    "vector_add": THREADS, "relu": THREADS, "scale": THREADS, "add_bias": THREADS, "relu_scale_bias": THREADS,
+    "strided_read": THREADS, "sweep_read": THREADS, "gemm_naive": 256, "gemm_smem16": 256, "gemm_reg128": 256,
+    "gemm_spill": 64, "transpose_naive": 256, "transpose_smem": 256, "transpose_padded": 256,
+    "attn_scores": 256, "attn_softmax": THREADS, "attn_pv": 256, "flash_attn_d64": 64,
+}
+"""Threads per block each kernel is launched with (the plans below use the same)."""
 TRANSPOSE_KERNELS = ("transpose_naive", "transpose_smem", "transpose_padded")
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._check import as_output as _out
 from .hardware import GPU, LEVELS
 from .workloads import Workload
 
@@ -81,7 +82,3 @@ def _ratio(flops, nbytes):
     return np.where(moved, flops / np.where(moved, nbytes, 1), np.inf)
 
 
-def _out(a):
-    """A 0-d array as its scalar (a float or a str), anything else unchanged."""
-    a = np.asarray(a)
-    return a[()] if a.ndim == 0 else a

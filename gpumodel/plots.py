@@ -11,7 +11,7 @@ from .model import BOUNDS, predict
 from .presets import gpu, preset_names
 from .tables import LEVEL_LABELS
 from .units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_time
-from .workloads import seed_kernels, strided_read
+from .workloads import gemm, seed_kernels, strided_read
 
 
 def hierarchy_figure(names=("V100", "A100-40GB", "H100-SXM")):
@@ -184,4 +184,72 @@ def coalescing(strides=range(1, 33), name: str = "A100-40GB", measured: dict | N
     ax.set_ylabel("useful bandwidth (GB/s)")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
+    return fig
+
+
+def tile_traffic(names=("A100-40GB", "H100-SXM"), n: int = 4096, tiles=(8, 16, 32, 64, 128, 256)):
+    """Bytes per level and the time each level needs against the block tile b (b x b
+    tiles, 8 x 8 per thread where they fit) for an n^3 FP32 GEMM. Chapter 3."""
+    b = np.asarray(tiles, dtype=float)
+    t = np.minimum(8, b)
+    w = gemm(n, n, n, block=(b, b), thread=(t, t))
+    fig, (ax_b, ax_t) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+    for i, level in enumerate(("smem", "l2", "hbm")):
+        ax_b.plot(b, w.bytes[level], marker="o", ms=3, color=f"C{i}", label=LEVEL_LABELS[level])
+    ax_b.plot(b, 2 * n**3 * 4 / b, ls=":", color="grey", label="2n³s / b, so I = b/s")
+    for j, name in enumerate(names):
+        p = predict(w, gpu(name))
+        for i, level in enumerate(("smem", "l2")):
+            ax_t.plot(b, p.level_times[level] * 1e3, marker="o", ms=3, color=f"C{i}",
+                      ls="-" if j == 0 else "--", label=f"{LEVEL_LABELS[level]}, {name}")
+        ax_t.axhline(float(p.compute_time[0]) * 1e3, color="black", ls="-" if j == 0 else "--", lw=1, label=f"compute, {name}")
+    for ax in (ax_b, ax_t):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("block tile b (b x b)")
+        ax.legend(fontsize=7)
+    ax_b.set_ylabel("bytes moved")
+    ax_t.set_ylabel("time the level needs (ms)")
+    return fig
+
+
+def ladder(gpu_name: str = "A100-40GB", n: int = 4096):
+    """Predicted time of each part (ALUs and the four levels) for each rung of the GEMM
+    ladder on one GPU, log scale, the bound marked. Chapter 3."""
+    from .ladder import LABELS, workload
+
+    g = gpu(gpu_name)
+    preds = {LABELS[kernel]: predict(workload(kernel, n, n, n), g) for kernel in LABELS}
+    fig, ax = plt.subplots(figsize=(9, 3.6), layout="constrained")
+    width = 0.8 / len(BOUNDS)
+    x = np.arange(len(preds))
+    for j, part in enumerate(BOUNDS):
+        values = [float(p.compute_time if part == "compute" else p.level_times[part]) * 1e3 for p in preds.values()]
+        bars = ax.bar(x + (j - (len(BOUNDS) - 1) / 2) * width, np.maximum(values, 1e-6), width, label=PART_LABELS[part])
+        for bar, p in zip(bars, preds.values()):
+            if p.bound == part:
+                bar.set_edgecolor("black")
+                bar.set_linewidth(2)
+    ax.set_xticks(x, [f"{rung}\n{fmt_time(p.time)}, bound: {PART_LABELS[str(p.bound)]}" for rung, p in preds.items()], fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=1e-2)
+    ax.set_ylabel("time the part needs (ms)")
+    ax.set_title(f"{n}³ FP32 GEMM on the {g.name}: the bound (outlined) climbs the hierarchy", fontsize=10)
+    ax.legend(ncols=5, fontsize=8, loc="upper right")
+    return fig
+
+
+def gemm_levels(block: int = 128, thread: int = 8, gpu_name: str = "A100-40GB", n: int = 4096):
+    """Predicted time of each part for an n^3 FP32 GEMM with block x block tiles and
+    thread x thread results per thread: chapter 3's tile explorer."""
+    g = gpu(gpu_name)
+    p = predict(gemm(n, n, n, block=(block, block), thread=(thread, thread)), g)
+    times = [float(p.compute_time)] + [float(p.level_times[lv]) for lv in LEVELS]
+    fig, ax = plt.subplots(figsize=(7, 3), layout="constrained")
+    colors = ["tab:red" if part == p.bound else "tab:blue" for part in BOUNDS]
+    ax.barh([PART_LABELS[b] for b in BOUNDS][::-1], [t * 1e3 for t in times][::-1], color=colors[::-1])
+    ax.set_xscale("log")
+    ax.set_xlabel("time the part needs (ms)")
+    ax.set_title(f"{block}x{block} tiles, {thread}x{thread} per thread, {g.name}: "
+                 f"{fmt_time(p.time)}, bound: {PART_LABELS[str(p.bound)]}", fontsize=9)
     return fig

@@ -117,3 +117,38 @@ def balance_table(names=None) -> str:
                      f"{g.peak_flops / hbm:.3g}", f"{g.peak('fp16') / hbm:.3g}"])
     return markdown_table(["GPU", "FP32 peak", "fp16 tensor peak", "HBM", "FP32 balance (FLOP/B)",
                            "fp16 tensor balance (FLOP/B)"], rows)
+
+
+def compiler_table(reports, presets=("A100-40GB", "H100-SXM")) -> str:
+    """Chapter 3: what ptxas says of each kernel (registers, spills, static shared memory),
+    with the occupancy it allows on each preset (resident warps per SM and the limiter)."""
+    from .launches import KERNEL_THREADS
+    from .occupancy import CAPABILITY, occupancy
+
+    arch_of = {f"sm_{major}{minor}": name for name in presets for major, minor in [CAPABILITY[name]]}
+    rows = []
+    for r in reports:
+        preset = arch_of.get(r.arch)
+        occ = ""
+        if preset and r.kernel in KERNEL_THREADS:
+            o = occupancy(preset, KERNEL_THREADS[r.kernel], r.registers, r.smem)
+            occ = f"{o.warps:g} warps ({o.limiter})"
+        rows.append([r.kernel, r.arch, str(r.registers), f"{r.spill_stores} / {r.spill_loads}",
+                     fmt_capacity(r.smem) if r.smem else "0", occ])
+    header = ["kernel", "target", "registers", "spill stores / loads (B)", "shared memory",
+              f"resident per SM ({', '.join(presets)})"]
+    return markdown_table(header, rows)
+
+
+def tile_table(result: dict, rows: int = 8) -> str:
+    """Chapter 3: the first `rows` of a `gm.tiles.search` result."""
+    from .units import fmt_time
+
+    out = []
+    for i in range(min(rows, len(result["time"]))):
+        r = {k: v[i] for k, v in result.items()}
+        out.append([f"{r['block_m']:g} x {r['block_n']:g}", f"{r['thread_m']:g} x {r['thread_n']:g}",
+                    f"{r['threads']:g}", f"{r['registers']:g}", fmt_capacity(r["smem"]), fmt_time(r["time"]),
+                    str(r["bound"]), f"{r['warps']:g}"])
+    return markdown_table(["block tile", "thread tile", "threads", "registers (est.)", "shared memory",
+                           "predicted", "bound", "warps/SM"], out)

@@ -51,3 +51,23 @@ def test_check_sector_stride():
     assert gm.exercises.check_sector_stride(8)
     assert not gm.exercises.check_sector_stride(32)
     assert gm.exercises.check_sector_stride(16, elem_bytes=2)
+
+
+def test_check_tile_a100_not_h100():
+    assert gm.exercises.check_tile_a100_not_h100(128, 8)
+    assert not gm.exercises.check_tile_a100_not_h100(16, 1)
+    with pytest.raises(ValueError, match="legal tile"):
+        gm.exercises.check_tile_a100_not_h100(16, 3)
+
+
+def test_check_padding():
+    assert gm.exercises.check_padding(32, 64, 1)
+    assert not gm.exercises.check_padding(32, 64, 0)
+    assert not gm.exercises.check_padding(32, 64, 3)  # conflict-free, but more than needed
+    with pytest.raises(ValueError, match="answer must be a whole number"):
+        gm.exercises.check_padding(32, 64, 1.5)
+
+
+def test_check_occupancy():
+    assert gm.exercises.check_occupancy("H100-SXM", 128, 72, 16 * 1024, 28)
+    assert not gm.exercises.check_occupancy("H100-SXM", 128, 72, 16 * 1024, 64)

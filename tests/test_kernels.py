@@ -136,3 +136,18 @@ def test_the_wheel_ships_the_kernels(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for source in root.glob("kernels/*.cu"):
         assert f"gpumodel/kernels/{source.name}" in names
+
+
+def test_function_source_shows_whole_definitions():
+    naive = compiler.function_source("gemm.cu", "gemm_naive")
+    assert naive.startswith("// Naive") and naive.rstrip().endswith("}") and naive.count("{") == naive.count("}")
+    tiled = compiler.function_source("gemm.cu", "gemm_tiled")
+    assert "template <int BM" in tiled and "__syncthreads();" in tiled and tiled.count("{") == tiled.count("}")
+    with pytest.raises(ValueError, match="name must be a function"):
+        compiler.function_source("gemm.cu", "gemm_fast")
+
+
+@pytest.mark.parametrize("kernel, sizes", [("gemm_naive", (9, 7, 5)), ("gemm_smem16", (40, 24, 20)), ("gemm_reg128", (256, 136, 24))])
+def test_ladder_count_checks_agree(kernel, sizes):
+    table = gm.ladder.count_check(kernel, *sizes)
+    assert "| NO" not in table and table.count("| yes |") == 5

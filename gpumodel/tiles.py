@@ -1,0 +1,52 @@
+"""The best-tile search: every legal (block, thread) tile of a tiled GEMM through the
+vectorised model, under a preset's shared-memory, thread and register limits. Chapter 3.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .model import predict
+from .occupancy import limits, occupancy
+from .presets import gpu
+from .workloads import gemm
+
+BK = 8
+BLOCKS = (16, 32, 64, 128, 256)
+THREAD_TILES = (1, 2, 4, 8, 16)
+REGISTER_OVERHEAD = 24
+"""Registers a tiled-GEMM thread needs beyond its tM x tN accumulators and tM + tN operand
+values (indices, pointers, loop counters): a rough estimate, close to what ptxas reports for
+the kernels in kernels/gemm.cu (see the compiler report in chapter 3)."""
+
+
+def registers_estimate(t_m, t_n):
+    """Registers per thread a tM x tN register tile needs, roughly (see REGISTER_OVERHEAD)."""
+    return t_m * t_n + t_m + t_n + REGISTER_OVERHEAD
+
+
+def smem_bytes(b_m, b_n, bk=BK):
+    """Shared memory per block of `kernels/gemm.cu`'s tiles: A as bK x (bM + 4), B as bK x bN."""
+    return 4 * bk * (b_m + 4 + b_n)
+
+
+def search(preset: str, m: int = 4096, n: int = 4096, k: int = 4096) -> dict:
+    """Every legal tile for an FP32 m x n x k GEMM on `preset`, fastest first: a dict of
+    equal-length arrays (block_m, block_n, thread_m, thread_n, threads, registers, smem,
+    time in s, bound, warps resident per SM). Legal: tiles that fit the matrix, 32 to 1024
+    threads per block, the shared memory a block may have, at most 255 registers."""
+    lim = limits(preset)
+    grid = np.array(np.meshgrid(BLOCKS, BLOCKS, THREAD_TILES, THREAD_TILES, indexing="ij")).reshape(4, -1)
+    b_m, b_n, t_m, t_n = grid.astype(float)
+    threads = (b_m / t_m) * (b_n / t_n)
+    regs = registers_estimate(t_m, t_n)
+    smem = smem_bytes(b_m, b_n)
+    legal = ((b_m % t_m == 0) & (b_n % t_n == 0) & (threads >= 32) & (threads <= lim.max_threads_per_block)
+             & (smem <= lim.max_smem_per_block) & (regs <= lim.max_registers_per_thread) & (b_m <= m) & (b_n <= n))
+    b_m, b_n, t_m, t_n, threads, regs, smem = (a[legal] for a in (b_m, b_n, t_m, t_n, threads, regs, smem))
+    p = predict(gemm(m, n, k, block=(b_m, b_n, BK), thread=(t_m, t_n)), gpu(preset))
+    occ = occupancy(preset, threads, regs, smem)
+    order = np.lexsort((-occ.warps, p.time))
+    return {name: np.asarray(a)[order] for name, a in {
+        "block_m": b_m, "block_n": b_n, "thread_m": t_m, "thread_n": t_n, "threads": threads,
+        "registers": regs, "smem": smem, "time": p.time, "bound": p.bound, "warps": occ.warps}.items()}
