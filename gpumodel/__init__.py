@@ -15,6 +15,7 @@ from .units import (
     fmt_count,
     fmt_flops,
     fmt_intensity,
+    fmt_number,
     fmt_percent,
     fmt_time,
 )
@@ -48,7 +49,7 @@ def __getattr__(name):
 __all__ = [
     "BOUNDS", "Figure", "GPU", "LEVELS", "Prediction", "Workload",
     "attention", "elementwise_chain", "fmt_bandwidth", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
-    "fmt_intensity", "fmt_percent", "fmt_time", "gemm", "gpu", "predict", "preset_names",
+    "fmt_intensity", "fmt_number", "fmt_percent", "fmt_time", "gemm", "gpu", "predict", "preset_names",
     "score_matrix_bytes", "seed_kernels", "simulate", "strided_read", "transpose", "vector_add",
     "warp_sectors",
 ]

@@ -115,7 +115,7 @@ def check_fusion_speedup(ops: int, answer) -> Feedback:
     kernel is HBM-bound: the ratio of trips, 2 x ops to 2."""
     if not isinstance(ops, int) or ops < 1:
         raise ValueError(f"ops must be a positive integer, got {ops!r}")
-    return check_number(answer, float(ops), "x", rtol=0.01,
+    return check_number(answer, float(ops), "times", rtol=0.01,
                         explain=f"unfused, {2 * ops} trips per element; fused, 2: at most {ops}x.")
 
 

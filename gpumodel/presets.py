@@ -229,8 +229,8 @@ _BUILDERS = {
          "AD102's memory controllers and L2 slices)"),
     ),
     "RTX-4090": lambda: _ada(
-        "RTX-4090", 128, 2520, 1008, 72, L40_L2, 82.6, "nvidia2022ada, Appendix (RTX 4090)",
-        ("dense, FP32 accumulate (GeForce runs FP16 accumulate at twice this)",
+        "RTX-4090", 128, 2520, 1008, 72, L40_L2, 165.2, "nvidia2022ada, Appendix A (RTX 4090)",
+        ("dense, FP32 accumulate; 330.3 with FP16 accumulate, twice that again with sparsity",
          "not published; the L40's measured 2090 B/clk (same AD102 die, 5.2 TB/s at 2490 MHz); "
          "the 4090 enables 72 of the die's 96 MB of L2, so it may be lower"),
         {"l2": measured(296, "cycle", DEWING, "pointer chase, clocks not locked"),

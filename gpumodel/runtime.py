@@ -63,7 +63,7 @@ def have_gpu(announce: bool = True) -> bool:
     global _announced
     ok, why = gpu_status()
     if not ok and announce and not _announced:
-        print(f"No GPU: {why}. Running the CPU path: simulations and recorded measurements.")
+        print(f"No GPU: {why}. Running the CPU path instead.")
         _announced = True
     return ok
 

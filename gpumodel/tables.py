@@ -8,7 +8,7 @@ from __future__ import annotations
 from .book import markdown_table
 from .hardware import GPU, LEVELS, Figure
 from .presets import gpu, preset_names
-from .units import fmt_bandwidth, fmt_capacity, fmt_flops
+from .units import fmt_bandwidth, fmt_capacity, fmt_flops, fmt_number
 
 LEVEL_LABELS = {"registers": "registers", "smem": "shared memory", "l2": "L2", "hbm": "HBM"}
 FIGURE_LABELS = {
@@ -114,7 +114,7 @@ def balance_table(names=None) -> str:
         g = gpu(n)
         hbm = g.bandwidth("hbm")
         rows.append([n, fmt_flops(g.peak_flops), fmt_flops(g.peak("fp16")), fmt_bandwidth(hbm),
-                     f"{g.peak_flops / hbm:.3g}", f"{g.peak('fp16') / hbm:.3g}"])
+                     fmt_number(g.peak_flops / hbm), fmt_number(g.peak("fp16") / hbm)])
     return markdown_table(["GPU", "FP32 peak", "fp16 tensor peak", "HBM", "FP32 balance (FLOP/B)",
                            "fp16 tensor balance (FLOP/B)"], rows)
 

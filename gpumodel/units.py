@@ -85,6 +85,11 @@ def fmt_count(flops, digits: int = 3) -> str:
     return _prefixed(_check_finite("flops", flops), "FLOP", digits)
 
 
+def fmt_number(x, digits: int = 3) -> str:
+    """A plain number to `digits` significant figures, trailing zeros kept: 20 -> `20.0`."""
+    return _significant(_check_finite("x", x), digits)
+
+
 def fmt_intensity(flops_per_byte, digits: int = 3) -> str:
     """An arithmetic intensity as `0.250 FLOP/B`."""
     return f"{_significant(_check_finite('flops_per_byte', flops_per_byte), digits)} FLOP/B"

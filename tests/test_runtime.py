@@ -42,7 +42,7 @@ def test_cupy_without_a_driver_falls_back_with_one_line(monkeypatch, fresh_probe
     assert runtime.have_gpu() is False
     lines = capsys.readouterr().out.splitlines()
     assert lines == ["No GPU: CuPy is installed but no GPU answers (CUDARuntimeError: cudaErrorNoDevice). "
-                     "Running the CPU path: simulations and recorded measurements."]
+                     "Running the CPU path instead."]
 
 
 def test_no_cupy_falls_back(monkeypatch, fresh_probe):

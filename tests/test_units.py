@@ -22,6 +22,8 @@ import gpumodel as gm
         (gm.fmt_intensity, 0.25, "0.250 FLOP/B"),
         (gm.fmt_percent, 0.0066, "0.66%"),
         (gm.fmt_percent, 1.0, "100%"),
+        (gm.fmt_number, 20.0, "20.0"),
+        (gm.fmt_number, 0.12345, "0.123"),
     ],
 )
 def test_formats(fmt, value, text):
