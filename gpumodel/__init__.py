@@ -22,6 +22,7 @@ from .units import (
 from .workloads import (
     Workload,
     attention,
+    catalogue,
     elementwise_chain,
     gemm,
     score_matrix_bytes,
@@ -33,7 +34,7 @@ from .workloads import (
 )
 
 _LAZY = ("book", "compiler", "exercises", "ladder", "launches", "measure", "measurements", "occupancy", "plots", "runtime",
-         "tables", "tiles", "widgets")
+         "tables", "tiles", "waves", "widgets")
 """Submodules loaded on first use (`gm.plots`), so `import gpumodel` loads neither matplotlib,
 ipywidgets nor CuPy."""
 
@@ -48,7 +49,7 @@ def __getattr__(name):
 
 __all__ = [
     "BOUNDS", "Figure", "GPU", "LEVELS", "Prediction", "Workload",
-    "attention", "elementwise_chain", "fmt_bandwidth", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
+    "attention", "catalogue", "elementwise_chain", "fmt_bandwidth", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
     "fmt_intensity", "fmt_number", "fmt_percent", "fmt_time", "gemm", "gpu", "predict", "preset_names",
     "score_matrix_bytes", "seed_kernels", "simulate", "strided_read", "transpose", "vector_add",
     "warp_sectors",

@@ -48,7 +48,7 @@ def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain
     if value is None:
         return Feedback(False, f"No answer yet: replace None with a number in {unit}.")
     if math.isclose(value, expected, rel_tol=rtol):
-        closeness = f"is within {rtol:.0%} of {expected:.4g} {unit}" if rtol else "is exactly it"
+        closeness = f"is within {100 * rtol:g}% of {expected:.4g} {unit}" if rtol else "is exactly it"
         return Feedback(True, f"{value:g} {unit} {closeness}. {explain}".strip())
     direction = "high" if value > expected else "low"
     ratio = value / expected if expected else math.inf
@@ -171,3 +171,49 @@ def check_occupancy(preset: str, threads: int, registers: int, smem: int, answer
     return check_number(answer, float(o.warps), "warps", rtol=0,
                         explain=f"{limits}; the {o.limiter} limit binds: {o.blocks:g} blocks of "
                         f"{threads // 32 + (threads % 32 > 0)} warps.")
+
+
+def check_binding_level(kernel: str, preset: str, answer) -> Feedback:
+    """Chapter 4: which part binds a kernel of `gm.catalogue()` on `preset`."""
+    from .workloads import catalogue
+
+    kernels = catalogue()
+    if kernel not in kernels:
+        raise ValueError(f"kernel must be one of {list(kernels)}, got {kernel!r}")
+    if answer is None:
+        return Feedback(False, f"No answer yet: replace None with one of {BOUNDS}.")
+    if answer not in BOUNDS:
+        raise ValueError(f"answer must be one of {BOUNDS}, got {answer!r}")
+    p = predict(kernels[kernel], gpu(preset))
+    return Feedback(answer == p.bound, f"On the roofline per level, the lowest point is {p.bound}'s: {fmt_time(p.time)}.")
+
+
+GROUPS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def check_best_group(size: int, preset: str, drift_fraction: float, answer) -> Feedback:
+    """Chapter 4: the group size (of GROUPS) that minimises an fp16 size^3 GEMM's HBM traffic
+    under the wave model (128 x 128 tiles, two blocks per SM, drift over a fraction of K)."""
+    from .waves import gemm_hbm
+
+    if not 0 < drift_fraction <= 1:
+        raise ValueError(f"drift_fraction must be in (0, 1], got {drift_fraction!r}")
+    drift = max(1, int(size * drift_fraction))
+    traffic = {g: gemm_hbm(size, size, size, preset=preset, blocks_per_sm=2, order="grouped", group=g,
+                           drift_k=drift).hbm for g in GROUPS}
+    best = min(traffic, key=traffic.get)
+    if answer is None:
+        return Feedback(False, f"No answer yet: replace None with one of {GROUPS}.")
+    if answer not in traffic:
+        raise ValueError(f"answer must be one of {GROUPS}, got {answer!r}")
+    table = ", ".join(f"{g}: {traffic[g] / 1e9:.3g} GB" for g in GROUPS)
+    return Feedback(answer == best, f"HBM traffic by group size: {table}.")
+
+
+def check_l2_overflow(preset: str, answer) -> Feedback:
+    """Chapter 4: the smallest vector add (elements of fp32) whose three arrays no longer
+    fit in `preset`'s L2."""
+    g = gpu(preset)
+    expected = math.floor(g.capacity("l2") / 12) + 1
+    return check_number(answer, float(expected), "elements", rtol=1e-3,
+                        explain=f"12 bytes per element against {g.capacity('l2'):,.0f} bytes of L2.")

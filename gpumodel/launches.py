@@ -24,7 +24,7 @@ FLASH_D, FLASH_BLOCK = 64, (64, 64)
 KERNEL_THREADS = {
     "vector_add": THREADS, "relu": THREADS, "scale": THREADS, "add_bias": THREADS, "relu_scale_bias": THREADS,
     "strided_read": THREADS, "sweep_read": THREADS, "gemm_naive": 256, "gemm_smem16": 256, "gemm_reg128": 256,
-    "gemm_spill": 64, "transpose_naive": 256, "transpose_smem": 256, "transpose_padded": 256,
+    "gemm_spill": 64, "gemm_reg128_raster": 256, "transpose_naive": 256, "transpose_smem": 256, "transpose_padded": 256,
     "attn_scores": 256, "attn_softmax": THREADS, "attn_pv": 256, "flash_attn_d64": 64,
 }
 """Threads per block each kernel is launched with (the plans below use the same)."""
@@ -138,6 +138,19 @@ def plan_gemm(kernel: str, m: int, n: int, k: int, rng=None) -> Plan:
         kernel, "gemm.cu", {"A": a, "B": b}, {"C": (m, n)}, [step], "C",
         lambda xp, i: i["A"].astype(xp.float64) @ i["B"].astype(xp.float64), workload, rtol=1e-4, atol=1e-4 * np.sqrt(k), sizes={"m": m, "n": n, "k": k},
     )
+
+
+def plan_gemm_raster(m: int, n: int, k: int, group: int, rng=None) -> Plan:
+    """C = A B with the 128 x 128 / 8 x 8 kernel, blocks taking tiles of C in row-major
+    order (`group` = 0) or `group` rows at a time (chapter 4's rasterisation)."""
+    m, n, k = (int(_check.size(name, v)) for name, v in (("m", m), ("n", n), ("k", k)))
+    group = int(_check.size("group + 1", group + 1)) - 1
+    plan = plan_gemm("gemm_reg128", m, n, k, rng)
+    blocks = _ceil(m, 128) * _ceil(n, 128)
+    step = Step("gemm_reg128_raster", (blocks,), (16, 16), plan.steps[0].args + (np.int32(group),))
+    name = "gemm_reg128 row-major" if group == 0 else f"gemm_reg128 grouped by {group}"
+    return Plan(name, plan.file, plan.inputs, plan.outputs, [step], plan.result, plan.reference, plan.workload,
+                plan.rtol, plan.atol, {**plan.sizes, "group": group})
 
 
 def plan_transpose(kernel: str, n: int, rng=None) -> Plan:

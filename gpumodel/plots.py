@@ -10,8 +10,8 @@ from .hardware import LEVELS
 from .model import BOUNDS, predict
 from .presets import gpu, preset_names
 from .tables import LEVEL_LABELS
-from .units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_time
-from .workloads import gemm, seed_kernels, strided_read
+from .units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
+from .workloads import catalogue, gemm, seed_kernels, strided_read
 
 
 def hierarchy_figure(names=("V100", "A100-40GB", "H100-SXM")):
@@ -252,4 +252,81 @@ def gemm_levels(block: int = 128, thread: int = 8, gpu_name: str = "A100-40GB", 
     ax.set_xlabel("time the part needs (ms)")
     ax.set_title(f"{block}x{block} tiles, {thread}x{thread} per thread, {g.name}: "
                  f"{fmt_time(p.time)}, bound: {PART_LABELS[str(p.bound)]}", fontsize=9)
+    return fig
+
+
+def roofline_levels(kernel: str = "GEMM, 16x16 tiles", gpu_name: str = "A100-40GB"):
+    """A roofline per level for one kernel of `gm.catalogue()`: each level's roof
+    (intensity x its bandwidth) under the compute ceiling, and the kernel at its intensity
+    for that level. The point that sits lowest is the level that binds. Chapter 4."""
+    w = catalogue()[kernel]
+    g = gpu(gpu_name)
+    p = predict(w, g)
+    peak = g.peak(w.math)
+    fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+    x = np.logspace(-3, 4, 200)
+    ax.axhline(peak / 1e12, color="black", lw=1.5, label=f"compute: {fmt_flops(peak)}")
+    for i, level in enumerate(LEVELS):
+        bw = g.bandwidth(level)
+        ax.plot(x, np.minimum(peak, x * bw) / 1e12, color=f"C{i}", lw=1, label=f"{LEVEL_LABELS[level]}: {fmt_bandwidth(bw)}")
+        intensity = float(p.intensity[level])
+        if np.isfinite(intensity) and intensity > 0:
+            y = min(peak, intensity * bw) / 1e12
+            bound = p.bound == level
+            ax.plot([intensity], [y], "o", color=f"C{i}", ms=9 if bound else 6, mec="black" if bound else f"C{i}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(1e-3, 1e4)
+    ax.set_xlabel("arithmetic intensity at each level (FLOP/B)")
+    ax.set_ylabel(f"attainable {w.math} TFLOP/s")
+    ax.set_title(f"{kernel} on the {g.name}: bound by {PART_LABELS[str(p.bound)]}, {fmt_time(p.time)}", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def wave_traffic(preset: str = "A100-40GB", size: int = 8192, groups=(1, 2, 4, 8, 16, 32, 64), drift_fractions=(1, 1 / 8)):
+    """Chapter 4: HBM bytes of an fp16 size^3 GEMM (128 x 128 tiles, two blocks per SM)
+    under the wave model, against the group size of the block order, for blocks of a wave
+    drifting over all of K or over a fraction of it; row-major order and the bounds as
+    lines."""
+    from .waves import gemm_hbm
+
+    fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+    for j, frac in enumerate(drift_fractions):
+        drift = max(1, int(size * frac))
+        grouped = [gemm_hbm(size, size, size, preset=preset, blocks_per_sm=2, order="grouped", group=gr, drift_k=drift).hbm
+                   for gr in groups]
+        row = gemm_hbm(size, size, size, preset=preset, blocks_per_sm=2, drift_k=drift)
+        ax.plot(groups, np.asarray(grouped) / 1e9, marker="o", ms=3, color=f"C{j}", label=f"grouped, drift {frac:g} K")
+        ax.axhline(row.hbm / 1e9, color=f"C{j}", ls="--", lw=1, label=f"row-major, drift {frac:g} K")
+    ax.axhline(row.no_reuse / 1e9, color="black", ls=":", lw=1, label="every tile from HBM")
+    ax.axhline(row.compulsory / 1e9, color="grey", ls=":", lw=1, label="each byte once")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("group size (rows of tiles per group)")
+    ax.set_ylabel("HBM traffic (GB)")
+    ax.set_title(f"fp16 {size}³ GEMM, 128 x 128 tiles, on the {gpu(preset).name}", fontsize=10)
+    ax.legend(fontsize=7, ncols=2)
+    return fig
+
+
+def warm_reads(names=("A100-40GB", "H100-SXM"), recorded=()):
+    """Chapter 4's "small benchmarks lie": the effective bandwidth of reading a buffer a
+    second time, from L2 while it fits and from HBM after, for each preset; `recorded`
+    sweeps (label, sizes, bandwidth) drawn beside."""
+    from .waves import warm_read_time
+
+    sizes = 2.0 ** np.arange(20, 33)
+    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    for i, name in enumerate(names):
+        ax.step(sizes, sizes / warm_read_time(name, sizes) / 1e9, where="post", color=f"C{i}", label=f"model, {name}")
+        ax.axvline(gpu(name).capacity("l2"), color=f"C{i}", ls=":", lw=1)
+    for label, s, bw in recorded:
+        ax.plot(s, np.asarray(bw) / 1e9, "s", ms=3, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(lambda v, _: fmt_capacity(v))
+    ax.set_xlabel("working set")
+    ax.set_ylabel("bandwidth of a second read (GB/s)")
+    ax.legend(fontsize=8)
     return fig

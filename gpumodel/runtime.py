@@ -204,3 +204,14 @@ def run_on_gpu(plan) -> np.ndarray:
     runner.launch(plan, bufs)
     return runner.cp.asnumpy(bufs[plan.result])
 
+
+
+def l2_persistence_calls() -> dict | None:
+    """Chapter 4: which CUDA runtime calls behind an L2 persisting access window CuPy
+    exposes (no GPU needed): {"deviceSetLimit": bool, "streamSetAttribute": bool}, or None
+    where CuPy does not import."""
+    try:
+        import cupy.cuda.runtime as rt
+    except Exception:  # noqa: BLE001  (no CuPy, or a broken CUDA install)
+        return None
+    return {name: hasattr(rt, name) for name in ("deviceSetLimit", "streamSetAttribute")}

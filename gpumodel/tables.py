@@ -8,7 +8,7 @@ from __future__ import annotations
 from .book import markdown_table
 from .hardware import GPU, LEVELS, Figure
 from .presets import gpu, preset_names
-from .units import fmt_bandwidth, fmt_capacity, fmt_flops, fmt_number
+from .units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_number
 
 LEVEL_LABELS = {"registers": "registers", "smem": "shared memory", "l2": "L2", "hbm": "HBM"}
 FIGURE_LABELS = {
@@ -152,3 +152,22 @@ def tile_table(result: dict, rows: int = 8) -> str:
                     str(r["bound"]), f"{r['warps']:g}"])
     return markdown_table(["block tile", "thread tile", "threads", "registers (est.)", "shared memory",
                            "predicted", "bound", "warps/SM"], out)
+
+
+def profiler_table(preset: str = "A100-40GB") -> str:
+    """Chapter 4: what Nsight Compute should report for each kernel of `gm.catalogue()`,
+    as the model predicts it: DRAM and L2 bytes, shared-memory wavefronts, and the
+    Speed-of-Light style utilisations (each part's busy fraction)."""
+    from .model import predict
+    from .units import fmt_percent, fmt_time
+    from .workloads import catalogue
+
+    g = gpu(preset)
+    rows = []
+    for name, w in catalogue().items():
+        p = predict(w, g)
+        rows.append([name, fmt_time(p.time), str(p.bound), fmt_bytes(float(w.bytes["hbm"])), fmt_bytes(float(w.bytes["l2"])),
+                     f"{float(w.bytes['smem']) / 128:,.0f}", fmt_percent(p.busy["hbm"]), fmt_percent(p.busy["compute"])])
+    header = ["kernel", "time", "bound", "dram__bytes.sum", "lts__t_bytes.sum", "shared wavefronts",
+              "DRAM throughput", "FP32 pipe"]
+    return markdown_table(header, rows)

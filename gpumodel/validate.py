@@ -33,6 +33,8 @@ def chapter_plans(quick: bool = False):
         yield launches.plan_strided(n_vec // 16, stride)
     for kernel in ("gemm_naive", "gemm_smem16", "gemm_reg128", "gemm_spill"):
         yield launches.plan_gemm(kernel, n_mat, n_mat, n_mat)
+    for group in (0, 8):
+        yield launches.plan_gemm_raster(n_mat, n_mat, n_mat, group)
     for kernel in launches.TRANSPOSE_KERNELS:
         yield launches.plan_transpose(kernel, n_t)
     yield launches.plan_attention("standard", heads, n_seq, launches.FLASH_D)

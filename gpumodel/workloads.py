@@ -279,3 +279,19 @@ def seed_kernels() -> dict:
         "GEMM, 16x16 tiles": gemm(n, n, n, block=(16, 16), thread=(1, 1)),
         "GEMM, 128x128 / 8x8": gemm(n, n, n, block=(128, 128), thread=(8, 8)),
     }
+
+
+def catalogue() -> dict:
+    """The kernels of chapters 1 to 3 by name, at the chapters' sizes. Chapter 4 draws a
+    roofline per level for each."""
+    n = 4096
+    out = dict(seed_kernels())
+    out.update({
+        "relu/scale/bias, unfused": elementwise_chain(2**26, 3, False),
+        "relu/scale/bias, fused": elementwise_chain(2**26, 3, True),
+        "naive GEMM": gemm(n, n, n),
+        "strided read, stride 8": strided_read(2**24, 8),
+        "transpose, plain": transpose(8192, False),
+        "transpose, padded": transpose(8192, True),
+    })
+    return out

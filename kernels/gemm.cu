@@ -27,12 +27,13 @@ extern "C" __global__ void gemm_naive(const float* __restrict__ A, const float* 
 // threads read neighbouring words, so the operand reads are conflict-free (or broadcasts).
 template <int BM, int BN, int BK, int TM, int TN>
 __device__ __forceinline__ void gemm_tiled(const float* __restrict__ A, const float* __restrict__ B,
-                                           float* __restrict__ C, int M, int N, int K) {
+                                           float* __restrict__ C, int M, int N, int K,
+                                           int block_row, int block_col) {
     constexpr int ROWS = BM / TM, COLS = BN / TN, THREADS = ROWS * COLS;
     __shared__ float As[BK][BM + 4];
     __shared__ float Bs[BK][BN];
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * COLS + tx;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int row0 = block_row * BM, col0 = block_col * BN;
     float acc[TM][TN];
     for (int i = 0; i < TM; ++i)
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
@@ -70,13 +71,13 @@ __device__ __forceinline__ void gemm_tiled(const float* __restrict__ A, const fl
 // 16 x 16 tiles, one result per thread: 256 threads, block (16, 16).
 extern "C" __global__ void gemm_smem16(const float* __restrict__ A, const float* __restrict__ B,
                                        float* __restrict__ C, int M, int N, int K) {
-    gemm_tiled<16, 16, 16, 1, 1>(A, B, C, M, N, K);
+    gemm_tiled<16, 16, 16, 1, 1>(A, B, C, M, N, K, blockIdx.y, blockIdx.x);
 }
 
 // 128 x 128 tiles, BK = 8, 8 x 8 results per thread: 256 threads, block (16, 16).
 extern "C" __global__ void __launch_bounds__(256) gemm_reg128(const float* __restrict__ A,
         const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
-    gemm_tiled<128, 128, 8, 8, 8>(A, B, C, M, N, K);
+    gemm_tiled<128, 128, 8, 8, 8>(A, B, C, M, N, K, blockIdx.y, blockIdx.x);
 }
 
 // Deliberately oversized: 16 x 16 results per thread need 256 accumulators, more than the
@@ -84,5 +85,23 @@ extern "C" __global__ void __launch_bounds__(256) gemm_reg128(const float* __res
 // 64 threads, block (8, 8).
 extern "C" __global__ void __launch_bounds__(64) gemm_spill(const float* __restrict__ A,
         const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
-    gemm_tiled<128, 128, 8, 16, 16>(A, B, C, M, N, K);
+    gemm_tiled<128, 128, 8, 16, 16>(A, B, C, M, N, K, blockIdx.y, blockIdx.x);
+}
+
+// The 128 x 128 / 8 x 8 kernel on a one-dimensional grid, with the order in which blocks
+// take tiles of C chosen at launch (chapter 4): group = 0 is row-major (a wave sweeps a few
+// rows of C across all its columns); group > 0 walks `group` rows at a time, column by
+// column, so a wave covers a squarer patch and shares more panels of A and B in L2.
+extern "C" __global__ void __launch_bounds__(256) gemm_reg128_raster(const float* __restrict__ A,
+        const float* __restrict__ B, float* __restrict__ C, int M, int N, int K, int group) {
+    const int cols = (N + 127) / 128, rows = (M + 127) / 128, pid = blockIdx.x;
+    int row = pid / cols, col = pid % cols;
+    if (group > 0) {
+        const int first = (pid / (group * cols)) * group;
+        const int height = min(rows - first, group);
+        const int inside = pid % (group * cols);
+        row = first + inside % height;
+        col = inside / height;
+    }
+    gemm_tiled<128, 128, 8, 8, 8>(A, B, C, M, N, K, row, col);
 }

@@ -71,3 +71,16 @@ def test_check_padding():
 def test_check_occupancy():
     assert gm.exercises.check_occupancy("H100-SXM", 128, 72, 16 * 1024, 28)
     assert not gm.exercises.check_occupancy("H100-SXM", 128, 72, 16 * 1024, 64)
+
+
+def test_chapter_four_checkers():
+    assert gm.exercises.check_binding_level("transpose, plain", "A100-40GB", "smem")
+    assert not gm.exercises.check_binding_level("transpose, plain", "A100-40GB", "hbm")
+    traffic = {g: gm.waves.gemm_hbm(8192, 8192, 8192, preset="H100-SXM", blocks_per_sm=2, order="grouped", group=g).hbm
+               for g in gm.exercises.GROUPS}
+    best = min(traffic, key=traffic.get)
+    assert gm.exercises.check_best_group(8192, "H100-SXM", 1.0, best)
+    assert not gm.exercises.check_best_group(8192, "H100-SXM", 1.0, next(g for g in traffic if g != best))
+    l2 = gm.gpu("H100-SXM").capacity("l2")
+    assert gm.exercises.check_l2_overflow("H100-SXM", l2 // 12 + 1)
+    assert not gm.exercises.check_l2_overflow("H100-SXM", l2 // 4)

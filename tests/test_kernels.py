@@ -16,7 +16,7 @@ from gpumodel import compiler, launches
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from emulator import Emulator  # noqa: E402
 
-HOT = {"vector_add", "relu_scale_bias", "strided_read", "sweep_read", "gemm_smem16", "gemm_reg128", "transpose_padded", "flash_attn_d64"}
+HOT = {"vector_add", "relu_scale_bias", "strided_read", "sweep_read", "gemm_reg128_raster", "gemm_smem16", "gemm_reg128", "transpose_padded", "flash_attn_d64"}
 ODD = [  # sizes that are not multiples of any tile
     lambda: launches.plan_vector_add(1000),
     lambda: launches.plan_chain(1000, fused=False),
@@ -32,6 +32,8 @@ ODD = [  # sizes that are not multiples of any tile
     lambda: launches.plan_attention("flash", 2, 100, 64),
     lambda: launches.plan_sweep(1000, passes=3),
     lambda: launches.plan_strided(1000, 3),
+    lambda: launches.plan_gemm_raster(300, 260, 24, group=0),
+    lambda: launches.plan_gemm_raster(300, 260, 24, group=2),
 ]
 
 

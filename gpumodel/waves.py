@@ -1,0 +1,106 @@
+"""An L2 model of waves: how much of a tiled GEMM's tile traffic reaches HBM, given the order
+in which blocks run. Chapter 4.
+
+A GPU runs a grid's blocks in waves of `SMs x blocks per SM`. Within a wave, every block
+needs its row panel of A (bM x K) and its column panel of B (K x bN). Blocks that share a
+panel can share it through L2: HBM supplies each distinct panel of a wave once, as long as
+what the wave needs at one time fits in L2. Blocks of a wave start together but drift apart
+along K; with `drift_k` the spread of their positions along K (K itself, the pessimistic
+default, means they may be anywhere), the wave's working set is its distinct panels times
+drift_k / K. If that is x times L2, a fraction 1/x of the reuse survives. Nothing is assumed
+to survive from one wave to the next. So the HBM bytes lie between the compulsory
+bytes (everything read once) and the no-reuse bytes (every tile read reaches HBM), and they
+fall as L2 grows.
+
+The order of blocks decides which panels a wave touches: row-major order sweeps a few rows of
+C across all its columns; grouped ("swizzled") order walks `group` rows at a time down the
+columns, so a wave touches a squarer patch of C and fewer distinct panels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _check
+from .presets import gpu
+
+ORDERS = ("row", "grouped")
+
+
+def block_coordinates(rows: int, cols: int, order: str = "row", group: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) of the block that runs at each position of the launch, for a grid of
+    `rows` x `cols` tiles of C. "grouped" is the order Triton's matmul tutorial and CUTLASS's
+    swizzle use: `group` rows at a time, column by column within the group."""
+    rows, cols = int(_check.size("rows", rows)), int(_check.size("cols", cols))
+    _check.choice("order", order, ORDERS)
+    pid = np.arange(rows * cols)
+    if order == "row":
+        return pid // cols, pid % cols
+    group = int(_check.size("group", group))
+    per_group = group * cols
+    first_row = (pid // per_group) * group
+    height = np.minimum(rows - first_row, group)  # the last group may be shorter
+    inside = pid % per_group
+    return first_row + inside % height, inside // height
+
+
+@dataclass(frozen=True)
+class WaveTraffic:
+    """HBM bytes of a tiled GEMM's A and B panels and C under the wave model, next to its
+    bounds, with the wave size and the average distinct panels per wave."""
+
+    hbm: float
+    compulsory: float
+    no_reuse: float
+    wave: int
+    waves: int
+    rows_per_wave: float
+    cols_per_wave: float
+
+
+def gemm_hbm(m: int, n: int, k: int, block=(128, 128), dtype: str = "fp16", preset: str = "A100-40GB",
+             blocks_per_sm: int = 1, order: str = "row", group: int = 8, l2_bytes=None,
+             drift_k=None) -> WaveTraffic:
+    """HBM bytes of an m x n x k GEMM with `block` tiles on `preset` under the wave model
+    (see the module doc). `l2_bytes` overrides the preset's L2 capacity; `drift_k` (at most
+    k; default k) is how far apart along K a wave's blocks may be."""
+    s = _check.dtype_bytes(dtype)
+    m, n, k = (int(_check.size(name, v)) for name, v in (("m", m), ("n", n), ("k", k)))
+    b_m, b_n = (int(v) for v in _check.pair("block", block))
+    g = gpu(preset)
+    l2 = float(g.capacity("l2") if l2_bytes is None else _check.size("l2_bytes", l2_bytes))
+    rows, cols = -(-m // b_m), -(-n // b_n)
+    wave = int(g.sms.value) * int(_check.size("blocks_per_sm", blocks_per_sm))
+    row, col = block_coordinates(rows, cols, order, group)
+    a_panel, b_panel = s * b_m * k, s * b_n * k
+    spread = k if drift_k is None else min(k, int(_check.size("drift_k", drift_k)))
+    total, row_sum, col_sum = 0.0, 0, 0
+    starts = range(0, rows * cols, wave)
+    for start in starts:
+        r, c = row[start:start + wave], col[start:start + wave]
+        unique_r, unique_c = len(np.unique(r)), len(np.unique(c))
+        distinct = unique_r * a_panel + unique_c * b_panel
+        every = len(r) * (a_panel + b_panel)
+        kept = min(1.0, l2 / (distinct * spread / k))  # the share of the reuse that survives
+        total += distinct + (1 - kept) * (every - distinct)
+        row_sum, col_sum = row_sum + unique_r, col_sum + unique_c
+    c_bytes = s * m * n
+    return WaveTraffic(
+        hbm=total + c_bytes,
+        compulsory=s * (m * k + k * n) + c_bytes,
+        no_reuse=rows * cols * (a_panel + b_panel) + c_bytes,
+        wave=wave,
+        waves=len(starts),
+        rows_per_wave=row_sum / len(starts),
+        cols_per_wave=col_sum / len(starts),
+    )
+
+
+def warm_read_time(preset: str, nbytes) -> np.ndarray:
+    """Seconds to read `nbytes` again right after reading it (a benchmark's second run):
+    from L2 while it fits, from HBM when it does not. Chapter 4's "small benchmarks lie"."""
+    g = gpu(preset)
+    nbytes = _check.size("nbytes", nbytes)
+    return _check.as_output(np.where(nbytes <= g.capacity("l2"), nbytes / g.bandwidth("l2"), nbytes / g.bandwidth("hbm")))

@@ -1,0 +1,98 @@
+"""The wave model of L2 reuse: block orders enumerated by hand, bounds respected,
+monotone in L2 capacity."""
+
+import pytest
+
+import gpumodel as gm
+from gpumodel.waves import block_coordinates, gemm_hbm
+
+
+def enumerate_order(rows, cols, order, group):
+    """The launch order written as plain loops, independently of `block_coordinates`."""
+    if order == "row":
+        return [(r, c) for r in range(rows) for c in range(cols)]
+    out = []
+    for first in range(0, rows, group):
+        height = min(group, rows - first)
+        for c in range(cols):
+            for r in range(first, first + height):
+                out.append((r, c))
+    return out
+
+
+@pytest.mark.parametrize("rows, cols, order, group", [
+    (5, 7, "row", 1), (5, 7, "grouped", 2), (6, 4, "grouped", 3), (7, 3, "grouped", 8), (1, 9, "grouped", 4),
+])
+def test_block_orders_match_plain_loops(rows, cols, order, group):
+    r, c = block_coordinates(rows, cols, order, group)
+    assert list(zip(r.tolist(), c.tolist())) == enumerate_order(rows, cols, order, group)
+
+
+def distinct_panels_by_enumeration(rows, cols, order, group, wave):
+    blocks = enumerate_order(rows, cols, order, group)
+    waves = [blocks[i:i + wave] for i in range(0, len(blocks), wave)]
+    return [(len({r for r, _ in w}), len({c for _, c in w})) for w in waves]
+
+
+@pytest.mark.parametrize("order, group", [("row", 1), ("grouped", 2), ("grouped", 4)])
+def test_hbm_bytes_from_enumerated_panels_when_l2_holds_them(order, group):
+    """With L2 large enough, HBM supplies exactly the distinct panels of each wave."""
+    m = n = 128 * 6
+    k = 256
+    t = gemm_hbm(m, n, k, block=(128, 128), dtype="fp16", preset="V100", blocks_per_sm=1, order=order,
+                 group=group, l2_bytes=2**40)
+    # The V100 has 80 SMs: one wave holds the whole 6 x 6 grid. Check a smaller wave too.
+    panels = distinct_panels_by_enumeration(6, 6, order, group, t.wave)
+    want = sum(r * 128 * k * 2 + c * 128 * k * 2 for r, c in panels) + 2 * m * n
+    assert t.hbm == want
+
+
+def test_small_waves_by_enumeration():
+    """A100 (108 SMs), 2 blocks per SM, 20 x 20 grid: 216-block waves, counted by hand."""
+    k = 512
+    for order, group in (("row", 1), ("grouped", 4)):
+        t = gemm_hbm(20 * 128, 20 * 128, k, preset="A100-40GB", blocks_per_sm=2, order=order, group=group,
+                     l2_bytes=2**40)
+        panels = distinct_panels_by_enumeration(20, 20, order, group, 216)
+        assert t.waves == len(panels)
+        assert t.hbm == sum((r + c) * 128 * k * 2 for r, c in panels) + 2 * (20 * 128) ** 2
+
+
+@pytest.mark.parametrize("preset", ["A100-40GB", "H100-SXM", "B200"])
+@pytest.mark.parametrize("order, group", [("row", 8), ("grouped", 8), ("grouped", 32)])
+def test_bounds_and_monotone_in_l2(preset, order, group):
+    last = None
+    for mib in (1, 10, 40, 100, 1000, 10**6):
+        t = gemm_hbm(8192, 8192, 8192, preset=preset, blocks_per_sm=2, order=order, group=group, l2_bytes=mib * 2**20)
+        assert t.compulsory <= t.hbm <= t.no_reuse
+        if last is not None:
+            assert t.hbm <= last
+        last = t.hbm
+
+
+def test_no_reuse_bound_is_the_paper_estimate():
+    t = gemm_hbm(8192, 8192, 8192, preset="A100-40GB")
+    paper = gm.gemm(8192, 8192, 8192, block=(128, 128), dtype="fp16", l2_reuse=False)
+    assert t.no_reuse == float(paper.bytes["hbm"])
+    assert t.compulsory == float(gm.gemm(8192, 8192, 8192, block=(128, 128), dtype="fp16").bytes["hbm"])
+
+
+def test_grouping_helps_and_drift_hurts():
+    row = gemm_hbm(8192, 8192, 8192, preset="A100-40GB", blocks_per_sm=2)
+    grouped = gemm_hbm(8192, 8192, 8192, preset="A100-40GB", blocks_per_sm=2, order="grouped", group=8)
+    in_step = gemm_hbm(8192, 8192, 8192, preset="A100-40GB", blocks_per_sm=2, order="grouped", group=8, drift_k=1024)
+    assert in_step.hbm < grouped.hbm < row.hbm
+
+
+def test_warm_reads_step_at_the_l2_capacity():
+    a100 = gm.gpu("A100-40GB")
+    fits, spills = a100.capacity("l2"), a100.capacity("l2") + 4
+    assert gm.waves.warm_read_time("A100-40GB", fits) == fits / a100.bandwidth("l2")
+    assert gm.waves.warm_read_time("A100-40GB", spills) == spills / a100.bandwidth("hbm")
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="order must be one of"):
+        block_coordinates(4, 4, "diagonal")
+    with pytest.raises(ValueError, match="group"):
+        block_coordinates(4, 4, "grouped", 0)
