@@ -133,11 +133,18 @@ def check_tile_a100_not_h100(block: int, thread: int) -> Feedback:
     results per thread compute-bound on the A100 but not on the H100 SXM?"""
     from .workloads import gemm
 
+    from .tiles import is_legal
+
     n = 4096
     try:
         w = gemm(n, n, n, block=(block, block), thread=(thread, thread))
     except ValueError as err:
         raise ValueError(f"block and thread must make a legal tile: {err}") from None
+    for name in ("A100-40GB", "H100-SXM"):
+        if not is_legal(name, block, block, thread, thread):
+            threads = (block // thread) ** 2
+            return Feedback(False, f"That tile cannot be launched on the {name}: {threads} threads per block "
+                            "(32 to 1024 allowed), or too many registers or too much shared memory.")
     a100, h100 = predict(w, gpu("A100-40GB")), predict(w, gpu("H100-SXM"))
     verdict = f"On the A100: {a100.bound}-bound; on the H100: {h100.bound}-bound."
     return Feedback(a100.bound == "compute" and h100.bound != "compute", verdict)

@@ -12,7 +12,7 @@ import pathlib
 DATA_DIR = pathlib.Path(__file__).resolve().parent / "data" / "measurements"
 REQUIRED = ("gpu", "date", "command", "kernels")
 NONE_YET = ("No recorded measurement yet: none of the GPUs this course was run on has "
-            "recorded one. Run `python -m gpumodel.validate --out DIR` on a GPU to make one.")
+            "recorded one. Run 'python -m gpumodel.validate --out DIR' on a GPU to make one.")
 
 
 def load(directory=DATA_DIR) -> list[dict]:

@@ -3,9 +3,10 @@ resource stops it keeping more. Chapter 3.
 
 The limits per compute capability are the CUDA C++ Programming Guide's ("Technical
 Specifications per Compute Capability"); the allocation rules are those of NVIDIA's
-occupancy calculator: registers are allocated per warp in units of 256 (so a thread's count
-is rounded up to a multiple of 8), shared memory per block in units of 128 bytes plus a
-reserved 1 KB per block from compute capability 8.0 on.
+occupancy calculator (`cuda_occupancy.h`): registers are allocated per warp in units of 256
+(so a thread's count is rounded up to a multiple of 8), out of four equal partitions of the
+register file (one per warp scheduler), and shared memory per block in units of 128 bytes
+plus a reserved 1 KB per block from compute capability 8.0 on.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .presets import gpu
 
 WARP = 32
 REGISTER_UNIT = 256  # registers, allocated per warp
+REGISTER_PARTITIONS = 4  # an SM's register file is split among its 4 warp schedulers
 SMEM_UNIT = 128  # bytes
 SOURCE = "nvidia_cuda_guide, Technical Specifications per Compute Capability"
 
@@ -94,7 +96,8 @@ def occupancy(preset: str, threads, registers, smem=0) -> Occupancy:
     per_resource = {
         "threads": np.floor(lim.max_warps_per_sm / warps_per_block),
         "blocks": np.full(np.broadcast(threads, registers, smem).shape, float(lim.max_blocks_per_sm)),
-        "registers": np.floor(np.floor(lim.registers_per_sm / regs_per_warp) / warps_per_block),
+        "registers": np.floor(REGISTER_PARTITIONS * np.floor(lim.registers_per_sm / REGISTER_PARTITIONS / regs_per_warp)
+                              / warps_per_block),
         # A block with no shared memory (and none reserved) is not limited by it.
         "smem": np.floor(lim.smem_per_sm / np.maximum(smem_per_block, SMEM_UNIT))
         + np.where(smem_per_block > 0, 0, lim.max_blocks_per_sm),

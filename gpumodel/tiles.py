@@ -26,8 +26,20 @@ def registers_estimate(t_m, t_n):
 
 
 def smem_bytes(b_m, b_n, bk=BK):
-    """Shared memory per block of `kernels/gemm.cu`'s tiles: A as bK x (bM + 4), B as bK x bN."""
-    return 4 * bk * (b_m + 4 + b_n)
+    """Shared memory per block of `kernels/gemm.cu`'s tiles: A as bM x bK, B as bK x bN."""
+    return 4 * bk * (b_m + b_n)
+
+
+def is_legal(preset: str, b_m, b_n, t_m, t_n):
+    """Whether a tile can be launched on `preset`: thread tiles divide block tiles, 32 to
+    1024 threads per block, shared memory within the per-block limit, at most 255 registers
+    (estimated). Broadcasts."""
+    lim = limits(preset)
+    b_m, b_n, t_m, t_n = (np.asarray(a, dtype=float) for a in (b_m, b_n, t_m, t_n))
+    threads = (b_m / t_m) * (b_n / t_n)
+    return ((b_m % t_m == 0) & (b_n % t_n == 0) & (threads >= 32) & (threads <= lim.max_threads_per_block)
+            & (smem_bytes(b_m, b_n) <= lim.max_smem_per_block)
+            & (registers_estimate(t_m, t_n) <= lim.max_registers_per_thread))
 
 
 def search(preset: str, m: int = 4096, n: int = 4096, k: int = 4096) -> dict:
@@ -41,8 +53,7 @@ def search(preset: str, m: int = 4096, n: int = 4096, k: int = 4096) -> dict:
     threads = (b_m / t_m) * (b_n / t_n)
     regs = registers_estimate(t_m, t_n)
     smem = smem_bytes(b_m, b_n)
-    legal = ((b_m % t_m == 0) & (b_n % t_n == 0) & (threads >= 32) & (threads <= lim.max_threads_per_block)
-             & (smem <= lim.max_smem_per_block) & (regs <= lim.max_registers_per_thread) & (b_m <= m) & (b_n <= n))
+    legal = is_legal(preset, b_m, b_n, t_m, t_n) & (b_m <= m) & (b_n <= n)
     b_m, b_n, t_m, t_n, threads, regs, smem = (a[legal] for a in (b_m, b_n, t_m, t_n, threads, regs, smem))
     p = predict(gemm(m, n, k, block=(b_m, b_n, BK), thread=(t_m, t_n)), gpu(preset))
     occ = occupancy(preset, threads, regs, smem)

@@ -18,19 +18,16 @@ extern "C" __global__ void gemm_naive(const float* __restrict__ A, const float* 
 // each thread then keeps TM x TN results in registers and reads TM + TN operands from
 // shared memory per k.
 //
-// A is stored transposed (As[k][m]) so that a thread's TM values of one k are a row.
-// Its rows are padded by 4 floats: without the padding, the warp that stores a column of
-// the A tile would put 8 different addresses in each bank (an 8-way conflict); with it,
-// the 32 stores land in 32 different banks.
-//
-// Thread (ty, tx) owns rows ty + (BM/TM) i and columns tx + (BN/TN) j: neighbouring
-// threads read neighbouring words, so the operand reads are conflict-free (or broadcasts).
+// Thread (ty, tx) owns rows ty + (BM/TM) i and columns tx + (BN/TN) j of the block's tile.
+// In a warp, threads with the same ty read the same word of As (a broadcast) and
+// neighbouring tx read neighbouring words of Bs, so the operand reads are conflict-free;
+// consecutive threads store consecutive words of both tiles, so the stores are too.
 template <int BM, int BN, int BK, int TM, int TN>
 __device__ __forceinline__ void gemm_tiled(const float* __restrict__ A, const float* __restrict__ B,
                                            float* __restrict__ C, int M, int N, int K,
                                            int block_row, int block_col) {
     constexpr int ROWS = BM / TM, COLS = BN / TN, THREADS = ROWS * COLS;
-    __shared__ float As[BK][BM + 4];
+    __shared__ float As[BM][BK];
     __shared__ float Bs[BK][BN];
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * COLS + tx;
     const int row0 = block_row * BM, col0 = block_col * BN;
@@ -43,7 +40,7 @@ __device__ __forceinline__ void gemm_tiled(const float* __restrict__ A, const fl
         for (int e = tid; e < BM * BK; e += THREADS) {  // A tile: consecutive threads walk k
             int m = e / BK, k = e % BK;
             int gr = row0 + m, gk = k0 + k;
-            As[k][m] = (gr < M && gk < K) ? A[gr * K + gk] : 0.0f;
+            As[m][k] = (gr < M && gk < K) ? A[gr * K + gk] : 0.0f;
         }
         for (int e = tid; e < BK * BN; e += THREADS) {  // B tile: consecutive threads walk n
             int k = e / BN, n = e % BN;
@@ -52,7 +49,7 @@ __device__ __forceinline__ void gemm_tiled(const float* __restrict__ A, const fl
         }
         __syncthreads();
         for (int k = 0; k < BK; ++k) {
-            for (int i = 0; i < TM; ++i) a_frag[i] = As[k][ty + ROWS * i];
+            for (int i = 0; i < TM; ++i) a_frag[i] = As[ty + ROWS * i][k];
             for (int j = 0; j < TN; ++j) b_frag[j] = Bs[k][tx + COLS * j];
             for (int i = 0; i < TM; ++i)
                 for (int j = 0; j < TN; ++j) acc[i][j] += a_frag[i] * b_frag[j];

@@ -64,7 +64,7 @@ def test_hot_kernels_do_not_spill_and_the_oversized_tile_does(reports):
 def test_shared_memory_is_what_the_tiles_need(reports):
     smem = {(r.kernel, r.arch): r.smem for r in reports}
     for arch in ("sm_80", "sm_90"):
-        assert smem[("gemm_reg128", arch)] == 4 * (8 * (128 + 4) + 8 * 128)
+        assert smem[("gemm_reg128", arch)] == 4 * (128 * 8 + 8 * 128)
         assert smem[("transpose_smem", arch)] == 4 * 32 * 32
         assert smem[("transpose_padded", arch)] == 4 * 32 * 33
         assert smem[("flash_attn_d64", arch)] == 4 * 2 * 64 * 64

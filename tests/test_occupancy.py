@@ -11,13 +11,15 @@ from gpumodel.occupancy import occupancy
 
 
 @pytest.mark.parametrize("preset, threads, registers, smem, blocks, warps, limiter", [
-    # 113 regs -> 120 x 32 = 3840 per warp; 65536 // 3840 = 17 warps; // 8 warps per block = 2.
-    ("A100-40GB", 256, 113, 8320, 2, 16, "registers"),
+    # 113 regs -> 120 x 32 = 3840 per warp; 4 x (16384 // 3840) = 16 warps; // 8 per block = 2.
+    ("A100-40GB", 256, 113, 8192, 2, 16, "registers"),
+    # 176 regs -> 5632 per warp; 4 x (16384 // 5632) = 8 warps, one per 32-thread block.
+    ("H100-SXM", 32, 176, 5120, 8, 8, "registers"),
     # 32 regs -> 1024 per warp -> 64 warps; 2048 threads / 128 = 16 blocks, ties with registers.
     ("A100-40GB", 128, 32, 0, 16, 64, "threads"),
     # 48 KB + 1 KB reserved = 50176 B; 164 KB // 50176 = 3 blocks of 8 warps.
     ("A100-40GB", 256, 32, 48 * 1024, 3, 24, "smem"),
-    # 37 regs -> 40 x 32 = 1280 per warp; 65536 // 1280 = 51 warps; // 4 = 12 blocks.
+    # 37 regs -> 40 x 32 = 1280 per warp; 4 x (16384 // 1280) = 48 warps; // 4 = 12 blocks.
     ("A100-40GB", 128, 37, 0, 12, 48, "registers"),
     # 32 threads, 16 regs: 32 blocks max on compute capability 8.0, 32 warps.
     ("A100-40GB", 32, 16, 0, 32, 32, "blocks"),
@@ -27,7 +29,7 @@ from gpumodel.occupancy import occupancy
     ("T4", 64, 32, 16 * 1024, 4, 8, "smem"),
     # RTX 4090 (8.9): 48 warps per SM; 256 threads -> 6 blocks.
     ("RTX-4090", 256, 32, 0, 6, 48, "threads"),
-    # H100: 72 regs -> 2304 per warp -> 28 warps -> 7 blocks of 4 (the chapter's exercise).
+    # H100: 72 regs -> 2304 per warp -> 4 x 7 = 28 warps -> 7 blocks of 4 (the chapter's exercise).
     ("H100-SXM", 128, 72, 16 * 1024, 7, 28, "registers"),
 ])
 def test_worked_cases(preset, threads, registers, smem, blocks, warps, limiter):
