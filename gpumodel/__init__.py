@@ -10,6 +10,7 @@ from .model import BOUNDS, Prediction, predict
 from .presets import gpu, preset_names
 from .units import (
     fmt_bandwidth,
+    fmt_bound,
     fmt_bytes,
     fmt_capacity,
     fmt_count,
@@ -22,6 +23,8 @@ from .units import (
 from .workloads import (
     Workload,
     attention,
+    attention_backward,
+    attention_memory,
     catalogue,
     elementwise_chain,
     gemm,
@@ -33,8 +36,8 @@ from .workloads import (
     warp_sectors,
 )
 
-_LAZY = ("book", "compiler", "exercises", "ladder", "launches", "measure", "measurements", "occupancy", "plots", "runtime",
-         "tables", "tiles", "waves", "widgets")
+_LAZY = ("book", "compiler", "exercises", "ladder", "launches", "measure", "measurements", "occupancy", "plots",
+         "published", "runtime", "tables", "tiles", "waves", "widgets")
 """Submodules loaded on first use (`gm.plots`), so `import gpumodel` loads neither matplotlib,
 ipywidgets nor CuPy."""
 
@@ -49,7 +52,7 @@ def __getattr__(name):
 
 __all__ = [
     "BOUNDS", "Figure", "GPU", "LEVELS", "Prediction", "Workload",
-    "attention", "catalogue", "elementwise_chain", "fmt_bandwidth", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
+    "attention", "attention_backward", "attention_memory", "catalogue", "elementwise_chain", "fmt_bandwidth", "fmt_bound", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
     "fmt_intensity", "fmt_number", "fmt_percent", "fmt_time", "gemm", "gpu", "predict", "preset_names",
     "score_matrix_bytes", "seed_kernels", "simulate", "strided_read", "transpose", "vector_add",
     "warp_sectors",

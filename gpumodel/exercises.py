@@ -224,3 +224,52 @@ def check_l2_overflow(preset: str, answer) -> Feedback:
     expected = math.floor(g.capacity("l2") / 12) + 1
     return check_number(answer, float(expected), "elements", rtol=1e-3,
                         explain=f"12 bytes per element against {g.capacity('l2'):,.0f} bytes of L2.")
+
+
+def flash_block(sram_bytes: int, head_dim: int, dtype: str = "fp16") -> int:
+    """Chapter 5: the largest power-of-two query block Br (with key blocks Bc = Br) whose
+    Q, K and V tiles (Br x d each) and score tile (Br x Br) fit in `sram_bytes`."""
+    from . import _check
+
+    s = _check.dtype_bytes(dtype)
+    d = int(_check.size("head_dim", head_dim))
+    sram = int(_check.size("sram_bytes", sram_bytes))
+    block = 1
+    while s * (3 * (2 * block) * d + (2 * block) ** 2) <= sram:
+        block *= 2
+    if s * (3 * block * d + block**2) > sram:
+        raise ValueError(f"sram_bytes must hold at least a 1-row block: {sram} bytes is too small for d = {d}")
+    return block
+
+
+def check_score_bytes(batch: int, heads: int, seq: int, dtype: str, answer) -> Feedback:
+    """Chapter 5: the bytes of the N x N scores of `batch` x `heads` heads, in GB."""
+    from .workloads import score_matrix_bytes
+
+    expected = float(score_matrix_bytes(batch, heads, seq, dtype))
+    return check_number(answer, expected / 1e9, "GB", rtol=0.01,
+                        explain=f"{batch} x {heads} heads x {seq}^2 scores x {2 if dtype != 'fp32' else 4} bytes.")
+
+
+def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Feedback:
+    """Chapter 5: the largest power-of-two block that fits `sram_bytes` (see flash_block)."""
+    expected = flash_block(sram_bytes, head_dim, dtype)
+    return check_number(answer, float(expected), "rows", rtol=0,
+                        explain=f"3 x {expected} x {head_dim} + {expected}^2 elements fit; twice that block does not.")
+
+
+def check_attention_overflow(preset: str, batch: int, heads: int, head_dim: int, dtype: str, answer) -> Feedback:
+    """Chapter 5: the smallest power-of-two sequence length at which standard attention's
+    forward pass (Q, K, V, O and the N x N scores and probabilities) no longer fits in
+    `preset`'s HBM."""
+    from .workloads import attention_memory
+
+    capacity = gpu(preset).capacity("hbm")
+    seq = 2
+    while attention_memory(batch, heads, seq, head_dim, dtype, "standard") <= capacity:
+        seq *= 2
+    flash = float(attention_memory(batch, heads, seq, head_dim, dtype, "flash"))
+    return check_number(answer, float(seq), "tokens", rtol=0,
+                        explain=f"at N = {seq} standard attention needs "
+                        f"{float(attention_memory(batch, heads, seq, head_dim, dtype)) / 1e9:.3g} GB of the "
+                        f"{capacity / 1e9:g} GB; flash needs {flash / 1e9:.3g} GB.")

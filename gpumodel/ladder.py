@@ -13,7 +13,7 @@ from .hardware import LEVELS
 from .model import predict
 from .presets import gpu
 from .tables import LEVEL_LABELS
-from .units import fmt_bytes, fmt_flops, fmt_percent, fmt_time
+from .units import fmt_bound, fmt_bytes, fmt_flops, fmt_percent, fmt_time
 from .workloads import gemm
 
 RUNGS = {
@@ -52,7 +52,7 @@ def prediction_table(kernel: str, presets=("A100-40GB", "H100-SXM"), size: int =
     rows = []
     for name in presets:
         p = predict(w, gpu(name))
-        rows.append([name, fmt_time(p.time), str(p.bound), fmt_flops(float(w.flops) / p.time),
+        rows.append([name, fmt_time(p.time), fmt_bound(p.bound), fmt_flops(float(w.flops) / p.time),
                      fmt_percent(p.busy["compute"])] + [fmt_bytes(float(w.bytes[lv])) for lv in ("smem", "l2", "hbm")])
     return markdown_table(["GPU", "predicted", "bound", "rate", "ALUs busy", "shared memory", "L2", "HBM"], rows)
 

@@ -330,3 +330,78 @@ def warm_reads(names=("A100-40GB", "H100-SXM"), recorded=()):
     ax.set_ylabel("bandwidth of a second read (GB/s)")
     ax.legend(fontsize=8)
     return fig
+
+
+def attention_memory(names=("A100-40GB", "H100-SXM", "B200"), batch: int = 8, heads: int = 32, head_dim: int = 128,
+                     dtype: str = "fp16"):
+    """Chapter 5: HBM footprint of attention's forward pass against sequence length,
+    standard (the N x N scores and probabilities stored) and flash, with each preset's HBM
+    capacity."""
+    from .workloads import attention_memory as footprint
+
+    n = 2.0 ** np.arange(9, 18)
+    fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+    for kind in ("standard", "flash"):
+        ax.plot(n, footprint(batch, heads, n, head_dim, dtype, kind) / 1e9, marker="o", ms=3, label=kind)
+    for i, name in enumerate(names):
+        ax.axhline(gpu(name).capacity("hbm") / 1e9, color=f"C{i + 2}", ls=":", lw=1, label=f"{name} HBM")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length N")
+    ax.set_ylabel("bytes kept in HBM (GB)")
+    ax.set_title(f"batch {batch}, {heads} heads, d = {head_dim}, {dtype}", fontsize=10)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def flash_hbm(seq: int = 4096, head_dim: int = 64, dtype: str = "fp16", sram=(16, 32, 64, 128, 256)):
+    """Chapter 5: HBM bytes of one head's flash forward pass against the SRAM each block may
+    use (KiB), the query block being the largest power of two whose Q, K, V and S tiles fit;
+    standard attention as a line. Falls as 1/M: the N^2 d^2 / M of Dao et al."""
+    from .exercises import flash_block
+    from .workloads import attention
+
+    kib = np.asarray(sram, dtype=float)
+    blocks = [flash_block(int(k * 1024), head_dim, dtype) for k in kib]
+    flash = [float(attention(1, 1, seq, head_dim, dtype, "flash", block=(b, b)).bytes["hbm"]) for b in blocks]
+    standard = float(attention(1, 1, seq, head_dim, dtype, "standard").bytes["hbm"])
+    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    ax.plot(kib, np.asarray(flash) / 1e6, marker="o", ms=3, label="flash")
+    for k, b, f in zip(kib, blocks, flash):
+        ax.annotate(f"Br = {b}", (k, f / 1e6), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.axhline(standard / 1e6, color="C1", ls="--", label="standard")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("SRAM per block (KiB)")
+    ax.set_ylabel("HBM traffic per head (MB)")
+    ax.set_title(f"N = {seq}, d = {head_dim}, {dtype}", fontsize=10)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def attention_by_length(preset: str = "A100-40GB", batch: int = 8, heads: int = 32, head_dim: int = 128,
+                        dtype: str = "fp16", block=(128, 128)):
+    """Chapter 5: predicted forward time of standard and flash attention against sequence
+    length on one GPU, with the HBM bytes each moves."""
+    from .workloads import attention
+
+    n = 2.0 ** np.arange(9, 16)
+    g = gpu(preset)
+    fig, (ax_b, ax_t) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    cases = {"standard": ("standard", False), "flash, K and V re-read from HBM": ("flash", False),
+             "flash, K and V re-read from L2": ("flash", True)}
+    for label, (kind, reuse) in cases.items():
+        w = attention(batch, heads, n, head_dim, dtype, kind, block=block, l2_reuse=reuse)
+        p = predict(w, g)
+        ax_b.plot(n, w.bytes["hbm"] / 1e9, marker="o", ms=3, label=label)
+        ax_t.plot(n, p.time * 1e3, marker="o", ms=3, label=label)
+    ax_t.plot(n, predict(attention(batch, heads, n, head_dim, dtype, "flash", block=block), g).compute_time * 1e3,
+              ls=":", color="grey", label="tensor math alone")
+    for ax in (ax_b, ax_t):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length N")
+        ax.legend(fontsize=8)
+    ax_b.set_ylabel("HBM traffic (GB)")
+    ax_t.set_ylabel(f"predicted forward time on the {g.name} (ms)")
+    return fig

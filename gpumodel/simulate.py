@@ -227,6 +227,32 @@ def standard_attention(q, k, v, dtype="fp16") -> Run:
     return run
 
 
+def online_softmax_step(m, l, acc, scores, values):
+    """One step of the online softmax: fold a new block of `scores` (rows x cols) and the
+    matching `values` (cols x d) into the running row maximum `m`, denominator `l` and
+    unnormalised output `acc`. The final output is acc / l. Chapter 5."""
+    m_new = np.maximum(m, scores.max(axis=-1, keepdims=True))
+    p = np.exp(scores - m_new)
+    correction = np.exp(m - m_new)  # rescales what was summed under the old maximum
+    return m_new, l * correction + p.sum(axis=-1, keepdims=True), acc * correction + p @ values
+
+
+def online_softmax(x, block: int):
+    """softmax(x) along the last axis, reading x one block of `block` columns at a time and
+    never holding more than one block: the online softmax of chapter 5, with the identity as
+    the values, so that acc collects the exponentials themselves."""
+    x = np.asarray(x, dtype=np.float64)
+    block = int(_check.size("block", block))
+    if x.ndim != 2 or x.size == 0:
+        raise ValueError(f"x must be a non-empty 2-D array (rows x columns), got shape {x.shape}")
+    rows, cols = x.shape
+    m, l, acc = np.full((rows, 1), -np.inf), np.zeros((rows, 1)), np.zeros((rows, cols))
+    for j0 in range(0, cols, block):
+        eye = np.eye(cols)[j0:j0 + block]  # places this block's exponentials in their columns
+        m, l, acc = online_softmax_step(m, l, acc, x[:, j0:j0 + block], eye)
+    return acc / l
+
+
 def flash_attention(q, k, v, block=(128, 64), dtype="fp16") -> Run:
     """FlashAttention forward with query blocks outer (as FlashAttention-2 orders it). For
     each block of Br query rows: load Q_i once, stream K and V in tiles of Bc rows, keep the
@@ -249,13 +275,7 @@ def flash_attention(q, k, v, block=(128, 64), dtype="fp16") -> Run:
         for j0 in range(0, n, b_c):
             k_j, v_j = k[:, :, j0:j0 + b_c], v[:, :, j0:j0 + b_c]
             run.add("K, V read", s * heads * 2 * k_j.shape[2] * d)
-            s_ij = q_i @ k_j.swapaxes(-1, -2) * scale
-            m_new = np.maximum(m_i, s_ij.max(axis=-1, keepdims=True))
-            p = np.exp(s_ij - m_new)
-            correction = np.exp(m_i - m_new)
-            l_i = l_i * correction + p.sum(axis=-1, keepdims=True)
-            acc = acc * correction + p @ v_j
-            m_i = m_new
+            m_i, l_i, acc = online_softmax_step(m_i, l_i, acc, q_i @ k_j.swapaxes(-1, -2) * scale, v_j)
         run.result[:, :, i0:i0 + b_r] = acc / l_i
         run.add("O written", s * heads * rows * d)
     total = sum(run.parts.values())

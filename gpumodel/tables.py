@@ -8,7 +8,7 @@ from __future__ import annotations
 from .book import markdown_table
 from .hardware import GPU, LEVELS, Figure
 from .presets import gpu, preset_names
-from .units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_number
+from .units import fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_flops, fmt_number
 
 LEVEL_LABELS = {"registers": "registers", "smem": "shared memory", "l2": "L2", "hbm": "HBM"}
 FIGURE_LABELS = {
@@ -149,7 +149,7 @@ def tile_table(result: dict, rows: int = 8) -> str:
         r = {k: v[i] for k, v in result.items()}
         out.append([f"{r['block_m']:g} x {r['block_n']:g}", f"{r['thread_m']:g} x {r['thread_n']:g}",
                     f"{r['threads']:g}", f"{r['registers']:g}", fmt_capacity(r["smem"]), fmt_time(r["time"]),
-                    str(r["bound"]), f"{r['warps']:g}"])
+                    fmt_bound(r["bound"]), f"{r['warps']:g}"])
     return markdown_table(["block tile", "thread tile", "threads", "registers (est.)", "shared memory",
                            "predicted", "bound", "warps/SM"], out)
 
@@ -166,7 +166,7 @@ def profiler_table(preset: str = "A100-40GB") -> str:
     rows = []
     for name, w in catalogue().items():
         p = predict(w, g)
-        rows.append([name, fmt_time(p.time), str(p.bound), fmt_bytes(float(w.bytes["hbm"])), fmt_bytes(float(w.bytes["l2"])),
+        rows.append([name, fmt_time(p.time), fmt_bound(p.bound), fmt_bytes(float(w.bytes["hbm"])), fmt_bytes(float(w.bytes["l2"])),
                      f"{float(w.bytes['smem']) / 128:,.0f}", fmt_percent(p.busy["hbm"]), fmt_percent(p.busy["compute"])])
     header = ["kernel", "time", "bound", "dram__bytes.sum", "lts__t_bytes.sum", "shared wavefronts",
               "DRAM throughput", "FP32 pipe"]

@@ -95,6 +95,16 @@ def fmt_intensity(flops_per_byte, digits: int = 3) -> str:
     return f"{_significant(_check_finite('flops_per_byte', flops_per_byte), digits)} FLOP/B"
 
 
+BOUND_NAMES = {"compute": "compute", "registers": "registers", "smem": "shared memory", "l2": "L2", "hbm": "HBM"}
+
+
+def fmt_bound(bound) -> str:
+    """A bound as prose names it: "smem" -> `shared memory`, "hbm" -> `HBM`."""
+    if str(bound) not in BOUND_NAMES:
+        raise ValueError(f"bound must be one of {tuple(BOUND_NAMES)}, got {bound!r}")
+    return BOUND_NAMES[str(bound)]
+
+
 def fmt_percent(fraction, digits: int = 2) -> str:
     """A fraction as a percentage: 0.0066 -> `0.66%`, 1.0 -> `100%`."""
     return f"{_significant(100 * _check_finite('fraction', fraction), digits)}%"

@@ -154,7 +154,7 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True) -> Wor
     )
 
 
-def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=(128, 64)) -> Workload:
+def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=(128, 64), l2_reuse=False) -> Workload:
     """Attention forward, `softmax(Q K^T / sqrt(d)) V`, for `batch` x `heads` heads of
     `seq` x `head_dim`. Chapter 5. Flops: the two matmuls, 4 N^2 d per head (the softmax's
     exponentials are not counted). Global traffic follows Dao et al. (2022):
@@ -167,7 +167,9 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
       s (2Nd + 2Nd ceil(N/Br)) bytes per head.
 
     `block=(Br, Bc)` is the flash kernel's tile; the standard kind has none.
-    L2 sees the same bytes as HBM here (no reuse between blocks is assumed). Shared memory:
+    L2 sees every global access. HBM sees the same bytes (the paper's count) unless
+    `l2_reuse=True` for the flash kind: then the query blocks of a head, running together,
+    share that head's K and V through L2, and HBM sees each of Q, K, V and O once. Shared memory:
     each staged byte is written once and read once (a lower bound). Registers: not modelled
     on the tensor cores (0); 12 bytes per FMA in fp32.
     """
@@ -187,6 +189,8 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
         kv_reads = 2 * seq * d * _tiles(seq, b_r)
         global_bytes = s * bh * (2 * seq * d + kv_reads)
         staged = s * bh * (seq * d + kv_reads)
+    l2_reuse = _check.flag("l2_reuse", l2_reuse)
+    hbm = s * bh * 4 * seq * d * np.ones_like(global_bytes) if (l2_reuse and kind == "flash") else global_bytes
     tensor = dtype != "fp32"
     return Workload(
         f"{kind} attention ({dtype})",
@@ -195,11 +199,70 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
             "registers": 0 * flops if tensor else REGISTER_BYTES_PER_FLOP * flops,
             "smem": 2 * staged,
             "l2": global_bytes,
-            "hbm": global_bytes,
+            "hbm": hbm,
         },
         math=dtype,
         note="the N x N scores never reach HBM" if kind == "flash" else "the N x N scores go through HBM",
     )
+
+
+def attention_backward(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=(128, 128),
+                       l2_reuse=False) -> Workload:
+    """Attention's backward pass, given dO: dQ, dK, dV. Chapter 5.
+
+    - "standard" (Dao et al. 2022, Algorithm 3): P was stored by the forward pass; five
+      kernels compute dV = P^T dO, dP = dO V^T, dS (softmax backward), dQ = dS K and
+      dK = dS^T Q, with P, dP and dS going through HBM: s (8Nd + 7N^2) bytes per head,
+      four matmuls, 8 N^2 d flops.
+    - "flash" (the FlashAttention-2 order): nothing N x N was stored; key/value blocks of
+      `block[1]` rows are outer, and for each one the kernel walks all query blocks,
+      recomputing S and P on chip (a fifth matmul: 10 N^2 d flops), re-reading Q and dO and
+      accumulating dQ in HBM: s (6Nd + 4Nd ceil(N/Bc)) bytes per head, counting the
+      preliminary pass that reads dO and O. With `l2_reuse=True` those re-reads and the dQ
+      accumulation stay in L2, and HBM sees Q, K, V, O and dO read once and dQ, dK, dV
+      written once: s 8Nd.
+    """
+    batch, heads = _check.size("batch", batch), _check.size("heads", heads)
+    seq, d = _check.size("seq", seq), _check.size("head_dim", head_dim)
+    s = _check.dtype_bytes(dtype)
+    kind = _check.choice("kind", kind, ("standard", "flash"))
+    bh = batch * heads
+    l2_reuse = _check.flag("l2_reuse", l2_reuse)
+    if kind == "standard":
+        flops = 8 * bh * seq**2 * d
+        global_bytes = s * bh * (8 * seq * d + 7 * seq**2)
+        hbm = global_bytes
+    else:
+        _, b_c = _check.pair("block", block)
+        _check.not_larger("block[1]", b_c, "seq", seq)
+        flops = 10 * bh * seq**2 * d
+        global_bytes = s * bh * (6 * seq * d + 4 * seq * d * _tiles(seq, b_c))
+        hbm = s * bh * 8 * seq * d * np.ones_like(global_bytes) if l2_reuse else global_bytes
+    tensor = dtype != "fp32"
+    return Workload(
+        f"{kind} attention backward ({dtype})",
+        flops=flops,
+        bytes={
+            "registers": 0 * flops if tensor else REGISTER_BYTES_PER_FLOP * flops,
+            "smem": 2 * global_bytes,
+            "l2": global_bytes,
+            "hbm": hbm,
+        },
+        math=dtype,
+        note="recomputes the scores on chip" if kind == "flash" else "reads the stored probabilities",
+    )
+
+
+def attention_memory(batch, heads, seq, head_dim, dtype="fp16", kind="standard"):
+    """Bytes attention's forward pass keeps in HBM: Q, K, V and O, plus the N x N scores and
+    probabilities for the standard kind (the flash kind keeps only O(N) statistics, not
+    counted). Chapter 5."""
+    bh = _check.size("batch", batch) * _check.size("heads", heads)
+    seq, d = _check.size("seq", seq), _check.size("head_dim", head_dim)
+    s = _check.dtype_bytes(dtype)
+    kind = _check.choice("kind", kind, ("standard", "flash"))
+    matrices = 2 * seq**2 if kind == "standard" else 0 * seq
+    return s * bh * (4 * seq * d + matrices)
 
 
 def score_matrix_bytes(batch, heads, seq, dtype="fp16"):

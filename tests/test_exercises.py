@@ -84,3 +84,19 @@ def test_chapter_four_checkers():
     l2 = gm.gpu("H100-SXM").capacity("l2")
     assert gm.exercises.check_l2_overflow("H100-SXM", l2 // 12 + 1)
     assert not gm.exercises.check_l2_overflow("H100-SXM", l2 // 4)
+
+
+def test_chapter_five_checkers():
+    assert gm.exercises.check_score_bytes(4, 16, 8192, "fp16", 4 * 16 * 8192**2 * 2 / 1e9)
+    assert not gm.exercises.check_score_bytes(4, 16, 8192, "fp16", 4 * 16 * 8192**2 * 4 / 1e9)
+    assert gm.exercises.check_flash_block(96 * 1024, 128, "fp16", 64)
+    assert not gm.exercises.check_flash_block(96 * 1024, 128, "fp16", 128)
+    assert gm.exercises.flash_block(32 * 1024, 64, "fp16") == 64  # 2 (3 x 64 x 64 + 64^2) = 32 KiB exactly
+    with pytest.raises(ValueError, match="sram_bytes must hold"):
+        gm.exercises.flash_block(100, 128, "fp16")
+    hbm = gm.gpu("H100-SXM").capacity("hbm")
+    n = 2
+    while 2 * 32 * (4 * n * 128 + 2 * n * n) <= hbm:
+        n *= 2
+    assert gm.exercises.check_attention_overflow("H100-SXM", 1, 32, 128, "fp16", n)
+    assert not gm.exercises.check_attention_overflow("H100-SXM", 1, 32, 128, "fp16", n * 2)

@@ -152,3 +152,31 @@ def test_a_sweep_is_one_call():
     p = gm.predict(gm.vector_add(sizes), A100)
     assert p.time.shape == (100_000,)
     assert set(np.unique(p.bound)) == {"hbm"}
+
+
+def test_attention_backward_follows_dao_algorithm_3_and_flash_recomputes():
+    b, h, n, d = 2, 4, 1024, 64
+    std = gm.attention_backward(b, h, n, d, "fp16", "standard")
+    assert std.bytes["hbm"] == 2 * b * h * (8 * n * d + 7 * n * n)
+    flash = gm.attention_backward(b, h, n, d, "fp16", "flash", block=(128, 128))
+    assert flash.bytes["hbm"] == 2 * b * h * (6 * n * d + 4 * n * d * 8)
+    assert flash.flops == 1.25 * std.flops  # the recomputed product
+    cached = gm.attention_backward(b, h, n, d, "fp16", "flash", block=(128, 128), l2_reuse=True)
+    assert cached.bytes["hbm"] == 2 * b * h * 8 * n * d and cached.bytes["l2"] == flash.bytes["l2"]
+
+
+def test_flash_with_l2_reuse_reads_each_matrix_once():
+    w = gm.attention(2, 4, 1024, 64, "fp16", "flash", block=(128, 64), l2_reuse=True)
+    assert w.bytes["hbm"] == 2 * 2 * 4 * 4 * 1024 * 64
+    assert w.bytes["l2"] == gm.attention(2, 4, 1024, 64, "fp16", "flash", block=(128, 64)).bytes["hbm"]
+
+
+def test_attention_memory():
+    assert gm.attention_memory(1, 1, 4096, 64, "fp16", "standard") == 2 * (4 * 4096 * 64 + 2 * 4096**2)
+    assert gm.attention_memory(1, 1, 4096, 64, "fp16", "flash") == 2 * 4 * 4096 * 64
+
+
+def test_fmt_bound():
+    assert gm.fmt_bound("smem") == "shared memory" and gm.fmt_bound("hbm") == "HBM"
+    with pytest.raises(ValueError, match="bound must be one of"):
+        gm.fmt_bound("l1")

@@ -181,3 +181,13 @@ def test_strided_read_counts_equal_the_formula(n, stride):
     run = sim.strided_read(x, stride)
     assert np.array_equal(run.result, x[::stride][:n])
     assert_counts_equal(run, gm.strided_read(n, stride))
+
+
+def test_online_softmax_equals_the_two_pass_softmax():
+    x = np.random.default_rng(5).standard_normal((6, 23)) * 1e4
+    two_pass = np.exp(x - x.max(axis=1, keepdims=True))
+    two_pass /= two_pass.sum(axis=1, keepdims=True)
+    for block in (1, 4, 23, 50):
+        np.testing.assert_allclose(sim.online_softmax(x, block), two_pass, rtol=1e-12, atol=1e-300)
+    with pytest.raises(ValueError, match="x must be a non-empty 2-D array"):
+        sim.online_softmax(np.ones(3), 2)
