@@ -77,7 +77,16 @@ def check_bandwidth(preset: str, level: str, answer) -> Feedback:
 def check_bound(kernel: str, preset: str, answer) -> Feedback:
     """Chapter 1: which part bounds one of chapter 1's kernels (`gm.seed_kernels()`) on
     `preset`: "compute", "registers", "smem", "l2" or "hbm"."""
-    kernels = seed_kernels()
+    def explain(p):
+        times = ", ".join(f"{part} {fmt_time(p.compute_time if part == 'compute' else p.level_times[part])}"
+                          for part in BOUNDS)
+        return f"The model's times on the {preset}: {times}; the largest, {p.bound}, sets {fmt_time(p.time)}."
+
+    return _check_bound_of(seed_kernels(), kernel, preset, answer, explain)
+
+
+def _check_bound_of(kernels: dict, kernel: str, preset: str, answer, explain) -> Feedback:
+    """Right when `answer` is the bound of `kernels[kernel]` on `preset`; `explain(p)` says why."""
     if kernel not in kernels:
         raise ValueError(f"kernel must be one of {list(kernels)}, got {kernel!r}")
     if answer is None:
@@ -85,10 +94,7 @@ def check_bound(kernel: str, preset: str, answer) -> Feedback:
     if answer not in BOUNDS:
         raise ValueError(f"answer must be one of {BOUNDS}, got {answer!r}")
     p = predict(kernels[kernel], gpu(preset))
-    times = ", ".join(f"{part} {fmt_time(p.compute_time if part == 'compute' else p.level_times[part])}"
-                      for part in BOUNDS)
-    verdict = f"The model's times on the {preset}: {times}; the largest, {p.bound}, sets {fmt_time(p.time)}."
-    return Feedback(answer == p.bound, verdict)
+    return Feedback(answer == p.bound, explain(p))
 
 
 def check_machine_balance(preset: str, answer) -> Feedback:
@@ -184,15 +190,8 @@ def check_binding_level(kernel: str, preset: str, answer) -> Feedback:
     """Chapter 4: which part binds a kernel of `gm.catalogue()` on `preset`."""
     from .workloads import catalogue
 
-    kernels = catalogue()
-    if kernel not in kernels:
-        raise ValueError(f"kernel must be one of {list(kernels)}, got {kernel!r}")
-    if answer is None:
-        return Feedback(False, f"No answer yet: replace None with one of {BOUNDS}.")
-    if answer not in BOUNDS:
-        raise ValueError(f"answer must be one of {BOUNDS}, got {answer!r}")
-    p = predict(kernels[kernel], gpu(preset))
-    return Feedback(answer == p.bound, f"On the roofline per level, the lowest point is {p.bound}'s: {fmt_time(p.time)}.")
+    return _check_bound_of(catalogue(), kernel, preset, answer,
+                           lambda p: f"On the roofline per level, the lowest point is {p.bound}'s: {fmt_time(p.time)}.")
 
 
 GROUPS = (1, 2, 4, 8, 16, 32, 64)

@@ -316,10 +316,11 @@ def warm_reads(names=("A100-40GB", "H100-SXM"), recorded=()):
     sweeps (label, sizes, bandwidth) drawn beside."""
     from .waves import warm_read_time
 
-    sizes = 2.0 ** np.arange(20, 33)
     fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
     for i, name in enumerate(names):
-        ax.step(sizes, sizes / warm_read_time(name, sizes) / 1e9, where="post", color=f"C{i}", label=f"model, {name}")
+        l2 = gpu(name).capacity("l2")
+        sizes = np.array([2.0**20, l2, l2 + 1, 2.0**32])  # the step sits exactly at the capacity
+        ax.plot(sizes, sizes / warm_read_time(name, sizes) / 1e9, color=f"C{i}", label=f"model, {name}")
         ax.axvline(gpu(name).capacity("l2"), color=f"C{i}", ls=":", lw=1)
     for label, s, bw in recorded:
         ax.plot(s, np.asarray(bw) / 1e9, "s", ms=3, label=label)
@@ -354,7 +355,7 @@ def attention_memory(names=("A100-40GB", "H100-SXM", "B200"), batch: int = 8, he
     return fig
 
 
-def flash_hbm(seq: int = 4096, head_dim: int = 64, dtype: str = "fp16", sram=(16, 32, 64, 128, 256)):
+def flash_hbm(seq: int = 4096, head_dim: int = 64, dtype: str = "fp16", sram=(16, 32, 48, 64, 100, 164, 228)):
     """Chapter 5: HBM bytes of one head's flash forward pass against the SRAM each block may
     use (KiB), the query block being the largest power of two whose Q, K, V and S tiles fit;
     standard attention as a line. Falls as 1/M: the N^2 d^2 / M of Dao et al."""
@@ -396,7 +397,7 @@ def attention_by_length(preset: str = "A100-40GB", batch: int = 8, heads: int = 
         ax_b.plot(n, w.bytes["hbm"] / 1e9, marker="o", ms=3, label=label)
         ax_t.plot(n, p.time * 1e3, marker="o", ms=3, label=label)
     ax_t.plot(n, predict(attention(batch, heads, n, head_dim, dtype, "flash", block=block), g).compute_time * 1e3,
-              ls=":", color="grey", label="tensor math alone")
+              ls=":", color="black", lw=2, zorder=5, label="tensor math alone")
     for ax in (ax_b, ax_t):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

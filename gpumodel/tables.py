@@ -168,6 +168,6 @@ def profiler_table(preset: str = "A100-40GB") -> str:
         p = predict(w, g)
         rows.append([name, fmt_time(p.time), fmt_bound(p.bound), fmt_bytes(float(w.bytes["hbm"])), fmt_bytes(float(w.bytes["l2"])),
                      f"{float(w.bytes['smem']) / 128:,.0f}", fmt_percent(p.busy["hbm"]), fmt_percent(p.busy["compute"])])
-    header = ["kernel", "time", "bound", "dram__bytes.sum", "lts__t_bytes.sum", "shared wavefronts",
-              "DRAM throughput", "FP32 pipe"]
+    header = ["kernel", "time", "bound", "DRAM bytes (dram__bytes.sum)", "L2 traffic (lts__t_bytes.sum)",
+              "shared-memory wavefronts", "DRAM, % of peak", "FP32, % of peak"]
     return markdown_table(header, rows)

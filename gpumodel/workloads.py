@@ -191,18 +191,25 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
         staged = s * bh * (seq * d + kv_reads)
     l2_reuse = _check.flag("l2_reuse", l2_reuse)
     hbm = s * bh * 4 * seq * d * np.ones_like(global_bytes) if (l2_reuse and kind == "flash") else global_bytes
+    note = "the N x N scores never reach HBM" if kind == "flash" else "the N x N scores go through HBM"
+    return _attention_workload(f"{kind} attention ({dtype})", flops, global_bytes, 2 * staged, hbm, dtype, note)
+
+
+def _attention_workload(name, flops, global_bytes, smem, hbm, dtype, note) -> Workload:
+    """Attention's workloads share their shape: tensor-core math (no register traffic
+    modelled) unless fp32, every global access at L2."""
     tensor = dtype != "fp32"
     return Workload(
-        f"{kind} attention ({dtype})",
+        name,
         flops=flops,
         bytes={
             "registers": 0 * flops if tensor else REGISTER_BYTES_PER_FLOP * flops,
-            "smem": 2 * staged,
+            "smem": smem,
             "l2": global_bytes,
             "hbm": hbm,
         },
         math=dtype,
-        note="the N x N scores never reach HBM" if kind == "flash" else "the N x N scores go through HBM",
+        note=note,
     )
 
 
@@ -238,19 +245,9 @@ def attention_backward(batch, heads, seq, head_dim, dtype="fp16", kind="standard
         flops = 10 * bh * seq**2 * d
         global_bytes = s * bh * (6 * seq * d + 4 * seq * d * _tiles(seq, b_c))
         hbm = s * bh * 8 * seq * d * np.ones_like(global_bytes) if l2_reuse else global_bytes
-    tensor = dtype != "fp32"
-    return Workload(
-        f"{kind} attention backward ({dtype})",
-        flops=flops,
-        bytes={
-            "registers": 0 * flops if tensor else REGISTER_BYTES_PER_FLOP * flops,
-            "smem": 2 * global_bytes,
-            "l2": global_bytes,
-            "hbm": hbm,
-        },
-        math=dtype,
-        note="recomputes the scores on chip" if kind == "flash" else "reads the stored probabilities",
-    )
+    note = "recomputes the scores on chip" if kind == "flash" else "reads the stored probabilities"
+    return _attention_workload(f"{kind} attention backward ({dtype})", flops, global_bytes, 2 * global_bytes, hbm,
+                               dtype, note)
 
 
 def attention_memory(batch, heads, seq, head_dim, dtype="fp16", kind="standard"):

@@ -74,8 +74,8 @@ def test_check_occupancy():
 
 
 def test_chapter_four_checkers():
-    assert gm.exercises.check_binding_level("transpose, plain", "A100-40GB", "smem")
-    assert not gm.exercises.check_binding_level("transpose, plain", "A100-40GB", "hbm")
+    assert gm.exercises.check_binding_level("transpose, plain", "H100-SXM", "smem")
+    assert not gm.exercises.check_binding_level("transpose, plain", "H100-SXM", "hbm")
     traffic = {g: gm.waves.gemm_hbm(8192, 8192, 8192, preset="H100-SXM", blocks_per_sm=2, order="grouped", group=g).hbm
                for g in gm.exercises.GROUPS}
     best = min(traffic, key=traffic.get)
