@@ -2,6 +2,8 @@
 // (heads, n, d) row-major; blockIdx selects the head, so a batch is folded into heads.
 
 // The lowest finite float: a "minus infinity" whose exp() is 0 and that never makes a NaN.
+// (A row with every key masked would then average V instead of giving NaN; these kernels
+// mask nothing but the keys past the end, and every row has at least one real key.)
 constexpr float NEG_INF = -3.402823466e+38f;
 
 // ---- The standard path: three kernels, the n x n scores written to and read from HBM. ----
@@ -21,19 +23,19 @@ __device__ __forceinline__ void bmm16(const float* __restrict__ A, const float* 
     const int row = blockIdx.y * 16 + ty, col = blockIdx.x * 16 + tx;
     float acc = 0.0f;
     for (int k0 = 0; k0 < K; k0 += 16) {
-        As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;
+        As[ty][tx] = (row < M && k0 + tx < K) ? A[(size_t)row * K + k0 + tx] : 0.0f;
         if (TRANS_B) {  // load B's rows along k (coalesced), store them as columns of Bs
             int n = blockIdx.x * 16 + ty, k = k0 + tx;
-            Bs[tx][ty] = (n < N && k < K) ? B[n * K + k] : 0.0f;
+            Bs[tx][ty] = (n < N && k < K) ? B[(size_t)n * K + k] : 0.0f;
         } else {
             int k = k0 + ty;
-            Bs[ty][tx] = (k < K && col < N) ? B[k * N + col] : 0.0f;
+            Bs[ty][tx] = (k < K && col < N) ? B[(size_t)k * N + col] : 0.0f;
         }
         __syncthreads();
         for (int k = 0; k < 16; ++k) acc += As[ty][k] * Bs[k][tx];
         __syncthreads();
     }
-    if (row < M && col < N) C[row * N + col] = alpha * acc;
+    if (row < M && col < N) C[(size_t)row * N + col] = alpha * acc;
 }
 
 // S = scale Q K^T: (heads, n, n).
