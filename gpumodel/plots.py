@@ -406,3 +406,105 @@ def attention_by_length(preset: str = "A100-40GB", batch: int = 8, heads: int = 
     ax_b.set_ylabel("HBM traffic (GB)")
     ax_t.set_ylabel(f"predicted forward time on the {g.name} (ms)")
     return fig
+
+
+def _grid(ax, x0, y0, width, height, rows, cols, color="white", edge="grey", lw=0.5):
+    """Draw a rows x cols grid of cells filling the rectangle (x0, y0, width, height)."""
+    for r in range(rows):
+        for c in range(cols):
+            ax.add_patch(plt.Rectangle((x0 + c * width / cols, y0 + (rows - 1 - r) * height / rows),
+                                       width / cols, height / rows, facecolor=color, edgecolor=edge, lw=lw))
+
+
+def tiled_gemm_diagram(blocks: int = 4, threads: int = 4):
+    """Chapter 3's picture of a tiled GEMM: C cut into blocks x blocks tiles, one block's
+    tile cut into threads x threads thread tiles, and the row panel of A and column panel of
+    B that block reads, with the current k-slice of each darker."""
+    fig, ax = plt.subplots(figsize=(7.5, 6), layout="constrained")
+    size, gap = 4.0, 0.4
+    a_x, c_y = 0.0, 0.0
+    c_x, b_y = 1.6 + gap, size + gap
+    cell = size / blocks
+    _grid(ax, c_x, c_y, size, size, blocks, blocks)
+    bi, bj = 1, 2  # the block drawn in detail
+    bx, by = c_x + bj * cell, c_y + (blocks - 1 - bi) * cell
+    ax.add_patch(plt.Rectangle((bx, by), cell, cell, facecolor="tab:orange", alpha=0.35, edgecolor="tab:orange", lw=2))
+    _grid(ax, bx, by, cell, cell, threads, threads, color="none", edge="tab:orange", lw=0.6)
+    ax.add_patch(plt.Rectangle((bx, by + cell - cell / threads), cell / threads, cell / threads, facecolor="tab:red", alpha=0.6))
+    # A: M x K, the block's row panel; B: K x N, the block's column panel.
+    ax.add_patch(plt.Rectangle((a_x, c_y), 1.6, size, facecolor="white", edgecolor="grey"))
+    ax.add_patch(plt.Rectangle((a_x, by), 1.6, cell, facecolor="tab:blue", alpha=0.25, edgecolor="tab:blue"))
+    ax.add_patch(plt.Rectangle((a_x + 0.6, by), 0.3, cell, facecolor="tab:blue", alpha=0.7))
+    ax.add_patch(plt.Rectangle((c_x, b_y), size, 1.6, facecolor="white", edgecolor="grey"))
+    ax.add_patch(plt.Rectangle((bx, b_y), cell, 1.6, facecolor="tab:green", alpha=0.25, edgecolor="tab:green"))
+    ax.add_patch(plt.Rectangle((bx, b_y + 0.7), cell, 0.3, facecolor="tab:green", alpha=0.7))
+    notes = [
+        (a_x + 0.8, size + 0.15, "A (M x K):\nthe block's row panel;\ndark slice bM x bK\n(in shared memory now)", "tab:blue"),
+        (c_x + size / 2, b_y + 1.95, "B (K x N): the block's column panel; dark slice bK x bN", "tab:green"),
+        (c_x + size / 2, c_y - 0.35, "C (M x N) in bM x bN block tiles; one block (orange) holds\n"
+                                     "its tile in registers, split into tM x tN thread tiles (red: one thread's)", "black"),
+    ]
+    for x, y, text, color in notes:
+        ax.text(x, y, text, ha="center", va="top" if y < 0 else "bottom", fontsize=8, color=color)
+    ax.set_xlim(-0.6, c_x + size + 0.3)
+    ax.set_ylim(-1.3, b_y + 2.5)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig
+
+
+def wave_map(rows: int = 16, cols: int = 16, wave: int = 40, group: int = 4):
+    """Chapter 4's picture of waves: each tile of C coloured by the wave that computes it,
+    row-major order beside grouped order, the first wave outlined, with the distinct row and
+    column panels that wave needs."""
+    from .waves import block_coordinates
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.4), layout="constrained")
+    for ax, (order, title) in zip(axes, (("row", "row-major"), ("grouped", f"grouped by {group} rows"))):
+        r, c = block_coordinates(rows, cols, order, group)
+        waves = np.empty((rows, cols))
+        waves[r, c] = np.arange(rows * cols) // wave
+        ax.imshow(waves, cmap="tab20", interpolation="nearest")
+        first = waves == 0
+        for rr, cc in zip(*np.nonzero(first)):
+            ax.add_patch(plt.Rectangle((cc - 0.5, rr - 0.5), 1, 1, fill=False, hatch="//", edgecolor="black", lw=0))
+        used_rows, used_cols = int(first.any(axis=1).sum()), int(first.any(axis=0).sum())
+        ax.set_title(f"{title}: the first wave ({wave} blocks)\nneeds {used_rows} row panels of A "
+                     f"and {used_cols} column panels of B", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    return fig
+
+
+def flash_diagram(blocks: int = 8):
+    """Chapter 5's picture of FlashAttention's forward pass: a block of query rows, the key
+    and value tile it is working on, and the one score tile that exists, in SRAM."""
+    fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
+    n, d = 4.0, 1.0
+    cell = n / blocks
+    qi, kj = 2, 5
+    # Q (N x d) on the left, S (N x N) in the middle, V (N x d) and O (N x d) on the right.
+    ax.add_patch(plt.Rectangle((0, 0), d, n, facecolor="white", edgecolor="grey"))
+    ax.add_patch(plt.Rectangle((0, n - (qi + 1) * cell), d, cell, facecolor="tab:blue", alpha=0.6))
+    ax.text(d / 2, n + 0.15, "Q", ha="center")
+    s_x = d + 0.5
+    _grid(ax, s_x, 0, n, n, blocks, blocks, color="white", edge="#dddddd")
+    ax.add_patch(plt.Rectangle((s_x, n - (qi + 1) * cell), (kj) * cell, cell, facecolor="tab:orange", alpha=0.2))
+    ax.add_patch(plt.Rectangle((s_x + kj * cell, n - (qi + 1) * cell), cell, cell, facecolor="tab:red", alpha=0.8))
+    ax.text(s_x + n / 2, n + 0.15, "S = Q Kᵀ: never stored", ha="center")
+    k_y = n + 0.55
+    ax.add_patch(plt.Rectangle((s_x, k_y), n, d, facecolor="white", edgecolor="grey"))
+    ax.add_patch(plt.Rectangle((s_x + kj * cell, k_y), cell, d, facecolor="tab:green", alpha=0.6))
+    ax.text(s_x + n / 2, k_y + d + 0.1, "Kᵀ (and V): streamed tile by tile", ha="center")
+    o_x = s_x + n + 0.5
+    ax.add_patch(plt.Rectangle((o_x, 0), d, n, facecolor="white", edgecolor="grey"))
+    ax.add_patch(plt.Rectangle((o_x, n - (qi + 1) * cell), d, cell, facecolor="tab:purple", alpha=0.6))
+    ax.text(o_x + d / 2, n + 0.15, "O", ha="center")
+    ax.text(s_x + n / 2, -0.3, "red: the one score tile in SRAM now; orange: tiles already folded into the running\n"
+            "max m, sum l and output a of this query block (blue), which writes its rows of O (purple) once",
+            ha="center", va="top", fontsize=8)
+    ax.set_xlim(-0.2, o_x + d + 0.2)
+    ax.set_ylim(-1.0, k_y + d + 0.5)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig

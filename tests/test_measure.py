@@ -52,3 +52,17 @@ def test_chapter_one_figures_draw():
     assert len(fig.axes[0].patches) == 3 * len(gm.BOUNDS)
     fig = gm.plots.sweep([("x", [1024, 2048], [1e10, 2e10])], {"L2": 5e10}, {"L2": 1536})
     assert fig.axes[0].get_xscale() == "log"
+
+
+def test_diagrams_draw_what_they_say():
+    import re
+
+    fig = gm.plots.wave_map(16, 16, wave=40, group=4)
+    titles = [ax.get_title() for ax in fig.axes[:2]]
+    counts = [tuple(map(int, re.findall(r"needs (\d+) row panels of A and (\d+) column", t)[0])) for t in titles]
+    for order, (rows, cols) in zip(("row", "grouped"), counts):
+        r, c = gm.waves.block_coordinates(16, 16, order, 4)
+        assert (len(set(r[:40])), len(set(c[:40]))) == (rows, cols)
+    assert counts[1][0] + counts[1][1] < counts[0][0] + counts[0][1]
+    assert len(gm.plots.tiled_gemm_diagram(4, 4).axes[0].patches) > 16
+    assert len(gm.plots.flash_diagram(8).axes[0].patches) > 64
