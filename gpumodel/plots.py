@@ -120,6 +120,23 @@ def pipes(kernel: str = "vector add", gpu_name: str = "A100-40GB", step: int = 0
     return fig
 
 
+def _log_axes(ax, xlabel: str, ylabel: str, title: str = "") -> None:
+    """Powers of two along x, log y, labels, an optional title and the legend."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+
+
+def _working_set_axes(ax, ylabel: str) -> None:
+    """Log axes of bandwidth against working set, sizes in binary units."""
+    _log_axes(ax, "working set", ylabel)
+    ax.xaxis.set_major_formatter(lambda v, _: fmt_capacity(v))
+
+
 def sweep(curves: list, marks: dict | None = None, capacities: dict | None = None):
     """Bandwidth against working set, log-log. `curves`: (label, sizes in bytes, bandwidth
     in bytes/s) each; `marks`: label -> bandwidth drawn as a horizontal line (a preset's
@@ -134,12 +151,7 @@ def sweep(curves: list, marks: dict | None = None, capacities: dict | None = Non
         ax.axvline(value, ls=":", lw=1, color="grey")
         ax.annotate(f"{label} {fmt_capacity(value)}", (value, 0.02), xycoords=("data", "axes fraction"),
                     rotation=90, fontsize=8, color="grey", ha="right", va="bottom")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(lambda v, _: fmt_capacity(v))
-    ax.set_xlabel("working set")
-    ax.set_ylabel("bandwidth (GB/s)")
-    ax.legend(fontsize=8)
+    _working_set_axes(ax, "bandwidth (GB/s)")
     return fig
 
 
@@ -203,13 +215,8 @@ def tile_traffic(names=("A100-40GB", "H100-SXM"), n: int = 4096, tiles=(8, 16, 3
             ax_t.plot(b, p.level_times[level] * 1e3, marker="o", ms=3, color=f"C{i}",
                       ls="-" if j == 0 else "--", label=f"{LEVEL_LABELS[level]}, {name}")
         ax_t.axhline(float(p.compute_time[0]) * 1e3, color="black", ls="-" if j == 0 else "--", lw=1, label=f"compute, {name}")
-    for ax in (ax_b, ax_t):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("block tile b (b x b)")
-        ax.legend(fontsize=7)
-    ax_b.set_ylabel("bytes moved")
-    ax_t.set_ylabel("time the level needs (ms)")
+    _log_axes(ax_b, "block tile b (b x b)", "bytes moved")
+    _log_axes(ax_t, "block tile b (b x b)", "time the level needs (ms)")
     return fig
 
 
@@ -324,12 +331,7 @@ def warm_reads(names=("A100-40GB", "H100-SXM"), recorded=()):
         ax.axvline(gpu(name).capacity("l2"), color=f"C{i}", ls=":", lw=1)
     for label, s, bw in recorded:
         ax.plot(s, np.asarray(bw) / 1e9, "s", ms=3, label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(lambda v, _: fmt_capacity(v))
-    ax.set_xlabel("working set")
-    ax.set_ylabel("bandwidth of a second read (GB/s)")
-    ax.legend(fontsize=8)
+    _working_set_axes(ax, "bandwidth of a second read (GB/s)")
     return fig
 
 
@@ -346,12 +348,7 @@ def attention_memory(names=("A100-40GB", "H100-SXM", "B200"), batch: int = 8, he
         ax.plot(n, footprint(batch, heads, n, head_dim, dtype, kind) / 1e9, marker="o", ms=3, label=kind)
     for i, name in enumerate(names):
         ax.axhline(gpu(name).capacity("hbm") / 1e9, color=f"C{i + 2}", ls=":", lw=1, label=f"{name} HBM")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("sequence length N")
-    ax.set_ylabel("bytes kept in HBM (GB)")
-    ax.set_title(f"batch {batch}, {heads} heads, d = {head_dim}, {dtype}", fontsize=10)
-    ax.legend(fontsize=8)
+    _log_axes(ax, "sequence length N", "bytes kept in HBM (GB)", f"batch {batch}, {heads} heads, d = {head_dim}, {dtype}")
     return fig
 
 
@@ -371,12 +368,7 @@ def flash_hbm(seq: int = 4096, head_dim: int = 64, dtype: str = "fp16", sram=(16
     for k, b, f in zip(kib, blocks, flash):
         ax.annotate(f"Br = {b}", (k, f / 1e6), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.axhline(standard / 1e6, color="C1", ls="--", label="standard")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("SRAM per block (KiB)")
-    ax.set_ylabel("HBM traffic per head (MB)")
-    ax.set_title(f"N = {seq}, d = {head_dim}, {dtype}", fontsize=10)
-    ax.legend(fontsize=8)
+    _log_axes(ax, "SRAM per block (KiB)", "HBM traffic per head (MB)", f"N = {seq}, d = {head_dim}, {dtype}")
     return fig
 
 
@@ -398,13 +390,8 @@ def attention_by_length(preset: str = "A100-40GB", batch: int = 8, heads: int = 
         ax_t.plot(n, p.time * 1e3, marker="o", ms=3, label=label)
     ax_t.plot(n, predict(attention(batch, heads, n, head_dim, dtype, "flash", block=block), g).compute_time * 1e3,
               ls=":", color="black", lw=2, zorder=5, label="tensor math alone")
-    for ax in (ax_b, ax_t):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("sequence length N")
-        ax.legend(fontsize=8)
-    ax_b.set_ylabel("HBM traffic (GB)")
-    ax_t.set_ylabel(f"predicted forward time on the {g.name} (ms)")
+    _log_axes(ax_b, "sequence length N", "HBM traffic (GB)")
+    _log_axes(ax_t, "sequence length N", f"predicted forward time on the {g.name} (ms)")
     return fig
 
 
