@@ -22,7 +22,6 @@ WARP = 32
 REGISTER_UNIT = 256  # registers, allocated per warp
 REGISTER_PARTITIONS = 4  # an SM's register file is split among its 4 warp schedulers
 SMEM_UNIT = 128  # bytes
-SOURCE = "nvidia_cuda_guide, Technical Specifications per Compute Capability"
 
 
 @dataclass(frozen=True)

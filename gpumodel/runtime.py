@@ -197,15 +197,6 @@ class Runner:
         return statistics.median(times)
 
 
-def run_on_gpu(plan) -> np.ndarray:
-    """Run `plan` on the GPU and return its result on the host."""
-    runner = Runner()
-    bufs = runner.buffers(plan)
-    runner.launch(plan, bufs)
-    return runner.cp.asnumpy(bufs[plan.result])
-
-
-
 def l2_persistence_calls() -> dict | None:
     """Chapter 4: which CUDA runtime calls behind an L2 persisting access window CuPy
     exposes (no GPU needed): {"deviceSetLimit": bool, "streamSetAttribute": bool}, or None

@@ -49,10 +49,6 @@ def _matrices(a, b):
     return a, b
 
 
-def _ceil_div(x: int, y: int) -> int:
-    return -(-x // y)
-
-
 def naive_gemm(a, b, dtype="fp32") -> Run:
     """C = A @ B with one thread per result, each reading its row of A and column of B
     straight from global memory, one pair of operands per FMA. Chapters 1 and 3."""

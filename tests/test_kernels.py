@@ -106,7 +106,8 @@ def test_kernels_are_correct_on_the_gpu(make):
 
     plan = make()
     runner = Runner()
-    assert runner.check(plan, runner.buffers(plan)) <= plan.atol + plan.rtol * 10
+    error = runner.check(plan, runner.buffers(plan))  # raises AssertionError outside the plan's tolerance
+    assert np.isfinite(error)
 
 
 def test_plans_carry_the_models_workloads():
