@@ -68,7 +68,8 @@ def _ceil(a: int, b: int) -> int:
 
 
 def _random(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
+    """Standard normal float32 inputs, drawn in float32 (no float64 copy of a large array)."""
+    return rng.standard_normal(shape, dtype=np.float32)
 
 
 def plan_vector_add(n: int, rng=None) -> Plan:
