@@ -34,7 +34,7 @@ lab: $(STAMP)
 	$(PY) -m pip install --quiet jupyterlab
 	mkdir -p $(dir $(LAB_SETTINGS))
 	echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)
-	$(VENV)/bin/jupyter lab chapters/
+	$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) chapters/
 
 ## Time the model and each chapter (a benchmark, not a test).
 bench: $(STAMP)
