@@ -1,7 +1,8 @@
 """Helpers for the chapters' prose: numbers are computed, then glued into the text.
 
 In a Jupyter Book build, `glue("name", text)` makes `text` available to the prose as
-{glue:md}`name`; in plain Jupyter or Colab (no myst-nb) it only returns `text`.
+{glue:md}`name`; in plain Jupyter or Colab the prose shows the reference, and `GLUED` holds
+the values.
 """
 
 from __future__ import annotations
@@ -11,10 +12,16 @@ REPOSITORY = "https://github.com/YOUR-ACCOUNT/gpu-memory-hierarchy"
 BRANCH = "main"
 
 
+GLUED: dict = {}
+"""Everything glued in this kernel, by name: in Jupyter or Colab, where the prose shows
+{glue:md}`name` rather than the value, `gm.book.GLUED["name"]` has it."""
+
+
 def glue(name: str, text: str) -> str:
     """Publish `text` (a str, MyST allowed) under `name` for {glue:md}`name`; return it."""
     if not isinstance(text, str):
         raise ValueError(f"text must be a str (format numbers with gm.fmt_*), got {type(text).__name__}")
+    GLUED[name] = text
     try:
         from IPython.display import Markdown
         from myst_nb import glue as myst_glue

@@ -74,6 +74,11 @@ def test_markdown_table_escapes_pipes():
     assert gm.book.markdown_table(["a"], [["x|y"]]).splitlines()[-1] == "| x\\|y |"
 
 
+def test_glue_keeps_what_it_glued():
+    assert gm.book.glue("test_value", "2.07 ms") == "2.07 ms"
+    assert gm.book.GLUED["test_value"] == "2.07 ms"
+
+
 def test_glue_refuses_numbers():
     with pytest.raises(ValueError, match="text must be a str"):
         gm.book.glue("x", 2.07e-3)
