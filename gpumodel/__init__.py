@@ -1,7 +1,7 @@
 """gpumodel: the analytic model of the GPU memory hierarchy behind the course.
 
 `import gpumodel as gm`, then `gm.predict(gm.gemm(4096, 4096, 4096, block=(128, 128),
-thread=(8, 8)), gm.gpu("A100-40GB"))`. See DESIGN.md for the model's definition.
+thread=(8, 8)), gm.gpu("A100-40GB"))`. Chapter 1 of the course defines the model.
 """
 
 from . import simulate

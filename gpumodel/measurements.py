@@ -1,7 +1,7 @@
 """Measurements recorded on real GPUs by `python -m gpumodel.validate`, shipped with the
 package in `gpumodel/data/measurements/*.json`. Chapters show them when no GPU answers.
 None is ever made up: where nothing was recorded, `recorded()` is empty and the chapters
-say so. Chapters 1, 2, 3 and 5.
+say so. Chapters 1 to 5.
 """
 
 from __future__ import annotations

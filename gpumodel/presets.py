@@ -225,13 +225,13 @@ _BUILDERS = {
     "L4": lambda: _ada(
         "L4", 58, 2040, 300, 48, L40_L2 // 2, 121, "nvidia2023l4ds",
         ("dense: half the datasheet's 242 TFLOP/s with sparsity",
-         "not published or measured; half the L40's measured 2090 B/clk (AD104 has half "
+         f"not published or measured; half the L40's measured {L40_L2} B/clk (AD104 has half "
          "AD102's memory controllers and L2 slices)"),
     ),
     "RTX-4090": lambda: _ada(
         "RTX-4090", 128, 2520, 1008, 72, L40_L2, 165.2, "nvidia2022ada, Appendix A (RTX 4090)",
         ("dense, FP32 accumulate; 330.3 with FP16 accumulate, twice that again with sparsity",
-         "not published; the L40's measured 2090 B/clk (same AD102 die, 5.2 TB/s at 2490 MHz); "
+         f"not published; the L40's measured {L40_L2} B/clk (same AD102 die, 5.2 TB/s at 2490 MHz); "
          "the 4090 enables 72 of the die's 96 MB of L2, so it may be lower"),
         {"l2": measured(296, "cycle", DEWING, "pointer chase, clocks not locked"),
          "hbm": measured(636, "cycle", DEWING, "pointer chase, clocks not locked")},

@@ -1,6 +1,6 @@
 """The GPU side: find a GPU through CuPy, compile `kernels/*.cu` with NVRTC, run and time
 the launch plans of `gpumodel.launches`, and describe the live device as a `GPU` record
-so the model can be held against the measurement. Chapters 1, 2, 3 and 5.
+so the model can be held against the measurement. Chapters 1 to 5.
 
 CuPy is imported lazily and only here. CuPy installed without a driver (a laptop, a CPU
 Colab runtime) is the common case: `gpu_status()` then says why, once, and the chapters
