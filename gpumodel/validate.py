@@ -23,9 +23,20 @@ from .units import fmt_bandwidth, fmt_time
 NO_GPU_STATUS = 2
 
 
-def chapter_plans(quick: bool = False):
-    """The plans the chapters discuss, at their sizes (or small ones with `quick`)."""
-    n_vec, n_mat, n_t, n_seq, heads = (2**20, 512, 1024, 512, 2) if quick else (2**28, 4096, 8192, 4096, 16)
+SIZES = {  # vector, matrix, transpose, sequence length, heads, largest sweep working set
+    "full": (2**28, 4096, 8192, 4096, 16, 2**31),
+    "quick": (2**20, 512, 1024, 512, 2, 2**26),
+    "tiny": (4096, 136, 70, 100, 1, 2**16),
+}
+"""The chapters' sizes ("full"), a quick smoke test on a GPU, and sizes small enough for the
+CPU stand-in the tests use ("tiny")."""
+
+
+def chapter_plans(size: str = "full"):
+    """The plans the chapters discuss, at the chapters' sizes or smaller ones (see SIZES)."""
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {tuple(SIZES)}, got {size!r}")
+    n_vec, n_mat, n_t, n_seq, heads, _ = SIZES[size]
     yield launches.plan_vector_add(n_vec)
     yield launches.plan_chain(n_vec // 4, fused=False)
     yield launches.plan_chain(n_vec // 4, fused=True)
@@ -42,16 +53,17 @@ def chapter_plans(quick: bool = False):
     yield launches.plan_sweep(n_vec // 4, passes=4)
 
 
-def validate(quick: bool = False, repeats: int = 10) -> dict:
-    """Run, check and time every chapter plan; return the record (see the module doc)."""
+def validate(size: str = "full", repeats: int = 10) -> dict:
+    """Run, check and time every chapter plan at `size`; return the record (see the
+    module doc)."""
     runner = Runner()
     cp = runner.cp
     device = live_gpu()
-    copy_src = cp.ones(2**28, cp.float32)
+    copy_src = cp.ones(SIZES[size][0], cp.float32)
     copy_dst = cp.empty_like(copy_src)
     copy_bandwidth = 2 * copy_src.nbytes / runner.time(lambda: cp.copyto(copy_dst, copy_src), repeats)
     rows = []
-    for plan in chapter_plans(quick):
+    for plan in chapter_plans(size):
         bufs = runner.buffers(plan)
         err = runner.check(plan, bufs)
         seconds = runner.time(lambda: runner.launch(plan, bufs), repeats)
@@ -71,7 +83,8 @@ def validate(quick: bool = False, repeats: int = 10) -> dict:
         rows.append(row)
         del bufs
         cp.get_default_memory_pool().free_all_blocks()
-    sizes, bandwidth = gpu_sweep(working_sets(2**20, 2**26 if quick else 2**31))
+    largest = SIZES[size][-1]
+    sizes, bandwidth = gpu_sweep(working_sets(min(2**20, largest // 4), largest))
     return {
         "gpu": device_info(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -108,7 +121,7 @@ def main(argv=None) -> int:
     if not ok:
         print(f"No GPU: {why}. Nothing to validate.")
         return NO_GPU_STATUS
-    record = validate(args.quick, args.repeats)
+    record = validate("quick" if args.quick else "full", args.repeats)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[^A-Za-z0-9]+", "-", record["gpu"]["name"]).strip("-") + "-" + record["date"][:10]
     (args.out / f"{stem}.json").write_text(json.dumps(record, indent=1) + "\n")

@@ -5,6 +5,7 @@ no GPU answers; it measures nothing."""
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import pathlib
 import re
 import shutil
@@ -44,7 +45,7 @@ def wrapper(source: str) -> str:
 
 
 class Emulator:
-    """Compiles each `kernels/*.cu` once into a shared library in `build_dir`."""
+    """Compiles each CUDA source once into a shared library in `build_dir`."""
 
     def __init__(self, build_dir: pathlib.Path):
         if not shutil.which("g++"):
@@ -52,32 +53,39 @@ class Emulator:
         self.build_dir = pathlib.Path(build_dir)
         self.libraries: dict = {}
 
-    def library(self, file: str):
-        if file not in self.libraries:
-            source = compiler.kernel_source(file)
-            cpp = self.build_dir / f"{file}.cpp"
+    def compile(self, source: str):
+        """The shared library built from `source` (cached by content)."""
+        key = hashlib.sha1(source.encode()).hexdigest()[:16]
+        if key not in self.libraries:
+            cpp = self.build_dir / f"{key}.cpp"
             cpp.write_text(wrapper(source))
-            lib = self.build_dir / f"{file}.so"
+            lib = self.build_dir / f"{key}.so"
             subprocess.run(
                 ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", f"-I{HERE}", str(cpp), "-o", str(lib)],
                 check=True, capture_output=True, text=True,
             )
-            self.libraries[file] = (ctypes.CDLL(str(lib)), source)
-        return self.libraries[file]
+            self.libraries[key] = ctypes.CDLL(str(lib))
+        return self.libraries[key]
+
+    def launch(self, source: str, kernel: str, grid, block, args) -> None:
+        """Run `kernel` of `source` on a grid: `args` are NumPy arrays (passed as device
+        pointers) and scalars, in the kernel's parameter order."""
+        lib = self.compile(source)
+        converted = []
+        for (t, _), arg in zip(parameters(source, kernel), args):
+            if "*" in t:
+                converted.append(np.ascontiguousarray(arg).ctypes.data_as(ctypes.c_void_p))
+            else:
+                converted.append(CTYPES[t.replace("const", "").strip()](arg))
+        grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
+        getattr(lib, f"emu_{kernel}")(*map(ctypes.c_uint, grid + block), *converted)
 
     def run(self, plan) -> np.ndarray:
         """Execute every step of `plan` and return its result buffer."""
-        lib, source = self.library(plan.file)
+        source = compiler.kernel_source(plan.file)
         buffers = {name: np.ascontiguousarray(a, dtype=np.float32).copy() for name, a in plan.inputs.items()}
         buffers.update({name: np.zeros(shape, np.float32) for name, shape in plan.outputs.items()})
         for step in plan.steps:
-            types = [t for t, _ in parameters(source, step.kernel)]
-            args = []
-            for t, arg in zip(types, step.args):
-                if "*" in t:
-                    args.append(buffers[arg].ctypes.data_as(ctypes.c_void_p))
-                else:
-                    args.append(CTYPES[t.replace("const", "").strip()](arg))
-            grid, block = (tuple(step.grid) + (1, 1))[:3], (tuple(step.block) + (1, 1))[:3]
-            getattr(lib, f"emu_{step.kernel}")(*map(ctypes.c_uint, grid + block), *args)
+            args = [buffers[a] if isinstance(a, str) else a for a in step.args]
+            self.launch(source, step.kernel, step.grid, step.block, args)
         return buffers[plan.result]

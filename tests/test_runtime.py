@@ -2,6 +2,7 @@
 attributes, the validation command, and recorded measurements."""
 
 import json
+import pathlib
 import sys
 import types
 
@@ -9,6 +10,8 @@ import pytest
 
 import gpumodel as gm
 from gpumodel import compiler, measurements, runtime, validate
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 # What an H100 SXM reports through cudaDeviceGetAttribute (clocks in kHz, bus in bits).
 H100_ATTRIBUTES = {
@@ -97,7 +100,7 @@ def test_validate_without_a_gpu_says_so_and_exits_2(monkeypatch, fresh_probe, ca
 
 
 def test_chapter_plans_cover_every_kernel():
-    names = {s.kernel for plan in validate.chapter_plans(quick=True) for s in plan.steps}
+    names = {s.kernel for plan in validate.chapter_plans("quick") for s in plan.steps}
     for path in compiler.kernel_dir().glob("*.cu"):
         assert set(compiler.kernel_names(path.read_text())) <= names
 
@@ -124,3 +127,23 @@ def test_recorded_measurements_load_and_none_are_made_up(tmp_path):
 def test_shipped_measurements_are_real_records():
     for record in measurements.load():
         assert record["gpu"]["driver_version"] and record["command"].startswith("python -m gpumodel.validate")
+
+
+def test_the_gpu_code_path_on_a_cpu_stand_in(monkeypatch, tmp_path):
+    """`validate` end to end with CuPy replaced by tests/fake_cupy.py (NumPy arrays, kernels
+    on the CPU emulator, an H100's attributes): every kernel runs through Runner.launch and
+    Runner.check against its reference, is timed, compared with the model, and recorded."""
+    import fake_cupy
+
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy.make(tmp_path))
+    monkeypatch.setattr(runtime, "_status", (True, "CPU stand-in"))
+    record = validate.validate("tiny", repeats=1)
+    names = [row["name"] for row in record["kernels"]]
+    assert len(names) == len(list(validate.chapter_plans("tiny")))
+    for row in record["kernels"]:
+        assert row["measured_s"] > 0 and row["max_abs_error"] <= 1e-2, row
+    assert {"pct_of_cublas", "predicted_s", "error_pct"} <= set(next(r for r in record["kernels"] if r["name"] == "gemm_reg128"))
+    assert record["gpu"]["name"].startswith("NVIDIA H100") and record["live_gpu"]["sms"]["value"] == 132
+    assert len(record["sweep"]["sizes_bytes"]) == len(record["sweep"]["bandwidth_Bps"]) > 0
+    json.dumps(record)  # a record is plain JSON
+    assert validate.table(record).count("\n") == len(names) + 3

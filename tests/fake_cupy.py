@@ -1,0 +1,66 @@
+"""A CPU stand-in for the parts of CuPy that `gpumodel.runtime` and `gpumodel.validate`
+use, so that their GPU code paths run in the tests: arrays are NumPy arrays, RawModule
+compiles the kernel source with the CPU emulator, events read the host clock, and the
+device reports an H100's attributes. It checks our code's logic on the GPU path, not CuPy
+and not a GPU."""
+
+from __future__ import annotations
+
+import time
+import types
+
+import numpy as np
+
+from emulator import Emulator
+
+H100 = {
+    "MultiProcessorCount": 132, "ClockRate": 1980000, "MemoryClockRate": 2619000,
+    "GlobalMemoryBusWidth": 5120, "L2CacheSize": 50 * 2**20,
+    "MaxSharedMemoryPerMultiprocessor": 233472, "MaxRegistersPerMultiprocessor": 65536,
+}
+
+
+def make(build_dir):
+    """A module object standing in for `cupy`, its kernels run by an Emulator in `build_dir`."""
+    emulator = Emulator(build_dir)
+
+    class RawModule:
+        def __init__(self, code, options=()):
+            self.code = code
+            emulator.compile(code)
+
+        def get_function(self, name):
+            return lambda grid, block, args: emulator.launch(self.code, name, grid, block, args)
+
+    class Event:
+        def record(self):
+            self.t = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+    class Device:
+        id = 0
+        attributes = H100
+
+    runtime = types.SimpleNamespace(
+        getDeviceCount=lambda: 1,
+        getDeviceProperties=lambda i: {"name": b"NVIDIA H100 80GB HBM3 (CPU stand-in)", "major": 9, "minor": 0},
+        driverGetVersion=lambda: 0,
+        runtimeGetVersion=lambda: 0,
+        memGetInfo=lambda: (80 * 10**9, 85 * 10**9),
+    )
+    cuda = types.SimpleNamespace(
+        runtime=runtime, Device=Device, Event=Event,
+        get_elapsed_time=lambda start, end: 1e3 * (end.t - start.t),
+    )
+    pool = types.SimpleNamespace(free_all_blocks=lambda: None)
+    return StandIn(__version__="cpu-stand-in", cuda=cuda, RawModule=RawModule, asnumpy=np.asarray,
+                   get_default_memory_pool=lambda: pool)
+
+
+class StandIn(types.SimpleNamespace):
+    """The stand-in module: its own attributes, then NumPy's (as CuPy mirrors NumPy)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
