@@ -1,11 +1,19 @@
 """gpumodel: the analytic model of the GPU memory hierarchy behind the course.
 
 `import gpumodel as gm`, then `gm.predict(gm.gemm(4096, 4096, 4096, block=(128, 128),
-thread=(8, 8)), gm.gpu("A100-40GB"))`. Chapter 1 of the course defines the model.
+thread=(8, 8)), "A100-40GB")`. Chapter 1 of the course defines the model.
+
+Layers, lowest first (a test holds every import to them):
+- core, NumPy only: `hardware`, `presets` (the GPU data files), `kernel_info`, `workloads`,
+  `model`, `simulate`, `occupancy`, `waves`, `tiles`, `units`;
+- GPU side: `compiler`, `kernel_plans`, `gpu_runtime`, `cpu_timing`, `recorded_runs`,
+  `literature`, `validate` (CuPy only inside, lazily);
+- rendering: `tables`, `plots`, `widgets`, `exercises`, `chapter`, `notebooks`.
 """
 
 from . import simulate
-from .hardware import GPU, LEVELS, Figure
+from .hardware import GPU, LEVELS, Fact
+from .kernel_info import label
 from .model import BOUNDS, Prediction, predict
 from .presets import gpu, preset_names
 from .units import (
@@ -27,6 +35,7 @@ from .workloads import (
     attention_memory,
     catalogue,
     elementwise_chain,
+    flash_block,
     gemm,
     score_matrix_bytes,
     seed_kernels,
@@ -36,8 +45,8 @@ from .workloads import (
     warp_sectors,
 )
 
-_LAZY = ("book", "compiler", "exercises", "ladder", "launches", "measure", "measurements", "occupancy", "plots",
-         "published", "runtime", "tables", "tiles", "waves", "widgets")
+_LAZY = ("chapter", "compiler", "cpu_timing", "exercises", "gpu_runtime", "kernel_info", "kernel_plans",
+         "literature", "notebooks", "occupancy", "plots", "recorded_runs", "tables", "tiles", "waves", "widgets")
 """Submodules loaded on first use (`gm.plots`), so `import gpumodel` loads neither matplotlib,
 ipywidgets nor CuPy."""
 
@@ -51,9 +60,10 @@ def __getattr__(name):
 
 
 __all__ = [
-    "BOUNDS", "Figure", "GPU", "LEVELS", "Prediction", "Workload",
-    "attention", "attention_backward", "attention_memory", "catalogue", "elementwise_chain", "fmt_bandwidth", "fmt_bound", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
-    "fmt_intensity", "fmt_number", "fmt_percent", "fmt_time", "gemm", "gpu", "predict", "preset_names",
+    "BOUNDS", "Fact", "GPU", "LEVELS", "Prediction", "Workload",
+    "attention", "attention_backward", "attention_memory", "catalogue", "elementwise_chain", "flash_block",
+    "fmt_bandwidth", "fmt_bound", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
+    "fmt_intensity", "fmt_number", "fmt_percent", "fmt_time", "gemm", "gpu", "label", "predict", "preset_names",
     "score_matrix_bytes", "seed_kernels", "simulate", "strided_read", "transpose", "vector_add",
     "warp_sectors",
 ]

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from .hardware import LEVELS
 from .model import BOUNDS, predict
-from .presets import gpu
+from . import presets
 from .units import fmt_bandwidth, fmt_time
-from .workloads import elementwise_chain, seed_kernels, warp_sectors
+from .workloads import elementwise_chain, flash_block, seed_kernels, warp_sectors
 
 
 @dataclass(frozen=True)
@@ -57,53 +57,53 @@ def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain
     return Feedback(False, f"{value:g} {unit} is too {direction} (by a factor of {ratio:.3g}).{hint} {explain}".strip())
 
 
-def check_bandwidth(preset: str, level: str, answer) -> Feedback:
-    """Appendix "GPU presets": the bandwidth of `level` on `preset`, derived from its
+def check_bandwidth(gpu, level: str, answer) -> Feedback:
+    """Appendix "GPU presets": the bandwidth of `level` on `gpu`, derived from its
     figures, in TB/s."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
-    g = gpu(preset)
+    g = presets.gpu(gpu)
     formulas = {
         "registers": "6 x the FP32 peak (three 4-byte operands per 2-flop FMA)",
         "smem": f"{g.sms.value:g} SMs x 32 banks x 4 B x {g.clock.value / 1e6:g} MHz",
-        "l2": f"{g.l2_bytes_per_clock.value:g} B/clk x {g.clock.value / 1e6:g} MHz",
+        "l2": f"{g.l2_bytes_per_clock:g} B/clk x {g.clock.value / 1e6:g} MHz",
         "hbm": "the datasheet figure",
     }
     expected = g.bandwidth(level)
     return check_number(answer, expected / 1e12, "TB/s", rtol=0.01,
-                        explain=f"{preset}: {formulas[level]} = {fmt_bandwidth(expected, 4)}.")
+                        explain=f"{g.name}: {formulas[level]} = {fmt_bandwidth(expected, 4)}.")
 
 
-def check_bound(kernel: str, preset: str, answer) -> Feedback:
+def check_bound(kernel: str, gpu, answer) -> Feedback:
     """Chapter 1: which part bounds one of chapter 1's kernels (`gm.seed_kernels()`) on
-    `preset`: "compute", "registers", "smem", "l2" or "hbm"."""
+    `gpu`: "compute", "registers", "smem", "l2" or "hbm"."""
     def explain(p):
         times = ", ".join(f"{part} {fmt_time(p.compute_time if part == 'compute' else p.level_times[part])}"
                           for part in BOUNDS)
-        return f"The model's times on the {preset}: {times}; the largest, {p.bound}, sets {fmt_time(p.time)}."
+        return f"The model's times on the {p.gpu.name}: {times}; the largest, {p.bound}, sets {fmt_time(p.time)}."
 
-    return _check_bound_of(seed_kernels(), kernel, preset, answer, explain)
+    return _check_bound_of(seed_kernels(), kernel, gpu, answer, explain)
 
 
-def _check_bound_of(kernels: dict, kernel: str, preset: str, answer, explain) -> Feedback:
-    """Right when `answer` is the bound of `kernels[kernel]` on `preset`; `explain(p)` says why."""
+def _check_bound_of(kernels: dict, kernel: str, gpu, answer, explain) -> Feedback:
+    """Right when `answer` is the bound of `kernels[kernel]` on `gpu`; `explain(p)` says why."""
     if kernel not in kernels:
         raise ValueError(f"kernel must be one of {list(kernels)}, got {kernel!r}")
     if answer is None:
         return Feedback(False, f"No answer yet: replace None with one of {BOUNDS}.")
     if answer not in BOUNDS:
         raise ValueError(f"answer must be one of {BOUNDS}, got {answer!r}")
-    p = predict(kernels[kernel], gpu(preset))
+    p = predict(kernels[kernel], presets.gpu(gpu))
     return Feedback(answer == p.bound, explain(p))
 
 
-def check_machine_balance(preset: str, answer) -> Feedback:
-    """Chapter 1: the FP32 flops per HBM byte at which `preset` is as fast at arithmetic
+def check_machine_balance(gpu, answer) -> Feedback:
+    """Chapter 1: the FP32 flops per HBM byte at which `gpu` is as fast at arithmetic
     as at feeding it (peak FP32 / HBM bandwidth), in FLOP/B."""
-    g = gpu(preset)
+    g = presets.gpu(gpu)
     expected = g.peak_flops / g.bandwidth("hbm")
     return check_number(answer, expected, "FLOP/B", rtol=0.02,
-                        explain=f"{preset}: {g.peak_flops / 1e12:.4g} TFLOP/s / {fmt_bandwidth(g.bandwidth('hbm'), 4)}.")
+                        explain=f"{g.name}: {g.peak_flops / 1e12:.4g} TFLOP/s / {fmt_bandwidth(g.bandwidth('hbm'), 4)}.")
 
 
 def check_chain_intensity(ops: int, fused: bool, dtype: str, answer) -> Feedback:
@@ -151,7 +151,7 @@ def check_tile_a100_not_h100(block: int, thread: int) -> Feedback:
             threads = (block // thread) ** 2
             return Feedback(False, f"That tile cannot be launched on the {name}: {threads} threads per block "
                             "(32 to 1024 allowed), or too many registers or too much shared memory.")
-    a100, h100 = predict(w, gpu("A100-40GB")), predict(w, gpu("H100-SXM"))
+    a100, h100 = predict(w, "A100-40GB"), predict(w, "H100-SXM")
     verdict = f"On the A100: {a100.bound}-bound; on the H100: {h100.bound}-bound."
     return Feedback(a100.bound == "compute" and h100.bound != "compute", verdict)
 
@@ -174,30 +174,30 @@ def check_padding(rows: int, cols: int, answer) -> Feedback:
     return Feedback(True, f"Rows of {cols + answer} words put the 32 elements of a column in 32 different banks.")
 
 
-def check_occupancy(preset: str, threads: int, registers: int, smem: int, answer) -> Feedback:
+def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Feedback:
     """Chapter 3: resident warps per SM for a launch of `threads` per block, `registers`
-    per thread and `smem` bytes of shared memory per block on `preset`."""
+    per thread and `smem` bytes of shared memory per block on `gpu`."""
     from .occupancy import occupancy
 
-    o = occupancy(preset, threads, registers, smem)
+    o = occupancy(gpu, threads, registers, smem)
     limits = ", ".join(f"{k} allow {v:g} blocks" for k, v in o.per_resource.items())
     return check_number(answer, float(o.warps), "warps", rtol=0,
                         explain=f"{limits}; the {o.limiter} limit binds: {o.blocks:g} blocks of "
                         f"{threads // 32 + (threads % 32 > 0)} warps.")
 
 
-def check_binding_level(kernel: str, preset: str, answer) -> Feedback:
-    """Chapter 4: which part binds a kernel of `gm.catalogue()` on `preset`."""
+def check_binding_level(kernel: str, gpu, answer) -> Feedback:
+    """Chapter 4: which part binds a kernel of `gm.catalogue()` on `gpu`."""
     from .workloads import catalogue
 
-    return _check_bound_of(catalogue(), kernel, preset, answer,
+    return _check_bound_of(catalogue(), kernel, gpu, answer,
                            lambda p: f"On the roofline per level, the lowest point is {p.bound}'s: {fmt_time(p.time)}.")
 
 
 GROUPS = (1, 2, 4, 8, 16, 32, 64)
 
 
-def check_best_group(size: int, preset: str, drift_fraction: float, answer) -> Feedback:
+def check_best_group(size: int, gpu, drift_fraction: float, answer) -> Feedback:
     """Chapter 4: the group size (of GROUPS) that minimises an fp16 size^3 GEMM's HBM traffic
     under the wave model (128 x 128 tiles, two blocks per SM, drift over a fraction of K)."""
     from .waves import gemm_hbm
@@ -205,7 +205,7 @@ def check_best_group(size: int, preset: str, drift_fraction: float, answer) -> F
     if not 0 < drift_fraction <= 1:
         raise ValueError(f"drift_fraction must be in (0, 1], got {drift_fraction!r}")
     drift = max(1, int(size * drift_fraction))
-    traffic = {g: gemm_hbm(size, size, size, preset=preset, blocks_per_sm=2, order="grouped", group=g,
+    traffic = {g: gemm_hbm(size, size, size, gpu=gpu, blocks_per_sm=2, order="grouped", group=g,
                            drift_k=drift).hbm for g in GROUPS}
     best = min(traffic, key=traffic.get)
     if answer is None:
@@ -216,29 +216,13 @@ def check_best_group(size: int, preset: str, drift_fraction: float, answer) -> F
     return Feedback(answer == best, f"HBM traffic by group size: {table}.")
 
 
-def check_l2_overflow(preset: str, answer) -> Feedback:
+def check_l2_overflow(gpu, answer) -> Feedback:
     """Chapter 4: the smallest vector add (elements of fp32) whose three arrays no longer
-    fit in `preset`'s L2."""
-    g = gpu(preset)
+    fit in `gpu`'s L2."""
+    g = presets.gpu(gpu)
     expected = math.floor(g.capacity("l2") / 12) + 1
     return check_number(answer, float(expected), "elements", rtol=1e-3,
                         explain=f"12 bytes per element against {g.capacity('l2'):,.0f} bytes of L2.")
-
-
-def flash_block(sram_bytes: int, head_dim: int, dtype: str = "fp16") -> int:
-    """Chapter 5: the largest power-of-two query block Br (with key blocks Bc = Br) whose
-    Q, K and V tiles (Br x d each) and score tile (Br x Br) fit in `sram_bytes`."""
-    from . import _check
-
-    s = _check.dtype_bytes(dtype)
-    d = int(_check.size("head_dim", head_dim))
-    sram = int(_check.size("sram_bytes", sram_bytes))
-    block = 1
-    while s * (3 * (2 * block) * d + (2 * block) ** 2) <= sram:
-        block *= 2
-    if s * (3 * block * d + block**2) > sram:
-        raise ValueError(f"sram_bytes must hold at least a 1-row block: {sram} bytes is too small for d = {d}")
-    return block
 
 
 def check_score_bytes(batch: int, heads: int, seq: int, dtype: str, answer) -> Feedback:
@@ -257,13 +241,13 @@ def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Fee
                         explain=f"3 x {expected} x {head_dim} + {expected}^2 elements fit; twice that block does not.")
 
 
-def check_attention_overflow(preset: str, batch: int, heads: int, head_dim: int, dtype: str, answer) -> Feedback:
+def check_attention_overflow(gpu, batch: int, heads: int, head_dim: int, dtype: str, answer) -> Feedback:
     """Chapter 5: the smallest power-of-two sequence length at which standard attention's
     forward pass (Q, K, V, O and the N x N scores and probabilities) no longer fits in
-    `preset`'s HBM."""
+    `gpu`'s HBM."""
     from .workloads import attention_memory
 
-    capacity = gpu(preset).capacity("hbm")
+    capacity = presets.gpu(gpu).capacity("hbm")
     seq = 2
     while attention_memory(batch, heads, seq, head_dim, dtype, "standard") <= capacity:
         seq *= 2

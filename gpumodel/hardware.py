@@ -1,6 +1,7 @@
-"""The `GPU` record: a GPU's sourced figures and the peaks and bandwidths derived from them.
+"""The `GPU` record: a GPU's sourced facts and the peaks and bandwidths derived from them.
 
-Introduced in chapter 1 (the hierarchy); every other chapter reads its bandwidths.
+Introduced in chapter 1 (the hierarchy); every other chapter reads its bandwidths. The
+records themselves are data: `gpumodel/data/gpus/*.toml`, loaded by `gpumodel.presets`.
 SI units throughout: bytes, seconds, hertz, FLOP/s, bytes/s.
 """
 
@@ -12,84 +13,124 @@ LEVELS = ("registers", "smem", "l2", "hbm")
 """The memory levels, fastest first."""
 
 KINDS = ("spec", "measured", "estimate", "derived")
-"""Where a figure comes from: a datasheet or whitepaper (`spec`), a microbenchmark
+"""Where a fact comes from: a datasheet or whitepaper (`spec`), a microbenchmark
 (`measured`), a reasoned estimate where nothing is published or measured (`estimate`), or a
-formula over other figures (`derived`)."""
+formula over other facts (`derived`)."""
 
 MATH = ("fp32", "fp16", "bf16")
 """Which units a workload's arithmetic runs on: the FP32 lanes, or the tensor cores with
 fp16 or bf16 inputs (dense, FP32 accumulate)."""
 
+WARP = 32
+"""Threads in a warp."""
 SMEM_BANKS = 32
 BANK_BYTES = 4
+SECTOR_BYTES = 32
+"""The unit in which L1 and L2 move global memory: a 32-byte sector."""
+REGISTER_BYTES = 4
 REGISTER_BYTES_PER_FLOP = 6
 """An FMA (2 flops) reads three 4-byte operands: 12 bytes per 2 flops."""
+KIB = 1024
+"""Capacities on chip are binary (a 40 MiB L2 is 40 x 2^20 bytes)."""
 
 
 @dataclass(frozen=True)
-class Figure:
-    """One sourced number: `value` in SI units, its `unit`, its `kind` and its `source`.
-
-    `source` is a key of `references.bib` followed by where in that document the number is
-    (a table, a page); `note` says anything a reader must know to trust it.
-    """
+class Fact:
+    """One sourced number: `value` in the SI `unit`, its `kind`, its `source` (a key of
+    `references.bib`), `where` in that document (a table, a page) and a `note` a reader needs
+    to trust it."""
 
     value: float
     unit: str
     kind: str
     source: str
+    where: str = ""
     note: str = ""
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if not self.source:
-            raise ValueError("source must name where the figure comes from")
+            raise ValueError("source must name where the fact comes from")
         if not (self.value > 0):
             raise ValueError(f"value must be positive, got {self.value!r}")
 
 
-def spec(value, unit, source, note=""):
-    """A figure from a datasheet, whitepaper or programming guide."""
-    return Figure(float(value), unit, "spec", source, note)
+@dataclass(frozen=True)
+class Capability:
+    """One compute capability's facts (CUDA C++ Programming Guide): FP32 lanes per SM, and
+    the per-SM, per-block and per-thread limits that decide occupancy. Shared memory in bytes."""
 
+    version: tuple
+    fp32_lanes_per_sm: int
+    max_threads_per_sm: int
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+    registers_per_sm: int
+    max_registers_per_thread: int
+    max_threads_per_block: int
+    smem_per_sm: int
+    max_smem_per_block: int
+    reserved_smem_per_block: int
 
-def measured(value, unit, source, note=""):
-    """A figure measured by a microbenchmark (the source names the paper and method)."""
-    return Figure(float(value), unit, "measured", source, note)
+    SOURCE = "nvidia_cuda_guide"
 
+    def fact(self, value: float, unit: str, where: str) -> Fact:
+        """A figure of this capability as a sourced `Fact`."""
+        return Fact(float(value), unit, "spec", self.SOURCE, f"{where} (compute capability {self.name})")
 
-def estimate(value, unit, source, note):
-    """A figure nobody publishes: the note says how it was estimated."""
-    return Figure(float(value), unit, "estimate", source, note)
+    @property
+    def name(self) -> str:
+        """"9.0" for (9, 0)."""
+        return ".".join(map(str, self.version))
 
 
 @dataclass(frozen=True)
 class GPU:
-    """A GPU as the model sees it. Every field but `name` is a sourced `Figure`.
+    """A GPU as the model sees it: its `name`, its compute `capability`, and sourced facts as
+    its file states them (`l2_bandwidth` is bytes per clock or bytes/s, as its source gives it).
 
-    Derived figures (`peak_flops`, `bandwidth(level)`) are computed here, never stored.
-    `latency` maps a level to a measured latency in clock cycles, where one was measured.
-    `tensor` maps "fp16"/"bf16" to the dense tensor-core peak (FLOP/s, FP32 accumulate).
+    Derived figures (`peak_flops`, `bandwidth(level)`, `capacity(level)`) are computed here,
+    never stored. `latency` maps a level to a measured latency in clock cycles, where one was
+    measured; `tensor` maps "fp16"/"bf16" to the dense tensor-core peak (FLOP/s, FP32 accumulate).
     """
 
     name: str
-    sms: Figure
-    fp32_lanes_per_sm: Figure
-    clock: Figure
-    l2_bytes_per_clock: Figure
-    hbm_bandwidth: Figure
-    register_file_per_sm: Figure
-    smem_per_sm: Figure
-    l2_capacity: Figure
-    hbm_capacity: Figure
+    capability: Capability
+    sms: Fact
+    clock: Fact
+    l2_bandwidth: Fact
+    hbm_bandwidth: Fact
+    l2_capacity: Fact
+    hbm_capacity: Fact
     tensor: dict = field(default_factory=dict)
     latency: dict = field(default_factory=dict)
 
     @property
+    def fp32_lanes_per_sm(self) -> Fact:
+        """FP32 lanes per SM, from the compute capability."""
+        return self.capability.fact(self.capability.fp32_lanes_per_sm, "lane", "Arithmetic Instructions")
+
+    @property
+    def register_file_per_sm(self) -> Fact:
+        """Register file per SM in bytes: 32-bit registers per SM x 4."""
+        return self.capability.fact(REGISTER_BYTES * self.capability.registers_per_sm, "B",
+                                    "Technical Specifications per Compute Capability")
+
+    @property
+    def smem_per_sm(self) -> Fact:
+        """Shared memory per SM in bytes (the most an SM can configure)."""
+        return self.capability.fact(self.capability.smem_per_sm, "B", "Technical Specifications per Compute Capability")
+
+    @property
     def peak_flops(self) -> float:
         """Peak FP32 rate in FLOP/s: SMs x lanes x 2 (an FMA is 2 flops) x clock."""
-        return self.sms.value * self.fp32_lanes_per_sm.value * 2 * self.clock.value
+        return self.sms.value * self.capability.fp32_lanes_per_sm * 2 * self.clock.value
+
+    @property
+    def l2_bytes_per_clock(self) -> float:
+        """L2 bandwidth in bytes per clock, whichever way the source states it."""
+        return self.l2_bandwidth.value if self.l2_bandwidth.unit == "B/clk" else self.l2_bandwidth.value / self.clock.value
 
     def peak(self, math: str = "fp32") -> float:
         """Peak rate in FLOP/s of the units `math` runs on ("fp32", "fp16" or "bf16")."""
@@ -114,7 +155,7 @@ class GPU:
         if level == "smem":
             return self.sms.value * SMEM_BANKS * BANK_BYTES * self.clock.value
         if level == "l2":
-            return self.l2_bytes_per_clock.value * self.clock.value
+            return self.l2_bytes_per_clock * self.clock.value
         if level == "hbm":
             return self.hbm_bandwidth.value
         raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
@@ -131,23 +172,12 @@ class GPU:
             return self.hbm_capacity.value
         raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
 
-    def figures(self) -> dict:
-        """Every sourced figure of this GPU by name (tensor peaks as `tensor_fp16`, latencies
+    def facts(self) -> dict:
+        """Every sourced fact of this GPU by name (tensor peaks as `tensor_fp16`, latencies
         as `latency_smem` and so on)."""
-        out = {
-            name: getattr(self, name)
-            for name in (
-                "sms",
-                "fp32_lanes_per_sm",
-                "clock",
-                "l2_bytes_per_clock",
-                "hbm_bandwidth",
-                "register_file_per_sm",
-                "smem_per_sm",
-                "l2_capacity",
-                "hbm_capacity",
-            )
-        }
+        out = {name: getattr(self, name) for name in (
+            "sms", "fp32_lanes_per_sm", "clock", "l2_bandwidth", "hbm_bandwidth", "register_file_per_sm",
+            "smem_per_sm", "l2_capacity", "hbm_capacity")}
         out.update({f"tensor_{k}": v for k, v in self.tensor.items()})
         out.update({f"latency_{k}": v for k, v in self.latency.items()})
         return out

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import presets
 from ._check import as_output as _out
 from .hardware import GPU, LEVELS
 from .workloads import Workload
@@ -44,13 +45,12 @@ class Prediction:
     ridge: dict
 
 
-def predict(workload: Workload, gpu: GPU) -> Prediction:
-    """Predict `workload`'s time on `gpu` (see `Prediction`). Broadcasts over the workload's
-    arrays; ties go to compute, then to the faster level."""
+def predict(workload: Workload, gpu) -> Prediction:
+    """Predict `workload`'s time on `gpu`, a `GPU` or a preset name (see `Prediction`).
+    Broadcasts over the workload's arrays; ties go to compute, then to the faster level."""
     if not isinstance(workload, Workload):
-        raise ValueError(f"workload must be a Workload (from gm.gemm, gm.vector_add, ...), got {type(workload).__name__}")
-    if not isinstance(gpu, GPU):
-        raise ValueError(f"gpu must be a GPU (from gm.gpu(name)), got {type(gpu).__name__}")
+        raise TypeError(f"workload must be a Workload (from gm.gemm, gm.vector_add, ...), got {type(workload).__name__}")
+    gpu = presets.gpu(gpu)
     peak = gpu.peak(workload.math)
     flops = workload.flops
     compute_time = flops / peak

@@ -6,7 +6,8 @@ Specifications per Compute Capability"); the allocation rules are those of NVIDI
 occupancy calculator (`cuda_occupancy.h`): registers are allocated per warp in units of 256
 (so a thread's count is rounded up to a multiple of 8), out of four equal partitions of the
 register file (one per warp scheduler), and shared memory per block in units of 128 bytes
-plus a reserved 1 KB per block from compute capability 8.0 on.
+plus the reserved shared memory per block of the capability (1 KiB from 8.0 on).
+The limits are data: `gpumodel/data/capabilities.toml`.
 """
 
 from __future__ import annotations
@@ -15,43 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _check
-from .presets import gpu
+from . import _check, presets
+from .hardware import WARP, Capability
 
-WARP = 32
 REGISTER_UNIT = 256  # registers, allocated per warp
 REGISTER_PARTITIONS = 4  # an SM's register file is split among its 4 warp schedulers
 SMEM_UNIT = 128  # bytes
 
-
-@dataclass(frozen=True)
-class Limits:
-    """One compute capability's per-SM limits (threads, warps, blocks, 32-bit registers,
-    shared-memory bytes) and per-block and per-thread ones."""
-
-    max_threads_per_sm: int
-    max_warps_per_sm: int
-    max_blocks_per_sm: int
-    registers_per_sm: int
-    max_registers_per_thread: int
-    smem_per_sm: int
-    max_smem_per_block: int
-    reserved_smem_per_block: int
-    max_threads_per_block: int = 1024
-
-
-KB = 1024
-LIMITS = {
-    (7, 0): Limits(2048, 64, 32, 65536, 255, 96 * KB, 96 * KB, 0),
-    (7, 5): Limits(1024, 32, 16, 65536, 255, 64 * KB, 64 * KB, 0),
-    (8, 0): Limits(2048, 64, 32, 65536, 255, 164 * KB, 163 * KB, 1 * KB),
-    (8, 9): Limits(1536, 48, 24, 65536, 255, 100 * KB, 99 * KB, 1 * KB),
-    (9, 0): Limits(2048, 64, 32, 65536, 255, 228 * KB, 227 * KB, 1 * KB),
-    (10, 0): Limits(2048, 64, 32, 65536, 255, 228 * KB, 227 * KB, 1 * KB),
-}
-CAPABILITY = {"V100": (7, 0), "T4": (7, 5), "A100-40GB": (8, 0), "A100-80GB": (8, 0), "L4": (8, 9),
-              "RTX-4090": (8, 9), "H100-SXM": (9, 0), "H100-PCIe": (9, 0), "H200": (9, 0), "B200": (10, 0)}
-"""Each preset's compute capability (the CUDA Programming Guide's list of GPUs)."""
 LIMITERS = ("threads", "blocks", "registers", "smem")
 
 
@@ -67,17 +38,16 @@ class Occupancy:
     per_resource: dict
 
 
-def limits(preset: str) -> Limits:
-    """The occupancy limits of a preset's compute capability."""
-    gpu(preset)  # a clear error for an unknown name
-    return LIMITS[CAPABILITY[preset]]
+def limits(gpu) -> Capability:
+    """The occupancy limits of `gpu` (a `GPU` or a preset name): its compute capability's."""
+    return presets.gpu(gpu).capability
 
 
-def occupancy(preset: str, threads, registers, smem=0) -> Occupancy:
-    """Blocks and warps of a kernel resident on one SM of `preset`, for `threads` per block,
+def occupancy(gpu, threads, registers, smem=0) -> Occupancy:
+    """Blocks and warps of a kernel resident on one SM of `gpu`, for `threads` per block,
     `registers` per thread and `smem` bytes of shared memory per block (arrays broadcast).
     Ties between limiting resources are reported in the order of LIMITERS."""
-    lim = limits(preset)
+    lim = limits(gpu)
     threads = _check.size("threads", threads)
     registers = _check.size("registers", registers)
     smem = np.asarray(smem, dtype=np.float64)
@@ -88,7 +58,7 @@ def occupancy(preset: str, threads, registers, smem=0) -> Occupancy:
     if np.any(registers > lim.max_registers_per_thread):
         raise ValueError(f"registers must be at most {lim.max_registers_per_thread} per thread, got {registers!r}")
     if np.any(smem > lim.max_smem_per_block):
-        raise ValueError(f"smem must be at most {lim.max_smem_per_block} bytes per block on {preset}, got {smem!r}")
+        raise ValueError(f"smem must be at most {lim.max_smem_per_block} bytes per block on {presets.gpu(gpu).name}, got {smem!r}")
     warps_per_block = np.ceil(threads / WARP)
     regs_per_warp = np.ceil(registers * WARP / REGISTER_UNIT) * REGISTER_UNIT
     smem_per_block = np.ceil((smem + lim.reserved_smem_per_block) / SMEM_UNIT) * SMEM_UNIT

@@ -1,5 +1,6 @@
-"""Figures drawn from the model (matplotlib). Each function returns a Figure and says in
-its docstring which chapter draws it."""
+"""Figures drawn from the model (matplotlib). Each function returns a matplotlib figure and
+says in its docstring which chapter draws it. `gpu` is a `GPU` or a preset name, `gpus` a
+sequence of them."""
 
 from __future__ import annotations
 
@@ -8,16 +9,16 @@ import numpy as np
 
 from .hardware import LEVELS
 from .model import BOUNDS, predict
-from .presets import gpu, preset_names
-from .tables import LEVEL_LABELS
-from .units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
+from . import presets
+from . import kernel_info
+from .units import LEVEL_NAMES, fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
 from .workloads import catalogue, gemm, seed_kernels, strided_read
 
 
-def hierarchy_figure(names=("V100", "A100-40GB", "H100-SXM")):
+def hierarchy_figure(gpus=("V100", "A100-40GB", "H100-SXM")):
     """Bandwidth (TB/s) and capacity (bytes) of the four levels for each named preset, on
     log scales, side by side. The appendix "GPU presets" and chapter 1."""
-    gpus = [gpu(n) for n in names]
+    gpus = [presets.gpu(g) for g in gpus]
     fig, (ax_bw, ax_cap) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     x = np.arange(len(LEVELS))
     width = 0.8 / len(gpus)
@@ -27,7 +28,7 @@ def hierarchy_figure(names=("V100", "A100-40GB", "H100-SXM")):
         ax_cap.bar(x + offset, [g.capacity(lv) for lv in LEVELS], width, label=g.name)
     for ax in (ax_bw, ax_cap):
         ax.set_yscale("log")
-        ax.set_xticks(x, [LEVEL_LABELS[lv] for lv in LEVELS])
+        ax.set_xticks(x, [LEVEL_NAMES[lv] for lv in LEVELS])
         ax.grid(axis="y", which="major", alpha=0.3)
     ax_bw.set_ylabel("bandwidth (TB/s, log scale)")
     ax_bw.set_title("Faster toward the arithmetic")
@@ -38,13 +39,13 @@ def hierarchy_figure(names=("V100", "A100-40GB", "H100-SXM")):
     return fig
 
 
-def preset_levels(name: str = "A100-40GB"):
+def preset_levels(gpu="A100-40GB"):
     """One preset's four levels: bandwidth and capacity, labelled with their values, on log
     axes fixed across every preset so that frames can be compared. The appendix's player."""
-    g = gpu(name)
-    everyone = [gpu(n) for n in preset_names()]
+    g = presets.gpu(gpu)
+    everyone = [presets.gpu(n) for n in presets.preset_names()]
     fig, (ax_bw, ax_cap) = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
-    labels = [LEVEL_LABELS[lv] for lv in LEVELS]
+    labels = [LEVEL_NAMES[lv] for lv in LEVELS]
     bandwidth = [g.bandwidth(lv) for lv in LEVELS]
     capacity = [g.capacity(lv) for lv in LEVELS]
     bars = ax_bw.bar(labels, [b / 1e12 for b in bandwidth], color="tab:blue")
@@ -62,11 +63,11 @@ def preset_levels(name: str = "A100-40GB"):
     ax_cap.yaxis.set_major_formatter(lambda v, _: fmt_bytes(v, digits=1))
     ax_bw.set_ylabel("bandwidth (TB/s)")
     ax_cap.set_ylabel("capacity, whole GPU")
-    fig.suptitle(f"{name}: the four levels")
+    fig.suptitle(f"{g.name}: the four levels")
     return fig
 
 
-PART_LABELS = {"compute": "ALUs", **LEVEL_LABELS}
+PART_LABELS = {"compute": "ALUs", **LEVEL_NAMES}
 
 
 def busy_bars(predictions: dict):
@@ -87,12 +88,12 @@ def busy_bars(predictions: dict):
     return fig
 
 
-def pipes(kernel: str = "vector add", gpu_name: str = "A100-40GB", step: int = 0, steps: int = 12):
+def pipes(kernel: str = "vector_add", gpu="A100-40GB", step: int = 0, steps: int = 12):
     """The pipes: one per level, thickness to scale with its bandwidth, packets moving at
     the rate the kernel actually uses it (busy fraction); the bound's pipe in red. `step`
     of `steps` is the animation's time. Chapter 1."""
     w = seed_kernels()[kernel]
-    g = gpu(gpu_name)
+    g = presets.gpu(gpu)
     p = predict(w, g)
     widest = g.bandwidth("registers")
     fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
@@ -106,7 +107,7 @@ def pipes(kernel: str = "vector add", gpu_name: str = "A100-40GB", step: int = 0
         xs = (np.arange(10) + 0.5 + shift) % 10
         if busy > 0:
             ax.scatter(xs, np.full(10, y), s=12 + 60 * thick, color=color, zorder=3)
-        ax.text(-0.2, y, f"{LEVEL_LABELS[level]}\n{fmt_bandwidth(g.bandwidth(level))}", ha="right", va="center", fontsize=8)
+        ax.text(-0.2, y, f"{LEVEL_NAMES[level]}\n{fmt_bandwidth(g.bandwidth(level))}", ha="right", va="center", fontsize=8)
         ax.text(10.2, y, f"{100 * busy:.0f}% busy", ha="left", va="center", fontsize=8, color=color)
         y -= 1.0
     compute = float(p.busy["compute"])
@@ -115,7 +116,7 @@ def pipes(kernel: str = "vector add", gpu_name: str = "A100-40GB", step: int = 0
     ax.set_xlim(-2.2, 12)
     ax.set_ylim(y + 0.5, 1.0)
     ax.axis("off")
-    ax.set_title(f"{kernel} on the {g.name}: {fmt_time(p.time)}, bound by "
+    ax.set_title(f"{kernel_info.label(kernel)} on the {g.name}: {fmt_time(p.time)}, bound by "
                  f"{PART_LABELS[str(p.bound)]}", fontsize=10)
     return fig
 
@@ -155,19 +156,19 @@ def sweep(curves: list, marks: dict | None = None, capacities: dict | None = Non
     return fig
 
 
-def roofline(names=("A100-40GB",), points=(), math: str = "fp32", level: str = "hbm"):
-    """The roofline of each named preset against one level: attainable FLOP/s =
+def roofline(gpus=("A100-40GB",), points=(), math: str = "fp32", level: str = "hbm"):
+    """The roofline of each GPU against one level: attainable FLOP/s =
     min(peak, intensity x bandwidth), log-log, the ridge marked. `points` are (label,
-    intensity in FLOP/B), drawn on the first preset's roof. Chapter 2."""
+    intensity in FLOP/B), drawn on the first GPU's roof. Chapter 2."""
     fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
     x = np.logspace(-2, 3, 200)
-    for i, name in enumerate(names):
-        g = gpu(name)
+    gpus = [presets.gpu(g) for g in gpus]
+    for i, g in enumerate(gpus):
         peak, bw = g.peak(math), g.bandwidth(level)
-        ax.plot(x, np.minimum(peak, x * bw) / 1e12, color=f"C{i}", label=f"{name}: ridge {peak / bw:.3g} FLOP/B")
+        ax.plot(x, np.minimum(peak, x * bw) / 1e12, color=f"C{i}", label=f"{g.name}: ridge {peak / bw:.3g} FLOP/B")
         ax.plot([peak / bw], [peak / 1e12], "o", color=f"C{i}", ms=4)
     if points:
-        g = gpu(names[0])
+        g = gpus[0]
         peak, bw = g.peak(math), g.bandwidth(level)
         for label, intensity in points:
             ax.plot([intensity], [min(peak, intensity * bw) / 1e12], "s", color="black", ms=5)
@@ -175,23 +176,23 @@ def roofline(names=("A100-40GB",), points=(), math: str = "fp32", level: str = "
                         xytext=(6, -10), fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(f"arithmetic intensity at {LEVEL_LABELS[level]} (FLOP/B)")
+    ax.set_xlabel(f"arithmetic intensity at {LEVEL_NAMES[level]} (FLOP/B)")
     ax.set_ylabel(f"attainable {math} TFLOP/s")
     ax.legend(fontsize=8, loc="lower right")
     return fig
 
 
-def coalescing(strides=range(1, 33), name: str = "A100-40GB", measured: dict | None = None):
+def coalescing(strides=range(1, 33), gpu="A100-40GB", measured: dict | None = None):
     """Useful bandwidth of a strided fp32 read against the stride: the sector model's
-    prediction on `name` (and, if given, `measured`: stride -> useful bytes/s). Chapter 2."""
+    prediction on `gpu` (and, if given, `measured`: stride -> useful bytes/s). Chapter 2."""
     strides = np.asarray(list(strides))
-    g = gpu(name)
+    g = presets.gpu(gpu)
     useful = 8.0  # bytes per element: one read, one write
     moved = np.asarray([float(strided_read(1 << 20, s).bytes["hbm"]) / (1 << 20) for s in strides])
     fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
-    ax.plot(strides, g.bandwidth("hbm") * useful / moved / 1e9, marker="o", ms=3, label=f"model, {name}")
-    for label, points in (measured or {}).items():
-        ax.plot(list(points), np.asarray(list(points.values())) / 1e9, "s", label=label)
+    ax.plot(strides, g.bandwidth("hbm") * useful / moved / 1e9, marker="o", ms=3, label=f"model, {g.name}")
+    for name, points in (measured or {}).items():
+        ax.plot(list(points), np.asarray(list(points.values())) / 1e9, "s", label=name)
     ax.set_xlabel("stride (elements)")
     ax.set_ylabel("useful bandwidth (GB/s)")
     ax.set_ylim(bottom=0)
@@ -199,7 +200,7 @@ def coalescing(strides=range(1, 33), name: str = "A100-40GB", measured: dict | N
     return fig
 
 
-def tile_traffic(names=("A100-40GB", "H100-SXM"), n: int = 4096, tiles=(8, 16, 32, 64, 128, 256)):
+def tile_traffic(gpus=("A100-40GB", "H100-SXM"), n: int = 4096, tiles=(8, 16, 32, 64, 128, 256)):
     """Bytes per level and the time each level needs against the block tile b (b x b
     tiles, 8 x 8 per thread where they fit) for an n^3 FP32 GEMM. Chapter 3."""
     b = np.asarray(tiles, dtype=float)
@@ -207,26 +208,25 @@ def tile_traffic(names=("A100-40GB", "H100-SXM"), n: int = 4096, tiles=(8, 16, 3
     w = gemm(n, n, n, block=(b, b), thread=(t, t))
     fig, (ax_b, ax_t) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     for i, level in enumerate(("smem", "l2", "hbm")):
-        ax_b.plot(b, w.bytes[level], marker="o", ms=3, color=f"C{i}", label=LEVEL_LABELS[level])
+        ax_b.plot(b, w.bytes[level], marker="o", ms=3, color=f"C{i}", label=LEVEL_NAMES[level])
     ax_b.plot(b, 2 * n**3 * 4 / b, ls=":", color="grey", label="2n³s / b, so I = b/s")
-    for j, name in enumerate(names):
-        p = predict(w, gpu(name))
+    for j, g in enumerate(presets.gpu(g) for g in gpus):
+        p = predict(w, g)
         for i, level in enumerate(("smem", "l2")):
             ax_t.plot(b, p.level_times[level] * 1e3, marker="o", ms=3, color=f"C{i}",
-                      ls="-" if j == 0 else "--", label=f"{LEVEL_LABELS[level]}, {name}")
-        ax_t.axhline(float(p.compute_time[0]) * 1e3, color="black", ls="-" if j == 0 else "--", lw=1, label=f"compute, {name}")
+                      ls="-" if j == 0 else "--", label=f"{LEVEL_NAMES[level]}, {g.name}")
+        ax_t.axhline(float(p.compute_time[0]) * 1e3, color="black", ls="-" if j == 0 else "--", lw=1, label=f"compute, {g.name}")
     _log_axes(ax_b, "block tile b (b x b)", "bytes moved")
     _log_axes(ax_t, "block tile b (b x b)", "time the level needs (ms)")
     return fig
 
 
-def ladder(gpu_name: str = "A100-40GB", n: int = 4096):
+def ladder(gpu="A100-40GB", n: int = 4096):
     """Predicted time of each part (ALUs and the four levels) for each rung of the GEMM
     ladder on one GPU, log scale, the bound marked. Chapter 3."""
-    from .ladder import LABELS, workload
-
-    g = gpu(gpu_name)
-    preds = {LABELS[kernel]: predict(workload(kernel, n, n, n), g) for kernel in LABELS}
+    g = presets.gpu(gpu)
+    preds = {kernel_info.label(k): predict(gemm(n, n, n, block=kernel_info.info(k).block, thread=kernel_info.info(k).thread), g)
+             for k in kernel_info.GEMM_LADDER}
     fig, ax = plt.subplots(figsize=(9, 3.6), layout="constrained")
     width = 0.8 / len(BOUNDS)
     x = np.arange(len(preds))
@@ -246,10 +246,10 @@ def ladder(gpu_name: str = "A100-40GB", n: int = 4096):
     return fig
 
 
-def gemm_levels(block: int = 128, thread: int = 8, gpu_name: str = "A100-40GB", n: int = 4096):
+def gemm_levels(block: int = 128, thread: int = 8, gpu="A100-40GB", n: int = 4096):
     """Predicted time of each part for an n^3 FP32 GEMM with block x block tiles and
     thread x thread results per thread: chapter 3's tile explorer."""
-    g = gpu(gpu_name)
+    g = presets.gpu(gpu)
     p = predict(gemm(n, n, n, block=(block, block), thread=(thread, thread)), g)
     times = [float(p.compute_time)] + [float(p.level_times[lv]) for lv in LEVELS]
     fig, ax = plt.subplots(figsize=(7, 3), layout="constrained")
@@ -262,12 +262,12 @@ def gemm_levels(block: int = 128, thread: int = 8, gpu_name: str = "A100-40GB", 
     return fig
 
 
-def roofline_levels(kernel: str = "GEMM, 16x16 tiles", gpu_name: str = "A100-40GB"):
+def roofline_levels(kernel: str = "gemm_smem16", gpu="A100-40GB"):
     """A roofline per level for one kernel of `gm.catalogue()`: each level's roof
     (intensity x its bandwidth) under the compute ceiling, and the kernel at its intensity
     for that level. The point that sits lowest is the level that binds. Chapter 4."""
     w = catalogue()[kernel]
-    g = gpu(gpu_name)
+    g = presets.gpu(gpu)
     p = predict(w, g)
     peak = g.peak(w.math)
     fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
@@ -275,7 +275,7 @@ def roofline_levels(kernel: str = "GEMM, 16x16 tiles", gpu_name: str = "A100-40G
     ax.axhline(peak / 1e12, color="black", lw=1.5, label=f"compute: {fmt_flops(peak)}")
     for i, level in enumerate(LEVELS):
         bw = g.bandwidth(level)
-        ax.plot(x, np.minimum(peak, x * bw) / 1e12, color=f"C{i}", lw=1, label=f"{LEVEL_LABELS[level]}: {fmt_bandwidth(bw)}")
+        ax.plot(x, np.minimum(peak, x * bw) / 1e12, color=f"C{i}", lw=1, label=f"{LEVEL_NAMES[level]}: {fmt_bandwidth(bw)}")
         intensity = float(p.intensity[level])
         if np.isfinite(intensity) and intensity > 0:
             y = min(peak, intensity * bw) / 1e12
@@ -286,12 +286,12 @@ def roofline_levels(kernel: str = "GEMM, 16x16 tiles", gpu_name: str = "A100-40G
     ax.set_xlim(1e-3, 1e4)
     ax.set_xlabel("arithmetic intensity at each level (FLOP/B)")
     ax.set_ylabel(f"attainable {w.math} TFLOP/s")
-    ax.set_title(f"{kernel} on the {g.name}: bound by {PART_LABELS[str(p.bound)]}, {fmt_time(p.time)}", fontsize=10)
+    ax.set_title(f"{kernel_info.label(kernel)} on the {g.name}: bound by {PART_LABELS[str(p.bound)]}, {fmt_time(p.time)}", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     return fig
 
 
-def wave_traffic(preset: str = "A100-40GB", size: int = 8192, groups=(1, 2, 4, 8, 16, 32, 64), drift_fractions=(1, 1 / 8)):
+def wave_traffic(gpu="A100-40GB", size: int = 8192, groups=(1, 2, 4, 8, 16, 32, 64), drift_fractions=(1, 1 / 8)):
     """Chapter 4: HBM bytes of an fp16 size^3 GEMM (128 x 128 tiles, two blocks per SM)
     under the wave model, against the group size of the block order, for blocks of a wave
     drifting over all of K or over a fraction of it; row-major order and the bounds as
@@ -301,9 +301,9 @@ def wave_traffic(preset: str = "A100-40GB", size: int = 8192, groups=(1, 2, 4, 8
     fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
     for j, frac in enumerate(drift_fractions):
         drift = max(1, int(size * frac))
-        grouped = [gemm_hbm(size, size, size, preset=preset, blocks_per_sm=2, order="grouped", group=gr, drift_k=drift).hbm
+        grouped = [gemm_hbm(size, size, size, gpu=gpu, blocks_per_sm=2, order="grouped", group=gr, drift_k=drift).hbm
                    for gr in groups]
-        row = gemm_hbm(size, size, size, preset=preset, blocks_per_sm=2, drift_k=drift)
+        row = gemm_hbm(size, size, size, gpu=gpu, blocks_per_sm=2, drift_k=drift)
         ax.plot(groups, np.asarray(grouped) / 1e9, marker="o", ms=3, color=f"C{j}", label=f"grouped, drift {frac:g} K")
         ax.axhline(row.hbm / 1e9, color=f"C{j}", ls="--", lw=1, label=f"row-major, drift {frac:g} K")
     ax.axhline(row.no_reuse / 1e9, color="black", ls=":", lw=1, label="every tile from HBM")
@@ -312,33 +312,33 @@ def wave_traffic(preset: str = "A100-40GB", size: int = 8192, groups=(1, 2, 4, 8
     ax.set_yscale("log")
     ax.set_xlabel("group size (rows of tiles per group)")
     ax.set_ylabel("HBM traffic (GB)")
-    ax.set_title(f"fp16 {size}³ GEMM, 128 x 128 tiles, on the {gpu(preset).name}", fontsize=10)
+    ax.set_title(f"fp16 {size}³ GEMM, 128 x 128 tiles, on the {presets.gpu(gpu).name}", fontsize=10)
     ax.legend(fontsize=7, ncols=2)
     return fig
 
 
-def warm_reads(names=("A100-40GB", "H100-SXM"), recorded=()):
+def warm_reads(gpus=("A100-40GB", "H100-SXM"), recorded=()):
     """Chapter 4's "small benchmarks lie": the effective bandwidth of reading a buffer a
     second time, from L2 while it fits and from HBM after, for each preset; `recorded`
     sweeps (label, sizes, bandwidth) drawn beside."""
     from .waves import warm_read_time
 
     fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
-    for i, name in enumerate(names):
-        l2 = gpu(name).capacity("l2")
+    for i, g in enumerate(presets.gpu(g) for g in gpus):
+        l2 = g.capacity("l2")
         sizes = np.array([2.0**20, l2, l2 + 1, 2.0**32])  # the step sits exactly at the capacity
-        ax.plot(sizes, sizes / warm_read_time(name, sizes) / 1e9, color=f"C{i}", label=f"model, {name}")
-        ax.axvline(gpu(name).capacity("l2"), color=f"C{i}", ls=":", lw=1)
-    for label, s, bw in recorded:
-        ax.plot(s, np.asarray(bw) / 1e9, "s", ms=3, label=label)
+        ax.plot(sizes, sizes / warm_read_time(g, sizes) / 1e9, color=f"C{i}", label=f"model, {g.name}")
+        ax.axvline(l2, color=f"C{i}", ls=":", lw=1)
+    for name, s, bw in recorded:
+        ax.plot(s, np.asarray(bw) / 1e9, "s", ms=3, label=name)
     _working_set_axes(ax, "bandwidth of a second read (GB/s)")
     return fig
 
 
-def attention_memory(names=("A100-40GB", "H100-SXM", "B200"), batch: int = 8, heads: int = 32, head_dim: int = 128,
+def attention_memory(gpus=("A100-40GB", "H100-SXM", "B200"), batch: int = 8, heads: int = 32, head_dim: int = 128,
                      dtype: str = "fp16"):
     """Chapter 5: HBM footprint of attention's forward pass against sequence length,
-    standard (the N x N scores and probabilities stored) and flash, with each preset's HBM
+    standard (the N x N scores and probabilities stored) and flash, with each GPU's HBM
     capacity."""
     from .workloads import attention_memory as footprint
 
@@ -346,8 +346,8 @@ def attention_memory(names=("A100-40GB", "H100-SXM", "B200"), batch: int = 8, he
     fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
     for kind in ("standard", "flash"):
         ax.plot(n, footprint(batch, heads, n, head_dim, dtype, kind) / 1e9, marker="o", ms=3, label=kind)
-    for i, name in enumerate(names):
-        ax.axhline(gpu(name).capacity("hbm") / 1e9, color=f"C{i + 2}", ls=":", lw=1, label=f"{name} HBM")
+    for i, g in enumerate(presets.gpu(g) for g in gpus):
+        ax.axhline(g.capacity("hbm") / 1e9, color=f"C{i + 2}", ls=":", lw=1, label=f"{g.name} HBM")
     _log_axes(ax, "sequence length N", "bytes kept in HBM (GB)", f"batch {batch}, {heads} heads, d = {head_dim}, {dtype}")
     return fig
 
@@ -356,8 +356,7 @@ def flash_hbm(seq: int = 4096, head_dim: int = 64, dtype: str = "fp16", sram=(16
     """Chapter 5: HBM bytes of one head's flash forward pass against the SRAM each block may
     use (KiB), the query block being the largest power of two whose Q, K, V and S tiles fit;
     standard attention as a line. Falls as 1/M: the N^2 d^2 / M of Dao et al."""
-    from .exercises import flash_block
-    from .workloads import attention
+    from .workloads import attention, flash_block
 
     kib = np.asarray(sram, dtype=float)
     blocks = [flash_block(int(k * 1024), head_dim, dtype) for k in kib]
@@ -372,14 +371,14 @@ def flash_hbm(seq: int = 4096, head_dim: int = 64, dtype: str = "fp16", sram=(16
     return fig
 
 
-def attention_by_length(preset: str = "A100-40GB", batch: int = 8, heads: int = 32, head_dim: int = 128,
+def attention_by_length(gpu="A100-40GB", batch: int = 8, heads: int = 32, head_dim: int = 128,
                         dtype: str = "fp16", block=(128, 128)):
     """Chapter 5: predicted forward time of standard and flash attention against sequence
     length on one GPU, with the HBM bytes each moves."""
     from .workloads import attention
 
     n = 2.0 ** np.arange(9, 16)
-    g = gpu(preset)
+    g = presets.gpu(gpu)
     fig, (ax_b, ax_t) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
     cases = {"standard": ("standard", False), "flash, K and V re-read from HBM": ("flash", False),
              "flash, K and V re-read from L2": ("flash", True)}

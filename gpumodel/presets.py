@@ -1,270 +1,188 @@
-"""Preset GPUs, each figure with its source. Introduced in chapter 1; the appendix
-"GPU presets" prints them all.
+"""The preset GPUs: one reviewed data file per GPU in `gpumodel/data/gpus/`, loaded and
+checked here. Introduced in chapter 1; the appendix "GPU presets" prints them all.
 
-Sources are keys of `references.bib` followed by where the figure sits in that document.
-Tensor peaks are dense (no 2:4 sparsity) with FP32 accumulation. Clocks are boost clocks.
+A GPU file states each fact as its source does (value, unit, kind, a `references.bib` key,
+where in that document, a note), plus the GPU's compute capability; the per-capability facts
+(FP32 lanes, register file, shared memory, occupancy limits) come from
+`data/capabilities.toml`. Derived figures are computed by `GPU`, never stored. A file with a
+missing or unknown key, an unknown unit or an unknown source is refused, naming the file and
+the key. Adding a GPU is adding one file.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import pathlib
+import re
+import sys
 
-from .hardware import GPU, estimate, measured, spec
+from .hardware import GPU, KIB, KINDS, Capability, Fact
 
-KB, MB, GB = 1024, 1024**2, 1e9
-"""Capacities on chip are binary (a 40 MB L2 is 40 x 2^20 bytes); HBM capacities are
-decimal GB, as datasheets state them."""
-MHZ, TFLOPS, GBPS = 1e6, 1e12, 1e9
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 
-GUIDE = "nvidia_cuda_guide, Technical Specifications per Compute Capability"
-A100_WP_L2 = "nvidia2020a100, Section 4.6.3 (L2 cache)"
-ERNST = "ernst_gpubenches, gpu-l2-cache"
-DEWING = "dewing_ai_kernels, latency/README"
+DATA = pathlib.Path(__file__).resolve().parent / "data"
+GPU_DIR = DATA / "gpus"
+BIB = DATA / "references.bib"
 
-
-def _register_file():
-    """64 K 32-bit registers per SM on every architecture here (compute capability 7.0-10.0)."""
-    return spec(256 * KB, "B", GUIDE)
-
-
-def _per_clock(tb_per_s, clock_mhz):
-    """A measured L2 bandwidth (TB/s) as bytes per clock at the preset's boost clock."""
-    return round(tb_per_s * 1e12 / (clock_mhz * MHZ))
-
-
-def _v100():
-    src = "nvidia2017v100, Table 1"
-    return GPU(
-        name="V100",
-        sms=spec(80, "SM", src),
-        fp32_lanes_per_sm=spec(64, "lane", src),
-        clock=spec(1530 * MHZ, "Hz", src, "V100 SXM2 boost clock"),
-        l2_bytes_per_clock=spec(
-            2048, "B/clk", A100_WP_L2,
-            "quoted beside the A100's; Jia et al. (2018) sustain 2155 GB/s, 69% of it",
-        ),
-        hbm_bandwidth=spec(900 * GBPS, "B/s", src),
-        register_file_per_sm=_register_file(),
-        smem_per_sm=spec(96 * KB, "B", GUIDE),
-        l2_capacity=spec(6 * MB, "B", src),
-        hbm_capacity=spec(16 * GB, "B", src, "also sold with 32 GB"),
-        tensor={"fp16": spec(125 * TFLOPS, "FLOP/s", src)},
-        latency={
-            "smem": measured(19, "cycle", "jia2018volta, Section 3", "pointer chase"),
-            "l2": measured(193, "cycle", "jia2018volta, Section 3", "pointer chase, L2 hit"),
-            "hbm": measured(375, "cycle", "jia2018volta, Section 3", "pointer chase, L2 miss, TLB hit"),
-        },
-    )
-
-
-def _t4():
-    src = "nvidia2018turing, Appendix A"
-    return GPU(
-        name="T4",
-        sms=spec(40, "SM", src),
-        fp32_lanes_per_sm=spec(64, "lane", src),
-        clock=spec(1590 * MHZ, "Hz", "nvidia2019t4ds"),
-        l2_bytes_per_clock=estimate(
-            1024, "B/clk", "nvidia2020a100, Section 4.6.3",
-            "neither published nor found measured; assumed half the V100's 2048 B/clk "
-            "(the T4's L2 and memory interface are both narrower); treat T4 L2 times as rough",
-        ),
-        hbm_bandwidth=spec(320 * GBPS, "B/s", "nvidia2019t4ds", "GDDR6, not HBM"),
-        register_file_per_sm=_register_file(),
-        smem_per_sm=spec(64 * KB, "B", GUIDE),
-        l2_capacity=spec(4 * MB, "B", src),
-        hbm_capacity=spec(16 * GB, "B", "nvidia2019t4ds"),
-        tensor={"fp16": spec(65 * TFLOPS, "FLOP/s", "nvidia2019t4ds", "mixed precision (FP16/FP32)")},
-    )
-
-
-def _a100(name, hbm_bandwidth, hbm_capacity, hbm_source):
-    src = "nvidia2020a100, Table 3"
-    luo = "luo2024hopper, Table IV"
-    return GPU(
-        name=name,
-        sms=spec(108, "SM", src),
-        fp32_lanes_per_sm=spec(64, "lane", src),
-        clock=spec(1410 * MHZ, "Hz", src),
-        l2_bytes_per_clock=spec(
-            5120, "B/clk", A100_WP_L2,
-            "a streaming microbenchmark sustains about 5.4 TB/s, 75% of it (ernst_gpubenches)",
-        ),
-        hbm_bandwidth=spec(hbm_bandwidth, "B/s", hbm_source),
-        register_file_per_sm=_register_file(),
-        smem_per_sm=spec(164 * KB, "B", "nvidia2020a100, Table 4"),
-        l2_capacity=spec(40 * MB, "B", src),
-        hbm_capacity=spec(hbm_capacity, "B", hbm_source),
-        tensor={
-            "fp16": spec(312 * TFLOPS, "FLOP/s", "nvidia2020a100, Table 1"),
-            "bf16": spec(312 * TFLOPS, "FLOP/s", "nvidia2020a100, Table 1"),
-        },
-        latency={
-            "smem": measured(29, "cycle", luo, "A100 PCIe, pointer chase"),
-            "l2": measured(262, "cycle", luo, "A100 PCIe, pointer chase, L2 hit"),
-            "hbm": measured(466, "cycle", luo, "A100 PCIe, pointer chase"),
-        },
-    )
-
-
-def _ada(name, sms, clock_mhz, dram, l2, l2_per_clock, tensor_tflops, src, notes, latency=None):
-    tensor_note, l2_note = notes
-    return GPU(
-        name=name,
-        sms=spec(sms, "SM", src),
-        fp32_lanes_per_sm=spec(128, "lane", "nvidia2022ada, Ada SM"),
-        clock=spec(clock_mhz * MHZ, "Hz", src),
-        l2_bytes_per_clock=estimate(l2_per_clock, "B/clk", ERNST, l2_note),
-        hbm_bandwidth=spec(dram * GBPS, "B/s", src, "GDDR, not HBM"),
-        register_file_per_sm=_register_file(),
-        smem_per_sm=spec(100 * KB, "B", GUIDE),
-        l2_capacity=spec(l2 * MB, "B", src),
-        hbm_capacity=spec(24 * GB, "B", src),
-        tensor={
-            "fp16": spec(tensor_tflops * TFLOPS, "FLOP/s", src, tensor_note),
-            "bf16": spec(tensor_tflops * TFLOPS, "FLOP/s", src, tensor_note),
-        },
-        latency=latency or {},
-    )
-
-
-L40_L2 = _per_clock(5.2, 2490)
-"""The L40 (the RTX 4090's AD102 die, 142 SMs, 2490 MHz) sustains about 5.2 TB/s of L2."""
-
-
-def _hopper(name, sms, clock_mhz, hbm_tbps, hbm_gb, tensor_tflops, src, l2, latency):
-    return GPU(
-        name=name,
-        sms=spec(sms, "SM", src),
-        fp32_lanes_per_sm=spec(128, "lane", "nvidia2022h100, Table 3"),
-        clock=spec(clock_mhz * MHZ, "Hz", src, "boost clock; the datasheet's FP32 peak implies it"),
-        l2_bytes_per_clock=l2,
-        hbm_bandwidth=spec(hbm_tbps * 1e12, "B/s", src),
-        register_file_per_sm=_register_file(),
-        smem_per_sm=spec(228 * KB, "B", "nvidia2022h100, Table 3"),
-        l2_capacity=spec(50 * MB, "B", "nvidia2022h100, Table 3"),
-        hbm_capacity=spec(hbm_gb * GB, "B", src),
-        tensor={
-            "fp16": spec(tensor_tflops * TFLOPS, "FLOP/s", src, "dense: half the datasheet's figure with sparsity"),
-            "bf16": spec(tensor_tflops * TFLOPS, "FLOP/s", src, "dense: half the datasheet's figure with sparsity"),
-        },
-        latency=latency,
-    )
-
-
-H200_L2 = _per_clock(9.9, 1980)
-"""The H200 (GH100, 132 SMs) sustains about 9.9 TB/s of L2 for 5-44 MB footprints."""
-
-
-def _h100_sxm():
-    return _hopper(
-        "H100-SXM", 132, 1980, 3.35, 80, 989.4, "nvidia2023h100ds, SXM column",
-        estimate(H200_L2, "B/clk", ERNST, "not published or measured; the H200's measured figure "
-                 "(same GH100 die, SMs and clock), 9.9 TB/s at 1980 MHz"),
-        {"l2": measured(291, "cycle", DEWING, "pointer chase, clocks not locked"),
-         "hbm": measured(700, "cycle", DEWING, "pointer chase, clocks not locked")},
-    )
-
-
-def _h100_pcie():
-    return _hopper(
-        "H100-PCIe", 114, 1755, 2.0, 80, 756.5, "nvidia2023h100ds, PCIe column",
-        measured(_per_clock(6.9, 1755), "B/clk", ERNST,
-                 "about 6.9 TB/s for 6-33 MB footprints, divided by the 1755 MHz boost clock"),
-        {"smem": measured(29, "cycle", "luo2024hopper, Table IV", "H800 PCIe (same die), pointer chase"),
-         "l2": measured(263, "cycle", "luo2024hopper, Table IV", "H800 PCIe, pointer chase, L2 hit"),
-         "hbm": measured(479, "cycle", "luo2024hopper, Table IV", "H800 PCIe, pointer chase")},
-    )
-
-
-def _h200():
-    return _hopper(
-        "H200", 132, 1980, 4.8, 141, 989.4, "nvidia2024h200ds",
-        measured(H200_L2, "B/clk", ERNST,
-                 "about 9.9 TB/s for 5-44 MB footprints, divided by the 1980 MHz boost clock"),
-        {},
-    )
-
-
-def _b200():
-    src = "nvidia2024hgxb200"
-    cc = "chipsandcheese2025b200"
-    return GPU(
-        name="B200",
-        sms=measured(148, "SM", cc, "two dies of 74 SMs, as the device reports"),
-        fp32_lanes_per_sm=spec(128, "lane", "nvidia_cuda_guide, Arithmetic Instructions (10.0)"),
-        clock=estimate(
-            1980 * MHZ, "Hz", src,
-            "NVIDIA publishes no B200 clock; 75 TFLOP/s FP32 / (148 SMs x 128 lanes x 2) = 1.98 GHz",
-        ),
-        l2_bytes_per_clock=estimate(
-            2 * H200_L2, "B/clk", ERNST,
-            "not published or measured; two dies, each taken to match the H200's measured L2",
-        ),
-        hbm_bandwidth=spec(7.7e12, "B/s", src, "HGX B200 table; other revisions say 8 TB/s"),
-        register_file_per_sm=_register_file(),
-        smem_per_sm=spec(228 * KB, "B", GUIDE),
-        l2_capacity=measured(126 * MB, "B", cc, "as the device reports"),
-        hbm_capacity=spec(180 * GB, "B", src, "HGX B200 table; other revisions say 192 GB"),
-        tensor={
-            "fp16": spec(2250 * TFLOPS, "FLOP/s", src, "dense: half the figure with sparsity"),
-            "bf16": spec(2250 * TFLOPS, "FLOP/s", src, "dense: half the figure with sparsity"),
-        },
-        latency={
-            "l2": measured(295, "cycle", DEWING, "pointer chase, clocks not locked"),
-            "hbm": measured(860, "cycle", DEWING, "pointer chase, clocks not locked"),
-        },
-    )
-
-
-_BUILDERS = {
-    "V100": _v100,
-    "T4": _t4,
-    "A100-40GB": lambda: _a100("A100-40GB", 1555 * GBPS, 40 * GB, "nvidia2020a100, Table 3"),
-    "A100-80GB": lambda: _a100("A100-80GB", 2039 * GBPS, 80 * GB, "nvidia2021a100ds, SXM column"),
-    "L4": lambda: _ada(
-        "L4", 58, 2040, 300, 48, L40_L2 // 2, 121, "nvidia2023l4ds",
-        ("dense: half the datasheet's 242 TFLOP/s with sparsity",
-         f"not published or measured; half the L40's measured {L40_L2} B/clk (AD104 has half "
-         "AD102's memory controllers and L2 slices)"),
-    ),
-    "RTX-4090": lambda: _ada(
-        "RTX-4090", 128, 2520, 1008, 72, L40_L2, 165.2, "nvidia2022ada, Appendix A (RTX 4090)",
-        ("dense, FP32 accumulate; 330.3 with FP16 accumulate, twice that again with sparsity",
-         f"not published; the L40's measured {L40_L2} B/clk (same AD102 die, 5.2 TB/s at 2490 MHz); "
-         "the 4090 enables 72 of the die's 96 MB of L2, so it may be lower"),
-        {"l2": measured(296, "cycle", DEWING, "pointer chase, clocks not locked"),
-         "hbm": measured(636, "cycle", DEWING, "pointer chase, clocks not locked")},
-    ),
-    "H100-SXM": _h100_sxm,
-    "H100-PCIe": _h100_pcie,
-    "H200": _h200,
-    "B200": _b200,
+UNITS = {
+    # unit as written in a file -> (SI unit, factor)
+    "SM": ("SM", 1), "cycle": ("cycle", 1), "B/clk": ("B/clk", 1),
+    "MHz": ("Hz", 1e6), "GHz": ("Hz", 1e9),
+    "GB/s": ("B/s", 1e9), "TB/s": ("B/s", 1e12),
+    "KiB": ("B", KIB), "MiB": ("B", KIB**2), "GB": ("B", 1e9),
+    "TFLOP/s": ("FLOP/s", 1e12),
 }
-_CACHE: dict = {}
+"""The units a GPU file may use. Capacities on chip are binary (KiB, MiB), memory sizes decimal
+(GB), as the datasheets state them; rates are decimal."""
+FACTS = {
+    # fact -> the SI units it may be stated in
+    "sms": ("SM",), "clock": ("Hz",), "l2_bandwidth": ("B/clk", "B/s"), "hbm_bandwidth": ("B/s",),
+    "l2_capacity": ("B",), "hbm_capacity": ("B",),
+}
+"""The facts every GPU file states. `l2_bandwidth` is per clock or per second, as its source states it."""
+TABLES = {"tensor": (("fp16", "bf16"), ("FLOP/s",)), "latency": (("smem", "l2", "hbm"), ("cycle",))}
+"""Optional tables of facts: dense tensor-core peaks by input type, measured latencies by level."""
+FACT_KEYS = {"value", "unit", "kind", "source", "where", "note"}
+CAPABILITY_KEYS = {
+    # key in capabilities.toml -> bytes per unit (0: a plain count)
+    "fp32_lanes_per_sm": 0, "max_threads_per_sm": 0, "max_warps_per_sm": 0, "max_blocks_per_sm": 0,
+    "registers_per_sm": 0, "max_registers_per_thread": 0, "max_threads_per_block": 0,
+    "smem_per_sm_kib": KIB, "max_smem_per_block_kib": KIB, "reserved_smem_per_block_kib": KIB,
+}
+
+
+class DataError(ValueError):
+    """A data file that does not hold what the loader needs; the message names file and key."""
+
+
+def _read(path: pathlib.Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise DataError(f"{path.name}: not valid TOML ({err})") from None
+
+
+@functools.cache
+def bib_keys() -> frozenset:
+    """The citation keys of `references.bib`."""
+    return frozenset(re.findall(r"^@\w+\{([^,\s]+),", BIB.read_text(), re.M))
+
+
+def _no_gaps(where: str, missing: set, unknown: set) -> None:
+    """Refuse a table with a key missing or a key the loader does not know."""
+    if missing:
+        raise DataError(f"{where}: missing {sorted(missing)}")
+    if unknown:
+        raise DataError(f"{where}: unknown keys {sorted(unknown)}")
+
+
+def _fact(where: str, entry, si_units: tuple) -> Fact:
+    """One fact table of a GPU file as a `Fact` in SI units."""
+    if not isinstance(entry, dict):
+        raise DataError(f"{where} must be a table with value, unit, kind and source")
+    missing, unknown = {"value", "unit", "kind", "source"} - set(entry), set(entry) - FACT_KEYS
+    _no_gaps(where, missing, unknown)
+    if entry["unit"] not in UNITS or UNITS[entry["unit"]][0] not in si_units:
+        accepted = sorted(u for u, (si, _) in UNITS.items() if si in si_units)
+        raise DataError(f"{where}.unit must be one of {accepted}, got {entry['unit']!r}")
+    if entry["kind"] not in KINDS:
+        raise DataError(f"{where}.kind must be one of {KINDS}, got {entry['kind']!r}")
+    if entry["source"] not in bib_keys():
+        raise DataError(f"{where}.source {entry['source']!r} is not a key of references.bib")
+    if entry["kind"] == "estimate" and not entry.get("note"):
+        raise DataError(f"{where}.note must say how an estimate was made")
+    value = entry["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise DataError(f"{where}.value must be a positive number, got {value!r}")
+    si, factor = UNITS[entry["unit"]]
+    return Fact(float(value) * factor, si, entry["kind"], entry["source"], entry.get("where", ""), entry.get("note", ""))
+
+
+@functools.cache
+def capabilities() -> dict:
+    """Every compute capability of `data/capabilities.toml`, by version tuple ((9, 0): ...)."""
+    out = {}
+    for name, entry in _read(DATA / "capabilities.toml").items():
+        where = f"capabilities.toml [{name}]"
+        if not re.fullmatch(r"\d+\.\d+", name):
+            raise DataError(f"{where}: a capability is named like \"9.0\"")
+        missing, unknown = set(CAPABILITY_KEYS) - set(entry), set(entry) - set(CAPABILITY_KEYS)
+        _no_gaps(where, missing, unknown)
+        for key, value in entry.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise DataError(f"{where}.{key} must be a whole number >= 0, got {value!r}")
+        version = tuple(int(v) for v in name.split("."))
+        fields = {key.removesuffix("_kib"): value * (CAPABILITY_KEYS[key] or 1) for key, value in entry.items()}
+        out[version] = Capability(version, **fields)
+    return out
+
+
+def capability(version) -> Capability:
+    """The facts of compute capability `version` ((9, 0) or "9.0")."""
+    key = tuple(int(v) for v in str(version).split(".")) if isinstance(version, str) else tuple(version)
+    if key not in capabilities():
+        known = [c.name for c in capabilities().values()]
+        raise ValueError(f"capability must be one of {known}, got {version!r}")
+    return capabilities()[key]
+
+
+def load_gpu(path) -> GPU:
+    """The `GPU` a data file describes (see the module doc); raises `DataError` naming the
+    file and key when the file is incomplete or wrong."""
+    path = pathlib.Path(path)
+    data = _read(path)
+    top = {"name", "capability"} | set(FACTS) | set(TABLES)
+    _no_gaps(path.name, ({"name", "capability"} | set(FACTS)) - set(data), set(data) - top)
+    try:
+        cap = capability(str(data["capability"]))
+    except ValueError as err:
+        raise DataError(f"{path.name}.{err}") from None
+    facts = {key: _fact(f"{path.name}.{key}", data[key], units) for key, units in FACTS.items()}
+    for table, (names, units) in TABLES.items():
+        entries = data.get(table, {})
+        if not isinstance(entries, dict) or set(entries) - set(names):
+            raise DataError(f"{path.name}.{table} may hold only {names}, got {sorted(entries)}")
+        facts[table] = {n: _fact(f"{path.name}.{table}.{n}", e, units) for n, e in entries.items()}
+    return GPU(name=str(data["name"]), capability=cap, **facts)
+
+
+@functools.cache
+def _presets() -> dict:
+    gpus = [load_gpu(path) for path in sorted(GPU_DIR.glob("*.toml"))]
+    by_name = {g.name: g for g in gpus}
+    if len(by_name) != len(gpus):
+        raise DataError(f"two files in {GPU_DIR.name}/ name the same GPU")
+    return by_name
 
 
 def preset_names() -> list[str]:
-    """The names `gpu()` accepts."""
-    return list(_BUILDERS)
+    """The names `gpu()` accepts, oldest architecture first (by compute capability; within
+    one, fastest FP32 first)."""
+    return [g.name for g in sorted(_presets().values(), key=lambda g: (g.capability.version, -g.peak_flops, g.name))]
 
 
 def _closest(name) -> str:
     """The preset whose name contains `name` (case aside), else the most similar one."""
     query = str(name).lower()
-    lower = {n.lower(): n for n in _BUILDERS}
+    lower = {n.lower(): n for n in preset_names()}
     containing = [n for low, n in lower.items() if query and query in low]
     if containing:
         return containing[0]
     return lower[difflib.get_close_matches(query, lower, n=1, cutoff=0.0)[0]]
 
 
-def gpu(name: str) -> GPU:
-    """The preset GPU called `name` (see `preset_names()`). Chapter 1."""
-    if name not in _BUILDERS:
-        raise ValueError(
-            f"name must be one of {preset_names()}; got {name!r} (closest: {_closest(name)!r})"
-        )
-    if name not in _CACHE:
-        _CACHE[name] = _BUILDERS[name]()
-    return _CACHE[name]
+def gpu(gpu) -> GPU:
+    """`gpu` itself if it is a `GPU` record (a preset or the live device), else the preset
+    of that name (see `preset_names()`). Every analysis resolves its `gpu` argument here.
+    Chapter 1."""
+    if isinstance(gpu, GPU):
+        return gpu
+    if not isinstance(gpu, str):
+        raise TypeError(f"gpu must be a GPU record or a preset name, got {type(gpu).__name__}")
+    if gpu not in _presets():
+        raise ValueError(f"gpu must be one of {preset_names()}; got {gpu!r} (closest: {_closest(gpu)!r})")
+    return _presets()[gpu]

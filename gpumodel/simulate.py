@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _check
-from .hardware import BANK_BYTES, REGISTER_BYTES_PER_FLOP, SMEM_BANKS
-from .workloads import SECTOR_BYTES, TRANSPOSE_TILE
+from .hardware import BANK_BYTES, REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, SMEM_BANKS, WARP
+from .workloads import TRANSPOSE_TILE
 
-WARP = 32
 WAVEFRONT_BYTES = SMEM_BANKS * BANK_BYTES
 
 

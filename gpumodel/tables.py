@@ -1,21 +1,29 @@
-"""Tables of presets for the appendix "GPU presets" (and chapter 1's side-by-side view).
-
-Each returns MyST Markdown: citations are `{cite:p}` roles into `references.bib`.
+"""Markdown tables for the chapters: the presets and their sources (appendix, chapter 1),
+machine balance (chapter 2), the GEMM ladder, compiler reports and tile search (chapter 3),
+predicted profiler metrics (chapter 4). Each returns MyST Markdown: citations are
+`{cite:p}` roles into `references.bib`. Every function taking `gpu` accepts a `GPU` or a
+preset name.
 """
 
 from __future__ import annotations
 
-from .book import markdown_table
-from .hardware import GPU, LEVELS, Figure
-from .presets import gpu, preset_names
-from .units import fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_flops, fmt_number
+import numpy as np
 
-LEVEL_LABELS = {"registers": "registers", "smem": "shared memory", "l2": "L2", "hbm": "HBM"}
-FIGURE_LABELS = {
+from . import presets, recorded_runs, simulate
+from .hardware import LEVELS, Fact
+from .kernel_info import info, label, threads_per_block
+from .model import predict
+from .occupancy import occupancy
+from .presets import preset_names
+from .units import (LEVEL_NAMES, fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_flops, fmt_number,
+                    fmt_percent, fmt_time)
+from .workloads import catalogue, gemm
+
+FACT_LABELS = {
     "sms": "SMs",
     "fp32_lanes_per_sm": "FP32 lanes per SM",
     "clock": "boost clock",
-    "l2_bytes_per_clock": "L2 bytes per clock",
+    "l2_bandwidth": "L2 bandwidth",
     "hbm_bandwidth": "HBM bandwidth",
     "register_file_per_sm": "register file per SM",
     "smem_per_sm": "shared memory per SM",
@@ -29,24 +37,31 @@ FIGURE_LABELS = {
 }
 
 
-def fmt_figure(fig: Figure) -> str:
-    """A figure's value in the unit a reader expects (MHz, TB/s, KiB, cycles)."""
-    v = fig.value
-    if fig.unit == "Hz":
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table from a header and rows of strings ('|' in cells is escaped)."""
+    def line(cells):
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(header), line(["---"] * len(header))] + [line(r) for r in rows])
+
+
+def fmt_fact(fact: Fact) -> str:
+    """A fact's value in the unit a reader expects (MHz, TB/s, KiB, cycles)."""
+    v, unit = fact.value, fact.unit
+    if unit == "Hz":
         return f"{v / 1e6:g} MHz"
-    if fig.unit == "B/s":
+    if unit == "B/s":
         return fmt_bandwidth(v)
-    if fig.unit == "FLOP/s":
+    if unit == "FLOP/s":
         return fmt_flops(v)
-    if fig.unit == "B":
+    if unit == "B":
         return fmt_capacity(v)
-    return f"{v:g} {fig.unit}{'s' if fig.unit in ('SM', 'lane', 'cycle') and v != 1 else ''}"
+    return f"{v:g} {unit}{'s' if unit in ('SM', 'lane', 'cycle') and v != 1 else ''}"
 
 
-def cite(source: str) -> str:
-    """A figure's source as a citation role followed by where in the document it sits."""
-    key, _, where = source.partition(",")
-    return f"{{cite:p}}`{key.strip()}`" + (f", {where.strip()}" if where.strip() else "")
+def cite(fact: Fact) -> str:
+    """A fact's source as a citation role followed by where in the document it sits."""
+    return f"{{cite:p}}`{fact.source}`" + (f", {fact.where}" if fact.where else "")
 
 
 LEVEL_ROLES = {
@@ -57,93 +72,82 @@ LEVEL_ROLES = {
 }
 
 
-def level_table(name: str) -> str:
-    """Chapter 1's table of one preset: each level's sharers, contents, capacity, bandwidth
+def level_table(gpu) -> str:
+    """Chapter 1's table of one GPU: each level's sharers, contents, capacity, bandwidth
     and measured latency (with its source)."""
-    g = gpu(name)
+    g = presets.gpu(gpu)
     rows = []
     for lv in LEVELS:
         lat = g.latency.get(lv)
         if lv == "registers":
             latency = "none extra: operands are read as part of the instruction"
         else:
-            latency = f"{lat.value:g} cycles ({cite(lat.source)})" if lat else "not measured"
+            latency = f"{lat.value:g} cycles ({cite(lat)})" if lat else "not measured"
         who, what = LEVEL_ROLES[lv]
-        rows.append([LEVEL_LABELS[lv], who, what, fmt_capacity(g.capacity(lv)), fmt_bandwidth(g.bandwidth(lv)), latency])
+        rows.append([LEVEL_NAMES[lv], who, what, fmt_capacity(g.capacity(lv)), fmt_bandwidth(g.bandwidth(lv)), latency])
     return markdown_table(["level", "shared by", "holds", "capacity (whole GPU)", "bandwidth", "latency"], rows)
 
 
-def preset_table(names=None) -> str:
-    """One row per preset: SMs, clock, peaks and the four derived bandwidths."""
-    names = preset_names() if names is None else names
-    header = ["GPU", "SMs", "clock", "FP32 peak", "fp16 tensor"] + [LEVEL_LABELS[lv] for lv in LEVELS]
+def preset_table(gpus=None) -> str:
+    """One row per GPU (every preset by default): SMs, clock, peaks and the four derived
+    bandwidths."""
+    header = ["GPU", "SMs", "clock", "FP32 peak", "fp16 tensor"] + [LEVEL_NAMES[lv] for lv in LEVELS]
     rows = []
-    for name in names:
-        g: GPU = gpu(name)
+    for g in _gpus(gpus):
         rows.append(
-            [name, f"{g.sms.value:g}", fmt_figure(g.clock), fmt_flops(g.peak_flops), fmt_flops(g.peak("fp16"))]
+            [g.name, f"{g.sms.value:g}", fmt_fact(g.clock), fmt_flops(g.peak_flops), fmt_flops(g.peak("fp16"))]
             + [fmt_bandwidth(g.bandwidth(lv)) for lv in LEVELS]
         )
     return markdown_table(header, rows)
 
 
-def capacity_table(names=None) -> str:
-    """One row per preset: the capacity of each level, whole GPU."""
-    names = preset_names() if names is None else names
-    header = ["GPU"] + [LEVEL_LABELS[lv] for lv in LEVELS]
-    rows = [[n] + [fmt_capacity(gpu(n).capacity(lv)) for lv in LEVELS] for n in names]
+def capacity_table(gpus=None) -> str:
+    """One row per GPU (every preset by default): the capacity of each level, whole GPU."""
+    header = ["GPU"] + [LEVEL_NAMES[lv] for lv in LEVELS]
+    rows = [[g.name] + [fmt_capacity(g.capacity(lv)) for lv in LEVELS] for g in _gpus(gpus)]
     return markdown_table(header, rows)
 
 
-def sources_table(name: str) -> str:
-    """Every sourced figure of one preset: value, kind, source and note."""
-    g = gpu(name)
-    rows = [
-        [FIGURE_LABELS[label], fmt_figure(fig), fig.kind, cite(fig.source), fig.note]
-        for label, fig in g.figures().items()
-    ]
+def sources_table(gpu) -> str:
+    """Every sourced fact of one GPU: value, kind, source and note."""
+    rows = [[FACT_LABELS[name], fmt_fact(fact), fact.kind, cite(fact), fact.note]
+            for name, fact in presets.gpu(gpu).facts().items()]
     return markdown_table(["figure", "value", "kind", "source", "note"], rows)
 
 
-def balance_table(names=None) -> str:
-    """Chapter 2: each preset's machine balance (its ridge point against HBM) for FP32 and
-    fp16 tensor math, in FLOP per byte."""
-    names = preset_names() if names is None else names
+def balance_table(gpus=None) -> str:
+    """Chapter 2: each GPU's machine balance (its ridge point against HBM) for FP32 and
+    fp16 tensor math, in FLOP per byte (every preset by default)."""
     rows = []
-    for n in names:
-        g = gpu(n)
+    for g in _gpus(gpus):
         hbm = g.bandwidth("hbm")
-        rows.append([n, fmt_flops(g.peak_flops), fmt_flops(g.peak("fp16")), fmt_bandwidth(hbm),
+        rows.append([g.name, fmt_flops(g.peak_flops), fmt_flops(g.peak("fp16")), fmt_bandwidth(hbm),
                      fmt_number(g.peak_flops / hbm), fmt_number(g.peak("fp16") / hbm)])
     return markdown_table(["GPU", "FP32 peak", "fp16 tensor peak", "HBM", "FP32 balance (FLOP/B)",
                            "fp16 tensor balance (FLOP/B)"], rows)
 
 
-def compiler_table(reports, presets=("A100-40GB", "H100-SXM")) -> str:
-    """Chapter 3: what ptxas says of each kernel (registers, spills, static shared memory),
-    with the occupancy it allows on each preset (resident warps per SM and the limiter)."""
-    from .launches import KERNEL_THREADS
-    from .occupancy import CAPABILITY, occupancy
-
-    arch_of = {f"sm_{major}{minor}": name for name in presets for major, minor in [CAPABILITY[name]]}
+def compiler_table(reports, gpus=("A100-40GB", "H100-SXM")) -> str:
+    """Chapter 3: what ptxas says of each CUDA function (registers, spills, static shared
+    memory), with the occupancy it allows on each GPU whose architecture it was built for
+    (resident warps per SM and the limiter)."""
+    arch_of = {f"sm_{g.capability.version[0]}{g.capability.version[1]}": g for g in _gpus(gpus)}
     rows = []
     for r in reports:
-        preset = arch_of.get(r.arch)
+        g = arch_of.get(r.arch)
         occ = ""
-        if preset and r.kernel in KERNEL_THREADS:
-            o = occupancy(preset, KERNEL_THREADS[r.kernel], r.registers, r.smem)
+        if g:
+            o = occupancy(g, threads_per_block(r.kernel), r.registers, r.smem)
             occ = f"{o.warps:g} warps ({o.limiter})"
         rows.append([r.kernel, r.arch, str(r.registers), f"{r.spill_stores} / {r.spill_loads}",
                      fmt_capacity(r.smem) if r.smem else "0", occ])
     header = ["kernel", "target", "registers", "spill stores / loads (B)", "shared memory",
-              f"resident per SM ({', '.join(presets)})"]
+              f"resident per SM ({', '.join(g.name for g in _gpus(gpus))})"]
     return markdown_table(header, rows)
 
 
 def tile_table(result: dict, rows: int = 8) -> str:
     """Chapter 3: the first `rows` of a `gm.tiles.search` result."""
-    from .units import fmt_time
-
     out = []
     for i in range(min(rows, len(result["time"]))):
         r = {k: v[i] for k, v in result.items()}
@@ -154,20 +158,67 @@ def tile_table(result: dict, rows: int = 8) -> str:
                            "predicted", "bound", "warps/SM"], out)
 
 
-def profiler_table(preset: str = "A100-40GB") -> str:
+def profiler_table(gpu="A100-40GB") -> str:
     """Chapter 4: what Nsight Compute should report for each kernel of `gm.catalogue()`,
     as the model predicts it: DRAM and L2 bytes, shared-memory wavefronts, and the
     Speed-of-Light style utilisations (each part's busy fraction)."""
-    from .model import predict
-    from .units import fmt_percent, fmt_time
-    from .workloads import catalogue
-
-    g = gpu(preset)
+    g = presets.gpu(gpu)
     rows = []
-    for name, w in catalogue().items():
+    for kernel, w in catalogue().items():
         p = predict(w, g)
-        rows.append([name, fmt_time(p.time), fmt_bound(p.bound), fmt_bytes(float(w.bytes["hbm"])), fmt_bytes(float(w.bytes["l2"])),
-                     f"{float(w.bytes['smem']) / 128:,.0f}", fmt_percent(p.busy["hbm"]), fmt_percent(p.busy["compute"])])
+        rows.append([label(kernel), fmt_time(p.time), fmt_bound(p.bound), fmt_bytes(float(w.bytes["hbm"])),
+                     fmt_bytes(float(w.bytes["l2"])), f"{float(w.bytes['smem']) / 128:,.0f}",
+                     fmt_percent(p.busy["hbm"]), fmt_percent(p.busy["compute"])])
     header = ["kernel", "time", "bound", "DRAM bytes (dram__bytes.sum)", "L2 traffic (lts__t_bytes.sum)",
               "shared-memory wavefronts", "DRAM, % of peak", "FP32, % of peak"]
     return markdown_table(header, rows)
+
+
+def _gemm_workload(kernel: str, m: int, n: int, k: int):
+    return gemm(m, n, k, block=info(kernel).block, thread=info(kernel).thread)
+
+
+def count_table(kernel: str, m: int, n: int, k: int, seed: int = 0) -> str:
+    """Chapter 3: run the simulation of GEMM `kernel` on random m x k and k x n matrices and
+    tabulate its byte counts against the formula's, level by level (and its result against A @ B)."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    block, thread = info(kernel).block, info(kernel).thread
+    run = simulate.naive_gemm(a, b) if block is None else simulate.tiled_gemm(a, b, block, thread)
+    formula = _gemm_workload(kernel, m, n, k)
+    rows = [[LEVEL_NAMES[lv], f"{run.bytes[lv]:,.0f}", f"{float(formula.bytes[lv]):,.0f}",
+             "yes" if run.bytes[lv] == formula.bytes[lv] else "NO"] for lv in LEVELS]
+    rows.append(["C = A @ B?", "", "", "yes" if np.allclose(run.result, a @ b) else "NO"])
+    return markdown_table([f"{m} x {n} x {k}", "simulation counted (B)", "formula (B)", "equal"], rows)
+
+
+def prediction_table(kernel: str, gpus=("A100-40GB", "H100-SXM"), size: int = 4096) -> str:
+    """Chapter 3: the model's time, bound and FLOP/s for GEMM `kernel` at size^3 on each GPU."""
+    w = _gemm_workload(kernel, size, size, size)
+    rows = []
+    for g in _gpus(gpus):
+        p = predict(w, g)
+        rows.append([g.name, fmt_time(p.time), fmt_bound(p.bound), fmt_flops(float(w.flops) / p.time),
+                     fmt_percent(p.busy["compute"])] + [fmt_bytes(float(w.bytes[lv])) for lv in ("smem", "l2", "hbm")])
+    return markdown_table(["GPU", "predicted", "bound", "rate", "ALUs busy", "shared memory", "L2", "HBM"], rows)
+
+
+def gemm_runs_table(runs: list) -> str:
+    """Chapter 3: GEMM runs (from `gpu_runtime.time_gemm` or `recorded_runs.rows`) against
+    cuBLAS and the model, or the line that says there are none."""
+    if not runs:
+        return recorded_runs.NONE_YET
+    rows = []
+    for r in runs:
+        when = f"recorded {r['date'][:10]}" if "date" in r else "measured now"
+        flops = 2 * r["sizes"]["m"] * r["sizes"]["n"] * r["sizes"]["k"]
+        rows.append([f"{r['gpu']}, {when}", fmt_time(r["measured_s"]), fmt_flops(flops / r["measured_s"]),
+                     fmt_percent(r["cublas_s"] / r["measured_s"]) if "cublas_s" in r else "-",
+                     fmt_time(r["predicted_s"]) if "predicted_s" in r else "-",
+                     f"{100 * (r['measured_s'] - r['predicted_s']) / r['predicted_s']:+.0f}%" if "predicted_s" in r else "-"])
+    return markdown_table(["run", "time", "rate", "% of cuBLAS", "model", "model error"], rows)
+
+
+def _gpus(gpus) -> list:
+    """GPU records for `gpus` (records or preset names; every preset when None)."""
+    return [presets.gpu(g) for g in (preset_names() if gpus is None else gpus)]

@@ -1,5 +1,5 @@
 """The best-tile search: every legal (block, thread) tile of a tiled GEMM through the
-vectorised model, under a preset's shared-memory, thread and register limits. Chapter 3.
+vectorised model, under a GPU's shared-memory, thread and register limits. Chapter 3.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 
 from .model import predict
 from .occupancy import limits, occupancy
-from .presets import gpu
+from . import presets
 from .workloads import gemm
 
 BK = 8
@@ -30,11 +30,11 @@ def smem_bytes(b_m, b_n, bk=BK):
     return 4 * bk * (b_m + b_n)
 
 
-def is_legal(preset: str, b_m, b_n, t_m, t_n):
-    """Whether a tile can be launched on `preset`: thread tiles divide block tiles, 32 to
+def is_legal(gpu, b_m, b_n, t_m, t_n):
+    """Whether a tile can be launched on `gpu` (a `GPU` or a preset name): thread tiles divide block tiles, 32 to
     1024 threads per block, shared memory within the per-block limit, at most 255 registers
     (estimated). Broadcasts."""
-    lim = limits(preset)
+    lim = limits(gpu)
     b_m, b_n, t_m, t_n = (np.asarray(a, dtype=float) for a in (b_m, b_n, t_m, t_n))
     threads = (b_m / t_m) * (b_n / t_n)
     return ((b_m % t_m == 0) & (b_n % t_n == 0) & (threads >= 32) & (threads <= lim.max_threads_per_block)
@@ -42,21 +42,20 @@ def is_legal(preset: str, b_m, b_n, t_m, t_n):
             & (registers_estimate(t_m, t_n) <= lim.max_registers_per_thread))
 
 
-def search(preset: str, m: int = 4096, n: int = 4096, k: int = 4096) -> dict:
-    """Every legal tile for an FP32 m x n x k GEMM on `preset`, fastest first: a dict of
+def search(gpu, m: int = 4096, n: int = 4096, k: int = 4096) -> dict:
+    """Every legal tile for an FP32 m x n x k GEMM on `gpu` (a `GPU` or a preset name), fastest first: a dict of
     equal-length arrays (block_m, block_n, thread_m, thread_n, threads, registers, smem,
     time in s, bound, warps resident per SM). Legal: tiles that fit the matrix, 32 to 1024
     threads per block, the shared memory a block may have, at most 255 registers."""
-    lim = limits(preset)
     grid = np.array(np.meshgrid(BLOCKS, BLOCKS, THREAD_TILES, THREAD_TILES, indexing="ij")).reshape(4, -1)
     b_m, b_n, t_m, t_n = grid.astype(float)
     threads = (b_m / t_m) * (b_n / t_n)
     regs = registers_estimate(t_m, t_n)
     smem = smem_bytes(b_m, b_n)
-    legal = is_legal(preset, b_m, b_n, t_m, t_n) & (b_m <= m) & (b_n <= n)
+    legal = is_legal(gpu, b_m, b_n, t_m, t_n) & (b_m <= m) & (b_n <= n)
     b_m, b_n, t_m, t_n, threads, regs, smem = (a[legal] for a in (b_m, b_n, t_m, t_n, threads, regs, smem))
-    p = predict(gemm(m, n, k, block=(b_m, b_n, BK), thread=(t_m, t_n)), gpu(preset))
-    occ = occupancy(preset, threads, regs, smem)
+    p = predict(gemm(m, n, k, block=(b_m, b_n, BK), thread=(t_m, t_n)), presets.gpu(gpu))
+    occ = occupancy(gpu, threads, regs, smem)
     order = np.lexsort((-occ.warps, p.time))
     return {name: np.asarray(a)[order] for name, a in {
         "block_m": b_m, "block_n": b_n, "thread_m": t_m, "thread_n": t_n, "threads": threads,

@@ -95,14 +95,16 @@ def fmt_intensity(flops_per_byte, digits: int = 3) -> str:
     return f"{_significant(_check_finite('flops_per_byte', flops_per_byte), digits)} FLOP/B"
 
 
-BOUND_NAMES = {"compute": "compute", "registers": "registers", "smem": "shared memory", "l2": "L2", "hbm": "HBM"}
+LEVEL_NAMES = {"registers": "registers", "smem": "shared memory", "l2": "L2", "hbm": "HBM"}
+"""Each level as prose names it."""
 
 
 def fmt_bound(bound) -> str:
     """A bound as prose names it: "smem" -> `shared memory`, "hbm" -> `HBM`."""
-    if str(bound) not in BOUND_NAMES:
-        raise ValueError(f"bound must be one of {tuple(BOUND_NAMES)}, got {bound!r}")
-    return BOUND_NAMES[str(bound)]
+    names = {"compute": "compute", **LEVEL_NAMES}
+    if str(bound) not in names:
+        raise ValueError(f"bound must be one of {tuple(names)}, got {bound!r}")
+    return names[str(bound)]
 
 
 def fmt_percent(fraction, digits: int = 2) -> str:

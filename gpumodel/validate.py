@@ -14,10 +14,11 @@ import pathlib
 import re
 import sys
 
-from . import launches
-from .measure import gpu_sweep, working_sets
+from . import kernel_plans as plans
+from .cpu_timing import working_sets
+from .gpu_runtime import Runner, device_info, gpu_status, gpu_sweep, live_gpu
+from .kernel_info import GEMM_LADDER, TRANSPOSES
 from .model import predict
-from .runtime import Runner, device_info, gpu_status, live_gpu
 from .units import fmt_bandwidth, fmt_time
 
 NO_GPU_STATUS = 2
@@ -37,20 +38,20 @@ def chapter_plans(size: str = "full"):
     if size not in SIZES:
         raise ValueError(f"size must be one of {tuple(SIZES)}, got {size!r}")
     n_vec, n_mat, n_t, n_seq, heads, _ = SIZES[size]
-    yield launches.plan_vector_add(n_vec)
-    yield launches.plan_chain(n_vec // 4, fused=False)
-    yield launches.plan_chain(n_vec // 4, fused=True)
+    yield plans.plan_vector_add(n_vec)
+    yield plans.plan_chain(n_vec // 4, fused=False)
+    yield plans.plan_chain(n_vec // 4, fused=True)
     for stride in (1, 2, 4, 8, 32):
-        yield launches.plan_strided(n_vec // 16, stride)
-    for kernel in ("gemm_naive", "gemm_smem16", "gemm_reg128", "gemm_spill"):
-        yield launches.plan_gemm(kernel, n_mat, n_mat, n_mat)
+        yield plans.plan_strided(n_vec // 16, stride)
+    for kernel in (*GEMM_LADDER, "gemm_spill"):
+        yield plans.plan_gemm(kernel, n_mat, n_mat, n_mat)
     for group in (0, 8):
-        yield launches.plan_gemm_raster(n_mat, n_mat, n_mat, group)
-    for kernel in launches.TRANSPOSE_KERNELS:
-        yield launches.plan_transpose(kernel, n_t)
-    yield launches.plan_attention("standard", heads, n_seq, launches.FLASH_D)
-    yield launches.plan_attention("flash", heads, n_seq, launches.FLASH_D)
-    yield launches.plan_sweep(n_vec // 4, passes=4)
+        yield plans.plan_gemm_raster(n_mat, n_mat, n_mat, group)
+    for kernel in TRANSPOSES:
+        yield plans.plan_transpose(kernel, n_t)
+    yield plans.plan_attention("standard", heads, n_seq, plans.FLASH_D)
+    yield plans.plan_attention("flash", heads, n_seq, plans.FLASH_D)
+    yield plans.plan_sweep(n_vec // 4, passes=4)
 
 
 def validate(size: str = "full", repeats: int = 10) -> dict:
@@ -67,7 +68,7 @@ def validate(size: str = "full", repeats: int = 10) -> dict:
         bufs = runner.buffers(plan)
         err = runner.check(plan, bufs)
         seconds = runner.time(lambda: runner.launch(plan, bufs), repeats)
-        row = {"name": plan.name, "file": plan.file, "sizes": plan.sizes, "measured_s": seconds,
+        row = {"kernel": plan.kernel, "file": plan.file, "sizes": plan.sizes, "measured_s": seconds,
                "max_abs_error": err}
         if plan.workload is not None:
             p = predict(plan.workload, device)
@@ -78,7 +79,7 @@ def validate(size: str = "full", repeats: int = 10) -> dict:
             c = cp.empty_like(bufs["C"])
             row["cublas_s"] = runner.time(lambda: cp.matmul(a, b, out=c), repeats)
             row["pct_of_cublas"] = 100 * row["cublas_s"] / seconds
-        if plan.name == "vector_add":
+        if plan.kernel == "vector_add":
             row["pct_of_copy_bandwidth"] = 100 * float(plan.workload.bytes["hbm"]) / seconds / copy_bandwidth
         rows.append(row)
         del bufs
@@ -91,7 +92,7 @@ def validate(size: str = "full", repeats: int = 10) -> dict:
         "command": "python -m gpumodel.validate " + " ".join(sys.argv[1:]),
         "copy_bandwidth_Bps": copy_bandwidth,
         "live_gpu": {name: {"value": f.value, "kind": f.kind, "note": f.note}
-                     for name, f in device.figures().items()},
+                     for name, f in device.facts().items()},
         "kernels": rows,
         "sweep": {"sizes_bytes": sizes.tolist(), "bandwidth_Bps": bandwidth.tolist()},
     }
@@ -107,7 +108,8 @@ def table(record: dict) -> str:
         pred = fmt_time(r["predicted_s"]) if "predicted_s" in r else "-"
         err = f"{r['error_pct']:+.0f}%" if "error_pct" in r else "-"
         cub = f"{r['pct_of_cublas']:.0f}%" if "pct_of_cublas" in r else "-"
-        lines.append(f"{r['name']:<24} {fmt_time(r['measured_s']):>10} {pred:>10} {r.get('bound', '-'):>9} {err:>8} {cub:>7}")
+        name = r["kernel"] + "".join(f" {k}={v}" for k, v in r["sizes"].items() if k in ("stride", "group"))
+        lines.append(f"{name:<24} {fmt_time(r['measured_s']):>10} {pred:>10} {r.get('bound', '-'):>9} {err:>8} {cub:>7}")
     return "\n".join(lines)
 
 

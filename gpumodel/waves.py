@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _check
-from .presets import gpu
+from . import _check, presets
 
 ORDERS = ("row", "grouped")
 
@@ -60,16 +59,16 @@ class WaveTraffic:
     cols_per_wave: float
 
 
-def gemm_hbm(m: int, n: int, k: int, block=(128, 128), dtype: str = "fp16", preset: str = "A100-40GB",
+def gemm_hbm(m: int, n: int, k: int, block=(128, 128), dtype: str = "fp16", gpu="A100-40GB",
              blocks_per_sm: int = 1, order: str = "row", group: int = 8, l2_bytes=None,
              drift_k=None) -> WaveTraffic:
-    """HBM bytes of an m x n x k GEMM with `block` tiles on `preset` under the wave model
-    (see the module doc). `l2_bytes` overrides the preset's L2 capacity; `drift_k` (at most
+    """HBM bytes of an m x n x k GEMM with `block` tiles on `gpu` (a `GPU` or a preset name) under the wave model
+    (see the module doc). `l2_bytes` overrides the GPU's L2 capacity; `drift_k` (at most
     k; default k) is how far apart along K a wave's blocks may be."""
     s = _check.dtype_bytes(dtype)
     m, n, k = (int(_check.size(name, v)) for name, v in (("m", m), ("n", n), ("k", k)))
     b_m, b_n = (int(v) for v in _check.pair("block", block))
-    g = gpu(preset)
+    g = presets.gpu(gpu)
     l2 = float(g.capacity("l2") if l2_bytes is None else _check.size("l2_bytes", l2_bytes))
     rows, cols = -(-m // b_m), -(-n // b_n)
     wave = int(g.sms.value) * int(_check.size("blocks_per_sm", blocks_per_sm))
@@ -98,9 +97,9 @@ def gemm_hbm(m: int, n: int, k: int, block=(128, 128), dtype: str = "fp16", pres
     )
 
 
-def warm_read_time(preset: str, nbytes) -> np.ndarray:
+def warm_read_time(gpu, nbytes) -> np.ndarray:
     """Seconds to read `nbytes` again right after reading it (a benchmark's second run):
     from L2 while it fits, from HBM when it does not. Chapter 4's "small benchmarks lie"."""
-    g = gpu(preset)
+    g = presets.gpu(gpu)
     nbytes = _check.size("nbytes", nbytes)
     return _check.as_output(np.where(nbytes <= g.capacity("l2"), nbytes / g.bandwidth("l2"), nbytes / g.bandwidth("hbm")))

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _check
-from .hardware import LEVELS, MATH, REGISTER_BYTES_PER_FLOP
+from .hardware import LEVELS, MATH, REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WARP
+from .kernel_info import KERNELS
 
 TRANSPOSE_TILE = 32
 """The transpose kernels move 32 x 32 tiles: one warp per tile row."""
@@ -300,9 +301,6 @@ def _show(a) -> str:
     return str(int(a)) if a.ndim == 0 else "several"
 
 
-SECTOR_BYTES = 32
-"""Global memory moves in 32-byte sectors: a warp's load costs every sector it touches."""
-WARP_THREADS = 32
 
 
 def warp_sectors(stride, elem_bytes=4):
@@ -311,8 +309,8 @@ def warp_sectors(stride, elem_bytes=4):
     strides, one sector per thread once a stride spans a sector. Chapter 2."""
     stride = _check.size("stride", stride)
     elem_bytes = _check.size("elem_bytes", elem_bytes)
-    span = (WARP_THREADS - 1) * stride * elem_bytes + elem_bytes  # bytes from first to last
-    return np.where(stride * elem_bytes >= SECTOR_BYTES, WARP_THREADS, np.ceil(span / SECTOR_BYTES))
+    span = (WARP - 1) * stride * elem_bytes + elem_bytes  # bytes from first to last
+    return np.where(stride * elem_bytes >= SECTOR_BYTES, WARP, np.ceil(span / SECTOR_BYTES))
 
 
 def strided_read(n, stride) -> Workload:
@@ -320,7 +318,7 @@ def strided_read(n, stride) -> Workload:
     Useful bytes: 8n. Moved: the sectors each warp's read touches, plus the coalesced
     writes (4n). Chapter 2."""
     n, stride = _check.size("n", n), _check.size("stride", stride)
-    warps = np.ceil(n / WARP_THREADS)
+    warps = np.ceil(n / WARP)
     moved = warps * warp_sectors(stride) * SECTOR_BYTES + 4 * n
     return Workload(
         f"strided read (stride {_show(stride)})",
@@ -330,28 +328,42 @@ def strided_read(n, stride) -> Workload:
     )
 
 
+def _gemm_kernel(kernel: str, size: int) -> Workload:
+    """The FP32 size^3 GEMM that `kernel` of `kernels/gemm.cu` runs, with its tiles."""
+    info = KERNELS[kernel]
+    return gemm(size, size, size, block=info.block, thread=info.thread)
+
+
 def seed_kernels() -> dict:
-    """Chapter 1's three kernels, by name: vector add of 2^28 floats, and a 4096^3 FP32 GEMM
-    with 16 x 16 tiles (one result per thread) and with 128 x 128 tiles (8 x 8 per thread)."""
-    n = 4096
-    return {
-        "vector add": vector_add(2**28),
-        "GEMM, 16x16 tiles": gemm(n, n, n, block=(16, 16), thread=(1, 1)),
-        "GEMM, 128x128 / 8x8": gemm(n, n, n, block=(128, 128), thread=(8, 8)),
-    }
+    """Chapter 1's three kernels, by kernel id: vector add of 2^28 floats, and a 4096^3 FP32
+    GEMM with 16 x 16 tiles (one result per thread) and with 128 x 128 tiles (8 x 8 per thread)."""
+    return {"vector_add": vector_add(2**28), "gemm_smem16": _gemm_kernel("gemm_smem16", 4096),
+            "gemm_reg128": _gemm_kernel("gemm_reg128", 4096)}
 
 
 def catalogue() -> dict:
-    """The kernels of chapters 1 to 3 by name, at the chapters' sizes. Chapter 4 draws a
-    roofline per level for each."""
-    n = 4096
-    out = dict(seed_kernels())
-    out.update({
-        "relu/scale/bias, unfused": elementwise_chain(2**26, 3, False),
-        "relu/scale/bias, fused": elementwise_chain(2**26, 3, True),
-        "naive GEMM": gemm(n, n, n),
-        "strided read, stride 8": strided_read(2**24, 8),
-        "transpose, plain": transpose(8192, False),
-        "transpose, padded": transpose(8192, True),
-    })
-    return out
+    """The kernels of chapters 1 to 3 by kernel id (see `gpumodel.kernel_info`), at the
+    chapters' sizes. Chapter 4 draws a roofline per level for each."""
+    return {
+        **seed_kernels(),
+        "chain_unfused": elementwise_chain(2**26, 3, False),
+        "chain_fused": elementwise_chain(2**26, 3, True),
+        "gemm_naive": _gemm_kernel("gemm_naive", 4096),
+        "strided_read": strided_read(2**24, 8),
+        "transpose_smem": transpose(8192, False),
+        "transpose_padded": transpose(8192, True),
+    }
+
+
+def flash_block(sram_bytes: int, head_dim: int, dtype: str = "fp16") -> int:
+    """Chapter 5: the largest power-of-two query block Br (with key blocks Bc = Br) whose
+    Q, K and V tiles (Br x d each) and score tile (Br x Br) fit in `sram_bytes`."""
+    s = _check.dtype_bytes(dtype)
+    d = int(_check.size("head_dim", head_dim))
+    sram = int(_check.size("sram_bytes", sram_bytes))
+    block = 1
+    while s * (3 * (2 * block) * d + (2 * block) ** 2) <= sram:
+        block *= 2
+    if s * (3 * block * d + block**2) > sram:
+        raise ValueError(f"sram_bytes must hold at least a 1-row block: {sram} bytes is too small for d = {d}")
+    return block

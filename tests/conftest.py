@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpumodel import runtime
+from gpumodel import gpu_runtime as runtime
 
 
 def pytest_collection_modifyitems(config, items):

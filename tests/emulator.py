@@ -1,4 +1,4 @@
-"""Runs a `gpumodel.launches.Plan` on the CPU: the kernel's own CUDA source, compiled by
+"""Runs a `gpumodel.kernel_plans.Plan` on the CPU: the kernel's own CUDA source, compiled by
 g++ against `cuda_emu.h`, one std::thread per CUDA thread. For testing kernel logic where
 no GPU answers; it measures nothing."""
 

@@ -10,25 +10,25 @@ matplotlib.use("Agg")
 
 
 def test_working_sets_double_per_octave():
-    sizes = gm.measure.working_sets(32 * 1024, 1024**2, per_octave=1)
+    sizes = gm.cpu_timing.working_sets(32 * 1024, 1024**2, per_octave=1)
     assert list(sizes) == [32 * 1024 * 2**i for i in range(6)]
     with pytest.raises(ValueError, match="smallest must not exceed largest"):
-        gm.measure.working_sets(2**20, 2**10)
+        gm.cpu_timing.working_sets(2**20, 2**10)
 
 
 def test_cpu_sweep_returns_a_bandwidth_per_size():
-    sizes, bandwidth = gm.measure.cpu_sweep([64 * 1024, 1024**2], target=0.002)
+    sizes, bandwidth = gm.cpu_timing.cpu_sweep([64 * 1024, 1024**2], target=0.002)
     assert list(sizes) == [64 * 1024, 1024**2]
     assert bandwidth.shape == (2,) and np.all(np.isfinite(bandwidth)) and np.all(bandwidth > 0)
 
 
 def test_cpu_caches_are_sizes_in_bytes():
-    for name, size in gm.measure.cpu_caches().items():
+    for name, size in gm.cpu_timing.cpu_caches().items():
         assert name.startswith("L") and size >= 1024
 
 
 def test_seconds_per_call_is_positive():
-    assert gm.measure.seconds_per_call(lambda: sum(range(100)), target=0.001) > 0
+    assert gm.cpu_timing.seconds_per_call(lambda: sum(range(100)), target=0.001) > 0
 
 
 def test_little_law():
@@ -45,7 +45,7 @@ def test_level_table_cites_latencies():
 
 
 def test_chapter_one_figures_draw():
-    fig = gm.plots.pipes("GEMM, 16x16 tiles", "A100-40GB", step=2, steps=6)
+    fig = gm.plots.pipes("gemm_smem16", "A100-40GB", step=2, steps=6)
     assert "bound by shared memory" in fig.axes[0].get_title()
     preds = {k: gm.predict(w, gm.gpu("A100-40GB")) for k, w in gm.seed_kernels().items()}
     fig = gm.plots.busy_bars(preds)

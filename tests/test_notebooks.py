@@ -11,7 +11,7 @@ import nbformat
 import pytest
 import yaml
 
-from gpumodel import book
+from gpumodel import notebooks as book
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9]*.md"))

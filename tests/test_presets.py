@@ -17,7 +17,7 @@ def test_the_required_presets_exist():
 def test_every_figure_is_sourced(name):
     g = gm.gpu(name)
     assert g.name == name
-    for label, fig in g.figures().items():
+    for label, fig in g.facts().items():
         assert fig.kind in KINDS, label
         assert fig.source.strip(), label
         assert fig.value > 0, label
@@ -35,7 +35,7 @@ def test_derived_figures_follow_their_formulas(name):
     assert g.peak("fp32") == peak
     assert g.bandwidth("registers") == 6 * peak
     assert g.bandwidth("smem") == sms * SMEM_BANKS * BANK_BYTES * clock
-    assert g.bandwidth("l2") == g.l2_bytes_per_clock.value * clock
+    assert g.bandwidth("l2") == g.l2_bytes_per_clock * clock
     assert g.bandwidth("hbm") == g.hbm_bandwidth.value
     assert g.capacity("registers") == g.register_file_per_sm.value * sms
     assert g.capacity("smem") == g.smem_per_sm.value * sms
@@ -47,7 +47,7 @@ def test_derived_figures_follow_their_formulas(name):
 
 def test_only_a100_and_v100_l2_rates_are_published():
     for name in gm.preset_names():
-        kind = gm.gpu(name).l2_bytes_per_clock.kind
+        kind = gm.gpu(name).l2_bandwidth.kind
         assert (kind == "spec") == name.startswith(("A100", "V100")), name
 
 

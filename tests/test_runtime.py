@@ -9,7 +9,7 @@ import types
 import pytest
 
 import gpumodel as gm
-from gpumodel import compiler, measurements, runtime, validate
+from gpumodel import compiler, gpu_runtime as runtime, recorded_runs as measurements, validate
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
@@ -64,8 +64,8 @@ def test_live_record_from_h100_attributes():
     assert g.peak_flops == 132 * 128 * 2 * 1.98e9
     assert g.bandwidth("hbm") == pytest.approx(3.352e12, rel=1e-3)
     assert g.capacity("l2") == 50 * 2**20
-    assert g.clock.kind == "measured" and g.l2_bytes_per_clock.kind == "estimate"
-    assert "H100-SXM" in g.l2_bytes_per_clock.note
+    assert g.clock.kind == "measured" and g.l2_bandwidth.kind == "estimate"
+    assert "H100-SXM" in g.l2_bandwidth.note
     p = gm.predict(gm.gemm(4096, 4096, 4096, block=(128, 128), thread=(8, 8)), g)
     assert p.bound == "smem"
 
@@ -74,7 +74,7 @@ def test_live_record_without_a_clock_borrows_the_presets():
     attrs = {**H100_ATTRIBUTES, "ClockRate": 0}
     g = runtime.gpu_from_attributes("NVIDIA H200", (9, 0), attrs, 141_000_000_000)
     assert g.clock.value == gm.gpu("H200").clock.value
-    assert "reports no clock" in g.clock.note
+    assert "not reported by the device" in g.clock.note
 
 
 def test_live_record_refuses_an_unknown_capability():
@@ -109,15 +109,15 @@ def test_chapter_plans_cover_every_kernel():
 def test_validate_quick_on_the_gpu(tmp_path):
     assert validate.main(["--out", str(tmp_path), "--quick", "--repeats", "2"]) == 0
     (record,) = measurements.load(tmp_path)
-    assert {row["name"] for row in record["kernels"]} >= {"vector_add", "gemm_reg128", "flash attention"}
+    assert {row["kernel"] for row in record["kernels"]} >= {"vector_add", "gemm_reg128", "attention_flash"}
 
 
 def test_recorded_measurements_load_and_none_are_made_up(tmp_path):
-    assert measurements.recorded("gemm_reg128", tmp_path) == []
+    assert measurements.rows("gemm_reg128", tmp_path) == []
     record = {"gpu": {"name": "Example GPU"}, "date": "2026-01-01T00:00:00+00:00", "command": "python -m gpumodel.validate --out x",
-              "kernels": [{"name": "gemm_reg128", "measured_s": 0.001}]}
+              "kernels": [{"kernel": "gemm_reg128", "measured_s": 0.001}]}
     (tmp_path / "a.json").write_text(json.dumps(record))
-    (row,) = measurements.recorded("gemm_reg128", tmp_path)
+    (row,) = measurements.rows("gemm_reg128", tmp_path)
     assert row["gpu"] == "Example GPU" and row["command"].startswith("python -m gpumodel.validate")
     (tmp_path / "b.json").write_text("{}")
     with pytest.raises(ValueError, match="b.json is not a validation record"):
@@ -138,11 +138,11 @@ def test_the_gpu_code_path_on_a_cpu_stand_in(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy.make(tmp_path))
     monkeypatch.setattr(runtime, "_status", (True, "CPU stand-in"))
     record = validate.validate("tiny", repeats=1)
-    names = [row["name"] for row in record["kernels"]]
+    names = [row["kernel"] for row in record["kernels"]]
     assert len(names) == len(list(validate.chapter_plans("tiny")))
     for row in record["kernels"]:
         assert row["measured_s"] > 0 and row["max_abs_error"] <= 1e-2, row
-    assert {"pct_of_cublas", "predicted_s", "error_pct"} <= set(next(r for r in record["kernels"] if r["name"] == "gemm_reg128"))
+    assert {"pct_of_cublas", "predicted_s", "error_pct"} <= set(next(r for r in record["kernels"] if r["kernel"] == "gemm_reg128"))
     assert record["gpu"]["name"].startswith("NVIDIA H100") and record["live_gpu"]["sms"]["value"] == 132
     assert len(record["sweep"]["sizes_bytes"]) == len(record["sweep"]["bandwidth_Bps"]) > 0
     json.dumps(record)  # a record is plain JSON

@@ -39,7 +39,7 @@ def test_hbm_bytes_from_enumerated_panels_when_l2_holds_them(order, group):
     """With L2 large enough, HBM supplies exactly the distinct panels of each wave."""
     m = n = 128 * 6
     k = 256
-    t = gemm_hbm(m, n, k, block=(128, 128), dtype="fp16", preset="V100", blocks_per_sm=1, order=order,
+    t = gemm_hbm(m, n, k, block=(128, 128), dtype="fp16", gpu="V100", blocks_per_sm=1, order=order,
                  group=group, l2_bytes=2**40)
     # The V100 has 80 SMs: one wave holds the whole 6 x 6 grid. Check a smaller wave too.
     panels = distinct_panels_by_enumeration(6, 6, order, group, t.wave)
@@ -51,7 +51,7 @@ def test_small_waves_by_enumeration():
     """A100 (108 SMs), 2 blocks per SM, 20 x 20 grid: 216-block waves, counted by hand."""
     k = 512
     for order, group in (("row", 1), ("grouped", 4)):
-        t = gemm_hbm(20 * 128, 20 * 128, k, preset="A100-40GB", blocks_per_sm=2, order=order, group=group,
+        t = gemm_hbm(20 * 128, 20 * 128, k, gpu="A100-40GB", blocks_per_sm=2, order=order, group=group,
                      l2_bytes=2**40)
         panels = distinct_panels_by_enumeration(20, 20, order, group, 216)
         assert t.waves == len(panels)
@@ -63,7 +63,7 @@ def test_small_waves_by_enumeration():
 def test_bounds_and_monotone_in_l2(preset, order, group):
     last = None
     for mib in (1, 10, 40, 100, 1000, 10**6):
-        t = gemm_hbm(8192, 8192, 8192, preset=preset, blocks_per_sm=2, order=order, group=group, l2_bytes=mib * 2**20)
+        t = gemm_hbm(8192, 8192, 8192, gpu=preset, blocks_per_sm=2, order=order, group=group, l2_bytes=mib * 2**20)
         assert t.compulsory <= t.hbm <= t.no_reuse
         if last is not None:
             assert t.hbm <= last
@@ -71,16 +71,16 @@ def test_bounds_and_monotone_in_l2(preset, order, group):
 
 
 def test_no_reuse_bound_is_the_paper_estimate():
-    t = gemm_hbm(8192, 8192, 8192, preset="A100-40GB")
+    t = gemm_hbm(8192, 8192, 8192, gpu="A100-40GB")
     paper = gm.gemm(8192, 8192, 8192, block=(128, 128), dtype="fp16", l2_reuse=False)
     assert t.no_reuse == float(paper.bytes["hbm"])
     assert t.compulsory == float(gm.gemm(8192, 8192, 8192, block=(128, 128), dtype="fp16").bytes["hbm"])
 
 
 def test_grouping_helps_and_drift_hurts():
-    row = gemm_hbm(8192, 8192, 8192, preset="A100-40GB", blocks_per_sm=2)
-    grouped = gemm_hbm(8192, 8192, 8192, preset="A100-40GB", blocks_per_sm=2, order="grouped", group=8)
-    in_step = gemm_hbm(8192, 8192, 8192, preset="A100-40GB", blocks_per_sm=2, order="grouped", group=8, drift_k=1024)
+    row = gemm_hbm(8192, 8192, 8192, gpu="A100-40GB", blocks_per_sm=2)
+    grouped = gemm_hbm(8192, 8192, 8192, gpu="A100-40GB", blocks_per_sm=2, order="grouped", group=8)
+    in_step = gemm_hbm(8192, 8192, 8192, gpu="A100-40GB", blocks_per_sm=2, order="grouped", group=8, drift_k=1024)
     assert in_step.hbm < grouped.hbm < row.hbm
 
 

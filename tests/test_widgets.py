@@ -10,7 +10,7 @@ import pytest
 import gpumodel as gm
 
 matplotlib.use("Agg")
-STATES = [{"name": n} for n in ("V100", "A100-40GB", "H100-SXM")]
+STATES = [{"gpu": n} for n in ("V100", "A100-40GB", "H100-SXM")]
 
 
 def test_player_precomputes_one_frame_per_state():
@@ -24,7 +24,7 @@ def test_player_precomputes_one_frame_per_state():
 
 
 def test_every_preset_player_stays_small():
-    p = gm.widgets.player(gm.plots.preset_levels, [{"name": n} for n in gm.preset_names()], alt="Bars")
+    p = gm.widgets.player(gm.plots.preset_levels, [{"gpu": n} for n in gm.preset_names()], alt="Bars")
     assert p.nbytes < 1_000_000
 
 
@@ -46,11 +46,11 @@ def test_explorer_redraws_through_its_callback():
 
     drawn = []
 
-    def draw(name):
-        drawn.append(name)
-        return gm.plots.preset_levels(name)
+    def draw(gpu):
+        drawn.append(gpu)
+        return gm.plots.preset_levels(gpu)
 
-    box = gm.widgets.explorer(draw, {"name": ["V100", "H100-SXM"]})
+    box = gm.widgets.explorer(draw, {"gpu": ["V100", "H100-SXM"]})
     (dropdown,) = box.children[0].children
     assert isinstance(dropdown, ipywidgets.Dropdown) and drawn == ["V100"]
     dropdown.value = "H100-SXM"

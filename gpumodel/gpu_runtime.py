@@ -10,20 +10,18 @@ take the CPU path.
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 
 import numpy as np
 
+from . import presets
 from .compiler import COMPILE_OPTIONS, kernel_source
-from .hardware import GPU, estimate, measured, spec
-from .presets import gpu
+from .hardware import GPU, Fact
 
-FP32_LANES = {(7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128,
-              (9, 0): 128, (10, 0): 128, (12, 0): 128}
-"""FP32 lanes per SM by compute capability (CUDA Programming Guide, arithmetic throughput)."""
-FAMILY = {(7, 0): "V100", (7, 5): "T4", (8, 0): "A100-40GB", (8, 6): "RTX-4090", (8, 9): "L4",
-          (9, 0): "H100-SXM", (10, 0): "B200"}
+FAMILY = {(7, 0): "V100", (7, 5): "T4", (8, 0): "A100-40GB", (8, 6): "RTX-A6000", (8, 9): "L4",
+          (9, 0): "H100-SXM", (10, 0): "B200", (12, 0): "RTX-4090"}
 """The preset to borrow unpublished figures from when the device's name matches none."""
+SOURCE = "cuda_runtime_api"
+"""Facts read from the device cite the CUDA Runtime API (cudaDeviceGetAttribute)."""
 
 _status: tuple | None = None
 _announced = False
@@ -74,7 +72,7 @@ def closest_preset(device_name: str, capability: tuple[int, int]) -> str:
     name = device_name.upper().replace(" ", "").replace("-", "")
     rules = [("H200", "H200"), ("H100PCIE", "H100-PCIe"), ("H100", "H100-SXM"), ("B200", "B200"),
              ("A10080GB", "A100-80GB"), ("A100SXM480GB", "A100-80GB"), ("A100", "A100-40GB"),
-             ("V100", "V100"), ("T4", "T4"), ("L4", "L4"), ("RTX4090", "RTX-4090")]
+             ("V100", "V100"), ("T4", "T4"), ("L4", "L4"), ("RTX4090", "RTX-4090"), ("A6000", "RTX-A6000")]
     for key, preset in rules:
         if key in name:
             return preset
@@ -83,32 +81,37 @@ def closest_preset(device_name: str, capability: tuple[int, int]) -> str:
 
 def gpu_from_attributes(device_name: str, capability, attributes: dict, memory_bytes: int) -> GPU:
     """A `GPU` record of a live device from its CUDA attributes (`cupy.cuda.Device().attributes`:
-    clocks in kHz, bus width in bits). Figures the device cannot report (L2 bytes per clock,
+    clocks in kHz, bus width in bits). Figures the device cannot report (L2 bandwidth,
     tensor peaks, latencies) come from the closest preset and say so."""
-    capability = tuple(int(c) for c in capability)
-    if capability not in FP32_LANES:
-        raise ValueError(f"capability must be one of {sorted(FP32_LANES)}, got {capability}")
-    base = gpu(closest_preset(device_name, capability))
-    src = f"device, cudaDeviceGetAttribute on {device_name}"
+    cap = presets.capability(tuple(int(c) for c in capability))
+    base = presets.gpu(closest_preset(device_name, cap.version))
+    where = f"cudaDeviceGetAttribute on {device_name}"
+
+    def read(value, unit, note=""):
+        return Fact(float(value), unit, "measured", SOURCE, where, note)
+
+    def borrowed(fact):
+        return Fact(fact.value, fact.unit, "estimate", fact.source, fact.where,
+                    f"not reported by the device; {base.name}'s figure")
+
     clock_khz = attributes.get("ClockRate", 0)
-    clock = (measured(clock_khz * 1e3, "Hz", src, "maximum clock the device reports") if clock_khz
-             else replace(base.clock, note=f"the device reports no clock; {base.name}'s"))
+    clock = read(clock_khz * 1e3, "Hz", "maximum clock the device reports") if clock_khz else borrowed(base.clock)
     mem_khz, bus_bits = attributes.get("MemoryClockRate", 0), attributes.get("GlobalMemoryBusWidth", 0)
-    hbm = (measured(2 * mem_khz * 1e3 * bus_bits / 8, "B/s", src, "2 x memory clock x bus width (double data rate)")
-           if mem_khz and bus_bits else replace(base.hbm_bandwidth, note=f"the device reports no memory clock; {base.name}'s"))
-    borrowed = f"not reported by the device; {base.name}'s figure"
+    hbm = (read(2 * mem_khz * 1e3 * bus_bits / 8, "B/s", "2 x memory clock x bus width (double data rate)")
+           if mem_khz and bus_bits else borrowed(base.hbm_bandwidth))
+    l2 = base.l2_bandwidth
+    if l2.unit != "B/clk":  # per clock, so that it scales with the live clock
+        l2 = Fact(base.l2_bytes_per_clock, "B/clk", "derived", l2.source, l2.where, f"{base.name}'s, per clock")
     return GPU(
         name=f"{device_name} (live)",
-        sms=measured(attributes["MultiProcessorCount"], "SM", src),
-        fp32_lanes_per_sm=spec(FP32_LANES[capability], "lane", "nvidia_cuda_guide, Arithmetic Instructions"),
+        capability=cap,
+        sms=read(attributes["MultiProcessorCount"], "SM"),
         clock=clock,
-        l2_bytes_per_clock=estimate(base.l2_bytes_per_clock.value, "B/clk", base.l2_bytes_per_clock.source, borrowed),
+        l2_bandwidth=borrowed(l2),
         hbm_bandwidth=hbm,
-        register_file_per_sm=measured(attributes["MaxRegistersPerMultiprocessor"] * 4, "B", src),
-        smem_per_sm=measured(attributes["MaxSharedMemoryPerMultiprocessor"], "B", src),
-        l2_capacity=measured(attributes["L2CacheSize"], "B", src),
-        hbm_capacity=measured(memory_bytes, "B", src),
-        tensor={k: estimate(v.value, v.unit, v.source, borrowed) for k, v in base.tensor.items()},
+        l2_capacity=read(attributes["L2CacheSize"], "B"),
+        hbm_capacity=read(memory_bytes, "B"),
+        tensor={k: borrowed(v) for k, v in base.tensor.items()},
         latency=dict(base.latency),
     )
 
@@ -206,3 +209,50 @@ def l2_persistence_calls() -> dict | None:
     except Exception:  # noqa: BLE001  (no CuPy, or a broken CUDA install)
         return None
     return {name: hasattr(rt, name) for name in ("deviceSetLimit", "streamSetAttribute")}
+
+
+def gpu_sweep(sizes=None, passes: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """Read bandwidth of this GPU against working set: `kernels/sweep.cu` reads a buffer of
+    each size `passes` times (warm: data that fits stays in L2). Returns (sizes in bytes,
+    bandwidth in bytes/s). Needs a GPU (see `have_gpu`)."""
+    from .cpu_timing import working_sets
+    from .kernel_plans import plan_sweep
+
+    sizes = working_sets(1024**2, 2 * 1024**3) if sizes is None else np.asarray(sizes, dtype=np.int64)
+    runner = Runner()
+    bandwidth = []
+    for size in sizes:
+        plan = plan_sweep(int(size) // 4, passes)
+        bufs = runner.buffers(plan)
+        seconds = runner.time(lambda: runner.launch(plan, bufs), repeats=5, flush=False)
+        bandwidth.append(plan.sizes["bytes_read"] / seconds)
+        del bufs
+    return sizes, np.asarray(bandwidth, dtype=float)
+
+
+def time_gemm(kernel: str, size: int = 4096) -> dict:
+    """Run GEMM `kernel` (an id of `kernel_info.GEMM_LADDER` or "gemm_spill") at size^3 on
+    this GPU, check it, and time it and cuBLAS (`cupy.matmul`); with the model's prediction
+    on the live device. Seconds. Chapter 3. Needs a GPU."""
+    from .kernel_plans import plan_gemm
+    from .model import predict
+
+    runner, device = Runner(), live_gpu()
+    plan = plan_gemm(kernel, size, size, size)
+    bufs = runner.buffers(plan)
+    runner.check(plan, bufs)
+    seconds = runner.time(lambda: runner.launch(plan, bufs))
+    c = runner.cp.empty_like(bufs["C"])
+    cublas = runner.time(lambda: runner.cp.matmul(bufs["A"], bufs["B"], out=c))
+    return {"gpu": device.name, "kernel": kernel, "sizes": plan.sizes, "measured_s": seconds, "cublas_s": cublas,
+            "predicted_s": float(predict(plan.workload, device).time), "flops": float(plan.workload.flops)}
+
+
+def gemm_runs(kernel: str, size: int = 4096) -> list:
+    """GEMM `kernel` at size^3 measured now (see `time_gemm`) where a GPU answers, else the
+    runs recorded at that size (`recorded_runs.rows`). Chapter 3."""
+    from . import recorded_runs
+
+    if have_gpu(announce=False):
+        return [time_gemm(kernel, size)]
+    return [r for r in recorded_runs.rows(kernel) if r["sizes"] == {"m": size, "n": size, "k": size}]

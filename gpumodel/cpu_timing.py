@@ -1,5 +1,6 @@
-"""Measurements on the reader's own machine: a bandwidth-versus-working-set sweep on the
-CPU (NumPy) or on the GPU (a CuPy kernel), and a small timer. Chapters 1 and 2.
+"""Timings on the reader's own CPU: a bandwidth-versus-working-set sweep (NumPy), the
+fused and unfused elementwise chain, and a small timer. Chapters 1 and 2. The GPU's
+counterparts are in `gpumodel.gpu_runtime`.
 
 Nothing here is asserted in tests: timings vary with the machine. Tests check shapes,
 units and bad input; the numbers are what the reader's machine does.
@@ -53,25 +54,6 @@ def cpu_sweep(sizes=None, target: float = 0.02) -> tuple[np.ndarray, np.ndarray]
         src, dst = np.ones(n, np.float32), np.empty(n, np.float32)
         bandwidth.append(8 * n / seconds_per_call(lambda: np.copyto(dst, src), target))
     return sizes, np.asarray(bandwidth)
-
-
-def gpu_sweep(sizes=None, passes: int = 20) -> tuple[np.ndarray, np.ndarray]:
-    """Read bandwidth of this GPU against working set: `kernels/sweep.cu` reads a buffer of
-    each size `passes` times (warm: data that fits stays in L2). Returns (sizes in bytes,
-    bandwidth in bytes/s). Needs a GPU (see `gpumodel.runtime.have_gpu`)."""
-    from .launches import plan_sweep
-    from .runtime import Runner
-
-    sizes = working_sets(1024**2, 2 * 1024**3) if sizes is None else np.asarray(sizes, dtype=np.int64)
-    runner = Runner()
-    bandwidth = []
-    for size in sizes:
-        plan = plan_sweep(int(size) // 4, passes)
-        bufs = runner.buffers(plan)
-        seconds = runner.time(lambda: runner.launch(plan, bufs), repeats=5, flush=False)
-        bandwidth.append(plan.sizes["bytes_read"] / seconds)
-        del bufs
-    return sizes, np.asarray(bandwidth, dtype=float)
 
 
 def cpu_caches() -> dict:

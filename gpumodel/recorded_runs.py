@@ -1,4 +1,4 @@
-"""Measurements recorded on real GPUs by `python -m gpumodel.validate`, shipped with the
+"""Runs recorded on real GPUs by `python -m gpumodel.validate` (ours), shipped with the
 package in `gpumodel/data/measurements/*.json`. Chapters show them when no GPU answers.
 None is ever made up: where nothing was recorded, `recorded()` is empty and the chapters
 say so. Chapters 1 to 5.
@@ -30,18 +30,18 @@ def load(directory=DATA_DIR) -> list[dict]:
     return sorted(records, key=lambda r: r["date"])
 
 
-def recorded(kernel: str, directory=DATA_DIR) -> list[dict]:
-    """The rows recorded for `kernel` (a plan name such as "gemm_reg128"), each with the
+def rows(kernel: str, directory=DATA_DIR) -> list[dict]:
+    """The rows recorded for kernel id `kernel` (such as "gemm_reg128"), each with the
     record's GPU, date and command added."""
     rows = []
     for record in load(directory):
         for row in record["kernels"]:
-            if row["name"] == kernel:
+            if row["kernel"] == kernel:
                 rows.append({**row, "gpu": record["gpu"]["name"], "date": record["date"], "command": record["command"]})
     return rows
 
 
-def recorded_sweeps(directory=DATA_DIR) -> list[dict]:
+def sweeps(directory=DATA_DIR) -> list[dict]:
     """The working-set sweeps recorded by `validate` (GPU name, date, command, sizes in
     bytes, bandwidth in bytes/s). Chapter 1."""
     return [{"gpu": r["gpu"]["name"], "date": r["date"], "command": r["command"], **r["sweep"]}

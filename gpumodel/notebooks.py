@@ -1,9 +1,5 @@
-"""Helpers for the chapters' prose: numbers are computed, then glued into the text.
-
-In a Jupyter Book build, `glue("name", text)` makes `text` available to the prose as
-{glue:md}`name`; in plain Jupyter or Colab the prose shows the reference, and `GLUED` holds
-the values.
-"""
+"""The learners' notebooks: `notebooks/<chapter>.ipynb`, generated from `chapters/<chapter>.md`
+for Colab and the tests (`make notebooks`), and the links that open them."""
 
 from __future__ import annotations
 
@@ -12,44 +8,10 @@ REPOSITORY = "https://github.com/YOUR-ACCOUNT/gpu-memory-hierarchy"
 BRANCH = "main"
 
 
-GLUED: dict = {}
-"""Everything glued in this kernel, by name: in Jupyter or Colab, where the prose shows
-{glue:md}`name` rather than the value, `gm.book.GLUED["name"]` has it."""
-
-
-def glue(name: str, text: str) -> str:
-    """Publish `text` (a str, MyST allowed) under `name` for {glue:md}`name`; return it."""
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a str (format numbers with gm.fmt_*), got {type(text).__name__}")
-    GLUED[name] = text
-    try:
-        from IPython.display import Markdown
-        from myst_nb import glue as myst_glue
-    except ImportError:
-        return text
-    myst_glue(name, Markdown(text), display=False)
-    return text
-
-
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table from a header and rows of strings ('|' in cells is escaped)."""
-    def line(cells):
-        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
-
-    return "\n".join([line(header), line(["---"] * len(header))] + [line(r) for r in rows])
-
-
 def colab_url(chapter: str) -> str:
     """Where Colab opens `notebooks/<chapter>.ipynb` (generated from `chapters/<chapter>.md`)."""
     path = REPOSITORY.removeprefix("https://github.com/")
     return f"https://colab.research.google.com/github/{path}/blob/{BRANCH}/notebooks/{chapter}.ipynb"
-
-
-def colab_badge(chapter: str):
-    """A Markdown link that opens the chapter's notebook in Colab."""
-    from IPython.display import Markdown
-
-    return Markdown(f"[Open this chapter in Colab]({colab_url(chapter)}) (the first cell installs `gpumodel` there)")
 
 
 INSTALL_SOURCE = f"""# Colab only: install gpumodel, with its CUDA kernels, from the course's repository.

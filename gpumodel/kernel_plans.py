@@ -11,24 +11,12 @@ from typing import Callable
 import numpy as np
 
 from . import _check
-from .workloads import Workload, attention, elementwise_chain, gemm, strided_read, transpose, vector_add
+from .kernel_info import GEMM_LADDER, TRANSPOSES, info, label
+from .workloads import TRANSPOSE_TILE, Workload, attention, elementwise_chain, gemm, strided_read, transpose, vector_add
 
-THREADS = 256
 SCALE, BIAS = np.float32(0.5), np.float32(-0.25)
-GEMM_TILES = {  # kernel -> (block tile (bM, bN, bK), thread tile, threads per block (x, y))
-    "gemm_smem16": ((16, 16, 16), (1, 1), (16, 16)),
-    "gemm_reg128": ((128, 128, 8), (8, 8), (16, 16)),
-    "gemm_spill": ((128, 128, 8), (16, 16), (8, 8)),
-}
 FLASH_D, FLASH_BLOCK = 64, (64, 64)
-KERNEL_THREADS = {
-    "vector_add": THREADS, "relu": THREADS, "scale": THREADS, "add_bias": THREADS, "relu_scale_bias": THREADS,
-    "strided_read": THREADS, "sweep_read": THREADS, "gemm_naive": 256, "gemm_smem16": 256, "gemm_reg128": 256,
-    "gemm_spill": 64, "gemm_reg128_raster": 256, "transpose_naive": 256, "transpose_smem": 256, "transpose_padded": 256,
-    "attn_scores": 256, "attn_softmax": THREADS, "attn_pv": 256, "flash_attn_d64": 64,
-}
-"""Threads per block each kernel is launched with (the plans below use the same)."""
-TRANSPOSE_KERNELS = ("transpose_naive", "transpose_smem", "transpose_padded")
+"""The flash kernel's head dimension and (query, key) block: `kernels/attention.cu` fixes both."""
 
 
 @dataclass(frozen=True)
@@ -50,8 +38,7 @@ class Plan:
     tolerance, and the `workload` the model predicts it with (None if the model has no term
     for what limits it)."""
 
-    name: str
-    file: str
+    kernel: str
     inputs: dict
     outputs: dict
     steps: list
@@ -61,6 +48,26 @@ class Plan:
     rtol: float = 1e-5
     atol: float = 1e-5
     sizes: dict = field(default_factory=dict)
+
+    @property
+    def file(self) -> str:
+        """The source file in `kernels/`."""
+        return info(self.kernel).file
+
+    @property
+    def label(self) -> str:
+        """The kernel's label and this plan's sizes, for a reader."""
+        return f"{label(self.kernel)} ({', '.join(f'{k} {v}' for k, v in self.sizes.items())})"
+
+
+def _step(kernel: str, function: str, grid: tuple, args: tuple) -> Step:
+    """A launch of CUDA `function` of `kernel` with the block shape `kernel_info` gives it."""
+    return Step(function, grid, info(kernel).functions[function], args)
+
+
+def _threads(kernel: str, function: str) -> int:
+    """The x extent of `function`'s block: elements per block of the 1-D kernels."""
+    return info(kernel).functions[function][0]
 
 
 def _ceil(a: int, b: int) -> int:
@@ -77,9 +84,10 @@ def plan_vector_add(n: int, rng=None) -> Plan:
     n = int(_check.size("n", n))
     rng = rng or np.random.default_rng(0)
     a, b = _random(rng, n), _random(rng, n)
+    grid = (_ceil(n, _threads("vector_add", "vector_add")),)
     return Plan(
-        "vector_add", "elementwise.cu", {"a": a, "b": b}, {"c": (n,)},
-        [Step("vector_add", (_ceil(n, THREADS),), (THREADS,), ("a", "b", "c", np.int32(n)))],
+        "vector_add", {"a": a, "b": b}, {"c": (n,)},
+        [_step("vector_add", "vector_add", grid, ("a", "b", "c", np.int32(n)))],
         "c", lambda xp, i: i["a"].astype(xp.float64) + i["b"], vector_add(n), sizes={"n": n},
     )
 
@@ -90,21 +98,22 @@ def plan_chain(n: int, fused: bool, rng=None) -> Plan:
     fused = _check.flag("fused", fused)
     rng = rng or np.random.default_rng(0)
     x = _random(rng, n)
-    grid, block, size = (_ceil(n, THREADS),), (THREADS,), np.int32(n)
+    kernel = "chain_fused" if fused else "chain_unfused"
+    grid, size = (_ceil(n, _threads(kernel, "relu_scale_bias" if fused else "relu")),), np.int32(n)
     if fused:
-        steps = [Step("relu_scale_bias", grid, block, ("x", "w", SCALE, BIAS, size))]
+        steps = [_step(kernel, "relu_scale_bias", grid, ("x", "w", SCALE, BIAS, size))]
     else:
         steps = [
-            Step("relu", grid, block, ("x", "y", size)),
-            Step("scale", grid, block, ("y", "z", SCALE, size)),
-            Step("add_bias", grid, block, ("z", "w", BIAS, size)),
+            _step(kernel, "relu", grid, ("x", "y", size)),
+            _step(kernel, "scale", grid, ("y", "z", SCALE, size)),
+            _step(kernel, "add_bias", grid, ("z", "w", BIAS, size)),
         ]
     def reference(xp, i):
         return xp.maximum(i["x"].astype(xp.float64), 0) * float(SCALE) + float(BIAS)
 
     outputs = {"w": (n,)} if fused else {"y": (n,), "z": (n,), "w": (n,)}
     return Plan(
-        "relu_scale_bias fused" if fused else "relu, scale, bias", "elementwise.cu", {"x": x}, outputs,
+        kernel, {"x": x}, outputs,
         steps, "w", reference, elementwise_chain(n, 3, fused, "fp32"), sizes={"n": n},
     )
 
@@ -114,29 +123,31 @@ def plan_strided(n: int, stride: int, rng=None) -> Plan:
     n, stride = int(_check.size("n", n)), int(_check.size("stride", stride))
     rng = rng or np.random.default_rng(0)
     x = _random(rng, n * stride)
-    step = Step("strided_read", (_ceil(n, THREADS),), (THREADS,), ("x", "y", np.int32(n), np.int32(stride)))
-    return Plan(f"strided read, stride {stride}", "elementwise.cu", {"x": x}, {"y": (n,)}, [step], "y",
+    grid = (_ceil(n, _threads("strided_read", "strided_read")),)
+    step = _step("strided_read", "strided_read", grid, ("x", "y", np.int32(n), np.int32(stride)))
+    return Plan("strided_read", {"x": x}, {"y": (n,)}, [step], "y",
                 lambda xp, i: i["x"][::stride][:n].astype(xp.float64), strided_read(n, stride),
                 rtol=0, atol=0, sizes={"n": n, "stride": stride})
 
 
 def plan_gemm(kernel: str, m: int, n: int, k: int, rng=None) -> Plan:
     """C = A B with one of the GEMM kernels: gemm_naive, gemm_smem16, gemm_reg128, gemm_spill."""
-    _check.choice("kernel", kernel, ("gemm_naive", *GEMM_TILES))
+    _check.choice("kernel", kernel, (*GEMM_LADDER, "gemm_spill"))
     m, n, k = (int(_check.size(name, v)) for name, v in (("m", m), ("n", n), ("k", k)))
     rng = rng or np.random.default_rng(0)
     a, b = _random(rng, m, k), _random(rng, k, n)
     args = ("A", "B", "C", np.int32(m), np.int32(n), np.int32(k))
-    if kernel == "gemm_naive":
-        step = Step(kernel, (_ceil(n, 16), _ceil(m, 16)), (16, 16), args)
+    block, thread = info(kernel).block, info(kernel).thread
+    if block is None:  # the naive kernel: one result per thread, a 16 x 16 patch of C per block
+        block_x, block_y = info(kernel).functions[kernel]
+        step = _step(kernel, kernel, (_ceil(n, block_x), _ceil(m, block_y)), args)
         workload = gemm(m, n, k)
     else:
-        block, thread, threads = GEMM_TILES[kernel]
-        step = Step(kernel, (_ceil(n, block[1]), _ceil(m, block[0])), threads, args)
+        step = _step(kernel, kernel, (_ceil(n, block[1]), _ceil(m, block[0])), args)
         fits = block[0] <= m and block[1] <= n and block[2] <= k
         workload = gemm(m, n, k, block=block, thread=thread) if fits else None
     return Plan(
-        kernel, "gemm.cu", {"A": a, "B": b}, {"C": (m, n)}, [step], "C",
+        kernel, {"A": a, "B": b}, {"C": (m, n)}, [step], "C",
         lambda xp, i: i["A"].astype(xp.float64) @ i["B"].astype(xp.float64), workload, rtol=1e-4, atol=1e-4 * np.sqrt(k), sizes={"m": m, "n": n, "k": k},
     )
 
@@ -147,23 +158,23 @@ def plan_gemm_raster(m: int, n: int, k: int, group: int, rng=None) -> Plan:
     m, n, k = (int(_check.size(name, v)) for name, v in (("m", m), ("n", n), ("k", k)))
     group = int(_check.size("group + 1", group + 1)) - 1
     plan = plan_gemm("gemm_reg128", m, n, k, rng)
-    blocks = _ceil(m, 128) * _ceil(n, 128)
-    step = Step("gemm_reg128_raster", (blocks,), (16, 16), plan.steps[0].args + (np.int32(group),))
-    name = "gemm_reg128 row-major" if group == 0 else f"gemm_reg128 grouped by {group}"
-    return Plan(name, plan.file, plan.inputs, plan.outputs, [step], plan.result, plan.reference, plan.workload,
+    b_m, b_n, _ = info("gemm_reg128_raster").block
+    blocks = _ceil(m, b_m) * _ceil(n, b_n)
+    step = _step("gemm_reg128_raster", "gemm_reg128_raster", (blocks,), plan.steps[0].args + (np.int32(group),))
+    return Plan("gemm_reg128_raster", plan.inputs, plan.outputs, [step], plan.result, plan.reference, plan.workload,
                 plan.rtol, plan.atol, {**plan.sizes, "group": group})
 
 
 def plan_transpose(kernel: str, n: int, rng=None) -> Plan:
     """out = in^T for an n x n matrix: transpose_naive, transpose_smem or transpose_padded.
     The model has no term for the naive kernel's strided writes (coalescing, chapter 2)."""
-    _check.choice("kernel", kernel, TRANSPOSE_KERNELS)
+    _check.choice("kernel", kernel, TRANSPOSES)
     n = int(_check.size("n", n))
     rng = rng or np.random.default_rng(0)
     x = _random(rng, n, n)
-    step = Step(kernel, (_ceil(n, 32), _ceil(n, 32)), (32, 8), ("in", "out", np.int32(n)))
+    step = _step(kernel, kernel, (_ceil(n, TRANSPOSE_TILE), _ceil(n, TRANSPOSE_TILE)), ("in", "out", np.int32(n)))
     workload = None if kernel == "transpose_naive" else transpose(n, padded=kernel == "transpose_padded")
-    return Plan(kernel, "transpose.cu", {"in": x}, {"out": (n, n)}, [step], "out",
+    return Plan(kernel, {"in": x}, {"out": (n, n)}, [step], "out",
                 lambda xp, i: i["in"].T, workload, rtol=0, atol=0, sizes={"n": n})
 
 
@@ -187,25 +198,24 @@ def plan_attention(kind: str, heads: int, n: int, d: int = FLASH_D, rng=None) ->
     scale = np.float32(1 / np.sqrt(d))
     inputs = {"Q": q, "K": k, "V": v}
     if kind == "flash":
-        steps = [Step("flash_attn_d64", (_ceil(n, FLASH_BLOCK[0]), heads), (FLASH_BLOCK[0],),
-                      ("Q", "K", "V", "O", np.int32(n), scale))]
+        kernel = "attention_flash"
+        steps = [_step(kernel, "flash_attn_d64", (_ceil(n, FLASH_BLOCK[0]), heads), ("Q", "K", "V", "O", np.int32(n), scale))]
         outputs = {"O": (heads, n, d)}
         fits = FLASH_BLOCK[0] <= n and FLASH_BLOCK[1] <= n
         workload = attention(1, heads, n, d, "fp32", "flash", block=FLASH_BLOCK) if fits else None
     else:
-        tiles = (_ceil(n, 16), _ceil(n, 16), heads)
+        kernel = "attention_standard"
+        tile_x, tile_y = info(kernel).functions["attn_scores"]
         steps = [
-            Step("attn_scores", tiles, (16, 16), ("Q", "K", "S", np.int32(n), np.int32(d), scale)),
-            Step("attn_softmax", (n, heads), (THREADS,), ("S", "P", np.int32(n))),
-            Step("attn_pv", (_ceil(d, 16), _ceil(n, 16), heads), (16, 16), ("P", "V", "O", np.int32(n), np.int32(d))),
+            _step(kernel, "attn_scores", (_ceil(n, tile_x), _ceil(n, tile_y), heads), ("Q", "K", "S", np.int32(n), np.int32(d), scale)),
+            _step(kernel, "attn_softmax", (n, heads), ("S", "P", np.int32(n))),
+            _step(kernel, "attn_pv", (_ceil(d, tile_x), _ceil(n, tile_y), heads), ("P", "V", "O", np.int32(n), np.int32(d))),
         ]
         outputs = {"S": (heads, n, n), "P": (heads, n, n), "O": (heads, n, d)}
         workload = attention(1, heads, n, d, "fp32", "standard")
-    return Plan(f"{kind} attention", "attention.cu", inputs, outputs, steps, "O",
+    return Plan(kernel, inputs, outputs, steps, "O",
                 attention_reference, workload, rtol=1e-4, atol=1e-5,
                 sizes={"heads": heads, "n": n, "d": d})
-
-
 
 SWEEP_BLOCKS = 1024
 
@@ -219,8 +229,9 @@ def plan_sweep(n: int, passes: int = 20, rng=None) -> Plan:
     passes = int(_check.size("passes", passes))
     rng = rng or np.random.default_rng(0)
     x = _random(rng, n4 * 4)
-    blocks = min(SWEEP_BLOCKS, _ceil(n4, THREADS))
-    threads = blocks * THREADS
+    per_block = _threads("sweep_read", "sweep_read")
+    blocks = min(SWEEP_BLOCKS, _ceil(n4, per_block))
+    threads = blocks * per_block
 
     def reference(xp, i):
         sums = i["x"].astype(xp.float64).reshape(-1, 4).sum(axis=1)
@@ -228,6 +239,6 @@ def plan_sweep(n: int, passes: int = 20, rng=None) -> Plan:
         padded[:n4] = sums
         return passes * padded.reshape(-1, threads).sum(axis=0)
 
-    step = Step("sweep_read", (blocks,), (THREADS,), ("x", "out", np.int32(n4), np.int32(passes)))
-    return Plan("sweep_read", "sweep.cu", {"x": x}, {"out": (threads,)}, [step], "out", reference, None,
+    step = _step("sweep_read", "sweep_read", (blocks,), ("x", "out", np.int32(n4), np.int32(passes)))
+    return Plan("sweep_read", {"x": x}, {"out": (threads,)}, [step], "out", reference, None,
                 rtol=1e-4, atol=1e-3 * passes, sizes={"n": 4 * n4, "passes": passes, "bytes_read": 16 * n4 * passes})
