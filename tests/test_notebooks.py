@@ -68,7 +68,7 @@ def test_chapter_conventions(chapter):
     assert 0 < front["mystnb"]["execution_timeout"] <= 300, "a per-chapter timeout in the front matter"
     assert len(re.findall(r"^import gpumodel as gm$", text, re.M)) == 1, "one visible import"
     assert "colab_badge(" in text, "a Colab link"
-    runs_kernels = "gm.runtime" in text or "launches" in text
+    runs_kernels = "gm.gpu_runtime" in text or "kernel_plans" in text
     assert ("```{include} _gpu_optional.md" in text) == runs_kernels, "the GPU-optional admonition where kernels run"
     for block in re.findall(r"```\{code-cell\} ipython3\n:tags: \[([^\]]*)\]\n\n(.*?)```", text, re.S):
         tags, source = block
