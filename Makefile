@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SHELL := /bin/bash
 
-.PHONY: book test lab bench vendor notebooks clean
+.PHONY: book test lab bench vendor notebooks reports clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
@@ -27,6 +27,10 @@ test: $(STAMP)
 notebooks: $(STAMP)
 	$(PY) -c 'from gpumodel.book import write_notebooks; print(*write_notebooks(), sep="\n")'
 
+## Record the compiler report of every kernel (registers, spills; NVRTC, no GPU) in
+## gpumodel/data/compiler_reports.json, shown where no compiler is found (a test fails when it is stale).
+reports: $(STAMP)
+	$(PY) -m gpumodel.compiler
 
 ## Open the chapters as notebooks in JupyterLab.
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json

@@ -9,7 +9,10 @@ NVRTC is missing and nvcc is on the PATH, and reads ptxas's report.
 from __future__ import annotations
 
 import ctypes
+import datetime
+import functools
 import glob
+import json
 import importlib.util
 import os
 import pathlib
@@ -21,6 +24,8 @@ from dataclasses import dataclass
 
 COMPILE_OPTIONS = ("-std=c++17",)
 ARCHS = ("sm_80", "sm_90")
+RECORD = pathlib.Path(__file__).resolve().parent / "data" / "compiler_reports.json"
+"""The committed report of every kernel (`make reports`), shown where no compiler is found."""
 
 
 def kernel_dir() -> pathlib.Path:
@@ -144,23 +149,53 @@ def parse_ptxas(log: str, file: str, arch: str) -> list[KernelReport]:
     return reports
 
 
-def report(archs=ARCHS) -> list[KernelReport]:
-    """Compile every `kernels/*.cu` for each architecture in `archs` and return ptxas's
-    report of every kernel, in source order. Raises RuntimeError when no compiler is here."""
+def report(archs=ARCHS, files=None) -> list[KernelReport]:
+    """Compile `files` of `kernels/` (every `*.cu` by default) for each architecture in
+    `archs` and return ptxas's report of every kernel, in source order. Each file and
+    architecture is compiled once per process. Raises RuntimeError when no compiler is here."""
     for arch in archs:
         if not re.fullmatch(r"sm_\d{2,3}a?", str(arch)):
             raise ValueError(f"archs must name real architectures like 'sm_80', got {arch!r}")
-    lib = _nvrtc()
-    if lib is None and not shutil.which("nvcc"):
+    if compiler() is None:
         raise RuntimeError("no CUDA compiler here: install nvidia-cuda-nvrtc-cu12 (requirements.txt) or nvcc")
-    out = []
-    for path in sorted(kernel_dir().glob("*.cu")):
-        source = path.read_text()
-        order = {name: i for i, name in enumerate(kernel_names(source))}
-        for arch in archs:
-            log = _log_nvrtc(lib, source, path.name, arch) if lib else _log_nvcc(source, path.name, arch)
-            out += sorted(parse_ptxas(log, path.name, arch), key=lambda r: order.get(r.kernel, len(order)))
-    return out
+    names = sorted(p.name for p in kernel_dir().glob("*.cu")) if files is None else list(files)
+    return [r for name in names for arch in archs for r in _compiled(name, arch, kernel_source(name))]
+
+
+@functools.cache
+def _compiled(file: str, arch: str, source: str) -> tuple:
+    """ptxas's reports for one source and architecture, in source order (cached)."""
+    lib = _nvrtc()
+    log = _log_nvrtc(lib, source, file, arch) if lib else _log_nvcc(source, file, arch)
+    order = {name: i for i, name in enumerate(kernel_names(source))}
+    return tuple(sorted(parse_ptxas(log, file, arch), key=lambda r: order.get(r.kernel, len(order))))
+
+
+def write_record(path=RECORD) -> dict:
+    """Compile every kernel for ARCHS and write the report with its compiler, architectures
+    and date to `path` (`make reports`); return the record."""
+    record = {"compiler": compiler(), "archs": list(ARCHS), "options": list(COMPILE_OPTIONS),
+              "date": datetime.date.today().isoformat(), "command": "make reports",
+              "reports": [r.__dict__ for r in report()]}
+    pathlib.Path(path).write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def recorded(path=RECORD) -> dict:
+    """The committed record (see `write_record`), its reports as `KernelReport`s."""
+    record = json.loads(pathlib.Path(path).read_text())
+    return {**record, "reports": [KernelReport(**r) for r in record["reports"]]}
+
+
+def shown_report(files, archs=ARCHS) -> tuple[list, str]:
+    """What a chapter shows of `files`: the live report where a compiler is here, else the
+    committed record; with a sentence saying which. Chapter 3."""
+    if compiler() is not None:
+        return report(archs, files), f"Compiled just now with {compiler()}."
+    record = recorded()
+    rows = [r for r in record["reports"] if r.file in files and r.arch in archs]
+    return rows, (f"No CUDA compiler here: this is the report recorded on {record['date']} with "
+                  f"{record['compiler']} (`{record['command']}`).")
 
 
 def function_source(file: str, name: str) -> str:
@@ -179,3 +214,7 @@ def function_source(file: str, name: str) -> str:
         if opened and depth == 0:
             break
     return "\n".join(lines[start:end + 1])
+
+
+if __name__ == "__main__":
+    print(f"wrote {RECORD} with {len(write_record()['reports'])} kernel reports")

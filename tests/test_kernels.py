@@ -154,3 +154,22 @@ def test_function_source_shows_whole_definitions():
 def test_ladder_count_checks_agree(kernel, sizes):
     table = gm.tables.count_table(kernel, *sizes)
     assert "| NO" not in table and table.count("| yes |") == 5
+
+
+def test_the_recorded_compiler_report_is_current():
+    """The record chapter 3 shows where no compiler is found equals a live compile
+    (`make reports` refreshes it)."""
+    assert compiler.compiler() is not None, "requirements.txt installs NVRTC (nvidia-cuda-nvrtc-cu12)"
+    record = compiler.recorded()
+    assert record["archs"] == list(compiler.ARCHS) and record["options"] == list(compiler.COMPILE_OPTIONS)
+    assert record["compiler"].startswith("nvrtc") and record["command"] == "make reports"
+    assert compiler.report() == record["reports"], "the recorded compiler report is stale: run make reports"
+
+
+def test_shown_report_falls_back_to_the_record(monkeypatch):
+    monkeypatch.setattr(compiler, "compiler", lambda: None)
+    rows, origin = compiler.shown_report(("gemm.cu",))
+    assert {r.file for r in rows} == {"gemm.cu"} and {r.arch for r in rows} == set(compiler.ARCHS)
+    assert origin.startswith("No CUDA compiler here") and "make reports" in origin
+    with pytest.raises(RuntimeError, match="no CUDA compiler here"):
+        compiler.report()
