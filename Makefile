@@ -23,9 +23,10 @@ book: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest tests notebooks --nbmake --nbmake-timeout=300
 
-## Regenerate notebooks/*.ipynb from chapters/*.md (a test fails when they are out of date).
+## Regenerate notebooks/*.ipynb from chapters/*.md, each chapter executed once for its numbers
+## (a test fails when they are out of date).
 notebooks: $(STAMP)
-	$(PY) -c 'from gpumodel.book import write_notebooks; print(*write_notebooks(), sep="\n")'
+	$(PY) -m gpumodel.notebooks
 
 ## Record the compiler report of every kernel (registers, spills; NVRTC, no GPU) in
 ## gpumodel/data/compiler_reports.json, shown where no compiler is found (a test fails when it is stale).

@@ -1,8 +1,9 @@
-"""The chapters' helpers: numbers are computed, then glued into the prose; the Colab badge.
+"""The chapters' helpers: numbers are computed, then glued into the prose; the Colab badge;
+the one line a chapter says when no GPU answers.
 
 In a Jupyter Book build, `glue("name", text)` makes `text` available to the prose as
-{glue:md}`name`; in plain Jupyter or Colab the prose shows the reference, and `GLUED` holds
-the values.
+{glue:md}`name`. The learners' notebooks (`gpumodel.notebooks`) show the same values in
+place, taken from `GLUED` when they are generated.
 """
 
 from __future__ import annotations
@@ -10,26 +11,31 @@ from __future__ import annotations
 from . import notebooks
 
 GLUED: dict = {}
-"""Everything glued in this kernel, by name: in Jupyter or Colab, where the prose shows
-{glue:md}`name` rather than the value, `gm.chapter.GLUED["name"]` has it."""
+"""Everything glued in this kernel, by name."""
+VARIES: set = set()
+"""The names glued whose value depends on the machine (a timing): the notebooks say where
+the reader's own value is printed rather than show the build machine's."""
 
 
-def glue(name: str, text: str) -> str:
-    """Publish `text` (a str, MyST allowed) under `name` for {glue:md}`name`; return it."""
+def glue(name: str, text: str, varies: bool = False) -> None:
+    """Publish `text` (a str, MyST allowed) under `name` for {glue:md}`name`; `varies` marks
+    a value that depends on the machine (see `VARIES`)."""
     if not isinstance(text, str):
-        raise ValueError(f"text must be a str (format numbers with gm.fmt_*), got {type(text).__name__}")
+        raise TypeError(f"text must be a str (format numbers with gm.fmt_*), got {type(text).__name__}")
     GLUED[name] = text
+    (VARIES.add if varies else VARIES.discard)(name)
     try:
         from IPython.display import Markdown
         from myst_nb import glue as myst_glue
     except ImportError:
-        return text
+        return
     myst_glue(name, Markdown(text), display=False)
-    return text
 
 
 def colab_badge(chapter: str):
-    """A Markdown link that opens the chapter's notebook in Colab."""
+    """A Markdown link that opens the chapter's notebook in Colab, and one to download it
+    from the site (which serves `notebooks/*.ipynb` at its root)."""
     from IPython.display import Markdown
 
-    return Markdown(f"[Open this chapter in Colab]({notebooks.colab_url(chapter)}) (the first cell installs `gpumodel` there)")
+    return Markdown(f"[Open this chapter in Colab]({notebooks.colab_url(chapter)}) (the first cell installs "
+                    f"`gpumodel` there) or [download it as a notebook](../{chapter}.ipynb).")

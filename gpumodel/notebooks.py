@@ -1,47 +1,246 @@
 """The learners' notebooks: `notebooks/<chapter>.ipynb`, generated from `chapters/<chapter>.md`
-for Colab and the tests (`make notebooks`), and the links that open them."""
+(`make notebooks`) so that JupyterLab, Notebook 7, VS Code and Colab show what the site shows.
+
+Every Markdown cell is plain Markdown and HTML: glued numbers appear as their values (the
+chapter is executed once to compute them), citations as "(Author Year)" linked to the
+reference list on the site, `{doc}` links point to the sibling notebook, admonitions become
+quoted blocks with a bold title, exercises headed blocks, and each solution (its prose and
+its code) sits closed inside `<details>`, so Run All neither runs nor shows it. Cells hidden
+on the site keep their code, collapsed (`jupyter.source_hidden`), so every cell still runs.
+"""
 
 from __future__ import annotations
 
-REPOSITORY = "https://github.com/YOUR-ACCOUNT/gpu-memory-hierarchy"
-"""The course's repository; a fork changes it here and in _config.yml (a test holds them equal)."""
+import functools
+import json
+import os
+import pathlib
+import re
+
+PLACEHOLDER = "https://github.com/YOUR-ACCOUNT/gpu-memory-hierarchy"
+"""The repository a local build links to; a build on GitHub Actions uses its own (see `repository`)."""
 BRANCH = "main"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BIB = pathlib.Path(__file__).resolve().parent / "data" / "references.bib"
+REFERENCES = "chapters/99_appendix_presets.html#references"
+"""Where the site lists every reference."""
+HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
+ROLE = re.compile(r"\{(?P<role>glue:md|glue:text|glue|cite:p|cite:t|cite|doc|numref|ref|math)\}`(?P<text>[^`]*)`")
+SOLUTION_START = re.compile(r"^(`{3,})\{solution-start\}.*?\n\1[ \t]*$\n?", re.M | re.S)
+SOLUTION_END = re.compile(r"^(`{3,})\{solution-end\}.*?\n\1[ \t]*$\n?", re.M | re.S)
+ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention", "danger", "error", "seealso"}
 
 
-def colab_url(chapter: str) -> str:
-    """Where Colab opens `notebooks/<chapter>.ipynb` (generated from `chapters/<chapter>.md`)."""
-    path = REPOSITORY.removeprefix("https://github.com/")
+def repository(environ=os.environ) -> str:
+    """The course's repository: on GitHub Actions (`GITHUB_REPOSITORY` set, as in the Pages
+    workflow) the repository being built, so a fork links to itself; else the placeholder."""
+    name = environ.get("GITHUB_REPOSITORY", "").strip()
+    return f"https://github.com/{name}" if name else PLACEHOLDER
+
+
+def site_url(repo: str | None = None) -> str:
+    """Where GitHub Pages publishes the site of `repo` (https://OWNER.github.io/NAME/)."""
+    owner, name = (repo or repository()).removeprefix("https://github.com/").split("/")[:2]
+    return f"https://{owner.lower()}.github.io/{name}/"
+
+
+def colab_url(chapter: str, repo: str | None = None) -> str:
+    """Where Colab opens `notebooks/<chapter>.ipynb` of `repo`."""
+    path = (repo or repository()).removeprefix("https://github.com/")
     return f"https://colab.research.google.com/github/{path}/blob/{BRANCH}/notebooks/{chapter}.ipynb"
 
 
-INSTALL_SOURCE = f"""# Colab only: install gpumodel, with its CUDA kernels, from the course's repository.
+def install_source(repo: str | None = None) -> str:
+    """The first cell of every notebook: on Colab only, install gpumodel from `repo`."""
+    return f"""# Colab only: install gpumodel, with its CUDA kernels, from the course's repository.
 import sys
 
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "gpumodel @ git+{REPOSITORY}"], check=True)"""
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "gpumodel[book] @ git+{repo or repository()}"], check=True)"""
 
 
-def chapter_notebook(path):
-    """The notebook Colab and the tests open for the MyST chapter at `path`: the chapter as
-    jupytext reads it, with the Colab install cell (hidden) first and no outputs."""
+@functools.cache
+def _bibliography() -> dict:
+    """key -> "Author Year" from references.bib (one author's surname, "A and B", or "A et al.")."""
+    out = {}
+    for key, body in re.findall(r"^@\w+\{([^,\s]+),(.*?)^\}", BIB.read_text(), re.M | re.S):
+        author = re.search(r"author\s*=\s*\{(.*)\},?\s*$", body, re.M).group(1)
+        year = re.search(r"year\s*=\s*\{(\d{4})\}", body).group(1)
+        if author.startswith("{"):  # an organisation, {{NVIDIA Corporation}}
+            names = [author.strip("{}")]
+        else:
+            names = [re.sub(r"[{}\\']", "", a).split()[-1] for a in author.split(" and ")]
+        who = names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2 else f"{names[0]} et al."
+        out[key] = f"{who} {year}"
+    return out
+
+
+def cite(keys: str, repo: str | None = None) -> str:
+    """Citation keys ("a, b") as "(Author Year; Author Year)", linked to the site's references."""
+    link = site_url(repo) + REFERENCES
+    return "(" + "; ".join(f"[{_bibliography()[k.strip()]}]({link})" for k in keys.split(",")) + ")"
+
+
+class _Chapter:
+    """What converting one chapter needs: its glued values, its figures' numbers, its exercises."""
+
+    def __init__(self, path: pathlib.Path, glued: dict, varies=(), repo: str | None = None):
+        self.path, self.glued, self.varies, self.repo = path, glued, set(varies), repo
+        self.number = int(path.stem.split("_")[0])
+        self.exercises = 0
+        self.figures: dict = {}
+
+    def title(self, stem: str) -> str:
+        """The first heading of chapter `stem`."""
+        text = (self.path.parent / f"{stem}.md").read_text()
+        return re.search(r"^# (.+)$", text, re.M).group(1)
+
+    def role(self, match: re.Match) -> str:
+        role, text = match["role"], match["text"]
+        if role.startswith("glue"):
+            if text in self.varies:
+                return "*your run's value, printed above*"
+            if text not in self.glued:
+                raise ValueError(f"{self.path.name} shows {{glue}}`{text}`, which no cell glues")
+            return self.markdown(self.glued[text])
+        if role.startswith("cite"):
+            return cite(text, self.repo)
+        if role == "doc":
+            label, target = re.fullmatch(r"(?:(.*?)\s*<)?([^<>]+)>?", text).groups()
+            stem = pathlib.PurePosixPath(target).name
+            return f"[{label or self.title(stem)}]({stem}.ipynb)"
+        if role == "numref":
+            if text not in self.figures:
+                raise ValueError(f"{self.path.name} refers to {text!r}, which is no figure of it")
+            return f"Figure {self.figures[text]}"
+        if role == "math":
+            return f"${text}$"
+        return text  # {ref}: the label's own text
+
+    def markdown(self, text: str) -> str:
+        """MyST Markdown as plain Markdown: roles resolved, directives as quotes and headings."""
+        lines, out, i = text.splitlines(), [], 0
+        while i < len(lines):
+            m = FENCE.match(lines[i])
+            if not m:
+                out.append(ROLE.sub(self.role, lines[i]))
+                i += 1
+                continue
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == m["fence"])
+            body = lines[i + 1:end]
+            options = {}
+            while body and body[0].startswith(":") and not body[0].startswith(m["fence"][:3]):
+                key, _, value = body.pop(0)[1:].partition(":")
+                options[key] = value.strip()
+            out.append(self.directive(m["name"], m["arg"], options, "\n".join(body).strip("\n")))
+            i = end + 1
+        return "\n".join(out)
+
+    def directive(self, name: str, arg: str, options: dict, body: str) -> str:
+        if name == "include":
+            return self.markdown((self.path.parent / arg.strip()).read_text())
+        if name == "exercise":
+            self.exercises += 1
+            number = f"{self.number}.{self.exercises}" if self.number < 99 else f"{self.exercises}"
+            return f"#### Exercise {number}\n\n{self.markdown(body)}"
+        if name in ("admonition", "dropdown") or name in ADMONITIONS:
+            title = arg.strip() or name.capitalize()
+            if name == "dropdown":
+                return f"<details><summary>{title}</summary>\n\n{self.markdown(body)}\n\n</details>"
+            quoted = "\n".join(f"> {line}" if line else ">" for line in self.markdown(body).splitlines())
+            return f"> **{title}**\n>\n{quoted}"
+        if name == "bibliography":
+            return f"The full list is on the site: [{site_url(self.repo) + REFERENCES}]({site_url(self.repo) + REFERENCES})."
+        raise ValueError(f"{self.path.name}: no plain-Markdown form for the {{{name}}} directive")
+
+
+def _hidden(cell) -> bool:
+    return bool(HIDDEN_TAGS & set(cell.metadata.get("tags", [])))
+
+
+def learner_notebook(path, glued: dict, varies=(), repo: str | None = None):
+    """The notebook of the MyST chapter at `path` as learners get it (see the module doc),
+    with `glued` (name -> MyST text) the values its cells glue and `varies` the names whose
+    value depends on the reader's machine."""
     import jupytext
     import nbformat
 
-    nb = jupytext.read(path)
-    install = nbformat.v4.new_code_cell(INSTALL_SOURCE, metadata={"tags": ["hide-output"], "cellView": "form"})
-    install.id = "colab-install"
-    nb.cells.insert(0, install)
-    for i, cell in enumerate(nb.cells[1:], 1):
-        cell.id = f"cell-{i}"  # stable ids, so regenerating changes nothing
+    path = pathlib.Path(path)
+    chapter = _Chapter(path, glued, varies, repo)
+    source = jupytext.read(path)
+    for cell in source.cells:  # figures are numbered in order, so that {numref} can name them
+        name = cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
+        if name:
+            chapter.figures[name] = len(chapter.figures) + 1
+    cells = [nbformat.v4.new_code_cell(install_source(repo), metadata={"tags": ["hide-output"], "jupyter": {"source_hidden": True}})]
+    solution = None  # the parts of the solution being collected
+    for cell in source.cells:
+        if cell.cell_type == "code":
+            if solution is not None:
+                solution.append(f"```python\n{cell.source}\n```")
+                continue
+            metadata = {"tags": cell.metadata.get("tags", [])} if cell.metadata.get("tags") else {}
+            if _hidden(cell):
+                metadata["jupyter"] = {"source_hidden": True}
+            cells.append(nbformat.v4.new_code_cell(cell.source, metadata=metadata))
+            figure = cell.metadata.get("mystnb", {}).get("figure", {})
+            if figure.get("caption"):
+                number = chapter.figures.get(figure.get("name"), "")
+                cells.append(nbformat.v4.new_markdown_cell(f"*Figure {number}. {chapter.markdown(figure['caption'])}*"))
+            continue
+        text = cell.source
+        while text:
+            pattern = SOLUTION_START if solution is None else SOLUTION_END
+            m = pattern.search(text)
+            before, text = (text, "") if m is None else (text[:m.start()], text[m.end():])
+            if solution is None:
+                if before.strip():
+                    cells.append(nbformat.v4.new_markdown_cell(chapter.markdown(before.strip("\n"))))
+                if m:
+                    solution = []
+            else:
+                if before.strip():
+                    solution.append(chapter.markdown(before.strip("\n")))
+                if m:
+                    body = "\n\n".join(solution)
+                    cells.append(nbformat.v4.new_markdown_cell(
+                        f"<details><summary><b>Solution</b> (open it once you have tried)</summary>\n\n{body}\n\n</details>"))
+                    solution = None
+    if solution is not None:
+        raise ValueError(f"{path.name}: a solution is never ended")
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "gpumodel": {"generated_from": f"chapters/{path.name}", "glued": glued, "varies": sorted(varies)},
+    })
+    for i, cell in enumerate(nb.cells):
+        cell.id = "colab-install" if i == 0 else f"cell-{i}"  # stable ids: regenerating changes nothing
     return nb
 
 
-def write_notebooks(chapters="chapters", out="notebooks") -> list:
-    """Write `notebooks/<chapter>.ipynb` for every numbered chapter; return the paths."""
-    import pathlib
+def glued_values(path) -> tuple[dict, list]:
+    """Execute the MyST chapter at `path` (in its folder) and return what its cells glued
+    (name -> MyST text) and the names whose value depends on the machine."""
+    import jupytext
+    import nbclient
+    import nbformat
 
+    path = pathlib.Path(path)
+    nb = jupytext.read(path)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import json as _json, gpumodel as _gm\n"
+        "print(_json.dumps({'glued': _gm.chapter.GLUED, 'varies': sorted(_gm.chapter.VARIES)}))"))
+    nbclient.NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(path.parent)}}).execute()
+    found = json.loads(nb.cells[-1].outputs[-1]["text"])
+    return found["glued"], found["varies"]
+
+
+def write_notebooks(chapters="chapters", out="notebooks", repo: str | None = None) -> list:
+    """Write `notebooks/<chapter>.ipynb` for every numbered chapter (each executed once for
+    its glued values); return the paths."""
     import nbformat
 
     out = pathlib.Path(out)
@@ -49,6 +248,30 @@ def write_notebooks(chapters="chapters", out="notebooks") -> list:
     written = []
     for path in sorted(pathlib.Path(chapters).glob("[0-9]*.md")):
         target = out / f"{path.stem}.ipynb"
-        nbformat.write(chapter_notebook(path), target)
+        nbformat.write(learner_notebook(path, *glued_values(path), repo=repo), target)
         written.append(target)
     return written
+
+
+def site_config(text: str, repo: str | None = None) -> str:
+    """`_config.yml`'s text with its repository URL (the placeholder) set to `repo`."""
+    return text.replace(PLACEHOLDER, repo or repository())
+
+
+def main(argv=None) -> None:
+    """`python -m gpumodel.notebooks [--site]`: regenerate `notebooks/`; with `--site` (the
+    Pages workflow) first point `_config.yml` at the repository being built."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m gpumodel.notebooks", description=main.__doc__)
+    parser.add_argument("--site", action="store_true", help="set _config.yml's repository from GITHUB_REPOSITORY")
+    args = parser.parse_args(argv)
+    if args.site:
+        config = ROOT / "_config.yml"
+        config.write_text(site_config(config.read_text()))
+        print(f"_config.yml: repository {repository()}")
+    print(*write_notebooks(ROOT / "chapters", ROOT / "notebooks"), sep="\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -11,22 +11,32 @@ import nbformat
 import pytest
 import yaml
 
+import gpumodel as gm
 from gpumodel import notebooks as book
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9]*.md"))
 
 
-def cells(nb):
-    return [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in nb.cells]
+def _stored(chapter):
+    path = ROOT / "notebooks" / f"{chapter.stem}.ipynb"
+    assert path.exists(), f"run `make notebooks`: {path.name} is missing"
+    return nbformat.read(path, as_version=4)
+
+
+def _cells(nb):
+    return [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_notebooks_are_in_sync_with_the_chapters(chapter):
-    committed = ROOT / "notebooks" / f"{chapter.stem}.ipynb"
-    assert committed.exists(), f"run `make notebooks`: {committed.name} is missing"
-    stored = nbformat.read(committed, as_version=4)
-    assert cells(stored) == cells(book.chapter_notebook(chapter)), f"run `make notebooks`: {committed.name} is out of date"
+    """The committed notebook is what the generator makes of the chapter (with the glued
+    values it recorded; `test_run_all_reproduces_the_numbers_and_shows_no_solution` checks
+    those against a fresh run)."""
+    stored = _stored(chapter)
+    meta = stored.metadata["gpumodel"]
+    fresh = book.learner_notebook(chapter, meta["glued"], meta["varies"])
+    assert _cells(stored) == _cells(fresh), f"run `make notebooks`: {chapter.stem}.ipynb is out of date"
     assert all(not c.get("outputs") for c in stored.cells if c.cell_type == "code"), "notebooks ship without outputs"
 
 
@@ -34,15 +44,89 @@ def test_no_stray_notebooks():
     assert {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")} == {p.stem for p in CHAPTERS}
 
 
-def test_the_install_cell_installs_from_the_repository_in_config():
+RAW_MYST = ("{glue", "{cite", "{doc}", "{numref}", "```{", ":::{", ":label:", ":class:")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_markdown_cells_are_plain_markdown(chapter):
+    stored = _stored(chapter)
+    markdown = [c.source for c in stored.cells if c.cell_type == "markdown"]
+    for text in markdown:
+        for raw in RAW_MYST:
+            assert raw not in text, f"{chapter.stem}: {raw!r} left in {text[:120]!r}"
+    exercises = sum(c.count("#### Exercise ") for c in markdown)
+    solutions = [c for c in markdown if "<summary><b>Solution</b>" in c]
+    assert exercises == len(solutions) == chapter.read_text().count("{solution-start}") > 0
+    for s in solutions:
+        assert s.startswith("<details>") and s.rstrip().endswith("</details>")
+    solution_code = {code.strip() for s in solutions for code in re.findall(r"```python\n(.*?)```", s, re.S)}
+    assert solution_code, "each solution shows its check"
+    for cell in stored.cells[1:]:  # after the (collapsed) install cell
+        if cell.cell_type == "code":
+            assert cell.source.strip() not in solution_code, f"a solution's code runs: {cell.source}"
+            hidden = {"remove-cell", "remove-input", "hide-input"} & set(cell.metadata.get("tags", []))
+            assert bool(hidden) == cell.metadata.get("jupyter", {}).get("source_hidden", False), cell.source[:80]
+
+
+def test_glued_numbers_appear_in_the_prose():
+    stored = _stored(ROOT / "chapters" / "01_hierarchy.md")
+    text = "\n".join(c.source for c in stored.cells if c.cell_type == "markdown")
+    vector_add = gm.predict(gm.vector_add(2**28), "A100-40GB")
+    assert f"HBM needs {gm.fmt_time(vector_add.time)}" in text
+    assert "[Luo et al. 2024](https://your-account.github.io/gpu-memory-hierarchy/chapters/99_appendix_presets.html#references)" in text
+    assert "[GPU presets](99_appendix_presets.ipynb)" in text
+    assert "> **GPU optional**" in text
+
+
+def test_a_varying_value_points_at_the_readers_own_run():
+    stored = _stored(ROOT / "chapters" / "02_intensity.md")
+    assert "cpu_out" in stored.metadata["gpumodel"]["varies"]
+    text = "\n".join(c.source for c in stored.cells if c.cell_type == "markdown")
+    assert "(time: *your run's value, printed above*)" in " ".join(text.split())
+
+
+@pytest.mark.parametrize("chapter", [ROOT / "chapters" / "02_intensity.md", ROOT / "chapters" / "99_appendix_presets.md"],
+                         ids=lambda p: p.stem)
+def test_run_all_reproduces_the_numbers_and_shows_no_solution(chapter):
+    """Run All on a generated notebook: every glued value (but those that vary by machine)
+    comes out as the notebook's prose shows it, and no checker says "Right."."""
+    import nbclient
+
+    nb = _stored(chapter)
+    nb.cells.append(nbformat.v4.new_code_cell("import json, gpumodel as gm\nprint(json.dumps(gm.chapter.GLUED))"))
+    nbclient.NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(ROOT / "chapters")}}).execute()
+    glued = json.loads(nb.cells[-1].outputs[-1]["text"])
+    meta = nb.metadata["gpumodel"]
+    assert {k: v for k, v in glued.items() if k not in meta["varies"]} == \
+        {k: v for k, v in meta["glued"].items() if k not in meta["varies"]}
+    outputs = json.dumps([c.get("outputs", []) for c in nb.cells[:-1]])
+    assert "Right." not in outputs and "No answer yet" in outputs
+
+
+def test_the_install_cell_installs_from_the_repository():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert config["repository"]["url"] == book.REPOSITORY
-    assert f"gpumodel @ git+{book.REPOSITORY}" in book.INSTALL_SOURCE
+    assert config["repository"]["url"] == book.PLACEHOLDER == book.repository({})
+    assert f"gpumodel[book] @ git+{book.PLACEHOLDER}" in book.install_source()
     assert book.colab_url("99_appendix_presets").endswith("/blob/main/notebooks/99_appendix_presets.ipynb")
 
 
+def test_a_fork_links_to_itself_on_the_pages_build(monkeypatch):
+    """What the Pages workflow does (`python -m gpumodel.notebooks --site`), with
+    GITHUB_REPOSITORY set as GitHub Actions sets it."""
+    monkeypatch.setenv("GITHUB_REPOSITORY", "some-fork/gpu-course")
+    fork = "https://github.com/some-fork/gpu-course"
+    assert book.repository() == fork
+    config = yaml.safe_load(book.site_config((ROOT / "_config.yml").read_text()))
+    assert config["repository"]["url"] == fork
+    assert book.colab_url("01_hierarchy") == \
+        "https://colab.research.google.com/github/some-fork/gpu-course/blob/main/notebooks/01_hierarchy.ipynb"
+    assert f"git+{fork}" in book.install_source()
+    assert book.cite("dao2022flashattention").startswith("([Dao et al. 2022](https://some-fork.github.io/gpu-course/")
+    assert "some-fork" in str(gm.chapter.colab_badge("01_hierarchy").data)
+
+
 def test_the_install_cell_runs_off_colab_and_does_nothing():
-    done = subprocess.run([sys.executable, "-c", book.INSTALL_SOURCE], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", book.install_source()], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
 
 
