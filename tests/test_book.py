@@ -73,13 +73,15 @@ def test_markdown_table_escapes_pipes():
     assert gm.tables.markdown_table(["a"], [["x|y"]]).splitlines()[-1] == "| x\\|y |"
 
 
-def test_glue_keeps_what_it_glued():
-    assert gm.chapter.glue("test_value", "2.07 ms") == "2.07 ms"
-    assert gm.chapter.GLUED["test_value"] == "2.07 ms"
+def test_glue_keeps_what_it_glued_and_echoes_nothing():
+    assert gm.chapter.glue("test_value", "2.07 ms") is None  # a glue cell's last line shows no stray value
+    assert gm.chapter.GLUED["test_value"] == "2.07 ms" and "test_value" not in gm.chapter.VARIES
+    gm.chapter.glue("test_value", "1.00 s", varies=True)
+    assert gm.chapter.GLUED["test_value"] == "1.00 s" and "test_value" in gm.chapter.VARIES
 
 
 def test_glue_refuses_numbers():
-    with pytest.raises(ValueError, match="text must be a str"):
+    with pytest.raises(TypeError, match="text must be a str"):
         gm.chapter.glue("x", 2.07e-3)
 
 

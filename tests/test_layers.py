@@ -24,7 +24,7 @@ LAYERS = {
 THIRD_PARTY = {
     "core": {"numpy", "tomli"},
     "gpu": {"numpy", "cupy"},
-    "rendering": {"numpy", "matplotlib", "ipywidgets", "IPython", "myst_nb", "jupytext", "nbformat"},
+    "rendering": {"numpy", "matplotlib", "ipywidgets", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient"},
 }
 
 
