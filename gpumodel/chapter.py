@@ -8,7 +8,7 @@ place, taken from `GLUED` when they are generated.
 
 from __future__ import annotations
 
-from . import notebooks
+from . import gpu_runtime, notebooks
 
 GLUED: dict = {}
 """Everything glued in this kernel, by name."""
@@ -39,3 +39,22 @@ def colab_badge(chapter: str):
 
     return Markdown(f"[Open this chapter in Colab]({notebooks.colab_url(chapter)}) (the first cell installs "
                     f"`gpumodel` there) or [download it as a notebook](../{chapter}.ipynb).")
+
+
+def gpu_notice():
+    """The one line a chapter that runs kernels says about this machine: the GPU it runs
+    on, or that it shows the CPU path and recorded data (why no GPU answered goes to the log)."""
+    from IPython.display import Markdown
+
+    from .widgets import building_book
+
+    if gpu_runtime.have_gpu():
+        title, text = "Running on a GPU", (f"{gpu_runtime.gpu_status()[1]} answered: the kernels below run on it "
+                                           "and are compared with the model.")
+    else:
+        title, text = "Running without a GPU", ("No GPU answered here, so this chapter shows the CPU path: the "
+                                                "model, simulations that count every byte, measurements of this "
+                                                "CPU, and runs recorded on real GPUs.")
+    if building_book():
+        return Markdown(f":::{{note}} {title}\n{text}\n:::")
+    return Markdown(f"> **{title}**\n>\n> {text}")

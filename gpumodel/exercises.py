@@ -2,24 +2,30 @@
 out. Each chapter's checkers say which exercise they serve.
 
 A checker returns `Feedback`, which prints as a sentence and is truthy when right. `None`
-means "not answered yet"; any other answer that is not a number is a ValueError.
+means "not answered yet". A wrong answer gets a hint (units, a factor, where to look), never
+the answer; the reasoning comes with the right one. An answer of the wrong type (a string
+or a list where a number is expected) gets a sentence, not a traceback. A number may be a
+Python or NumPy number, or a 0-d array.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
+import numpy as np
+
+from . import presets
 from .hardware import LEVELS
 from .model import BOUNDS, predict
-from . import presets
 from .units import fmt_bandwidth, fmt_time
 from .workloads import elementwise_chain, flash_block, seed_kernels, warp_sectors
 
 
 @dataclass(frozen=True)
 class Feedback:
-    """Whether an answer is right, and why."""
+    """Whether an answer is right, and why (or a hint)."""
 
     correct: bool
     message: str
@@ -34,27 +40,52 @@ class Feedback:
         return ("**Right.** " if self.correct else "**Not yet.** ") + self.message
 
 
-def _number(answer, unit: str) -> float | None:
-    if answer is None:
+def _real(answer) -> float | None:
+    """`answer` as a float if it is one finite real number (Python or NumPy, or a 0-d array)."""
+    if isinstance(answer, np.ndarray) and answer.ndim == 0:
+        answer = answer[()]
+    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, numbers.Real):
         return None
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
-        raise ValueError(f"answer must be a finite number in {unit}, got {answer!r}")
-    return float(answer)
+    return float(answer) if math.isfinite(answer) else None
 
 
-def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain: str = "") -> Feedback:
-    """Right when `answer` is within `rtol` of `expected` (both in `unit`)."""
-    value = _number(answer, unit)
-    if value is None:
+def _wrong_type(answer, wanted: str) -> Feedback:
+    """The sentence for an answer that is not what the question asks for."""
+    shown = repr(answer)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return Feedback(False, f"The answer should be {wanted}; {shown} is a {type(answer).__name__}. "
+                    "Replace it and run the cell again.")
+
+
+def _hint(value: float, expected: float) -> str:
+    """A hint for a wrong number that does not give the expected one away."""
+    if expected and value and (value > 0) != (expected > 0):
+        return "The sign is wrong."
+    ratio = abs(value / expected) if expected else math.inf
+    direction = "high" if value > expected else "low"
+    decades = math.log10(ratio) if 0 < ratio < math.inf else 0.0
+    if round(decades) and abs(decades - round(decades)) < 0.05:
+        return f"Too {direction} by a power of ten: check the units."
+    if 0.9 < ratio < 1.1:
+        return f"Close, but a little too {direction}: carry more digits, or check a rounded figure."
+    if abs(ratio - 2) < 0.05 or abs(ratio - 0.5) < 0.025:
+        return (f"Too {direction} by a factor of two: is every flop counted (an FMA is two), and every byte "
+                "(reads and writes)?")
+    return f"Too {direction}."
+
+
+def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain: str = "", hint: str = "") -> Feedback:
+    """Right when `answer` is within `rtol` of `expected` (both in `unit`). `explain` comes
+    with a right answer; `hint` (which must not give the answer away) with a wrong one."""
+    if answer is None:
         return Feedback(False, f"No answer yet: replace None with a number in {unit}.")
+    value = _real(answer)
+    if value is None:
+        return _wrong_type(answer, f"a number in {unit}")
     if math.isclose(value, expected, rel_tol=rtol):
         closeness = f"is within {100 * rtol:g}% of {expected:.4g} {unit}" if rtol else "is exactly it"
         return Feedback(True, f"{value:g} {unit} {closeness}. {explain}".strip())
-    direction = "high" if value > expected else "low"
-    ratio = value / expected if expected else math.inf
-    decades = math.log10(abs(ratio)) if value and expected else 0.0
-    hint = " Off by a power of ten: check the units." if round(decades) and abs(decades - round(decades)) < 0.05 else ""
-    return Feedback(False, f"{value:g} {unit} is too {direction} (by a factor of {ratio:.3g}).{hint} {explain}".strip())
+    return Feedback(False, f"{value:g} {unit}: {_hint(value, expected)} {hint}".strip())
 
 
 def check_bandwidth(gpu, level: str, answer) -> Feedback:
@@ -86,15 +117,23 @@ def check_bound(kernel: str, gpu, answer) -> Feedback:
 
 
 def _check_bound_of(kernels: dict, kernel: str, gpu, answer, explain) -> Feedback:
-    """Right when `answer` is the bound of `kernels[kernel]` on `gpu`; `explain(p)` says why."""
+    """Right when `answer` is the bound of `kernels[kernel]` on `gpu`; `explain(p)` says why.
+    A wrong bound is told how long its part takes, against the kernel's time."""
     if kernel not in kernels:
         raise ValueError(f"kernel must be one of {list(kernels)}, got {kernel!r}")
     if answer is None:
         return Feedback(False, f"No answer yet: replace None with one of {BOUNDS}.")
-    if answer not in BOUNDS:
-        raise ValueError(f"answer must be one of {BOUNDS}, got {answer!r}")
+    if not isinstance(answer, str) or answer not in BOUNDS:
+        return _wrong_type(answer, f"one of the strings {', '.join(map(repr, BOUNDS))}")
     p = predict(kernels[kernel], presets.gpu(gpu))
-    return Feedback(answer == p.bound, explain(p))
+    if answer == p.bound:
+        return Feedback(True, explain(p))
+    took = p.compute_time if answer == "compute" else p.level_times[answer]
+    if took >= p.time * (1 - 1e-9):
+        return Feedback(False, f"In the model, {answer} needs the whole {fmt_time(p.time)}, but so does another part, "
+                        "and ties go to the part listed first in gm.BOUNDS.")
+    return Feedback(False, f"In the model, {answer} needs {fmt_time(took)}, but the kernel takes {fmt_time(p.time)}: "
+                    "another part needs longer. Compare what each part is asked for, per flop, with what it serves.")
 
 
 def check_machine_balance(gpu, answer) -> Feedback:
@@ -163,14 +202,16 @@ def check_padding(rows: int, cols: int, answer) -> Feedback:
 
     if answer is None:
         return Feedback(False, "No answer yet: replace None with a number of words.")
-    if isinstance(answer, bool) or not isinstance(answer, int) or answer < 0:
-        raise ValueError(f"answer must be a whole number of words >= 0, got {answer!r}")
+    value = _real(answer)
+    if value is None or value < 0 or value != int(value):
+        return _wrong_type(answer, "a whole number of words, 0 or more")
+    answer = int(value)
     degree = bank_conflicts(warp_addresses((rows, cols), answer, "column"))
     smallest = next(p for p in range(33) if bank_conflicts(warp_addresses((rows, cols), p, "column")) == 1)
     if degree > 1:
         return Feedback(False, f"With {answer} words of padding the column read is still {degree}-way conflicted.")
     if answer > smallest:
-        return Feedback(False, f"Conflict-free, but {smallest} word(s) would do: padding costs shared memory.")
+        return Feedback(False, "Conflict-free, but less padding would do, and padding costs shared memory.")
     return Feedback(True, f"Rows of {cols + answer} words put the 32 elements of a column in 32 different banks.")
 
 
@@ -210,10 +251,14 @@ def check_best_group(size: int, gpu, drift_fraction: float, answer) -> Feedback:
     best = min(traffic, key=traffic.get)
     if answer is None:
         return Feedback(False, f"No answer yet: replace None with one of {GROUPS}.")
-    if answer not in traffic:
-        raise ValueError(f"answer must be one of {GROUPS}, got {answer!r}")
+    value = _real(answer)
+    if value not in traffic:
+        return _wrong_type(answer, f"one of the group sizes {GROUPS}")
+    if value != best:
+        return Feedback(False, f"Group size {value:g} moves {traffic[value] / 1e9:.3g} GB through HBM; "
+                        "another moves less. Try the sizes on either side.")
     table = ", ".join(f"{g}: {traffic[g] / 1e9:.3g} GB" for g in GROUPS)
-    return Feedback(answer == best, f"HBM traffic by group size: {table}.")
+    return Feedback(True, f"HBM traffic by group size: {table}.")
 
 
 def check_l2_overflow(gpu, answer) -> Feedback:

@@ -9,6 +9,7 @@ take the CPU path.
 
 from __future__ import annotations
 
+import logging
 import statistics
 
 import numpy as np
@@ -24,7 +25,7 @@ SOURCE = "cuda_runtime_api"
 """Facts read from the device cite the CUDA Runtime API (cudaDeviceGetAttribute)."""
 
 _status: tuple | None = None
-_announced = False
+log = logging.getLogger("gpumodel")
 
 
 def gpu_status() -> tuple[bool, str]:
@@ -55,14 +56,12 @@ def _probe() -> tuple[bool, str]:
     return True, name.decode() if isinstance(name, bytes) else str(name)
 
 
-def have_gpu(announce: bool = True) -> bool:
-    """True when a GPU answers. Otherwise, if `announce`, print one line saying what runs
-    instead (once per process)."""
-    global _announced
+def have_gpu() -> bool:
+    """True when a GPU answers. Why not, when none does, goes to the log (logger
+    "gpumodel"), not to the reader: the chapters say it once (`gm.chapter.gpu_notice`)."""
     ok, why = gpu_status()
-    if not ok and announce and not _announced:
-        print(f"No GPU: {why}. Running the CPU path instead.")
-        _announced = True
+    if not ok:
+        log.info("no GPU: %s", why)
     return ok
 
 
@@ -253,6 +252,6 @@ def gemm_runs(kernel: str, size: int = 4096) -> list:
     runs recorded at that size (`recorded_runs.rows`). Chapter 3."""
     from . import recorded_runs
 
-    if have_gpu(announce=False):
+    if have_gpu():
         return [time_gemm(kernel, size)]
     return [r for r in recorded_runs.rows(kernel) if r["sizes"] == {"m": size, "n": size, "k": size}]

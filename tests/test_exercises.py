@@ -1,5 +1,6 @@
 """Every chapter's checkers, called with right and wrong answers."""
 
+import numpy as np
 import pytest
 
 import gpumodel as gm
@@ -13,16 +14,18 @@ import gpumodel as gm
 ])
 def test_check_bound(kernel, preset, bound):
     assert gm.exercises.check_bound(kernel, preset, bound)
-    wrong = next(b for b in gm.BOUNDS if b != bound)
-    feedback = gm.exercises.check_bound(kernel, preset, wrong)
-    assert not feedback and f"the largest, {bound}" in feedback.message
+    for wrong in (b for b in gm.BOUNDS if b != bound):
+        feedback = gm.exercises.check_bound(kernel, preset, wrong)
+        assert not feedback and wrong in feedback.message
+        assert bound not in feedback.message and gm.fmt_bound(bound) not in feedback.message, "a hint, not the answer"
 
 
-def test_check_bound_refuses_bad_input():
+def test_check_bound_answers_bad_input_with_a_sentence():
     with pytest.raises(ValueError, match="kernel must be one of"):
         gm.exercises.check_bound("matmul", "T4", "smem")
-    with pytest.raises(ValueError, match="answer must be one of"):
-        gm.exercises.check_bound("vector_add", "T4", "memory")
+    for answer in ("memory", ["smem"], 3, True):
+        feedback = gm.exercises.check_bound("vector_add", "T4", answer)
+        assert not feedback and feedback.message.startswith("The answer should be one of the strings")
     assert "No answer yet" in gm.exercises.check_bound("vector_add", "T4", None).message
 
 
@@ -64,8 +67,10 @@ def test_check_padding():
     assert gm.exercises.check_padding(32, 64, 1)
     assert not gm.exercises.check_padding(32, 64, 0)
     assert not gm.exercises.check_padding(32, 64, 3)  # conflict-free, but more than needed
-    with pytest.raises(ValueError, match="answer must be a whole number"):
-        gm.exercises.check_padding(32, 64, 1.5)
+    assert "less padding would do" in gm.exercises.check_padding(32, 64, 3).message  # not how much less
+    assert gm.exercises.check_padding(32, 64, np.int64(1))
+    for answer in (1.5, -1, "1", [1]):
+        assert gm.exercises.check_padding(32, 64, answer).message.startswith("The answer should be a whole number")
 
 
 def test_check_occupancy():
@@ -100,3 +105,37 @@ def test_chapter_five_checkers():
         n *= 2
     assert gm.exercises.check_attention_overflow("H100-SXM", 1, 32, 128, "fp16", n)
     assert not gm.exercises.check_attention_overflow("H100-SXM", 1, 32, 128, "fp16", n * 2)
+
+
+NUMBER_CHECKS = [  # (checker with its parameters, the right answer)
+    (lambda a: gm.exercises.check_machine_balance("H100-SXM", a),
+     gm.gpu("H100-SXM").peak_flops / gm.gpu("H100-SXM").bandwidth("hbm")),
+    (lambda a: gm.exercises.check_bandwidth("H100-SXM", "smem", a), gm.gpu("H100-SXM").bandwidth("smem") / 1e12),
+    (lambda a: gm.exercises.check_chain_intensity(3, True, "fp16", a), 0.75),
+    (lambda a: gm.exercises.check_fusion_speedup(5, a), 5.0),
+    (lambda a: gm.exercises.check_occupancy("H100-SXM", 128, 72, 16 * 1024, a), 28.0),
+    (lambda a: gm.exercises.check_score_bytes(4, 16, 8192, "fp16", a), 4 * 16 * 8192**2 * 2 / 1e9),
+    (lambda a: gm.exercises.check_l2_overflow("H100-SXM", a), gm.gpu("H100-SXM").capacity("l2") // 12 + 1),
+]
+
+
+@pytest.mark.parametrize("check, right", NUMBER_CHECKS)
+def test_numeric_checkers_take_numpy_numbers(check, right):
+    assert check(right) and check(np.float64(right)) and check(np.array(right)) and check(np.float32(right))
+
+
+@pytest.mark.parametrize("factor, says", [(2, "factor of two"), (10, "power of ten"), (0.001, "power of ten"),
+                                          (1.05, "a little too high"), (3.7, "Too high"), (0.3, "Too low"), (-1, "sign")])
+@pytest.mark.parametrize("check, right", NUMBER_CHECKS)
+def test_a_wrong_number_gets_a_hint_not_the_answer(check, right, factor, says):
+    feedback = check(right * factor)
+    assert not feedback and says in feedback.message
+    for shown in {f"{right:g}", f"{right:.3g}", f"{right:.4g}", gm.fmt_number(right)}:
+        assert shown not in feedback.message.replace(f"{right * factor:g}", ""), (shown, feedback.message)
+
+
+@pytest.mark.parametrize("answer", ["4.5", [4.5], {"a": 1}, True, np.array([1.0, 2.0]), float("nan"), float("inf")])
+@pytest.mark.parametrize("check, right", NUMBER_CHECKS)
+def test_a_wrong_type_gets_a_sentence(check, right, answer):
+    feedback = check(answer)
+    assert not feedback and feedback.message.startswith("The answer should be a number in")

@@ -24,7 +24,6 @@ H100_ATTRIBUTES = {
 @pytest.fixture
 def fresh_probe(monkeypatch):
     monkeypatch.setattr(runtime, "_status", None)
-    monkeypatch.setattr(runtime, "_announced", False)
 
 
 def fake_cupy(error):
@@ -36,16 +35,17 @@ def fake_cupy(error):
     return types.SimpleNamespace(cuda=cuda, zeros=fail)
 
 
-def test_cupy_without_a_driver_falls_back_with_one_line(monkeypatch, fresh_probe, capsys):
+def test_cupy_without_a_driver_falls_back_to_the_log_not_the_page(monkeypatch, fresh_probe, capsys, caplog):
     class CUDARuntimeError(RuntimeError):
         pass
 
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")))
+    caplog.set_level("INFO", logger="gpumodel")
     assert runtime.have_gpu() is False
-    assert runtime.have_gpu() is False
-    lines = capsys.readouterr().out.splitlines()
-    assert lines == ["No GPU: CuPy is installed but no GPU answers (CUDARuntimeError: cudaErrorNoDevice). "
-                     "Running the CPU path instead."]
+    assert capsys.readouterr().out == ""
+    assert "CuPy is installed but no GPU answers (CUDARuntimeError: cudaErrorNoDevice)" in caplog.text
+    notice = gm.chapter.gpu_notice().data
+    assert notice.startswith("> **Running without a GPU**") and "CUDARuntimeError" not in notice
 
 
 def test_no_cupy_falls_back(monkeypatch, fresh_probe):
@@ -56,7 +56,7 @@ def test_no_cupy_falls_back(monkeypatch, fresh_probe):
 def test_this_machine_answers_consistently():
     ok, why = runtime.gpu_status()
     assert isinstance(ok, bool) and why
-    assert runtime.have_gpu(announce=False) is ok
+    assert runtime.have_gpu() is ok
 
 
 def test_live_record_from_h100_attributes():
