@@ -33,13 +33,10 @@ notebooks: $(STAMP)
 reports: $(STAMP)
 	$(PY) -m gpumodel.compiler
 
-## Open the chapters as notebooks in JupyterLab.
-LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+## Open the learners' notebooks in JupyterLab.
 lab: $(STAMP)
 	$(PY) -m pip install --quiet jupyterlab
-	mkdir -p $(dir $(LAB_SETTINGS))
-	echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)
-	$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) chapters/
+	$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) notebooks/
 
 ## Time the model and each chapter (a benchmark, not a test).
 bench: $(STAMP)

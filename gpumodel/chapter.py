@@ -37,8 +37,12 @@ def colab_badge(chapter: str):
     from the site (which serves `notebooks/*.ipynb` at its root)."""
     from IPython.display import Markdown
 
-    return Markdown(f"[Open this chapter in Colab]({notebooks.colab_url(chapter)}) (the first cell installs "
-                    f"`gpumodel` there) or [download it as a notebook](../{chapter}.ipynb).")
+    from .widgets import building_book
+
+    colab = f"[Open this chapter in Colab]({notebooks.colab_url(chapter)}) (the first cell installs `gpumodel` there)"
+    if not building_book():  # a notebook already: nothing to download
+        return Markdown(colab + ".")
+    return Markdown(f'{colab} or <a href="../{chapter}.ipynb" download>download it as a notebook</a>.')
 
 
 def gpu_notice():

@@ -1,0 +1,121 @@
+"""The learners' notebooks as JupyterLab shows them, in headless Chromium (Playwright): open
+a generated notebook, Run All, and check that no cell fails, that the prose shows the glued
+numbers (not MyST), and that every solution stays closed. Saves screenshots to
+`_build/screenshots/lab-*.png` (or $SCREENSHOT_DIR).
+
+Skips, with the reason, where Chromium is not installed (`apt-get install chromium`; CI
+installs it).
+"""
+
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+import gpumodel as gm
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install chromium")
+SHOTS = pathlib.Path(os.environ.get("SCREENSHOT_DIR", ROOT / "_build" / "screenshots"))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab serving a copy of notebooks/ on localhost, without a token."""
+    folder = tmp_path_factory.mktemp("lab")
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):
+        shutil.copy(nb, folder)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+           "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
+           "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={folder}", "--allow-root"]
+    settings = folder / ".settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    # Render every cell (JupyterLab 4 otherwise only renders the cells in view).
+    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    news = folder / ".settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(folder / ".settings")}
+    server = subprocess.Popen(cmd, cwd=ROOT / "chapters", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            urllib.request.urlopen(f"{url}/api/status", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        server.kill()
+        pytest.fail("JupyterLab did not start")
+    yield url
+    server.terminate()
+    server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield browser
+        browser.close()
+
+
+KERNEL_IDLE = """() => {
+    const widget = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const kernel = widget && widget.sessionContext && widget.sessionContext.session
+        && widget.sessionContext.session.kernel;
+    return kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
+}"""
+
+
+def run_all(browser, url, name):
+    """Open notebook `name` in JupyterLab, Run All, wait for the kernel; return the page."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/lab/tree/{name}", wait_until="domcontentloaded")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=120_000)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function("""() => {
+        const model = window.jupyterapp.shell.currentWidget.content.model;
+        const cells = Array.from({length: model.cells.length}, (_, i) => model.cells.get(i));
+        return cells.filter(c => c.type === 'code').every(c => c.executionCount !== null);
+    }""", timeout=240_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=240_000)
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.content.scrollToItem(3)")
+    page.wait_for_timeout(1000)
+    return page
+
+
+@pytest.mark.parametrize("name, glued", [
+    ("01_hierarchy.ipynb", "HBM needs " + gm.fmt_time(gm.predict(gm.vector_add(2**28), "A100-40GB").time)),
+    ("03_tiling.ipynb", gm.fmt_time(gm.predict(gm.gemm(4096, 4096, 4096, block=(128, 128), thread=(8, 8)), "A100-40GB").time)),
+])
+def test_run_all_in_jupyterlab(lab, browser, name, glued):
+    page = run_all(browser, lab, name)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"lab-{name.removesuffix('.ipynb')}.png"))
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.content.scrollToItem(14)")
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(SHOTS / f"lab-{name.removesuffix('.ipynb')}-further.png"))
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'], "
+                          ".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']")
+    assert errors.count() == 0, errors.first.inner_text()[:500]
+    prose = " ".join(" ".join(page.locator(".jp-MarkdownCell .jp-RenderedMarkdown").all_inner_texts()).split())
+    assert glued in prose
+    assert "{glue" not in prose and "{cite" not in prose and "solution-start" not in prose
+    details = page.locator(".jp-RenderedMarkdown details")
+    assert details.count() > 0 and all(not d.get_attribute("open") for d in details.all())
+    assert "Right." not in "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+    page.close()
