@@ -43,20 +43,15 @@ bench: $(STAMP)
 	$(PY) tests/benchmark.py
 
 ## Refresh the vendored browser assets in _vendor/ from the npm registry (needs npm).
-## The site loads MathJax, RequireJS and the ipywidgets manager from there, never from a CDN.
+## The site loads MathJax from there, never from a CDN.
 VENDOR := _vendor
 vendor:
-	rm -rf $(VENDOR)/mathjax $(VENDOR)/html-manager $(VENDOR)/require.js .npm-vendor
-	mkdir -p $(VENDOR)/mathjax $(VENDOR)/html-manager
-	npm install --prefix .npm-vendor --no-audit --no-fund --silent \
-		mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15
+	rm -rf $(VENDOR)/mathjax .npm-vendor
+	mkdir -p $(VENDOR)/mathjax
+	npm install --prefix .npm-vendor --no-audit --no-fund --silent mathjax@3.2.2
 	cd .npm-vendor/node_modules/mathjax/es5 && cp -r --parents tex-chtml.js input/tex/extensions \
 		output/chtml/fonts/woff-v2 $(CURDIR)/$(VENDOR)/mathjax/
 	cp .npm-vendor/node_modules/mathjax/LICENSE $(VENDOR)/mathjax/LICENSE
-	cp .npm-vendor/node_modules/requirejs/require.js $(VENDOR)/require.js
-	cp .npm-vendor/node_modules/@jupyter-widgets/html-manager/dist/embed-amd.js \
-		.npm-vendor/node_modules/@jupyter-widgets/html-manager/dist/embed.js.LICENSE.txt \
-		.npm-vendor/node_modules/@jupyter-widgets/html-manager/dist/*.woff* $(VENDOR)/html-manager/
 	rm -rf .npm-vendor
 
 clean:

@@ -7,6 +7,14 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+plt.rcParams["svg.fonttype"] = "none"  # text stays text: small files, sharp at any width
+try:  # in Jupyter and on the site, figures are SVG, so they read on a phone as on a desktop
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+    set_matplotlib_formats("svg")
+except ImportError:  # matplotlib outside IPython
+    pass
+
 from .hardware import LEVELS
 from .model import BOUNDS, predict
 from . import presets

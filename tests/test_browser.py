@@ -24,9 +24,6 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install chromium")
 THIRD_PARTY = (
-    # sphinx-thebe registers its configuration script twice under Jupyter Book 1.x, so the
-    # second copy's `const` declaration fails; thebe is not used here.
-    "Identifier 'THEBE_JS_URL' has already been declared",
     # pydata-sphinx-theme logs this when a fresh browser has no stored light/dark mode.
     "Got invalid theme mode: . Resetting to auto.",
 )
@@ -118,6 +115,25 @@ def test_every_page_in_a_real_browser(site, browser):
         if page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():
             page.wait_for_selector(".jupyter-widgets", timeout=15000)
         page.screenshot(path=str(shots / (rel.replace("/", "_").removesuffix(".html") + ".png")), full_page=True)
+        page.close()
+
+
+def test_every_page_fits_a_phone_and_its_figures_are_vector(site, browser):
+    """At 390 px no page scrolls sideways (long inline code breaks, wide tables scroll in
+    their own box), and every static figure is an SVG, sharp at any zoom, never a bitmap
+    shrunk to a fraction of its pixels."""
+    html, base = site
+    shots = pathlib.Path(os.environ.get("SCREENSHOT_DIR", ROOT / "_build" / "screenshots"))
+    shots.mkdir(parents=True, exist_ok=True)
+    for rel in pages(html):
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(f"{base}/{rel}", wait_until="networkidle")
+        wide = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+        assert wide[0] <= wide[1], f"{rel} scrolls sideways at 390 px: {wide[0]} px wide"
+        figures = page.eval_on_selector_all("article .cell_output img:not(.gm-player img)", "els => els.map(e => e.currentSrc)")
+        bitmaps = [src for src in figures if not src.split("?")[0].endswith(".svg")]
+        assert bitmaps == [], f"{rel}: static figures that are not SVG: {bitmaps}"
+        page.screenshot(path=str(shots / ("phone-" + rel.replace("/", "_").removesuffix(".html") + ".png")), full_page=True)
         page.close()
 
 
