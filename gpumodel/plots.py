@@ -19,6 +19,7 @@ from .hardware import LEVELS
 from .model import BOUNDS, predict
 from . import presets
 from . import kernel_info
+from .tiles import is_legal
 from .units import LEVEL_NAMES, fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
 from .workloads import catalogue, gemm, seed_kernels, strided_read
 
@@ -258,6 +259,11 @@ def gemm_levels(block: int = 128, thread: int = 8, gpu="A100-40GB", n: int = 409
     """Predicted time of each part for an n^3 FP32 GEMM with block x block tiles and
     thread x thread results per thread: chapter 3's tile explorer."""
     g = presets.gpu(gpu)
+    if not is_legal(g, block, block, thread, thread):
+        threads = (block // thread) ** 2 if block % thread == 0 else "a fractional number of"
+        raise ValueError(f"{block}x{block} tiles with {thread}x{thread} per thread cannot launch on the {g.name}: "
+                         f"{threads} threads per block (32 to {g.capability.max_threads_per_block} can), or "
+                         "too much shared memory or too many registers")
     p = predict(gemm(n, n, n, block=(block, block), thread=(thread, thread)), g)
     times = [float(p.compute_time)] + [float(p.level_times[lv]) for lv in LEVELS]
     fig, ax = plt.subplots(figsize=(7, 3), layout="constrained")

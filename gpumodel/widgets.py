@@ -121,10 +121,12 @@ def player(draw, states: list[dict], labels: list[str] | None = None, title: str
     return Player(frames, list(labels), title, alt)
 
 
-def explorer(draw, controls: dict, steps: int = 1):
+def explorer(draw, controls: dict, steps: int = 1, allowed=None):
     """An ipywidgets explorer: a dropdown per parameter in `controls` (name -> options),
     redrawing `draw(**values)` on every change; with `steps` > 1, also a play button and a
-    slider driving `draw(**values, step=t)`."""
+    slider driving `draw(**values, step=t)`. A combination outside `allowed` (tuples of
+    values in the order of `controls`), or one `draw` refuses with a ValueError, is not
+    drawn: the explorer says why instead."""
     import ipywidgets as w
     from IPython.display import display
 
@@ -147,7 +149,16 @@ def explorer(draw, controls: dict, steps: int = 1):
     def update(**values):
         with out:
             out.clear_output(wait=True)
-            display(draw(**values))
+            chosen = ", ".join(f"{name} = {values[name]}" for name in controls)
+            if allowed is not None and tuple(values[name] for name in controls) not in allowed:
+                print(f"Not available: {chosen} cannot launch, or is not covered here. Pick another combination.")
+                return
+            try:
+                figure = draw(**values)
+            except ValueError as err:
+                print(f"Not available: {err}")
+                return
+            display(figure)
             plt.close("all")
 
     w.interactive_output(update, inputs)
@@ -161,8 +172,9 @@ def building_book() -> bool:
 
 def show(draw, states: list[dict], labels=None, title: str = "", alt: str = "", steps: int = 1):
     """The player while the book is built, the explorer in a live kernel. The explorer
-    offers, for each parameter, the values it takes in `states`."""
+    offers, for each parameter, the values it takes in `states`, and draws only the
+    combinations that are states."""
     if building_book():
         return player(draw, states, labels, title, alt, steps)
     controls = {name: list(dict.fromkeys(s[name] for s in states)) for name in states[0]}
-    return explorer(draw, controls, steps)
+    return explorer(draw, controls, steps, allowed={tuple(s[name] for name in controls) for s in states})

@@ -57,6 +57,36 @@ def test_explorer_redraws_through_its_callback():
     assert drawn == ["V100", "H100-SXM"]
 
 
+def test_the_tile_explorer_refuses_a_tile_that_cannot_launch(capsys):
+    """Chapter 3's explorer offers block 16 to 128 and thread 1 to 8; 128 x 128 with one
+    result per thread (16,384 threads per block) is refused with the reason, not drawn."""
+    drawn = []
+
+    def draw(block, thread, gpu):
+        drawn.append((block, thread))
+        return gm.plots.gemm_levels(block, thread, gpu)
+
+    states = [{"block": b, "thread": t, "gpu": "A100-40GB"} for b in (16, 128) for t in (1, 8)
+              if gm.tiles.is_legal("A100-40GB", b, b, t, t)]
+    box = gm.widgets.show(draw, states)
+    block, thread, _ = box.children[0].children
+    assert drawn == [(16, 1)] and thread.value == 1
+    block.value = 128  # with thread 1: 16,384 threads per block
+    assert drawn == [(16, 1)]
+    assert "Not available: block = 128, thread = 1, gpu = A100-40GB cannot launch" in capsys.readouterr().out
+    thread.value = 8
+    assert drawn == [(16, 1), (128, 8)]
+    with pytest.raises(ValueError, match="16384 threads per block"):
+        gm.plots.gemm_levels(128, 1, "A100-40GB")
+
+
+def test_an_explorer_says_why_draw_refuses(capsys):
+    box = gm.widgets.explorer(lambda block: gm.plots.gemm_levels(block, 1), {"block": [16, 128]})
+    (dropdown,) = box.children[0].children
+    dropdown.value = 128
+    assert "Not available: 128x128 tiles with 1x1 per thread cannot launch" in capsys.readouterr().out
+
+
 def test_show_picks_the_player_in_the_book_build(monkeypatch):
     monkeypatch.setenv("GPUMODEL_BUILD", "book")
     assert isinstance(gm.widgets.show(gm.plots.preset_levels, STATES, alt="x"), gm.widgets.Player)
