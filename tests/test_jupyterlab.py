@@ -72,27 +72,30 @@ def browser():
         browser.close()
 
 
-KERNEL_IDLE = """() => {
+KERNEL_IDLE = """(name) => {
     const widget = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-    const kernel = widget && widget.sessionContext && widget.sessionContext.session
-        && widget.sessionContext.session.kernel;
+    const kernel = widget && widget.context && widget.context.path === name && widget.sessionContext
+        && widget.sessionContext.session && widget.sessionContext.session.kernel;
     return kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
 }"""
+"""True once notebook `name` is the current tab and its kernel is connected and idle."""
 
 
 def run_all(browser, url, name):
     """Open notebook `name` in JupyterLab, Run All, wait for the kernel; return the page."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{url}/lab/tree/{name}", wait_until="domcontentloaded")
+    # A workspace of its own, reset, so that no tab of an earlier test comes back.
+    page.goto(f"{url}/lab/workspaces/{name.removesuffix('.ipynb')}/tree/{name}?reset", wait_until="domcontentloaded")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-    page.wait_for_function(KERNEL_IDLE, timeout=120_000)
+    page.wait_for_function(KERNEL_IDLE, arg=name, timeout=120_000)
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    page.wait_for_function("""() => {
+    page.wait_for_function("""() => {  // every code cell ran, or one failed (Run All stops there)
         const model = window.jupyterapp.shell.currentWidget.content.model;
-        const cells = Array.from({length: model.cells.length}, (_, i) => model.cells.get(i));
-        return cells.filter(c => c.type === 'code').every(c => c.executionCount !== null);
+        const cells = Array.from({length: model.cells.length}, (_, i) => model.cells.get(i)).filter(c => c.type === 'code');
+        const failed = cells.some(c => Array.from({length: c.outputs.length}, (_, i) => c.outputs.get(i)).some(o => o.type === 'error'));
+        return failed || cells.every(c => c.executionCount !== null);
     }""", timeout=240_000)
-    page.wait_for_function(KERNEL_IDLE, timeout=240_000)
+    page.wait_for_function(KERNEL_IDLE, arg=name, timeout=240_000)
     page.evaluate("() => window.jupyterapp.shell.currentWidget.content.scrollToItem(3)")
     page.wait_for_timeout(1000)
     return page
@@ -109,9 +112,16 @@ def test_run_all_in_jupyterlab(lab, browser, name, glued):
     page.evaluate("() => window.jupyterapp.shell.currentWidget.content.scrollToItem(14)")
     page.wait_for_timeout(1000)
     page.screenshot(path=str(SHOTS / f"lab-{name.removesuffix('.ipynb')}-further.png"))
-    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'], "
-                          ".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']")
-    assert errors.count() == 0, errors.first.inner_text()[:500]
+    ran = page.evaluate("""() => {
+        const model = window.jupyterapp.shell.currentWidget.content.model;
+        const cells = Array.from({length: model.cells.length}, (_, i) => model.cells.get(i)).filter(c => c.type === 'code');
+        const outputs = cells.flatMap(c => Array.from({length: c.outputs.length}, (_, i) => c.outputs.get(i).toJSON()));
+        return {unrun: cells.filter(c => c.executionCount === null).length,
+                errors: outputs.filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue)};
+    }""")
+    assert ran == {"unrun": 0, "errors": []}, ran
+    stderr = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    assert stderr.count() == 0, stderr.first.inner_text()[:500]
     prose = " ".join(" ".join(page.locator(".jp-MarkdownCell .jp-RenderedMarkdown").all_inner_texts()).split())
     assert glued in prose
     assert "{glue" not in prose and "{cite" not in prose and "solution-start" not in prose
