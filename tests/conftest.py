@@ -1,4 +1,8 @@
-"""GPU tests (marked `gpu`) skip, with the reason, when no GPU answers; nothing else skips."""
+"""GPU tests (marked `gpu`) skip, with the reason, when no GPU answers; the browser tests
+(`needs_chromium`) skip, with the reason, where Chromium is not installed (CI installs it);
+nothing else skips. The headless Chromium the browser tests share is the `browser` fixture."""
+
+import shutil
 
 import pytest
 
@@ -13,3 +17,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium, driven by Playwright (no browser download)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()

@@ -12,23 +12,20 @@ import functools
 import http.server
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import threading
 import urllib.parse
 
 import pytest
+from conftest import needs_chromium
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install chromium")
+pytestmark = needs_chromium
 THIRD_PARTY = (
     # pydata-sphinx-theme logs this when a fresh browser has no stored light/dark mode.
     "Got invalid theme mode: . Resetting to auto.",
 )
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
@@ -52,15 +49,6 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 def pages(html: pathlib.Path) -> list[str]:

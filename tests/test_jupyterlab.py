@@ -17,12 +17,12 @@ import time
 import urllib.request
 
 import pytest
+from conftest import needs_chromium
 
 import gpumodel as gm
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install chromium")
+pytestmark = needs_chromium
 SHOTS = pathlib.Path(os.environ.get("SCREENSHOT_DIR", ROOT / "_build" / "screenshots"))
 
 
@@ -61,15 +61,6 @@ def lab(tmp_path_factory):
     server.terminate()
     server.wait(timeout=30)
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
 
 
 KERNEL_IDLE = """(name) => {
