@@ -8,7 +8,7 @@ Layers, lowest first (a test holds every import to them):
   `model`, `simulate`, `occupancy`, `waves`, `tiles`, `units`;
 - GPU side: `compiler`, `kernel_plans`, `gpu_runtime`, `cpu_timing`, `recorded_runs`,
   `literature`, `validate` (CuPy only inside, lazily);
-- rendering: `tables`, `plots`, `widgets`, `exercises`, `chapter`, `notebooks`.
+- rendering: `tables`, `plots`, `exercises`, `widgets`, `widget_exercises`, `chapter`, `notebooks`.
 """
 
 from . import simulate
@@ -46,7 +46,8 @@ from .workloads import (
 )
 
 _LAZY = ("chapter", "compiler", "cpu_timing", "exercises", "gpu_runtime", "kernel_info", "kernel_plans",
-         "literature", "notebooks", "occupancy", "plots", "recorded_runs", "tables", "tiles", "waves", "widgets")
+         "literature", "notebooks", "occupancy", "plots", "recorded_runs", "tables", "tiles", "waves", "widget_exercises",
+         "widgets")
 """Submodules loaded on first use (`gm.plots`), so `import gpumodel` loads neither matplotlib,
 ipywidgets nor CuPy."""
 

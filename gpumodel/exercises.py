@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import presets
-from .hardware import LEVELS
-from .model import BOUNDS, predict
-from .units import fmt_bandwidth, fmt_time
-from .workloads import elementwise_chain, flash_block, seed_kernels, warp_sectors
+from . import _check, presets
+from .hardware import BANK_BYTES, SMEM_BANKS
+from .model import BOUNDS, TIE_RTOL, predict
+from .units import fmt_bandwidth, fmt_intensity, fmt_time
+from .workloads import attention, elementwise_chain, flash_block, gemm, seed_kernels
 
 
 @dataclass(frozen=True)
@@ -57,21 +57,75 @@ def _wrong_type(answer, wanted: str) -> Feedback:
                     "Replace it and run the cell again.")
 
 
-def _hint(value: float, expected: float) -> str:
-    """A hint for a wrong number that does not give the expected one away."""
-    if expected and value and (value > 0) != (expected > 0):
-        return "The sign is wrong."
-    ratio = abs(value / expected) if expected else math.inf
-    direction = "high" if value > expected else "low"
-    decades = math.log10(ratio) if 0 < ratio < math.inf else 0.0
-    if round(decades) and abs(decades - round(decades)) < 0.05:
-        return f"Too {direction} by a power of ten: check the units."
-    if 0.9 < ratio < 1.1:
-        return f"Close, but a little too {direction}: carry more digits, or check a rounded figure."
-    if abs(ratio - 2) < 0.05 or abs(ratio - 0.5) < 0.025:
-        return (f"Too {direction} by a factor of two: is every flop counted (an FMA is two), and every byte "
-                "(reads and writes)?")
-    return f"Too {direction}."
+POWER_OF_TEN = "by a power of ten: check the units."
+FACTOR_OF_TWO = "by a factor of two: is every flop counted (an FMA is two), and every byte (reads and writes)?"
+
+
+def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = "", hint: str = "") -> dict:
+    """How a numeric answer is judged, as data (JSON), so that Python (`verdict`) and the
+    static site's answer boxes judge alike: right within `rtol` of `expected` (in `unit`);
+    otherwise the first band of `value / expected` that holds it names the mistake (a wrong
+    sign, a power of ten, a factor of two, close), else "too high" or "too low". `hint`
+    (which must not give the answer away) follows every wrong verdict; `explain` the right one."""
+    expected = float(expected)
+    if not math.isfinite(expected):
+        raise ValueError(f"expected must be a finite number, got {expected!r}")
+    closeness = f"within {100 * rtol:g}% of {expected:.4g} {unit}" if rtol else "exactly it"
+    bands = [[-1e308, 0.0, "The sign is wrong."]]
+    for decades in (-3, -2, -1, 1, 2, 3):
+        direction = "high" if decades > 0 else "low"
+        bands.append([10 ** (decades - 0.05), 10 ** (decades + 0.05), f"Too {direction} {POWER_OF_TEN}"])
+    bands += [[1.95, 2.05, f"Too high {FACTOR_OF_TWO}"], [0.4875, 0.5125, f"Too low {FACTOR_OF_TWO}"],
+              [0.9, 1.0, "Close, but a little too low: carry more digits, or check a rounded figure."],
+              [1.0, 1.1, "Close, but a little too high: carry more digits, or check a rounded figure."]]
+    suffix = f" {hint}" if hint else ""
+    return {"kind": "number", "answer": expected, "unit": unit, "rtol": rtol,
+            "right": f"That is {closeness}. {explain}".strip(),
+            "bands": [[lo, hi, text + suffix] for lo, hi, text in bands] if expected else [],
+            "high": "Too high." + suffix, "low": "Too low." + suffix,
+            "not_number": f"Type a number in {unit}."}
+
+
+def choice_rules(answer: str, wrong: dict, explain: str = "") -> dict:
+    """How a named answer (one word, say a GPU) is judged, as data: right when it is
+    `answer` (case and spaces ignored); `wrong` maps every other accepted name to its hint."""
+    key = _key(answer)
+    if key in map(_key, wrong):
+        raise ValueError(f"wrong must not hold the answer {answer!r}")
+    return {"kind": "choice", "answer": key, "right": explain,
+            "wrong": {_key(name): text for name, text in wrong.items()},
+            "not_number": f"Type one of: {', '.join([answer, *wrong])}."}
+
+
+def _key(name: str) -> str:
+    """A typed name as the rules compare it: lower case, no spaces."""
+    return "".join(str(name).lower().split())
+
+
+def verdict(rules: dict, answer) -> Feedback:
+    """Judge `answer` by `rules` (`number_rules` or `choice_rules`). Text is read as the
+    answer box on the site reads it; a number may be Python's or NumPy's."""
+    if rules["kind"] == "choice":
+        key = _key(answer) if isinstance(answer, str) else None
+        if key == rules["answer"]:
+            return Feedback(True, rules["right"])
+        return Feedback(False, rules["wrong"].get(key, rules["not_number"]))
+    if isinstance(answer, str):
+        try:
+            answer = float(answer.strip())
+        except ValueError:
+            return Feedback(False, rules["not_number"])
+    value = _real(answer)
+    if value is None:
+        return Feedback(False, rules["not_number"])
+    expected = rules["answer"]
+    if math.isclose(value, expected, rel_tol=rules["rtol"]):
+        return Feedback(True, rules["right"])
+    ratio = value / expected if expected else None
+    for lo, hi, text in rules["bands"]:
+        if ratio is not None and lo <= ratio < hi:
+            return Feedback(False, text)
+    return Feedback(False, rules["high"] if value > expected else rules["low"])
 
 
 def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain: str = "", hint: str = "") -> Feedback:
@@ -82,43 +136,15 @@ def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain
     value = _real(answer)
     if value is None:
         return _wrong_type(answer, f"a number in {unit}")
-    if math.isclose(value, expected, rel_tol=rtol):
-        closeness = f"is within {100 * rtol:g}% of {expected:.4g} {unit}" if rtol else "is exactly it"
-        return Feedback(True, f"{value:g} {unit} {closeness}. {explain}".strip())
-    return Feedback(False, f"{value:g} {unit}: {_hint(value, expected)} {hint}".strip())
-
-
-def check_bandwidth(gpu, level: str, answer) -> Feedback:
-    """Appendix "GPU presets": the bandwidth of `level` on `gpu`, derived from its
-    figures, in TB/s."""
-    if level not in LEVELS:
-        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
-    g = presets.gpu(gpu)
-    formulas = {
-        "registers": "6 x the FP32 peak (three 4-byte operands per 2-flop FMA)",
-        "smem": f"{g.sms.value:g} SMs x 32 banks x 4 B x {g.clock.value / 1e6:g} MHz",
-        "l2": f"{g.l2_bytes_per_clock:g} B/clk x {g.clock.value / 1e6:g} MHz",
-        "hbm": "the datasheet figure",
-    }
-    expected = g.bandwidth(level)
-    return check_number(answer, expected / 1e12, "TB/s", rtol=0.01,
-                        explain=f"{g.name}: {formulas[level]} = {fmt_bandwidth(expected, 4)}.")
+    judged = verdict(number_rules(expected, unit, rtol, explain, hint), value)
+    return Feedback(judged.correct, f"{value:g} {unit}: {judged.message}")
 
 
 def check_bound(kernel: str, gpu, answer) -> Feedback:
     """Chapter 1: which part bounds one of chapter 1's kernels (`gm.seed_kernels()`) on
-    `gpu`: "compute", "registers", "smem", "l2" or "hbm"."""
-    def explain(p):
-        times = ", ".join(f"{part} {fmt_time(p.compute_time if part == 'compute' else p.level_times[part])}"
-                          for part in BOUNDS)
-        return f"The model's times on the {p.gpu.name}: {times}; the largest, {p.bound}, sets {fmt_time(p.time)}."
-
-    return _check_bound_of(seed_kernels(), kernel, gpu, answer, explain)
-
-
-def _check_bound_of(kernels: dict, kernel: str, gpu, answer, explain) -> Feedback:
-    """Right when `answer` is the bound of `kernels[kernel]` on `gpu`; `explain(p)` says why.
-    A wrong bound is told how long its part takes, against the kernel's time."""
+    `gpu`: "compute", "registers", "smem", "l2" or "hbm". A wrong bound is told how long its
+    part takes, against the kernel's time."""
+    kernels = seed_kernels()
     if kernel not in kernels:
         raise ValueError(f"kernel must be one of {list(kernels)}, got {kernel!r}")
     if answer is None:
@@ -126,73 +152,120 @@ def _check_bound_of(kernels: dict, kernel: str, gpu, answer, explain) -> Feedbac
     if not isinstance(answer, str) or answer not in BOUNDS:
         return _wrong_type(answer, f"one of the strings {', '.join(map(repr, BOUNDS))}")
     p = predict(kernels[kernel], presets.gpu(gpu))
+    times = {"compute": p.compute_time, **p.level_times}
     if answer == p.bound:
-        return Feedback(True, explain(p))
-    took = p.compute_time if answer == "compute" else p.level_times[answer]
-    if took >= p.time * (1 - 1e-9):
+        shown = ", ".join(f"{part} {fmt_time(times[part])}" for part in BOUNDS)
+        return Feedback(True, f"The model's times on the {p.gpu.name}: {shown}; the largest, {p.bound}, sets "
+                        f"{fmt_time(p.time)}.")
+    if times[answer] >= p.time * (1 - TIE_RTOL):
         return Feedback(False, f"In the model, {answer} needs the whole {fmt_time(p.time)}, but so does another part, "
                         "and ties go to the part listed first in gm.BOUNDS.")
-    return Feedback(False, f"In the model, {answer} needs {fmt_time(took)}, but the kernel takes {fmt_time(p.time)}: "
-                    "another part needs longer. Compare what each part is asked for, per flop, with what it serves.")
+    return Feedback(False, f"In the model, {answer} needs {fmt_time(times[answer])}, but the kernel takes "
+                    f"{fmt_time(p.time)}: another part needs longer. Compare what each part is asked for, per flop, "
+                    "with what it serves.")
 
 
-def check_machine_balance(gpu, answer) -> Feedback:
-    """Chapter 1: the FP32 flops per HBM byte at which `gpu` is as fast at arithmetic
-    as at feeding it (peak FP32 / HBM bandwidth), in FLOP/B."""
+def check_fmas_per_load(gpu, answer) -> Feedback:
+    """Chapter 1: the fewest FMAs a kernel must do per 4-byte float it loads from HBM for
+    HBM to stop binding it on `gpu` (a whole number): 2k / 4 >= peak FP32 / HBM bandwidth."""
     g = presets.gpu(gpu)
-    expected = g.peak_flops / g.bandwidth("hbm")
-    return check_number(answer, expected, "FLOP/B", rtol=0.02,
-                        explain=f"{g.name}: {g.peak_flops / 1e12:.4g} TFLOP/s / {fmt_bandwidth(g.bandwidth('hbm'), 4)}.")
+    balance = g.peak_flops / g.bandwidth("hbm")
+    fewest = math.ceil(2 * balance)
+    return check_number(answer, fewest, "FMAs", rtol=0,
+                        explain=f"{fewest} FMAs are {2 * fewest} flops per 4 bytes, {fewest / 2:g} FLOP/B, just past "
+                        f"the {g.name}'s balance of {fmt_intensity(balance)}.",
+                        hint="An FMA is two flops; a float is four bytes; compare with the GPU's machine balance.")
 
 
-def check_chain_intensity(ops: int, fused: bool, dtype: str, answer) -> Feedback:
-    """Chapter 2: the HBM intensity (FLOP/B) of a chain of `ops` one-flop elementwise
-    steps, fused or not, on elements of `dtype`."""
-    w = elementwise_chain(1, ops, fused, dtype)
-    expected = float(w.flops / w.bytes["hbm"])
-    trips = float(w.bytes["hbm"]) / (2 if dtype != "fp32" else 4)
-    return check_number(answer, expected, "FLOP/B", rtol=0.01,
-                        explain=f"{ops} flops per element over {trips:g} trips of {2 if dtype != 'fp32' else 4} bytes.")
+def check_decode_batch(gpu, width: int, answer) -> Feedback:
+    """Chapter 2: the smallest batch B at which a decode step's fp16 weight GEMM (B x width
+    activations times a width x width weight matrix) stops being HBM-bound on `gpu`: its
+    HBM intensity 2 B w^2 / (2 (w^2 + 2 B w)) reaches the tensor cores' HBM ridge."""
+    w = int(_check.size("width", width))
+    batches = np.arange(1, 64 * 1024 + 1)
+    p = predict(gemm(batches, w, w, block=(1, 1), dtype="fp16"), gpu)
+    enough = p.intensity["hbm"] >= p.ridge["hbm"]
+    if not enough.any():
+        raise ValueError(f"width must be large enough for a batch of at most 65536 to reach the ridge, got {width!r}")
+    smallest = int(batches[enough.argmax()])
+    return check_number(answer, smallest, "sequences", rtol=0.01,
+                        explain=f"At B = {smallest} the GEMM does {fmt_intensity(float(p.intensity['hbm'][smallest - 1]))}"
+                        f" of HBM traffic, past the ridge of {fmt_intensity(p.ridge['hbm'])}; each weight is read once "
+                        "per step whatever B is, so batching is how decode reaches the tensor cores.",
+                        hint="Write the flops (2 B w^2) and the bytes (weights w^2, activations in and out 2 B w, at "
+                        "2 bytes each) and solve for B; round up.")
 
 
-def check_fusion_speedup(ops: int, answer) -> Feedback:
-    """Chapter 2: the most fusing a chain of `ops` elementwise kernels can gain when every
-    kernel is HBM-bound: the ratio of trips, 2 x ops to 2."""
-    if not isinstance(ops, int) or ops < 1:
-        raise ValueError(f"ops must be a positive integer, got {ops!r}")
-    return check_number(answer, float(ops), "times", rtol=0.01,
-                        explain=f"unfused, {2 * ops} trips per element; fused, 2: at most {ops}x.")
+def check_fusion_limit(gpu, dtype: str, answer) -> Feedback:
+    """Chapter 2: the most that fusing a chain of one-flop elementwise ops on `dtype`
+    elements can gain on `gpu`, however long the chain (unfused time over fused)."""
+    ops = 10**6  # long enough that both are past their turning points
+    unfused, fused = (predict(elementwise_chain(2**26, ops, f, dtype), gpu) for f in (False, True))
+    gain = float(unfused.time / fused.time)
+    return check_number(answer, gain, "times", rtol=0.02,
+                        explain=f"Unfused, every op costs a trip through HBM; fused, a long chain is bound by "
+                        f"{fused.bound} instead, so the gain stops growing at the ratio of those two per-op costs.",
+                        hint="A long fused chain is no longer HBM-bound: find what bounds it, and divide the per-op "
+                        "costs.")
 
 
-def check_sector_stride(answer, elem_bytes: int = 4) -> Feedback:
-    """Chapter 2: the smallest stride (in elements of `elem_bytes`) at which one warp's
-    load touches 32 sectors, one per thread."""
-    expected = next(s for s in range(1, 1025) if warp_sectors(s, elem_bytes) == 32)
-    return check_number(answer, float(expected), "elements", rtol=0,
-                        explain=f"a 32-byte sector holds {32 // elem_bytes} elements of {elem_bytes} bytes; "
-                        f"a stride of {expected} puts each thread in its own sector.")
+def check_operand_tile(gpu, answer) -> Feedback:
+    """Chapter 3: the square thread tile t at which the register-blocked kernel's operand
+    reads from shared memory (t/4 FLOP/B for FP32) meet `gpu`'s shared-memory ridge."""
+    g = presets.gpu(gpu)
+    ridge = g.peak_flops / g.bandwidth("smem")
+    t = 4 * ridge
+    return check_number(answer, t, "results per side", rtol=0.01,
+                        explain=f"The ridge is {g.fp32_lanes_per_sm.value:g} lanes x 2 flops over 32 banks x 4 B = "
+                        f"{fmt_intensity(ridge)}; t / 4 meets it at t = {t:g}. The tile copies add bytes, so a tile "
+                        "exactly at the ridge still lands on the shared-memory side.",
+                        hint="Per k step a thread reads 2t floats and does t^2 FMAs; both rates scale with SMs and "
+                        "clock, which cancel.")
 
 
-def check_tile_a100_not_h100(block: int, thread: int) -> Feedback:
-    """Chapter 3: is a 4096^3 FP32 GEMM with `block` x `block` tiles and `thread` x `thread`
-    results per thread compute-bound on the A100 but not on the H100 SXM?"""
-    from .workloads import gemm
+L2_TILES = (16, 32, 64, 128, 256, 512)
 
-    from .tiles import is_legal
 
-    n = 4096
-    try:
-        w = gemm(n, n, n, block=(block, block), thread=(thread, thread))
-    except ValueError as err:
-        raise ValueError(f"block and thread must make a legal tile: {err}") from None
-    for name in ("A100-40GB", "H100-SXM"):
-        if not is_legal(name, block, block, thread, thread):
-            threads = (block // thread) ** 2
-            return Feedback(False, f"That tile cannot be launched on the {name}: {threads} threads per block "
-                            "(32 to 1024 allowed), or too many registers or too much shared memory.")
-    a100, h100 = predict(w, "A100-40GB"), predict(w, "H100-SXM")
-    verdict = f"On the A100: {a100.bound}-bound; on the H100: {h100.bound}-bound."
-    return Feedback(a100.bound == "compute" and h100.bound != "compute", verdict)
+def check_l2_tile(gpu, size: int, answer) -> Feedback:
+    """Chapter 4: the smallest square block tile (of L2_TILES) at which L2 stops binding an
+    fp16 size^3 tensor-core GEMM on `gpu`: L2 intensity about b / 2 against the L2 ridge."""
+    size = int(_check.size("size", size))
+    p = {b: predict(gemm(size, size, size, block=(b, b), thread=(min(b, 64),) * 2, dtype="fp16"), gpu)
+         for b in L2_TILES if b <= size}
+    fine = [b for b, q in p.items() if q.level_times["l2"] <= q.compute_time]
+    if not fine:
+        raise ValueError(f"size must allow a tile that escapes L2 on {presets.gpu(gpu).name}, got {size!r}")
+    b = fine[0]
+    return check_number(answer, b, "elements per side", rtol=0,
+                        explain=f"A {b} x {b} fp16 tile does about {b // 2} flops per byte it reads from L2 (b / s, "
+                        f"s = 2 bytes), past the {presets.gpu(gpu).name}'s fp16 L2 ridge of "
+                        f"{fmt_intensity(p[b].ridge['l2'])}; the tile half its size falls short.",
+                        hint="The L2 intensity of a b x b tile is about b / s; the ridge is the tensor peak over the L2 "
+                        "bandwidth. Take the next power of two.")
+
+
+def check_attention_limit(head_dim: int, dtype: str, answer) -> Feedback:
+    """Chapter 5: the HBM intensity (FLOP/B) that standard attention approaches as N grows,
+    for `head_dim` and `dtype`: 4 N^2 d flops over the N^2 matrices' trips."""
+    w = attention(1, 1, 2**24, head_dim, dtype, "standard")
+    limit = float(w.flops / w.bytes["hbm"])
+    return check_number(answer, limit, "FLOP/B", rtol=0.01,
+                        explain=f"The N^2 terms win: 4 N^2 d flops over 4 trips of N^2 elements of "
+                        f"{_check.dtype_bytes(dtype)} bytes, d / s. Every preset's tensor-core HBM ridge is higher, "
+                        "so standard attention stays memory-bound at any length.",
+                        hint="Keep only the terms that grow as N^2: the flops of the two matmuls and the trips of the "
+                        "scores and probabilities.")
+
+
+def check_hbm_bytes_per_clock(gpu, answer) -> Feedback:
+    """Appendix: the HBM bytes each SM of `gpu` gets per clock when all share it evenly."""
+    g = presets.gpu(gpu)
+    per = g.bandwidth("hbm") / (g.sms.value * g.clock.value)
+    return check_number(answer, per, "B/clk", rtol=0.01,
+                        explain=f"{fmt_bandwidth(g.bandwidth('hbm'), 4)} over {g.sms.value:g} SMs and "
+                        f"{g.clock.value / 1e6:g} MHz; against the {SMEM_BANKS * BANK_BYTES} B/clk of its own "
+                        "shared memory, HBM is a trickle.",
+                        hint="Divide the bandwidth by the SMs and by the clock in Hz.")
 
 
 def check_padding(rows: int, cols: int, answer) -> Feedback:
@@ -227,58 +300,6 @@ def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Fee
                         f"{threads // 32 + (threads % 32 > 0)} warps.")
 
 
-def check_binding_level(kernel: str, gpu, answer) -> Feedback:
-    """Chapter 4: which part binds a kernel of `gm.catalogue()` on `gpu`."""
-    from .workloads import catalogue
-
-    return _check_bound_of(catalogue(), kernel, gpu, answer,
-                           lambda p: f"On the roofline per level, the lowest point is {p.bound}'s: {fmt_time(p.time)}.")
-
-
-GROUPS = (1, 2, 4, 8, 16, 32, 64)
-
-
-def check_best_group(size: int, gpu, drift_fraction: float, answer) -> Feedback:
-    """Chapter 4: the group size (of GROUPS) that minimises an fp16 size^3 GEMM's HBM traffic
-    under the wave model (128 x 128 tiles, two blocks per SM, drift over a fraction of K)."""
-    from .waves import gemm_hbm
-
-    if not 0 < drift_fraction <= 1:
-        raise ValueError(f"drift_fraction must be in (0, 1], got {drift_fraction!r}")
-    drift = max(1, int(size * drift_fraction))
-    traffic = {g: gemm_hbm(size, size, size, gpu=gpu, blocks_per_sm=2, order="grouped", group=g,
-                           drift_k=drift).hbm for g in GROUPS}
-    best = min(traffic, key=traffic.get)
-    if answer is None:
-        return Feedback(False, f"No answer yet: replace None with one of {GROUPS}.")
-    value = _real(answer)
-    if value not in traffic:
-        return _wrong_type(answer, f"one of the group sizes {GROUPS}")
-    if value != best:
-        return Feedback(False, f"Group size {value:g} moves {traffic[value] / 1e9:.3g} GB through HBM; "
-                        "another moves less. Try the sizes on either side.")
-    table = ", ".join(f"{g}: {traffic[g] / 1e9:.3g} GB" for g in GROUPS)
-    return Feedback(True, f"HBM traffic by group size: {table}.")
-
-
-def check_l2_overflow(gpu, answer) -> Feedback:
-    """Chapter 4: the smallest vector add (elements of fp32) whose three arrays no longer
-    fit in `gpu`'s L2."""
-    g = presets.gpu(gpu)
-    expected = math.floor(g.capacity("l2") / 12) + 1
-    return check_number(answer, float(expected), "elements", rtol=1e-3,
-                        explain=f"12 bytes per element against {g.capacity('l2'):,.0f} bytes of L2.")
-
-
-def check_score_bytes(batch: int, heads: int, seq: int, dtype: str, answer) -> Feedback:
-    """Chapter 5: the bytes of the N x N scores of `batch` x `heads` heads, in GB."""
-    from .workloads import score_matrix_bytes
-
-    expected = float(score_matrix_bytes(batch, heads, seq, dtype))
-    return check_number(answer, expected / 1e9, "GB", rtol=0.01,
-                        explain=f"{batch} x {heads} heads x {seq}^2 scores x {2 if dtype != 'fp32' else 4} bytes.")
-
-
 def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Feedback:
     """Chapter 5: the largest power-of-two block that fits `sram_bytes` (see flash_block)."""
     expected = flash_block(sram_bytes, head_dim, dtype)
@@ -286,18 +307,3 @@ def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Fee
                         explain=f"3 x {expected} x {head_dim} + {expected}^2 elements fit; twice that block does not.")
 
 
-def check_attention_overflow(gpu, batch: int, heads: int, head_dim: int, dtype: str, answer) -> Feedback:
-    """Chapter 5: the smallest power-of-two sequence length at which standard attention's
-    forward pass (Q, K, V, O and the N x N scores and probabilities) no longer fits in
-    `gpu`'s HBM."""
-    from .workloads import attention_memory
-
-    capacity = presets.gpu(gpu).capacity("hbm")
-    seq = 2
-    while attention_memory(batch, heads, seq, head_dim, dtype, "standard") <= capacity:
-        seq *= 2
-    flash = float(attention_memory(batch, heads, seq, head_dim, dtype, "flash"))
-    return check_number(answer, float(seq), "tokens", rtol=0,
-                        explain=f"at N = {seq} standard attention needs "
-                        f"{float(attention_memory(batch, heads, seq, head_dim, dtype)) / 1e9:.3g} GB of the "
-                        f"{capacity / 1e9:g} GB; flash needs {flash / 1e9:.3g} GB.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import LogFormatter
 
 plt.rcParams["svg.fonttype"] = "none"  # text stays text: small files, sharp at any width
 try:  # in Jupyter and on the site, figures are SVG, so they read on a phone as on a desktop
@@ -36,7 +37,7 @@ def hierarchy_figure(gpus=("V100", "A100-40GB", "H100-SXM")):
         ax_bw.bar(x + offset, [g.bandwidth(lv) / 1e12 for lv in LEVELS], width, label=g.name)
         ax_cap.bar(x + offset, [g.capacity(lv) for lv in LEVELS], width, label=g.name)
     for ax in (ax_bw, ax_cap):
-        ax.set_yscale("log")
+        _log(ax.yaxis)
         ax.set_xticks(x, [LEVEL_NAMES[lv] for lv in LEVELS])
         ax.grid(axis="y", which="major", alpha=0.3)
     ax_bw.set_ylabel("bandwidth (TB/s, log scale)")
@@ -67,7 +68,7 @@ def preset_levels(gpu="A100-40GB"):
     caps = [x.capacity(lv) for x in everyone for lv in LEVELS]
     ax_cap.set_ylim(min(caps) / 2, max(caps) * 4)
     for ax in (ax_bw, ax_cap):
-        ax.set_yscale("log")
+        _log(ax.yaxis)
         ax.tick_params(axis="x", labelsize=8)
     ax_cap.yaxis.set_major_formatter(lambda v, _: fmt_bytes(v, digits=1))
     ax_bw.set_ylabel("bandwidth (TB/s)")
@@ -130,10 +131,18 @@ def pipes(kernel: str = "vector_add", gpu="A100-40GB", step: int = 0, steps: int
     return fig
 
 
+def _log(axis, base: float = 10) -> None:
+    """Make `axis` (ax.xaxis or ax.yaxis) logarithmic, its ticks labelled as plain numbers
+    (60, not 6x10^1): text that reads on a phone."""
+    (axis.axes.set_xscale if axis is axis.axes.xaxis else axis.axes.set_yscale)("log", base=base)
+    axis.set_major_formatter(LogFormatter(base))
+    axis.set_minor_formatter(LogFormatter(base, labelOnlyBase=False))
+
+
 def _log_axes(ax, xlabel: str, ylabel: str, title: str = "") -> None:
     """Powers of two along x, log y, labels, an optional title and the legend."""
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    _log(ax.xaxis, base=2)
+    _log(ax.yaxis)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
@@ -181,10 +190,11 @@ def roofline(gpus=("A100-40GB",), points=(), math: str = "fp32", level: str = "h
         peak, bw = g.peak(math), g.bandwidth(level)
         for label, intensity in points:
             ax.plot([intensity], [min(peak, intensity * bw) / 1e12], "s", color="black", ms=5)
+            left = intensity > 30  # labels on the right half of the axis go to the point's left
             ax.annotate(label, (intensity, min(peak, intensity * bw) / 1e12), textcoords="offset points",
-                        xytext=(6, -10), fontsize=8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+                        xytext=(-6 if left else 6, -12), ha="right" if left else "left", fontsize=8)
+    _log(ax.xaxis)
+    _log(ax.yaxis)
     ax.set_xlabel(f"arithmetic intensity at {LEVEL_NAMES[level]} (FLOP/B)")
     ax.set_ylabel(f"attainable {math} TFLOP/s")
     ax.legend(fontsize=8, loc="lower right")
@@ -247,7 +257,7 @@ def ladder(gpu="A100-40GB", n: int = 4096):
                 bar.set_edgecolor("black")
                 bar.set_linewidth(2)
     ax.set_xticks(x, [f"{rung}\n{fmt_time(p.time)}, bound: {PART_LABELS[str(p.bound)]}" for rung, p in preds.items()], fontsize=8)
-    ax.set_yscale("log")
+    _log(ax.yaxis)
     ax.set_ylim(bottom=1e-2)
     ax.set_ylabel("time the part needs (ms)")
     ax.set_title(f"{n}³ FP32 GEMM on the {g.name}: the bound (outlined) climbs the hierarchy", fontsize=10)
@@ -269,7 +279,7 @@ def gemm_levels(block: int = 128, thread: int = 8, gpu="A100-40GB", n: int = 409
     fig, ax = plt.subplots(figsize=(7, 3), layout="constrained")
     colors = ["tab:red" if part == p.bound else "tab:blue" for part in BOUNDS]
     ax.barh([PART_LABELS[b] for b in BOUNDS][::-1], [t * 1e3 for t in times][::-1], color=colors[::-1])
-    ax.set_xscale("log")
+    _log(ax.xaxis)
     ax.set_xlabel("time the part needs (ms)")
     ax.set_title(f"{block}x{block} tiles, {thread}x{thread} per thread, {g.name}: "
                  f"{fmt_time(p.time)}, bound: {PART_LABELS[str(p.bound)]}", fontsize=9)
@@ -295,8 +305,8 @@ def roofline_levels(kernel: str = "gemm_smem16", gpu="A100-40GB"):
             y = min(peak, intensity * bw) / 1e12
             bound = p.bound == level
             ax.plot([intensity], [y], "o", color=f"C{i}", ms=9 if bound else 6, mec="black" if bound else f"C{i}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    _log(ax.xaxis)
+    _log(ax.yaxis)
     ax.set_xlim(1e-3, 1e4)
     ax.set_xlabel("arithmetic intensity at each level (FLOP/B)")
     ax.set_ylabel(f"attainable {w.math} TFLOP/s")
@@ -322,8 +332,8 @@ def wave_traffic(gpu="A100-40GB", size: int = 8192, groups=(1, 2, 4, 8, 16, 32, 
         ax.axhline(row.hbm / 1e9, color=f"C{j}", ls="--", lw=1, label=f"row-major, drift {frac:g} K")
     ax.axhline(row.no_reuse / 1e9, color="black", ls=":", lw=1, label="every tile from HBM")
     ax.axhline(row.compulsory / 1e9, color="grey", ls=":", lw=1, label="each byte once")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    _log(ax.xaxis, base=2)
+    _log(ax.yaxis)
     ax.set_xlabel("group size (rows of tiles per group)")
     ax.set_ylabel("HBM traffic (GB)")
     ax.set_title(f"fp16 {size}³ GEMM, 128 x 128 tiles, on the {presets.gpu(gpu).name}", fontsize=10)

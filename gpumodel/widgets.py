@@ -1,58 +1,107 @@
-"""Interactive figures, in the static site and in Jupyter alike. Used by the appendix and
-every chapter with something to explore.
+"""Interactive figures and widget exercises, in the static site and in Jupyter alike.
 
 A figure to explore is a plain function `draw(**params) -> matplotlib Figure`; tests call it
-without a browser. The same function becomes:
+without a browser. `controls` names its parameters, each with the values it offers, and
+every combination is a state (the controls are independent). The same function becomes:
 
-- `player(draw, states)`: every state drawn in advance into a PNG, and a small HTML/JS
-  player (a slider and a play button) that needs no kernel, so it works in the built site;
-- `explorer(draw, controls)`: an ipywidgets explorer that redraws on every change, for a
-  live kernel (JupyterLab, Colab).
+- `player(draw, controls)`: every state drawn in advance (SVG), with one menu per control
+  (and a play button for an animation), for the built site: no kernel needed. A state that
+  `draw` refuses with a ValueError shows the reason instead of a picture.
+- `explorer(draw, controls)`: ipywidgets that redraw on every change, in a live kernel.
 
-`show(...)` picks: the player while the book is built (`GPUMODEL_BUILD=book`, set by
-`make book`), the explorer everywhere else.
+A `WidgetExercise` is an explorer of the model with a question and an answer box: its view
+is HTML (bars drawn from the model's numbers), its answer judged by rules computed by
+`gpumodel.exercises` (`number_rules`, `choice_rules`), in Python in Jupyter and in the
+browser on the site. The site's script is `_vendor/widgets.js`.
+
+`show(...)` and `WidgetExercise.show()` pick: the static version while the book is built
+(`GPUMODEL_BUILD=book`, set by `make book`), the live one everywhere else.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import io
 import itertools
 import json
 import os
+from dataclasses import dataclass, field
+from typing import Callable
 
 import matplotlib.pyplot as plt
+
+from .exercises import Feedback, verdict
 
 _ids = itertools.count()
 
 
-def png(fig, dpi: int = 72) -> bytes:
-    """A figure as PNG bytes; the figure is closed."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+def svg(fig) -> str:
+    """A figure as SVG text (text stays text: legible at any width), the same text for the
+    same figure (fixed ids, no date); the figure is closed."""
+    buf = io.StringIO()
+    with plt.rc_context({"svg.hashsalt": "gpumodel"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
     plt.close(fig)
     return buf.getvalue()
 
 
+def _options(controls: dict, labels: dict | None = None) -> dict:
+    """Each control's options as display labels (`labels[name](value)`, else `str(value)`)."""
+    if not controls:
+        raise ValueError("controls must name at least one parameter")
+    labels = labels or {}
+    out = {}
+    for name, options in controls.items():
+        options = list(options)
+        if not options:
+            raise ValueError(f"controls[{name!r}] must offer at least one option")
+        out[name] = [labels.get(name, str)(v) for v in options]
+    return out
+
+
+def _states(controls: dict, compute: Callable) -> tuple[list, dict]:
+    """`compute(**values)` for every combination of the controls, shared: the distinct
+    results, and each state's key ("i|j|...", option indices) -> result index."""
+    names = list(controls)
+    distinct, index, keys = [], {}, {}
+    for combo in itertools.product(*(enumerate(controls[n]) for n in names)):
+        result = compute(**{n: v for n, (_, v) in zip(names, combo)})
+        text = json.dumps(result)
+        if text not in index:
+            index[text] = len(distinct)
+            distinct.append(result)
+        keys["|".join(str(i) for i, _ in combo)] = index[text]
+    return distinct, keys
+
+
+def _menus_html(options: dict) -> str:
+    """One labelled <select> per control, for widgets.js."""
+    menus = []
+    for name, labels in options.items():
+        items = "".join(f'<option value="{i}">{html.escape(label)}</option>' for i, label in enumerate(labels))
+        menus.append(f'<label>{html.escape(name)} <select data-control="{html.escape(name)}">{items}</select></label>')
+    return "".join(menus)
+
+
+def _data_html(data: dict) -> str:
+    """Data for widgets.js, as JSON in a script element (`</` escaped)."""
+    text = json.dumps(data).replace("</", "<\\/")
+    return f'<script type="application/json">{text}</script>'
+
+
+@dataclass
 class Player:
-    """Precomputed frames with a slider and a play button (HTML/JS, no kernel needed).
+    """Precomputed SVG frames, one list of `steps` frames per state, with a menu per control
+    and a play button when animated. `frames[i]` is a list of SVG texts, or a string: why
+    that state is not available. `states` maps "i|j|..." to an index in `frames`."""
 
-    `frames[i][t]` is the PNG of state i at time step t. With one time step the slider walks
-    through the states; with several, a menu picks the state and the slider (or the play
-    button) walks through time.
-    """
-
-    def __init__(self, frames: list[list[bytes]], labels: list[str], title: str, alt: str):
-        if not frames or len(frames) != len(labels) or len({len(f) for f in frames}) != 1 or not frames[0]:
-            raise ValueError("frames must hold, for each label, the same non-zero number of steps")
-        self.frames, self.labels, self.title, self.alt = frames, labels, title, alt
-        self.id = f"gm-player-{next(_ids)}"
-
-    @property
-    def steps(self) -> int:
-        """Time steps per state (1 for a still figure per state)."""
-        return len(self.frames[0])
+    options: dict
+    frames: list
+    states: dict
+    title: str
+    alt: str
+    steps: int = 1
+    id: str = field(default_factory=lambda: f"gm-player-{next(_ids)}")
 
     @property
     def nbytes(self) -> int:
@@ -60,84 +109,60 @@ class Player:
         return len(self._repr_html_().encode())
 
     def _repr_html_(self) -> str:
-        uris = [[f"data:image/png;base64,{base64.b64encode(f).decode()}" for f in state] for state in self.frames]
-        title, alt = html.escape(self.title), html.escape(self.alt)
-        animated = self.steps > 1
-        last = (self.steps if animated else len(uris)) - 1
-        menu = ""
-        if animated and len(uris) > 1:
-            options = "".join(f'<option value="{i}">{html.escape(label)}</option>' for i, label in enumerate(self.labels))
-            menu = f'<select aria-label="{title}">{options}</select>'
-        return f"""<div class="gm-player" id="{self.id}">
-<img src="{uris[0][0]}" alt="{alt}" style="max-width:100%" data-state="0" data-frame="0">
-<div style="display:flex;align-items:center;gap:0.6em;margin-top:0.3em;flex-wrap:wrap">
-{menu}<button type="button" aria-label="Play {title}">&#9654; Play</button>
-<input type="range" min="0" max="{last}" value="0" step="1" aria-label="{'time step' if animated else title}" style="flex:1">
-<output aria-live="polite">{html.escape(self.labels[0])}</output>
-</div>
-<script>
-(function () {{
-  var root = document.getElementById("{self.id}");
-  var frames = {json.dumps(uris)}, labels = {json.dumps(self.labels)}, animated = {json.dumps(animated)};
-  var img = root.querySelector("img"), slider = root.querySelector("input"), menu = root.querySelector("select"),
-      out = root.querySelector("output"), button = root.querySelector("button"), timer = null;
-  function show() {{
-    var state = animated ? (menu ? Number(menu.value) : 0) : Number(slider.value);
-    var frame = animated ? Number(slider.value) : 0;
-    img.src = frames[state][frame]; img.dataset.state = state; img.dataset.frame = frame;
-    out.textContent = labels[state] + (animated ? " (step " + (frame + 1) + " of " + frames[state].length + ")" : "");
-  }}
-  slider.addEventListener("input", show);
-  if (menu) menu.addEventListener("change", show);
-  button.addEventListener("click", function () {{
-    if (timer) {{ clearInterval(timer); timer = null; button.innerHTML = "&#9654; Play"; return; }}
-    button.innerHTML = "&#10074;&#10074; Pause";
-    timer = setInterval(function () {{
-      slider.value = (Number(slider.value) + 1) % (Number(slider.max) + 1); show();
-    }}, animated ? 250 : 900);
-  }});
-  show();
-}})();
-</script>
-</div>"""
+        play = ""
+        if self.steps > 1:
+            play = ('<button type="button" data-play>&#9654; Play</button>'
+                    f'<input type="range" min="0" max="{self.steps - 1}" value="0" aria-label="time step">')
+        data = {"frames": self.frames, "states": self.states}
+        return (f'<div class="gm-player gm-widget" id="{self.id}">'
+                f'<div class="gm-controls" role="group" aria-label="{html.escape(self.title)}">'
+                f'{_menus_html(self.options)}{play}</div>'
+                f'<img class="gm-frame" alt="{html.escape(self.alt)}"><p class="gm-refused" hidden></p>'
+                f'{_data_html(data)}</div>')
 
 
-def player(draw, states: list[dict], labels: list[str] | None = None, title: str = "", alt: str = "",
-           steps: int = 1, dpi: int = 72) -> Player:
-    """Draw every state in advance and return a `Player` over them: `draw(**state)`, or
-    `draw(**state, step=t)` for t in range(steps) when `steps` > 1 (an animation).
-    `labels` name the states (default: their values); `alt` describes the figure."""
-    if not states:
-        raise ValueError("states must hold at least one state")
+def player(draw, controls: dict, labels: dict | None = None, title: str = "", alt: str = "", steps: int = 1) -> Player:
+    """Draw every combination of `controls` (name -> values) in advance: `draw(**values)`, or
+    `draw(**values, step=t)` for t in range(steps) when `steps` > 1 (an animation). `labels`
+    maps a control to a function naming its values; `alt` describes the figure."""
     if not alt:
         raise ValueError("alt must describe the figure for readers who cannot see it")
-    if not isinstance(steps, int) or steps < 1:
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
-    labels = labels or [", ".join(str(v) for v in s.values()) for s in states]
-    if steps == 1:
-        frames = [[png(draw(**s), dpi)] for s in states]
-    else:
-        frames = [[png(draw(**s, step=t), dpi) for t in range(steps)] for s in states]
-    return Player(frames, list(labels), title, alt)
+    options = _options(controls, labels)
+
+    def frames(**values):
+        try:
+            if steps == 1:
+                return [svg(draw(**values))]
+            return [svg(draw(**values, step=t)) for t in range(steps)]
+        except ValueError as err:
+            plt.close("all")
+            return f"Not available: {err}."
+
+    distinct, states = _states(controls, frames)
+    return Player(options, distinct, states, title, alt, steps)
 
 
-def explorer(draw, controls: dict, steps: int = 1, allowed=None):
-    """An ipywidgets explorer: a dropdown per parameter in `controls` (name -> options),
+def _dropdowns(controls: dict, labels: dict | None):
+    """An ipywidgets Dropdown per control, its options labelled as on the site."""
+    import ipywidgets as w
+
+    names = _options(controls, labels)
+    return {name: w.Dropdown(options=list(zip(names[name], controls[name])), description=name,
+                             style={"description_width": "initial"})
+            for name in controls}
+
+
+def explorer(draw, controls: dict, labels: dict | None = None, steps: int = 1):
+    """An ipywidgets explorer: a dropdown per parameter in `controls` (name -> values),
     redrawing `draw(**values)` on every change; with `steps` > 1, also a play button and a
-    slider driving `draw(**values, step=t)`. A combination outside `allowed` (tuples of
-    values in the order of `controls`), or one `draw` refuses with a ValueError, is not
-    drawn: the explorer says why instead."""
+    slider driving `draw(**values, step=t)`. A combination `draw` refuses with a ValueError
+    is not drawn: the explorer says why instead."""
     import ipywidgets as w
     from IPython.display import display
 
-    if not controls:
-        raise ValueError("controls must name at least one parameter")
-    inputs = {}
-    for name, options in controls.items():
-        options = list(options)
-        if not options:
-            raise ValueError(f"controls[{name!r}] must offer at least one option")
-        inputs[name] = w.Dropdown(options=options, description=name)
+    inputs = _dropdowns(controls, labels)
     row = list(inputs.values())
     if steps > 1:
         inputs["step"] = w.IntSlider(min=0, max=steps - 1, description="step")
@@ -149,20 +174,17 @@ def explorer(draw, controls: dict, steps: int = 1, allowed=None):
     def update(**values):
         with out:
             out.clear_output(wait=True)
-            chosen = ", ".join(f"{name} = {values[name]}" for name in controls)
-            if allowed is not None and tuple(values[name] for name in controls) not in allowed:
-                print(f"Not available: {chosen} cannot launch, or is not covered here. Pick another combination.")
-                return
             try:
                 figure = draw(**values)
             except ValueError as err:
-                print(f"Not available: {err}")
+                plt.close("all")
+                print(f"Not available: {err}.")
                 return
             display(figure)
             plt.close("all")
 
     w.interactive_output(update, inputs)
-    return w.VBox([w.HBox(row), out])
+    return w.VBox([w.HBox(row, layout=w.Layout(flex_flow="row wrap")), out])
 
 
 def building_book() -> bool:
@@ -170,11 +192,93 @@ def building_book() -> bool:
     return os.environ.get("GPUMODEL_BUILD") == "book"
 
 
-def show(draw, states: list[dict], labels=None, title: str = "", alt: str = "", steps: int = 1):
-    """The player while the book is built, the explorer in a live kernel. The explorer
-    offers, for each parameter, the values it takes in `states`, and draws only the
-    combinations that are states."""
+def show(draw, controls: dict, labels: dict | None = None, title: str = "", alt: str = "", steps: int = 1):
+    """The player while the book is built, the explorer in a live kernel."""
     if building_book():
-        return player(draw, states, labels, title, alt, steps)
-    controls = {name: list(dict.fromkeys(s[name] for s in states)) for name in states[0]}
-    return explorer(draw, controls, steps, allowed={tuple(s[name] for name in controls) for s in states})
+        return player(draw, controls, labels, title, alt, steps)
+    return explorer(draw, controls, labels, steps)
+
+
+@dataclass(frozen=True)
+class WidgetExercise:
+    """An exercise answered by exploring: `controls` (name -> values, independent), `view`
+    (values -> HTML, the model's answer for them; a ValueError means that combination cannot
+    run, and its message says why), and `rules` for the typed answer (see
+    `gpumodel.exercises.number_rules`). `prompt` labels the answer box."""
+
+    key: str
+    controls: dict
+    view: Callable
+    rules: dict
+    prompt: str
+    labels: dict = field(default_factory=dict)
+
+    def render(self, **values) -> str:
+        """The view of one combination, or the sentence saying why it cannot run."""
+        try:
+            return self.view(**values)
+        except ValueError as err:
+            return f'<p class="gm-refused">Cannot run: {html.escape(str(err))}.</p>'
+
+    def check(self, answer) -> Feedback:
+        """Judge a typed answer (text, as from the box) or a number, by the rules."""
+        return verdict(self.rules, answer)
+
+    def _repr_html_(self) -> str:
+        views, states = _states(self.controls, self.render)
+        return (f'<div class="gm-exercise gm-widget" id="gm-exercise-{self.key}">'
+                f'<div class="gm-controls" role="group" aria-label="explore">'
+                f'{_menus_html(_options(self.controls, self.labels))}</div>'
+                f'{BAR_STYLE}<div class="gm-view" aria-live="polite"></div>'
+                f'<form class="gm-answer"><label>{html.escape(self.prompt)} <input type="text" inputmode="decimal" '
+                f'autocomplete="off"></label> <button type="submit">Check</button></form>'
+                f'<p class="gm-verdict" aria-live="polite"></p>'
+                f'{_data_html({"views": views, "states": states, "rules": self.rules})}</div>')
+
+    def widget(self):
+        """The same exercise as ipywidgets on the live model."""
+        import ipywidgets as w
+
+        inputs = _dropdowns(self.controls, self.labels)
+        view = w.HTML()
+        answer = w.Text(description=self.prompt, style={"description_width": "initial"})
+        button = w.Button(description="Check")
+        result = w.HTML()
+
+        def update(change=None):
+            view.value = BAR_STYLE + self.render(**{name: box.value for name, box in inputs.items()})
+
+        def judge(_=None):
+            feedback = self.check(answer.value)
+            result.value = f"<p><b>{'Right.' if feedback else 'Not yet.'}</b> {html.escape(feedback.message)}</p>"
+
+        for box in inputs.values():
+            box.observe(update, names="value")
+        button.on_click(judge)
+        update()
+        return w.VBox([w.HBox(list(inputs.values()), layout=w.Layout(flex_flow="row wrap")), view,
+                       w.HBox([answer, button]), result])
+
+    def show(self):
+        """The static exercise while the book is built, the live widget elsewhere."""
+        return self if building_book() else self.widget()
+
+
+def bars(caption: str, rows: list) -> str:
+    """A small bar chart as HTML: `rows` of (label, value >= 0, text, highlighted); bars
+    scale to the largest value, the highlighted ones red."""
+    top = max((value for _, value, _, _ in rows), default=0) or 1
+    lines = []
+    for label, value, text, hot in rows:
+        colour = "#c0392b" if hot else "#2e86c1"
+        lines.append(f'<div class="gm-bar"><span>{html.escape(label)}</span>'
+                     f'<span class="gm-track"><span style="width:{100 * value / top:.1f}%;background:{colour}"></span>'
+                     f'</span><span>{html.escape(text)}</span></div>')
+    return f'<div class="gm-bars"><p class="gm-caption">{caption}</p>{"".join(lines)}</div>'
+
+
+BAR_STYLE = ("<style>.gm-bar{display:flex;align-items:center;gap:.5em;margin:.15em 0;font-size:.9em}"
+             ".gm-bar>span:first-child{flex:0 0 8.5em}.gm-bar>span:last-child{flex:0 0 7em;text-align:right}"
+             ".gm-track{flex:1 1 auto;height:1em;background:rgba(127,127,127,.18)}.gm-track>span{display:block;"
+             "height:100%}.gm-caption{margin:.2em 0 .4em}</style>")
+"""The bar charts' style, sent with each exercise (Jupyter loads no site CSS)."""

@@ -1,7 +1,8 @@
 """The built site in a real browser (headless Chromium driven by Playwright): every page
 loads with no JavaScript error and no request leaving localhost, every image has loaded and
-has alt text, math renders, embedded widgets render, the appendix's player moves, and
-search finds what the chapters teach. Saves a screenshot of every page to
+has alt text, math renders, every menu of a player changes its figure, the widget exercises
+judge answers as Python does, no page scrolls sideways on a phone, and search finds what
+the chapters teach. Saves a screenshot of every page to
 `_build/screenshots/` (or $SCREENSHOT_DIR).
 
 Skips, with the reason, where Chromium is not installed (`apt-get install chromium`; CI
@@ -20,7 +21,10 @@ import urllib.parse
 import pytest
 from conftest import needs_chromium
 
+import gpumodel as gm
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHOTS = pathlib.Path(os.environ.get("SCREENSHOT_DIR", ROOT / "_build" / "screenshots"))
 pytestmark = needs_chromium
 THIRD_PARTY = (
     # pydata-sphinx-theme logs this when a fresh browser has no stored light/dark mode.
@@ -84,8 +88,7 @@ def open_page(browser, url):
 
 def test_every_page_in_a_real_browser(site, browser):
     html, base = site
-    shots = pathlib.Path(os.environ.get("SCREENSHOT_DIR", ROOT / "_build" / "screenshots"))
-    shots.mkdir(parents=True, exist_ok=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
     checked = pages(html)
     assert "intro.html" in checked and "chapters/99_appendix_presets.html" in checked
     for rel in checked:
@@ -102,7 +105,7 @@ def test_every_page_in_a_real_browser(site, browser):
             assert page.locator("article .math mjx-container").count() == page.locator("article .math").count(), rel
         if page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():
             page.wait_for_selector(".jupyter-widgets", timeout=15000)
-        page.screenshot(path=str(shots / (rel.replace("/", "_").removesuffix(".html") + ".png")), full_page=True)
+        page.screenshot(path=str(SHOTS / (rel.replace("/", "_").removesuffix(".html") + ".png")), full_page=True)
         page.close()
 
 
@@ -111,8 +114,7 @@ def test_every_page_fits_a_phone_and_its_figures_are_vector(site, browser):
     their own box), and every static figure is an SVG, sharp at any zoom, never a bitmap
     shrunk to a fraction of its pixels."""
     html, base = site
-    shots = pathlib.Path(os.environ.get("SCREENSHOT_DIR", ROOT / "_build" / "screenshots"))
-    shots.mkdir(parents=True, exist_ok=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
     for rel in pages(html):
         page = browser.new_page(viewport={"width": 390, "height": 844})
         page.goto(f"{base}/{rel}", wait_until="networkidle")
@@ -121,36 +123,101 @@ def test_every_page_fits_a_phone_and_its_figures_are_vector(site, browser):
         figures = page.eval_on_selector_all("article .cell_output img:not(.gm-player img)", "els => els.map(e => e.currentSrc)")
         bitmaps = [src for src in figures if not src.split("?")[0].endswith(".svg")]
         assert bitmaps == [], f"{rel}: static figures that are not SVG: {bitmaps}"
-        page.screenshot(path=str(shots / ("phone-" + rel.replace("/", "_").removesuffix(".html") + ".png")), full_page=True)
+        page.screenshot(path=str(SHOTS / ("phone-" + rel.replace("/", "_").removesuffix(".html") + ".png")), full_page=True)
         page.close()
 
 
-@pytest.mark.parametrize("chapter", ["99_appendix_presets", "01_hierarchy"])
-def test_the_players_move(site, browser, chapter):
+@pytest.mark.parametrize("chapter", ["99_appendix_presets", "01_hierarchy", "03_tiling", "04_roofline_levels"])
+def test_every_menu_of_a_player_changes_its_figure(site, browser, chapter):
+    """Each menu picks its own parameter; an animation also steps and plays; a state that
+    cannot launch says why instead of showing a picture."""
     _, base = site
     page, errors, _ = open_page(browser, f"{base}/chapters/{chapter}.html")
     players = page.locator(".gm-player")
     assert players.count() >= 1
     for i in range(players.count()):
         player = players.nth(i)
-        img, slider = player.locator("img"), player.locator("input[type=range]")
+        img = player.locator("img.gm-frame")
 
-        def where():
-            return img.get_attribute("data-state"), img.get_attribute("data-frame"), img.get_attribute("src")
+        def shown():
+            return img.get_attribute("src") if img.is_visible() else player.locator(".gm-refused").inner_text()
 
-        before = where()
-        slider.focus()
-        page.keyboard.press("ArrowRight")
-        after = where()
-        assert after[:2] != before[:2] and after[2] != before[2], "the slider did not change the picture"
-        if player.locator("select").count():
-            player.locator("select").select_option(index=1)
-            assert img.get_attribute("data-state") == "1"
-        shown = img.get_attribute("src")
-        player.locator("button").click()  # play: the picture changes on its own
-        page.wait_for_function("([id, src]) => document.querySelector('#' + id + ' img').getAttribute('src') !== src",
-                               arg=[player.get_attribute("id"), shown], timeout=5000)
-        player.locator("button").click()  # pause
+        for menu in player.locator("select[data-control]").all():
+            options = menu.locator("option").count()
+            seen = set()
+            for index in range(options):
+                menu.select_option(index=index)
+                seen.add(shown())
+            assert len(seen) > 1, f"{chapter}: the {menu.get_attribute('data-control')} menu changes nothing"
+            menu.select_option(index=0)
+        slider = player.locator('input[type="range"]')
+        if slider.count():
+            before = shown()
+            slider.focus()
+            page.keyboard.press("ArrowRight")
+            assert shown() != before, "the time step did not change the picture"
+            now = shown()
+            player.locator("button[data-play]").click()  # play: the picture changes on its own
+            page.wait_for_function("([id, src]) => document.querySelector('#' + id + ' img').getAttribute('src') !== src",
+                                   arg=[player.get_attribute("id"), now], timeout=5000)
+            player.locator("button[data-play]").click()  # pause
+    if chapter == "03_tiling":  # the tile explorer refuses a tile that cannot launch
+        player = players.first
+        player.locator('select[data-control="block"]').select_option(label="128 x 128")
+        player.locator('select[data-control="thread"]').select_option(label="1 x 1 per thread")
+        assert not img.is_visible() and "16384 threads per block" in player.locator(".gm-refused").inner_text()
+    assert errors == []
+
+
+WIDGET_EXERCISES = {make().key: make for make in gm.widget_exercises.ALL}
+EXERCISE_PAGES = ["01_hierarchy", "02_intensity", "03_tiling", "04_roofline_levels", "05_flashattention",
+                  "99_appendix_presets"]
+
+
+@pytest.mark.parametrize("chapter", EXERCISE_PAGES)
+def test_widget_exercises_explore_then_judge_as_python_does(site, browser, chapter):
+    """On every page with exercises: each menu changes the view; a wrong answer gets the
+    hint Python gives (not the answer), text gets a sentence, the right answer is accepted."""
+    _, base = site
+    page, errors, _ = open_page(browser, f"{base}/chapters/{chapter}.html")
+    boxes = page.locator(".gm-exercise")
+    assert boxes.count() >= (1 if chapter.startswith("99") else 2)
+    for i in range(boxes.count()):
+        box = boxes.nth(i)
+        exercise = WIDGET_EXERCISES[box.get_attribute("id").removeprefix("gm-exercise-")]()
+        view = box.locator(".gm-view")
+        for menu in box.locator("select[data-control]").all():
+            seen = set()
+            for index in range(menu.locator("option").count()):
+                menu.select_option(index=index)
+                seen.add(view.inner_html())
+            assert len(seen) > 1, f"{exercise.key}: the {menu.get_attribute('data-control')} menu changes nothing"
+            menu.select_option(index=0)
+        rules = exercise.rules
+        right = rules["answer"] if rules["kind"] == "choice" else repr(rules["answer"])
+        if rules["kind"] == "choice":
+            wrong = [next(g for g in gm.preset_names() if g.lower() != right)]
+        else:
+            wrong = [repr(rules["answer"] * f) for f in (2, 0.5, 10, 1.05, 3.7)]
+        for typed in wrong + ["lots", ""]:
+            box.locator("input[type=text]").fill(typed)
+            box.locator("button[type=submit]").click()
+            said = box.locator(".gm-verdict").inner_text()
+            python = exercise.check(typed)
+            assert said == f"Not yet. {python.message}", (exercise.key, typed, said)
+            assert str(right) not in said.lower().replace(typed.lower(), "") or rules["kind"] == "choice"
+        box.locator("input[type=text]").fill(str(right).upper() if rules["kind"] == "choice" else str(right))
+        box.locator("input[type=text]").press("Enter")
+        assert box.locator(".gm-verdict").inner_text().startswith("Right.")
+    if chapter == "03_tiling":  # the thread-tile exercise refuses a tile that cannot launch
+        box = page.locator("#gm-exercise-thread-tile")
+        box.locator('select[data-control="gpu"]').select_option(label="A100-40GB")
+        box.locator('select[data-control="block"]').select_option(label="128")
+        box.locator('select[data-control="thread"]').select_option(label="1")
+        assert "Cannot run" in box.locator(".gm-view").inner_text()
+    page.set_viewport_size({"width": 390, "height": 844})
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    boxes.first.screenshot(path=str(SHOTS / f"exercise-phone-{chapter}.png"))
     assert errors == []
 
 

@@ -120,3 +120,30 @@ def test_run_all_in_jupyterlab(lab, browser, name, glued):
     assert details.count() > 0 and all(not d.get_attribute("open") for d in details.all())
     assert "Right." not in "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
     page.close()
+
+
+def test_a_widget_exercise_in_jupyterlab(lab, browser):
+    """Chapter 3's thread-tile exercise, operated as a learner would: its menus redraw the
+    bars, a wrong answer gets a hint, the right one is accepted."""
+    page = run_all(browser, lab, "03_tiling.ipynb")
+    box = page.locator(".widget-vbox", has=page.locator("button", has_text="Check")).first
+    gpu, block, thread = box.locator("select").all()[:3]
+    view = box.locator(".widget-html").first
+    gpu.select_option(label="A100-40GB")
+    block.select_option(label="128")
+    thread.select_option(label="4")
+    page.wait_for_function("(el) => el.innerText.includes('4 x 4 per thread on the A100-40GB')",
+                           arg=view.element_handle(), timeout=10_000)
+    assert "shared memory" in view.inner_text()
+    answer, check, verdict = box.locator("input[type=text]"), box.locator("button", has_text="Check"), box.locator(
+        ".widget-html").last
+    answer.fill("4")
+    check.click()
+    page.wait_for_function("(el) => el.innerText.includes('Not yet.')", arg=verdict.element_handle(), timeout=10_000)
+    assert "Too low" in verdict.inner_text()
+    answer.fill("8")
+    check.click()
+    page.wait_for_function("(el) => el.innerText.includes('Right.')", arg=verdict.element_handle(), timeout=10_000)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    box.screenshot(path=str(SHOTS / "lab-03_tiling-exercise.png"))
+    page.close()

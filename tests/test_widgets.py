@@ -1,44 +1,62 @@
-"""Interactive figures and answer checkers, without a browser: the player's frames and
-size, the explorer's callback, and the exercise feedback."""
+"""Players, explorers and widget exercises, without a browser: the players' states and size,
+the explorers' callbacks, each widget exercise's answer (right, wrong with a hint, wrong
+type) and its ipywidgets operated from Python. The browser side is in test_browser.py."""
 
-import base64
+import json
 import re
 
 import matplotlib
 import pytest
 
 import gpumodel as gm
+from gpumodel import widget_exercises as wx
 
 matplotlib.use("Agg")
-STATES = [{"gpu": n} for n in ("V100", "A100-40GB", "H100-SXM")]
+GPUS = ["V100", "A100-40GB", "H100-SXM"]
 
 
-def test_player_precomputes_one_frame_per_state():
-    p = gm.widgets.player(gm.plots.preset_levels, STATES, title="GPU", alt="Bars")
-    html = p._repr_html_()
-    frames = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html)
-    assert len(set(frames)) == 3  # three distinct pictures (the first appears twice: img and list)
-    assert all(base64.b64decode(f).startswith(b"\x89PNG") for f in frames)
-    assert f'id="{p.id}"' in html and 'alt="Bars"' in html and 'max="2"' in html
-    assert p.labels == ["V100", "A100-40GB", "H100-SXM"]
+def player_data(player):
+    """The JSON the site's script reads."""
+    return json.loads(re.search(r'<script type="application/json">(.*?)</script>', player._repr_html_()).group(1))
+
+
+def test_player_has_a_menu_per_control_and_a_state_per_combination():
+    p = gm.widgets.player(gm.plots.gemm_levels, {"block": [16, 128], "thread": [1, 8], "gpu": GPUS[1:]},
+                          title="tile", alt="Bars")
+    html, data = p._repr_html_(), player_data(p)
+    assert html.count("<select") == 3 and 'alt="Bars"' in html
+    assert set(data["states"]) == {f"{b}|{t}|{g}" for b in range(2) for t in range(2) for g in range(2)}
+    refused = data["frames"][data["states"]["1|0|0"]]  # 128 x 128 with one result per thread
+    assert isinstance(refused, str) and "16384 threads per block" in refused
+    drawn = data["frames"][data["states"]["1|1|1"]]
+    assert drawn[0].lstrip().startswith("<?xml") and "<svg" in drawn[0] and "H100-SXM" in drawn[0]
+
+
+def test_an_animated_player_has_a_frame_per_step_and_a_play_button():
+    p = gm.widgets.player(gm.plots.pipes, {"kernel": ["vector_add"], "gpu": GPUS[:2]}, alt="Pipes", steps=3)
+    data = player_data(p)
+    assert all(len(frames) == 3 for frames in data["frames"]) and "data-play" in p._repr_html_()
+    assert len(set(data["frames"][0])) == 3  # the dots move
+
+
+def test_identical_states_share_one_frame():
+    p = gm.widgets.player(lambda gpu, unused: gm.plots.preset_levels(gpu), {"gpu": GPUS, "unused": [1, 2]}, alt="x")
+    data = player_data(p)
+    assert len(data["states"]) == 6 and len(data["frames"]) == 3
 
 
 def test_every_preset_player_stays_small():
-    p = gm.widgets.player(gm.plots.preset_levels, [{"gpu": n} for n in gm.preset_names()], alt="Bars")
+    p = gm.widgets.player(gm.plots.preset_levels, {"gpu": gm.preset_names()}, alt="Bars")
     assert p.nbytes < 1_000_000
 
 
-def test_players_get_distinct_ids():
-    a, b = (gm.widgets.player(gm.plots.preset_levels, STATES[:1], alt="x") for _ in range(2))
-    assert a.id != b.id
-
-
 @pytest.mark.parametrize("kwargs, message", [
-    ({"states": []}, "states must hold"), ({"states": STATES, "alt": ""}, "alt must describe"),
+    ({"controls": {}}, "controls must name"), ({"controls": {"gpu": []}}, r"controls\['gpu'\] must offer"),
+    ({"alt": ""}, "alt must describe"), ({"steps": 0}, "steps must be a positive integer"),
 ])
 def test_player_refuses_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        gm.widgets.player(gm.plots.preset_levels, **{"alt": "x", **kwargs})
+        gm.widgets.player(gm.plots.preset_levels, **{"controls": {"gpu": GPUS}, "alt": "x", **kwargs})
 
 
 def test_explorer_redraws_through_its_callback():
@@ -57,59 +75,137 @@ def test_explorer_redraws_through_its_callback():
     assert drawn == ["V100", "H100-SXM"]
 
 
-def test_the_tile_explorer_refuses_a_tile_that_cannot_launch(capsys):
-    """Chapter 3's explorer offers block 16 to 128 and thread 1 to 8; 128 x 128 with one
-    result per thread (16,384 threads per block) is refused with the reason, not drawn."""
-    drawn = []
-
-    def draw(block, thread, gpu):
-        drawn.append((block, thread))
-        return gm.plots.gemm_levels(block, thread, gpu)
-
-    states = [{"block": b, "thread": t, "gpu": "A100-40GB"} for b in (16, 128) for t in (1, 8)
-              if gm.tiles.is_legal("A100-40GB", b, b, t, t)]
-    box = gm.widgets.show(draw, states)
+def test_the_tile_explorer_says_why_a_tile_cannot_launch(capsys):
+    box = gm.widgets.explorer(gm.plots.gemm_levels, {"block": [16, 128], "thread": [1, 8], "gpu": ["A100-40GB"]})
     block, thread, _ = box.children[0].children
-    assert drawn == [(16, 1)] and thread.value == 1
     block.value = 128  # with thread 1: 16,384 threads per block
-    assert drawn == [(16, 1)]
-    assert "Not available: block = 128, thread = 1, gpu = A100-40GB cannot launch" in capsys.readouterr().out
-    thread.value = 8
-    assert drawn == [(16, 1), (128, 8)]
-    with pytest.raises(ValueError, match="16384 threads per block"):
-        gm.plots.gemm_levels(128, 1, "A100-40GB")
-
-
-def test_an_explorer_says_why_draw_refuses(capsys):
-    box = gm.widgets.explorer(lambda block: gm.plots.gemm_levels(block, 1), {"block": [16, 128]})
-    (dropdown,) = box.children[0].children
-    dropdown.value = 128
     assert "Not available: 128x128 tiles with 1x1 per thread cannot launch" in capsys.readouterr().out
+    thread.value = 8
+    assert "Not available" not in capsys.readouterr().out
 
 
 def test_show_picks_the_player_in_the_book_build(monkeypatch):
     monkeypatch.setenv("GPUMODEL_BUILD", "book")
-    assert isinstance(gm.widgets.show(gm.plots.preset_levels, STATES, alt="x"), gm.widgets.Player)
+    assert isinstance(gm.widgets.show(gm.plots.preset_levels, {"gpu": GPUS}, alt="x"), gm.widgets.Player)
+    exercise = wx.seed_bounds()
+    assert exercise.show() is exercise
     monkeypatch.delenv("GPUMODEL_BUILD")
-    assert not isinstance(gm.widgets.show(gm.plots.preset_levels, STATES, alt="x"), gm.widgets.Player)
+    assert not isinstance(gm.widgets.show(gm.plots.preset_levels, {"gpu": GPUS}, alt="x"), gm.widgets.Player)
+    assert exercise.show() is not exercise
 
 
-def test_feedback_for_the_appendix_exercise():
-    smem = gm.gpu("H100-SXM").bandwidth("smem") / 1e12
-    right = gm.exercises.check_bandwidth("H100-SXM", "smem", smem * 1.005)
-    assert right and str(right).startswith("Right.") and "132 SMs x 32 banks x 4 B x 1980 MHz" in right.message
-    wrong = gm.exercises.check_bandwidth("H100-SXM", "smem", smem * 1000)
-    assert not wrong and "Too high by a power of ten" in wrong.message and "132 SMs" not in wrong.message
-    assert "No answer yet" in gm.exercises.check_bandwidth("H100-SXM", "smem", None).message
-    assert wrong._repr_markdown_().startswith("**Not yet.**")
+# The widget exercises: every one, its answer as the chapter's solution finds it, by brute force.
+
+def smallest(options, ok):
+    return next(o for o in options if ok(o))
 
 
-@pytest.mark.parametrize("bad", ["33.5", float("nan"), True])
-def test_checkers_answer_non_numbers_with_a_sentence(bad):
-    feedback = gm.exercises.check_bandwidth("A100-40GB", "smem", bad)
-    assert not feedback and feedback.message.startswith("The answer should be a number in TB/s")
+ANSWERS = {
+    "seed-bounds": lambda: sum(gm.predict(gm.seed_kernels()["gemm_reg128"], g).bound == "compute" for g in wx.GPUS),
+    "littles-law": lambda: smallest(wx.LITTLE_WARPS, lambda w: w * 32 * 2 * 16 * gm.gpu("A100-40GB").sms.value
+                                    >= gm.gpu("A100-40GB").in_flight("hbm")),
+    "stride-sectors": lambda: 16,  # a 32-byte sector holds 16 fp16 elements
+    "fused-chain": lambda: smallest(wx.CHAIN_OPS, lambda k: k / 4 * gm.gpu("H100-SXM").bandwidth("hbm")
+                                    > gm.gpu("H100-SXM").peak_flops / 2),  # registers: 12 B per flop at 6 P
+    "thread-tile": lambda: 8,
+    "occupancy-limit": lambda: 64,  # 65,536 registers over 1,024 threads
+    "block-group": lambda: min(wx.GROUPS, key=lambda g: gm.waves.gemm_hbm(
+        8192, 8192, 8192, gpu="H100-SXM", blocks_per_sm=2, order="grouped", group=g).hbm),
+    "l2-overflow": lambda: smallest(wx.L2_SIZES, lambda n: 12 * n > gm.gpu("L4").capacity("l2")),
+    "attention-fit": lambda: smallest(wx.SEQS, lambda n: 2 * 32 * (4 * n * 128 + 2 * n * n)
+                                      > gm.gpu("L4").capacity("hbm")),
+    "flash-speedup": lambda: float(gm.predict(gm.attention(1, 32, 16384, 64, kind="standard"), "H100-SXM").time
+                                   / gm.predict(gm.attention(1, 32, 16384, 64, kind="flash"), "H100-SXM").time),
+    "highest-ridge": lambda: max(gm.preset_names(), key=lambda g: gm.gpu(g).peak("fp16") / gm.gpu(g).bandwidth("hbm")),
+}
+EXERCISES = {make().key: make for make in wx.ALL}
 
 
-def test_checker_refuses_an_unknown_level():
-    with pytest.raises(ValueError, match="level must be one of"):
-        gm.exercises.check_bandwidth("A100-40GB", "l1", 1.0)
+def test_every_widget_exercise_has_its_answer_worked_out_here():
+    assert set(EXERCISES) == set(ANSWERS)
+
+
+@pytest.mark.parametrize("key", ANSWERS)
+def test_a_widget_exercise_accepts_its_answer_typed_and_refuses_others(key):
+    exercise, answer = EXERCISES[key](), ANSWERS[key]()
+    assert exercise.check(str(answer)) and exercise.check(answer)
+    if exercise.rules["kind"] == "number":
+        wrong = exercise.check(str(answer * 2))
+        assert not wrong and ("Too high" in wrong.message or "factor of two" in wrong.message)
+        assert f"{answer:g}" not in wrong.message, "a hint, not the answer"
+        assert exercise.check(str(answer / 2)).message != wrong.message  # too low is not too high
+    else:
+        other = next(g for g in gm.preset_names() if g.lower() != answer.lower())
+        wrong = exercise.check(other)
+        assert not wrong and "another preset's is higher" in wrong.message and answer not in wrong.message
+    for bad in ("", "lots", None, [answer]):
+        feedback = exercise.check(bad)
+        assert not feedback and feedback.message.startswith("Type ")
+
+
+@pytest.mark.parametrize("key", ANSWERS)
+def test_every_control_changes_the_view(key):
+    exercise = EXERCISES[key]()
+    first = {name: options[0] for name, options in exercise.controls.items()}
+    shown = exercise.render(**first)
+    for name, options in exercise.controls.items():
+        views = {exercise.render(**{**first, name: o}) for o in options}
+        assert len(views) > 1 or shown.startswith('<p class="gm-refused">'), f"{key}: {name} changes nothing"
+
+
+def test_an_exercise_refuses_what_cannot_launch():
+    tiles = wx.thread_tile()
+    assert "cannot launch on the A100-40GB: 16384 threads per block" in tiles.render(gpu="A100-40GB", block=128,
+                                                                                         thread=1)
+    assert "cannot launch" in tiles.render(gpu="H100-SXM", block=128, thread=16)  # too many registers
+    warps = wx.littles_law()
+    assert "keeps at most 48 warps per SM" in warps.render(gpu="RTX-4090", warps=64, width="float (4 B)", loads=1)
+
+
+def test_the_jupyter_widget_redraws_and_judges():
+    import ipywidgets
+
+    box = wx.thread_tile().widget()
+    menus, view, (answer, button), verdict = box.children[0], box.children[1], box.children[2].children, box.children[3]
+    gpu, block, thread = menus.children
+    assert isinstance(gpu, ipywidgets.Dropdown) and "V100" in view.value
+    gpu.value, block.value, thread.value = "A100-40GB", 128, 4
+    assert "128 x 128 tiles, 4 x 4 per thread on the A100-40GB" in view.value and "shared memory</b>" in view.value
+    thread.value = 1
+    assert "Cannot run" in view.value and "16384 threads per block" in view.value
+    answer.value = "4"
+    button.click()
+    assert "Not yet." in verdict.value and "Too low" in verdict.value
+    answer.value = "eight"
+    button.click()
+    assert "Type a number" in verdict.value
+    answer.value = "8"
+    button.click()
+    assert "Right." in verdict.value
+
+
+def test_the_site_exercise_carries_every_state_and_the_rules():
+    exercise = wx.l2_overflow()
+    html = exercise._repr_html_()
+    data = json.loads(re.search(r'<script type="application/json">(.*?)</script>', html).group(1))
+    assert data["rules"] == exercise.rules and html.count("<select") == 2
+    assert len(data["states"]) == len(wx.GPUS) * len(wx.L2_SIZES)
+    assert 'id="gm-exercise-l2-overflow"' in html and 'type="submit"' in html
+
+
+def test_every_exercise_page_stays_light():
+    sizes = {make().key: len(make()._repr_html_().encode()) for make in wx.ALL}
+    assert max(sizes.values()) < 600_000, sizes
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"expected": float("nan")}, "expected must be a finite number"),
+])
+def test_number_rules_refuse_bad_input(bad, message):
+    with pytest.raises(ValueError, match=message):
+        gm.exercises.number_rules(unit="x", **bad)
+
+
+def test_choice_rules_refuse_the_answer_among_the_wrong_ones():
+    with pytest.raises(ValueError, match="wrong must not hold the answer"):
+        gm.exercises.choice_rules("L4", {"l4": "no"})
