@@ -10,7 +10,9 @@ take the CPU path.
 from __future__ import annotations
 
 import logging
+import math
 import statistics
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -50,10 +52,19 @@ def _probe() -> tuple[bool, str]:
         props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
         cupy.zeros(1).sum().item()  # a device that answers
     except Exception as err:  # CUDARuntimeError, CUDADriverError, ...  # noqa: BLE001
-        code = str(err).split(":")[0]  # "cudaErrorInsufficientDriver: CUDA driver version is ..."
-        return False, f"CuPy is installed but no GPU answers ({type(err).__name__}: {code})"
-    name = props["name"]
-    return True, name.decode() if isinstance(name, bytes) else str(name)
+        return False, f"CuPy is installed but no GPU answers ({_why(err)})"
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    try:  # the references and the chapters' cuBLAS comparisons need it
+        ones = cupy.ones((2, 2), cupy.float32)
+        (ones @ ones).sum().item()
+    except Exception as err:  # ImportError when libcublas is missing  # noqa: BLE001
+        return False, f"{name} answers, but cuBLAS does not ({_why(err)}): pip install nvidia-cublas-cu12"
+    return True, name
+
+
+def _why(err: Exception) -> str:
+    """An exception in a few words: its type and the message's first clause."""
+    return f"{type(err).__name__}: {str(err).split(':')[0]}"
 
 
 def have_gpu() -> bool:
@@ -131,13 +142,78 @@ def device_info() -> dict:
     }
 
 
-def live_gpu() -> GPU:
-    """The GPU this process runs on, as a `GPU` record (see `gpu_from_attributes`)."""
+def live_gpu(clock_hz: float | None = None) -> GPU:
+    """The GPU this process runs on, as a `GPU` record (see `gpu_from_attributes`); at
+    `clock_hz` (an SM clock observed under load, see `sm_clock_hz`) instead of the maximum
+    the device reports, when given."""
+    import dataclasses
+
     import cupy
 
     info = device_info()
     _, total = cupy.cuda.runtime.memGetInfo()
-    return gpu_from_attributes(info["name"], info["compute_capability"], cupy.cuda.Device().attributes, total)
+    g = gpu_from_attributes(info["name"], info["compute_capability"], cupy.cuda.Device().attributes, total)
+    if clock_hz:
+        g = dataclasses.replace(g, clock=Fact(float(clock_hz), "Hz", "measured", SOURCE, "NVML, nvmlDeviceGetClockInfo",
+                                                "SM clock observed under load"))
+    return g
+
+
+def sm_clock_hz() -> float | None:
+    """The SM clock this GPU runs at now, in Hz, through NVML (`nvidia-ml-py`); None where
+    NVML is not installed or does not answer. Under a long load a GPU can run well below
+    the maximum clock it reports (a T4 at 70 W sustains about 1.1 to 1.3 GHz of 1.59)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(_device_id())
+            return 1e6 * pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception as err:  # ImportError, NVMLError  # noqa: BLE001
+        log.info("no SM clock from NVML: %s", _why(err))
+        return None
+
+
+def _device_id() -> int:
+    import cupy
+
+    return cupy.cuda.Device().id
+
+
+def environment() -> dict:
+    """What a measurement depends on: the device (`device_info`), cuBLAS's version, the
+    compute type CuPy's FP32 matmuls use (CUPY_TF32=1 makes them TF32, several times
+    faster, so a record says which), and the maximum SM clock the device reports."""
+    import os
+
+    import cupy
+
+    info = device_info()
+    try:
+        from cupy_backends.cuda.libs import cublas
+
+        info["cublas_version"] = cublas.getVersion(cupy.cuda.device.get_cublas_handle())
+    except Exception as err:  # noqa: BLE001
+        info["cublas_version"] = f"unavailable ({_why(err)})"
+    info["matmul_compute_type"] = "tf32" if os.environ.get("CUPY_TF32", "0") == "1" else "fp32"
+    info["max_sm_clock_hz"] = 1e3 * cupy.cuda.Device().attributes.get("ClockRate", 0)
+    return info
+
+
+def kernel_attributes(runner, file: str, function: str, threads: int) -> dict:
+    """What the driver says of a compiled kernel (cuFuncGetAttribute): registers per
+    thread, local memory per thread (spills), static shared memory per block; and the
+    blocks of `threads` threads one SM keeps resident (the occupancy API)."""
+    driver = runner.cp.cuda.driver
+    f = runner.function(file, function)
+    attribute = {"registers": driver.CU_FUNC_ATTRIBUTE_NUM_REGS, "local_bytes": driver.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                 "smem_bytes": driver.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES}
+    out = {name: int(driver.funcGetAttribute(a, f.ptr)) for name, a in attribute.items()}
+    out["resident_blocks"] = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(f.ptr, threads, 0))
+    return out
 
 
 class Runner:
@@ -165,38 +241,75 @@ class Runner:
             args = tuple(buffers[a] if isinstance(a, str) else a for a in step.args)
             self.function(plan.file, step.kernel)(tuple(step.grid), tuple(step.block), args)
 
-    def check(self, plan, buffers: dict) -> float:
+    def check(self, plan, buffers: dict, chunk: int = 2**24) -> float:
         """Run `plan` once; return the largest error against its CuPy reference (raises
-        AssertionError when outside the plan's tolerance)."""
+        AssertionError when outside the plan's tolerance). The result is compared in slices
+        of `chunk` elements, so no float64 copy of a large result is held at once."""
         self.launch(plan, buffers)
         inputs = {name: buffers[name] for name in plan.inputs}
-        want = plan.reference(self.cp, inputs)
-        got = buffers[plan.result].astype(self.cp.float64)
-        err = float(self.cp.abs(got - want).max())
-        ok = bool(self.cp.allclose(got, want, rtol=plan.rtol, atol=plan.atol))
-        assert ok, f"{plan.name}: result differs from the reference by up to {err:.3g}"
+        want = plan.reference(self.cp, inputs).ravel()
+        got = buffers[plan.result].ravel()
+        err, ok = 0.0, True
+        for start in range(0, got.size, chunk):
+            g, w = got[start:start + chunk].astype(self.cp.float64), want[start:start + chunk]
+            err = max(err, float(self.cp.abs(g - w).max()))
+            ok = ok and bool(self.cp.allclose(g, w, rtol=plan.rtol, atol=plan.atol))
+        assert ok, f"{plan.label}: result differs from the reference by up to {err:.3g}"
         return err
 
-    def time(self, launch, repeats: int = 10, warmup: int = 2, flush: bool = True) -> float:
-        """Median seconds of `launch()` over `repeats` runs, timed with CUDA events after
-        `warmup` runs, with L2 flushed (a buffer twice its size rewritten) before each
-        unless `flush` is False (to measure data that stays in L2)."""
+    def time(self, launch, repeats: int = 10, warmup: int = 2, flush: bool = True) -> "Timing":
+        """Seconds per `launch()`, over `repeats` samples after `warmup` runs. A sample is
+        enough back-to-back launches between one pair of CUDA events for at least
+        `MIN_SAMPLE_S` of GPU work, so that launch gaps do not count; before each sample
+        (unless `flush` is False, to measure data that stays in L2) a read of twice the L2
+        evicts what the last sample left there, without dirtying it."""
         cp = self.cp
-        l2 = cp.cuda.Device().attributes["L2CacheSize"]
-        scratch = cp.empty(2 * l2 // 4 + 1, cp.float32)
         for _ in range(warmup):
             launch()
-        times = []
         start, end = cp.cuda.Event(), cp.cuda.Event()
-        for _ in range(repeats):
+
+        def sample(launches: int) -> float:
             if flush:
-                scratch.fill(1.0)
+                self._flush()
             start.record()
-            launch()
+            for _ in range(launches):
+                launch()
             end.record()
             end.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
-        return statistics.median(times)
+            return cp.cuda.get_elapsed_time(start, end) / 1e3 / launches
+
+        launches = launches_per_sample(sample(1))
+        times = sorted(sample(launches) for _ in range(repeats))
+        return Timing(statistics.median(times), times[0], times[-1], launches, repeats)
+
+    def _flush(self) -> None:
+        """Read (never write) a buffer twice the L2's size."""
+        if not hasattr(self, "_scratch"):
+            l2 = self.cp.cuda.Device().attributes["L2CacheSize"]
+            self._scratch = self.cp.ones(2 * l2 // 4 + 1, self.cp.float32)
+        self._scratch.sum()
+
+
+MIN_SAMPLE_S = 100e-6
+"""The least GPU work one timed sample holds (seconds): launch gaps of a few microseconds
+are then a few percent at most."""
+
+
+def launches_per_sample(one_launch_s: float) -> int:
+    """Back-to-back launches per timed sample for a kernel that takes `one_launch_s`."""
+    return max(1, math.ceil(MIN_SAMPLE_S / max(one_launch_s, 1e-9)))
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per launch: the median over `samples` samples, the fastest and slowest, and
+    the `launches` timed back to back in each sample."""
+
+    median_s: float
+    min_s: float
+    max_s: float
+    launches: int
+    samples: int
 
 
 def l2_persistence_calls() -> dict | None:
@@ -210,41 +323,100 @@ def l2_persistence_calls() -> dict | None:
     return {name: hasattr(rt, name) for name in ("deviceSetLimit", "streamSetAttribute")}
 
 
-def gpu_sweep(sizes=None, passes: int = 20) -> tuple[np.ndarray, np.ndarray]:
-    """Read bandwidth of this GPU against working set: `kernels/sweep.cu` reads a buffer of
-    each size `passes` times (warm: data that fits stays in L2). Returns (sizes in bytes,
-    bandwidth in bytes/s). Needs a GPU (see `have_gpu`)."""
+SWEEP_BYTES_PER_LAUNCH = 256 * 1024**2
+"""Bytes one sweep launch reads (a small buffer is read many times over), so that each
+launch's own start and tail are a small part of it."""
+
+
+def sweep_sizes(l2_bytes: int) -> np.ndarray:
+    """The sweep's working sets: 1 MiB to 8 x the L2, two per doubling."""
     from .cpu_timing import working_sets
+
+    return working_sets(1024**2, 8 * int(l2_bytes))
+
+
+def sweep_passes(nbytes: int) -> int:
+    """How many times one launch reads a buffer of `nbytes` (see SWEEP_BYTES_PER_LAUNCH)."""
+    return max(1, -(-SWEEP_BYTES_PER_LAUNCH // int(nbytes)))
+
+
+def gpu_sweep(sizes=None, budget_s: float = 30.0, repeats: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """Read bandwidth of this GPU against working set: `kernels/sweep.cu` reads a buffer of
+    each size (`sweep_sizes` by default) `sweep_passes` times a launch, warm (data that
+    fits stays in L2). Stops after the size that passes `budget_s` seconds of wall time.
+    Returns (sizes in bytes, bandwidth in bytes/s) of the sizes measured. Needs a GPU."""
+    import time
+
     from .kernel_plans import plan_sweep
 
-    sizes = working_sets(1024**2, 2 * 1024**3) if sizes is None else np.asarray(sizes, dtype=np.int64)
     runner = Runner()
-    bandwidth = []
+    l2 = runner.cp.cuda.Device().attributes["L2CacheSize"]
+    sizes = sweep_sizes(l2) if sizes is None else np.asarray(sizes, dtype=np.int64)
+    started, bandwidth = time.perf_counter(), []
     for size in sizes:
-        plan = plan_sweep(int(size) // 4, passes)
+        plan = plan_sweep(int(size) // 4, sweep_passes(size))
         bufs = runner.buffers(plan)
-        seconds = runner.time(lambda: runner.launch(plan, bufs), repeats=5, flush=False)
+        seconds = runner.time(lambda: runner.launch(plan, bufs), repeats=repeats, flush=False).median_s
         bandwidth.append(plan.sizes["bytes_read"] / seconds)
         del bufs
-    return sizes, np.asarray(bandwidth, dtype=float)
+        if time.perf_counter() - started > budget_s:
+            log.info("sweep stopped at %d bytes: its %g s budget is spent", size, budget_s)
+            break
+    return sizes[:len(bandwidth)], np.asarray(bandwidth, dtype=float)
+
+
+def run_plan(runner: Runner, plan, device: GPU, repeats: int = 10) -> dict:
+    """Check `plan` against its reference and time it on this GPU, with the model's
+    prediction on `device` and what the kernel achieved (FLOP/s, and HBM bytes/s by the
+    model's count). GEMMs are also timed through cuBLAS (`cupy.matmul`), standard attention
+    through cuBLAS and a CuPy softmax. Seconds. One row of a validation record; the buffers
+    are freed after."""
+    from .model import predict
+
+    bufs = runner.buffers(plan)
+    try:
+        err = runner.check(plan, bufs)
+        t = runner.time(lambda: runner.launch(plan, bufs), repeats)
+        row = {"kernel": plan.kernel, "file": plan.file, "sizes": plan.sizes, "measured_s": t.median_s,
+               "spread_s": [t.min_s, t.max_s], "launches_per_sample": t.launches, "max_abs_error": err}
+        if plan.workload is not None:
+            p = predict(plan.workload, device)
+            row.update(predicted_s=float(p.time), bound=str(p.bound),
+                       error_pct=100 * (t.median_s - float(p.time)) / float(p.time),
+                       achieved_flops=float(plan.workload.flops) / t.median_s,
+                       achieved_hbm_Bps=float(plan.workload.bytes["hbm"]) / t.median_s)
+        library = _library_baseline(runner.cp, plan, bufs)
+        if library is not None:
+            row["cublas_s"] = runner.time(library, repeats).median_s
+            row["pct_of_cublas"] = 100 * row["cublas_s"] / t.median_s
+        return row
+    finally:
+        del bufs
+        runner.cp.get_default_memory_pool().free_all_blocks()
+
+
+def _library_baseline(cp, plan, bufs):
+    """The same work through cuBLAS, as a function to time, where the plan has one."""
+    from .kernel_plans import attention_reference
+
+    if plan.file == "gemm.cu":
+        c = cp.empty_like(bufs["C"])
+        return lambda: cp.matmul(bufs["A"], bufs["B"], out=c)
+    if plan.kernel == "attention_standard":
+        inputs = {name: bufs[name] for name in "QKV"}
+        return lambda: attention_reference(cp, inputs, "float32")
+    return None
 
 
 def time_gemm(kernel: str, size: int = 4096) -> dict:
     """Run GEMM `kernel` (an id of `kernel_info.GEMM_LADDER` or "gemm_spill") at size^3 on
-    this GPU, check it, and time it and cuBLAS (`cupy.matmul`); with the model's prediction
-    on the live device. Seconds. Chapter 3. Needs a GPU."""
+    this GPU, check it, and time it and cuBLAS (see `run_plan`), on the live device. Seconds.
+    Chapter 3. Needs a GPU."""
     from .kernel_plans import plan_gemm
-    from .model import predict
 
-    runner, device = Runner(), live_gpu()
-    plan = plan_gemm(kernel, size, size, size)
-    bufs = runner.buffers(plan)
-    runner.check(plan, bufs)
-    seconds = runner.time(lambda: runner.launch(plan, bufs))
-    c = runner.cp.empty_like(bufs["C"])
-    cublas = runner.time(lambda: runner.cp.matmul(bufs["A"], bufs["B"], out=c))
-    return {"gpu": device.name, "kernel": kernel, "sizes": plan.sizes, "measured_s": seconds, "cublas_s": cublas,
-            "predicted_s": float(predict(plan.workload, device).time), "flops": float(plan.workload.flops)}
+    device = live_gpu()
+    row = run_plan(Runner(), plan_gemm(kernel, size, size, size), device)
+    return {**row, "gpu": device.name}
 
 
 def gemm_runs(kernel: str, size: int = 4096) -> list:

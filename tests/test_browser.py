@@ -100,6 +100,8 @@ def test_every_page_in_a_real_browser(site, browser):
         for src, loaded, alt in images:
             assert loaded, f"{rel}: image {src} did not load"
             assert alt.strip(), f"{rel}: image {src} has no alt text"
+        searches = page.locator(".search-button-field:visible").count()
+        assert searches <= 1, f"{rel}: {searches} search boxes"
         if page.locator("article .math").count():
             page.wait_for_selector("mjx-container", timeout=15000)
             assert page.locator("article .math mjx-container").count() == page.locator("article .math").count(), rel
