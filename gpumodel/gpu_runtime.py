@@ -297,7 +297,7 @@ are then a few percent at most."""
 
 def launches_per_sample(one_launch_s: float) -> int:
     """Back-to-back launches per timed sample for a kernel that takes `one_launch_s`."""
-    return max(1, math.ceil(MIN_SAMPLE_S / max(one_launch_s, 1e-9)))
+    return max(1, math.ceil(MIN_SAMPLE_S / max(one_launch_s, 1e-9) - 1e-9))
 
 
 @dataclass(frozen=True)
@@ -328,37 +328,41 @@ SWEEP_BYTES_PER_LAUNCH = 256 * 1024**2
 launch's own start and tail are a small part of it."""
 
 
-def sweep_sizes(l2_bytes: int) -> np.ndarray:
-    """The sweep's working sets: 1 MiB to 8 x the L2, two per doubling."""
+def sweep_sizes(largest: int) -> np.ndarray:
+    """The sweep's working sets in bytes, two per doubling up to `largest` (about 8 x the
+    L2: far enough past it to see HBM), from 1 MiB or less."""
     from .cpu_timing import working_sets
 
-    return working_sets(1024**2, 8 * int(l2_bytes))
+    largest = int(largest)
+    return working_sets(min(1024**2, largest // 8), largest)
 
 
-def sweep_passes(nbytes: int) -> int:
-    """How many times one launch reads a buffer of `nbytes` (see SWEEP_BYTES_PER_LAUNCH)."""
-    return max(1, -(-SWEEP_BYTES_PER_LAUNCH // int(nbytes)))
+def sweep_passes(nbytes: int, per_launch: int = SWEEP_BYTES_PER_LAUNCH) -> int:
+    """How many times one launch reads a buffer of `nbytes`: enough to read `per_launch`."""
+    return max(1, -(-int(per_launch) // int(nbytes)))
 
 
-def gpu_sweep(sizes=None, budget_s: float = 30.0, repeats: int = 5) -> tuple[np.ndarray, np.ndarray]:
+def gpu_sweep(sizes=None, budget_s: float = 30.0, repeats: int = 5,
+              per_launch: int = SWEEP_BYTES_PER_LAUNCH) -> tuple[np.ndarray, np.ndarray]:
     """Read bandwidth of this GPU against working set: `kernels/sweep.cu` reads a buffer of
-    each size (`sweep_sizes` by default) `sweep_passes` times a launch, warm (data that
-    fits stays in L2). Stops after the size that passes `budget_s` seconds of wall time.
-    Returns (sizes in bytes, bandwidth in bytes/s) of the sizes measured. Needs a GPU."""
+    each size (default: `sweep_sizes` up to 8 x the L2) `sweep_passes` times a launch, warm
+    (data that fits stays in L2). Stops after the size that passes `budget_s` seconds of
+    wall time. Returns (sizes in bytes, bandwidth in bytes/s) of the sizes measured. Needs
+    a GPU."""
     import time
 
     from .kernel_plans import plan_sweep
 
     runner = Runner()
     l2 = runner.cp.cuda.Device().attributes["L2CacheSize"]
-    sizes = sweep_sizes(l2) if sizes is None else np.asarray(sizes, dtype=np.int64)
+    sizes = sweep_sizes(8 * l2) if sizes is None else np.asarray(sizes, dtype=np.int64)
     started, bandwidth = time.perf_counter(), []
     for size in sizes:
-        plan = plan_sweep(int(size) // 4, sweep_passes(size))
+        plan = plan_sweep(int(size) // 4, sweep_passes(size, per_launch))
         bufs = runner.buffers(plan)
         seconds = runner.time(lambda: runner.launch(plan, bufs), repeats=repeats, flush=False).median_s
         bandwidth.append(plan.sizes["bytes_read"] / seconds)
-        del bufs
+        bufs.clear()  # free this size's buffer before the next is allocated
         if time.perf_counter() - started > budget_s:
             log.info("sweep stopped at %d bytes: its %g s budget is spent", size, budget_s)
             break
@@ -391,7 +395,7 @@ def run_plan(runner: Runner, plan, device: GPU, repeats: int = 10) -> dict:
             row["pct_of_cublas"] = 100 * row["cublas_s"] / t.median_s
         return row
     finally:
-        del bufs
+        bufs.clear()
         runner.cp.get_default_memory_pool().free_all_blocks()
 
 
@@ -408,22 +412,21 @@ def _library_baseline(cp, plan, bufs):
     return None
 
 
-def time_gemm(kernel: str, size: int = 4096) -> dict:
-    """Run GEMM `kernel` (an id of `kernel_info.GEMM_LADDER` or "gemm_spill") at size^3 on
-    this GPU, check it, and time it and cuBLAS (see `run_plan`), on the live device. Seconds.
-    Chapter 3. Needs a GPU."""
-    from .kernel_plans import plan_gemm
+def runs(plans) -> list:
+    """Each plan checked and timed now (`run_plan`, with the GPU's name) where a GPU answers,
+    else the runs recorded for its kernel at its sizes (`recorded_runs.rows`). Chapters 3 to 5."""
+    from . import recorded_runs
 
-    device = live_gpu()
-    row = run_plan(Runner(), plan_gemm(kernel, size, size, size), device)
-    return {**row, "gpu": device.name}
+    plans = list(plans)
+    if have_gpu():
+        runner, device = Runner(), live_gpu()
+        return [{**run_plan(runner, plan, device), "gpu": device.name} for plan in plans]
+    return [r for plan in plans for r in recorded_runs.rows(plan.kernel) if r["sizes"] == plan.sizes]
 
 
 def gemm_runs(kernel: str, size: int = 4096) -> list:
-    """GEMM `kernel` at size^3 measured now (see `time_gemm`) where a GPU answers, else the
-    runs recorded at that size (`recorded_runs.rows`). Chapter 3."""
-    from . import recorded_runs
+    """GEMM `kernel` at size^3: measured now where a GPU answers, else recorded (see `runs`).
+    Chapter 3."""
+    from .kernel_plans import plan_gemm
 
-    if have_gpu():
-        return [time_gemm(kernel, size)]
-    return [r for r in recorded_runs.rows(kernel) if r["sizes"] == {"m": size, "n": size, "k": size}]
+    return runs([plan_gemm(kernel, size, size, size)])

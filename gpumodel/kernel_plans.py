@@ -6,6 +6,7 @@ CuPy runtime on a GPU and the CPU emulator in the tests alike. Chapters 1, 2, 3 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -32,14 +33,14 @@ class Step:
 
 @dataclass(frozen=True)
 class Plan:
-    """A kernel run: host `inputs` (float32), `outputs` to allocate (name -> shape), the
+    """A kernel run: `draw()` makes its host `inputs` (float32), `outputs` to allocate (name -> shape), the
     `steps` to launch, the buffer holding the `result`, the `reference` (a function of the
     array module and the inputs: NumPy on the CPU, CuPy on a GPU, in float64), the
     tolerance, and the `workload` the model predicts it with (None if the model has no term
     for what limits it)."""
 
     kernel: str
-    inputs: dict
+    draw: Callable
     outputs: dict
     steps: list
     result: str
@@ -48,6 +49,12 @@ class Plan:
     rtol: float = 1e-5
     atol: float = 1e-5
     sizes: dict = field(default_factory=dict)
+
+    @cached_property
+    def inputs(self) -> dict:
+        """The host inputs (float32 arrays by name), drawn on first use by `draw()`: a plan
+        can be described, and its GPU time planned, without them."""
+        return self.draw()
 
     @property
     def file(self) -> str:
@@ -83,10 +90,9 @@ def plan_vector_add(n: int, rng=None) -> Plan:
     """c = a + b over n floats."""
     n = int(_check.size("n", n))
     rng = rng or np.random.default_rng(0)
-    a, b = _random(rng, n), _random(rng, n)
     grid = (_ceil(n, _threads("vector_add", "vector_add")),)
     return Plan(
-        "vector_add", {"a": a, "b": b}, {"c": (n,)},
+        "vector_add", lambda: {"a": _random(rng, n), "b": _random(rng, n)}, {"c": (n,)},
         [_step("vector_add", "vector_add", grid, ("a", "b", "c", np.int32(n)))],
         "c", lambda xp, i: i["a"].astype(xp.float64) + i["b"], vector_add(n), sizes={"n": n},
     )
@@ -97,7 +103,6 @@ def plan_chain(n: int, fused: bool, rng=None) -> Plan:
     n = int(_check.size("n", n))
     fused = _check.flag("fused", fused)
     rng = rng or np.random.default_rng(0)
-    x = _random(rng, n)
     kernel = "chain_fused" if fused else "chain_unfused"
     grid, size = (_ceil(n, _threads(kernel, "relu_scale_bias" if fused else "relu")),), np.int32(n)
     if fused:
@@ -113,7 +118,7 @@ def plan_chain(n: int, fused: bool, rng=None) -> Plan:
 
     outputs = {"w": (n,)} if fused else {"y": (n,), "z": (n,), "w": (n,)}
     return Plan(
-        kernel, {"x": x}, outputs,
+        kernel, lambda: {"x": _random(rng, n)}, outputs,
         steps, "w", reference, elementwise_chain(n, 3, fused, "fp32"), sizes={"n": n},
     )
 
@@ -122,10 +127,9 @@ def plan_strided(n: int, stride: int, rng=None) -> Plan:
     """y[i] = x[i * stride] for n elements: chapter 2's coalescing experiment."""
     n, stride = int(_check.size("n", n)), int(_check.size("stride", stride))
     rng = rng or np.random.default_rng(0)
-    x = _random(rng, n * stride)
     grid = (_ceil(n, _threads("strided_read", "strided_read")),)
     step = _step("strided_read", "strided_read", grid, ("x", "y", np.int32(n), np.int32(stride)))
-    return Plan("strided_read", {"x": x}, {"y": (n,)}, [step], "y",
+    return Plan("strided_read", lambda: {"x": _random(rng, n * stride)}, {"y": (n,)}, [step], "y",
                 lambda xp, i: i["x"][::stride][:n].astype(xp.float64), strided_read(n, stride),
                 rtol=0, atol=0, sizes={"n": n, "stride": stride})
 
@@ -135,7 +139,6 @@ def plan_gemm(kernel: str, m: int, n: int, k: int, rng=None) -> Plan:
     _check.choice("kernel", kernel, (*GEMM_LADDER, "gemm_spill"))
     m, n, k = (int(_check.size(name, v)) for name, v in (("m", m), ("n", n), ("k", k)))
     rng = rng or np.random.default_rng(0)
-    a, b = _random(rng, m, k), _random(rng, k, n)
     args = ("A", "B", "C", np.int32(m), np.int32(n), np.int32(k))
     block, thread = info(kernel).block, info(kernel).thread
     if block is None:  # the naive kernel: one result per thread, a 16 x 16 patch of C per block
@@ -147,7 +150,7 @@ def plan_gemm(kernel: str, m: int, n: int, k: int, rng=None) -> Plan:
         fits = block[0] <= m and block[1] <= n and block[2] <= k
         workload = gemm(m, n, k, block=block, thread=thread) if fits else None
     return Plan(
-        kernel, {"A": a, "B": b}, {"C": (m, n)}, [step], "C",
+        kernel, lambda: {"A": _random(rng, m, k), "B": _random(rng, k, n)}, {"C": (m, n)}, [step], "C",
         lambda xp, i: i["A"].astype(xp.float64) @ i["B"].astype(xp.float64), workload, rtol=1e-4, atol=1e-4 * np.sqrt(k), sizes={"m": m, "n": n, "k": k},
     )
 
@@ -161,7 +164,7 @@ def plan_gemm_raster(m: int, n: int, k: int, group: int, rng=None) -> Plan:
     b_m, b_n, _ = info("gemm_reg128_raster").block
     blocks = _ceil(m, b_m) * _ceil(n, b_n)
     step = _step("gemm_reg128_raster", "gemm_reg128_raster", (blocks,), plan.steps[0].args + (np.int32(group),))
-    return Plan("gemm_reg128_raster", plan.inputs, plan.outputs, [step], plan.result, plan.reference, plan.workload,
+    return Plan("gemm_reg128_raster", plan.draw, plan.outputs, [step], plan.result, plan.reference, plan.workload,
                 plan.rtol, plan.atol, {**plan.sizes, "group": group})
 
 
@@ -171,10 +174,9 @@ def plan_transpose(kernel: str, n: int, rng=None) -> Plan:
     _check.choice("kernel", kernel, TRANSPOSES)
     n = int(_check.size("n", n))
     rng = rng or np.random.default_rng(0)
-    x = _random(rng, n, n)
     step = _step(kernel, kernel, (_ceil(n, TRANSPOSE_TILE), _ceil(n, TRANSPOSE_TILE)), ("in", "out", np.int32(n)))
     workload = None if kernel == "transpose_naive" else transpose(n, padded=kernel == "transpose_padded")
-    return Plan(kernel, {"in": x}, {"out": (n, n)}, [step], "out",
+    return Plan(kernel, lambda: {"in": _random(rng, n, n)}, {"out": (n, n)}, [step], "out",
                 lambda xp, i: i["in"].T, workload, rtol=0, atol=0, sizes={"n": n})
 
 
@@ -196,9 +198,11 @@ def plan_attention(kind: str, heads: int, n: int, d: int = FLASH_D, rng=None) ->
     if kind == "flash" and d != FLASH_D:
         raise ValueError(f"d must be {FLASH_D} for the flash kernel, got {d}")
     rng = rng or np.random.default_rng(0)
-    q, k, v = (_random(rng, heads, n, d) for _ in range(3))
     scale = np.float32(1 / np.sqrt(d))
-    inputs = {"Q": q, "K": k, "V": v}
+
+    def inputs():
+        return {name: _random(rng, heads, n, d) for name in "QKV"}
+
     if kind == "flash":
         kernel = "attention_flash"
         steps = [_step(kernel, "flash_attn_d64", (_ceil(n, FLASH_BLOCK[0]), heads), ("Q", "K", "V", "O", np.int32(n), scale))]
@@ -230,7 +234,6 @@ def plan_sweep(n: int, passes: int = 20, rng=None) -> Plan:
         raise ValueError(f"n must be at least 4, got {n}")
     passes = int(_check.size("passes", passes))
     rng = rng or np.random.default_rng(0)
-    x = _random(rng, n4 * 4)
     per_block = _threads("sweep_read", "sweep_read")
     blocks = min(SWEEP_BLOCKS, _ceil(n4, per_block))
     threads = blocks * per_block
@@ -242,5 +245,5 @@ def plan_sweep(n: int, passes: int = 20, rng=None) -> Plan:
         return passes * padded.reshape(-1, threads).sum(axis=0)
 
     step = _step("sweep_read", "sweep_read", (blocks,), ("x", "out", np.int32(n4), np.int32(passes)))
-    return Plan("sweep_read", {"x": x}, {"out": (threads,)}, [step], "out", reference, None,
+    return Plan("sweep_read", lambda: {"x": _random(rng, n4 * 4)}, {"out": (threads,)}, [step], "out", reference, None,
                 rtol=1e-4, atol=1e-3 * passes, sizes={"n": 4 * n4, "passes": passes, "bytes_read": 16 * n4 * passes})

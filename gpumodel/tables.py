@@ -203,19 +203,25 @@ def prediction_table(kernel: str, gpus=("A100-40GB", "H100-SXM"), size: int = 40
     return markdown_table(["GPU", "predicted", "bound", "rate", "ALUs busy", "shared memory", "L2", "HBM"], rows)
 
 
-def gemm_runs_table(runs: list) -> str:
-    """Chapter 3: GEMM runs (from `gpu_runtime.time_gemm` or `recorded_runs.rows`) against
-    cuBLAS and the model, or the line that says there are none."""
+def runs_table(runs: list) -> str:
+    """Chapters 3 to 5: kernel runs (from `gpu_runtime.runs`: measured now, or recorded)
+    against the model and, where it ran the same work, cuBLAS; or the line that says there
+    are none. The rate is what the kernel achieved: flops per second, or HBM bytes per
+    second (by the model's count) for a kernel without flops."""
     if not runs:
         return recorded_runs.NONE_YET
     rows = []
     for r in runs:
         when = f"recorded {r['date'][:10]}" if "date" in r else "measured now"
-        flops = 2 * r["sizes"]["m"] * r["sizes"]["n"] * r["sizes"]["k"]
-        rows.append([f"{r['gpu']}, {when}", fmt_time(r["measured_s"]), fmt_flops(flops / r["measured_s"]),
+        rate = "-"
+        if r.get("achieved_flops"):
+            rate = fmt_flops(r["achieved_flops"])
+        elif "achieved_hbm_Bps" in r:
+            rate = fmt_bandwidth(r["achieved_hbm_Bps"])
+        rows.append([f"{label(r['kernel'])}, {r['gpu']}, {when}", fmt_time(r["measured_s"]), rate,
                      fmt_percent(r["cublas_s"] / r["measured_s"]) if "cublas_s" in r else "-",
-                     fmt_time(r["predicted_s"]) if "predicted_s" in r else "-",
-                     f"{100 * (r['measured_s'] - r['predicted_s']) / r['predicted_s']:+.0f}%" if "predicted_s" in r else "-"])
+                     fmt_time(r["predicted_s"]) if "predicted_s" in r else "no model",
+                     f"{r['error_pct']:+.0f}%" if "error_pct" in r else "-"])
     return markdown_table(["run", "time", "rate", "% of cuBLAS", "model", "model error"], rows)
 
 

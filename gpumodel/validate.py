@@ -1,8 +1,12 @@
-"""`python -m gpumodel.validate --out DIR`: run every kernel at the chapters' sizes on this
-machine's GPU, check each result against CuPy, time it, and compare it with the model's
-prediction on the live device's `GPU` record. Writes one JSON record (GPU, driver, CUDA and
-CuPy versions, date, command, one row per kernel) and a readable table to DIR. Without a
-GPU it says so in one line and exits with status 2.
+"""`python -m gpumodel.validate --out DIR [--size quick]`: run every kernel at the chapters'
+sizes (or the quick ones) on this machine's GPU, check each result against CuPy, time it,
+and compare it with the model's prediction on the live device's `GPU` record. It first
+prints the GPU time it plans (the model's), then each row as it finishes, and writes the
+JSON record (environment: GPU, driver, CUDA, CuPy, cuBLAS, compute type, clocks; date,
+command, one row per kernel with the driver's view of its registers, spills and occupancy;
+the failures; the working-set sweep) after every row, and a readable table at the end. A
+plan that fails is recorded and the others still run (exit status 1). Without a GPU it says
+so in one line and exits with status 2.
 """
 
 from __future__ import annotations
@@ -14,12 +18,16 @@ import pathlib
 import re
 import sys
 
+import numpy as np
+
 from . import kernel_plans as plans
-from .cpu_timing import working_sets
-from .gpu_runtime import Runner, device_info, gpu_status, gpu_sweep, live_gpu
+from . import presets
+from .gpu_runtime import (MIN_SAMPLE_S, SWEEP_BYTES_PER_LAUNCH, Runner, closest_preset, environment, gpu_status, gpu_sweep, kernel_attributes,
+                          live_gpu, run_plan, sm_clock_hz, sweep_passes, sweep_sizes)
 from .kernel_info import GEMM_LADDER, TRANSPOSES
 from .model import predict
-from .units import fmt_bandwidth, fmt_time
+from .units import fmt_bandwidth, fmt_bytes, fmt_time
+from .waves import warm_read_time
 
 NO_GPU_STATUS = 2
 
@@ -54,82 +62,140 @@ def chapter_plans(size: str = "full"):
     yield plans.plan_sweep(n_vec // 4, passes=4)
 
 
-def validate(size: str = "full", repeats: int = 10) -> dict:
-    """Run, check and time every chapter plan at `size`; return the record (see the
-    module doc)."""
+def planned_seconds(size: str = "full", repeats: int = 10, gpu="H200") -> float:
+    """GPU time `validate` plans at `size`, by the model on `gpu`: per plan, its predicted
+    time (at least the launch-gap floor) for the check, two warm-ups, the first timed
+    sample and `repeats` samples of MIN_SAMPLE_S or more, doubled where cuBLAS runs it too;
+    and the sweep. A plan of nothing the model predicts counts as one sample."""
+    seconds = 0.0
+    for plan in chapter_plans(size):
+        once = float(predict(plan.workload, gpu).time) if plan.workload is not None else MIN_SAMPLE_S
+        launch = max(once, 5e-6)
+        per_plan = 4 * launch + repeats * max(MIN_SAMPLE_S, launch)
+        seconds += per_plan * (2 if plan.file == "gemm.cu" or plan.kernel == "attention_standard" else 1)
+    g = presets.gpu(gpu)
+    largest = min(8 * g.capacity("l2"), SIZES[size][-1])
+    for nbytes in sweep_sizes(largest):
+        read = sweep_passes(nbytes, min(SWEEP_BYTES_PER_LAUNCH, 4 * largest)) * nbytes
+        seconds += 8 * max(MIN_SAMPLE_S, float(warm_read_time(g, read)))
+    return seconds
+
+
+def validate(size: str = "full", repeats: int = 10, out=None, say=print) -> dict:
+    """Run, check and time every chapter plan at `size`; return the record (see the module
+    doc). A plan that fails (a wrong result, out of memory, a launch error) is recorded with
+    its error and the run goes on. Each row is said (`say`) as it finishes, and where `out`
+    is a path the record is written there after every row."""
     runner = Runner()
     cp = runner.cp
     device = live_gpu()
-    copy_src = cp.ones(SIZES[size][0], cp.float32)
-    copy_dst = cp.empty_like(copy_src)
-    copy_bandwidth = 2 * copy_src.nbytes / runner.time(lambda: cp.copyto(copy_dst, copy_src), repeats)
-    rows = []
+    record = {"gpu": environment(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "command": "python -m gpumodel.validate " + " ".join(sys.argv[1:]), "size": size,
+              "live_gpu": {name: {"value": f.value, "kind": f.kind, "note": f.note}
+                           for name, f in device.facts().items()},
+              "kernels": [], "failures": []}
+
+    def save():
+        if out is not None:
+            pathlib.Path(out).write_text(json.dumps(record, indent=1) + "\n")
+
+    record["copy_bandwidth_Bps"] = _copy_bandwidth(runner, SIZES[size][0], repeats)
     for plan in chapter_plans(size):
-        bufs = runner.buffers(plan)
-        err = runner.check(plan, bufs)
-        seconds = runner.time(lambda: runner.launch(plan, bufs), repeats)
-        row = {"kernel": plan.kernel, "file": plan.file, "sizes": plan.sizes, "measured_s": seconds,
-               "max_abs_error": err}
-        if plan.workload is not None:
-            p = predict(plan.workload, device)
-            row.update(predicted_s=float(p.time), bound=str(p.bound),
-                       error_pct=100 * (seconds - float(p.time)) / float(p.time))
-        if plan.file == "gemm.cu":
-            a, b = bufs["A"], bufs["B"]
-            c = cp.empty_like(bufs["C"])
-            row["cublas_s"] = runner.time(lambda: cp.matmul(a, b, out=c), repeats)
-            row["pct_of_cublas"] = 100 * row["cublas_s"] / seconds
-        if plan.kernel == "vector_add":
-            row["pct_of_copy_bandwidth"] = 100 * float(plan.workload.bytes["hbm"]) / seconds / copy_bandwidth
-        rows.append(row)
-        del bufs
-        cp.get_default_memory_pool().free_all_blocks()
-    largest = SIZES[size][-1]
-    sizes, bandwidth = gpu_sweep(working_sets(min(2**20, largest // 4), largest))
-    return {
-        "gpu": device_info(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python -m gpumodel.validate " + " ".join(sys.argv[1:]),
-        "copy_bandwidth_Bps": copy_bandwidth,
-        "live_gpu": {name: {"value": f.value, "kind": f.kind, "note": f.note}
-                     for name, f in device.facts().items()},
-        "kernels": rows,
-        "sweep": {"sizes_bytes": sizes.tolist(), "bandwidth_Bps": bandwidth.tolist()},
-    }
+        try:
+            row = run_plan(runner, plan, device, repeats)
+            row["driver"] = _driver_report(runner, plan)
+            clock = sm_clock_hz()
+            if clock and plan.workload is not None:
+                row["sm_clock_hz"] = clock
+                row["predicted_at_clock_s"] = float(predict(plan.workload, live_gpu(clock)).time)
+            if plan.kernel == "vector_add":
+                row["pct_of_copy_bandwidth"] = 100 * row["achieved_hbm_Bps"] / record["copy_bandwidth_Bps"]
+            record["kernels"].append(row)
+            say(row_line(row))
+        except Exception as err:  # a failed plan is recorded; the others still run  # noqa: BLE001
+            cp.get_default_memory_pool().free_all_blocks()
+            failure = {"kernel": plan.kernel, "sizes": plan.sizes, "error": f"{type(err).__name__}: {err}"}
+            record["failures"].append(failure)
+            say(f"{plan.kernel:<24} FAILED: {failure['error']}")
+        save()
+    largest = min(8 * cp.cuda.Device().attributes["L2CacheSize"], SIZES[size][-1])
+    sizes, bandwidth = gpu_sweep(sweep_sizes(largest), budget_s=60.0,
+                                 per_launch=min(SWEEP_BYTES_PER_LAUNCH, 4 * largest))
+    record["sweep"] = {"sizes_bytes": sizes.tolist(), "bandwidth_Bps": bandwidth.tolist()}
+    say(f"sweep: {len(sizes)} working sets, up to {fmt_bytes(float(sizes[-1]))}" if len(sizes) else "sweep: none")
+    save()
+    return record
+
+
+def _copy_bandwidth(runner, n: int, repeats: int) -> float:
+    """Device-to-device copy bandwidth (read + write) over two buffers of n floats, which
+    are freed again: vector add's yardstick."""
+    cp = runner.cp
+    bufs = {"src": cp.ones(n, cp.float32), "dst": cp.empty(n, cp.float32)}
+    seconds = runner.time(lambda: cp.copyto(bufs["dst"], bufs["src"]), repeats).median_s
+    bufs.clear()
+    cp.get_default_memory_pool().free_all_blocks()
+    return 2 * 4 * n / seconds
+
+
+def _driver_report(runner, plan) -> dict:
+    """Each launched kernel's registers, local memory, shared memory and resident blocks
+    from the driver (`kernel_attributes`), beside the recorded NVRTC report's registers."""
+    from .compiler import recorded
+
+    major, minor = runner.cp.cuda.runtime.getDeviceProperties(0)["major"], runner.cp.cuda.runtime.getDeviceProperties(0)["minor"]
+    nvrtc = {(r.file, r.kernel): r.registers for r in recorded()["reports"] if r.arch == f"sm_{major}{minor}"}
+    out = {}
+    for step in {s.kernel: s for s in plan.steps}.values():
+        attrs = kernel_attributes(runner, plan.file, step.kernel, int(np.prod(step.block)))
+        out[step.kernel] = {**attrs, "nvrtc_registers": nvrtc.get((plan.file, step.kernel))}
+    return out
+
+
+def row_line(r: dict) -> str:
+    """One row of the table, as it is printed when the row finishes."""
+    pred = fmt_time(r["predicted_s"]) if "predicted_s" in r else "-"
+    err = f"{r['error_pct']:+.0f}%" if "error_pct" in r else "-"
+    cub = f"{r['pct_of_cublas']:.0f}%" if "pct_of_cublas" in r else "-"
+    name = r["kernel"] + "".join(f" {k}={v}" for k, v in r["sizes"].items() if k in ("stride", "group"))
+    return f"{name:<24} {fmt_time(r['measured_s']):>10} {pred:>10} {r.get('bound', '-'):>9} {err:>8} {cub:>7}"
+
+
+HEADER = f"{'kernel':<24} {'measured':>10} {'predicted':>10} {'bound':>9} {'error':>8} {'cuBLAS':>7}"
 
 
 def table(record: dict) -> str:
     """A readable table of a record."""
-    lines = [f"{record['gpu']['name']}, driver {record['gpu']['driver_version']}, "
-             f"CUDA runtime {record['gpu']['cuda_runtime_version']}, CuPy {record['gpu']['cupy_version']}, "
-             f"{record['date']}", f"copy bandwidth: {fmt_bandwidth(record['copy_bandwidth_Bps'])}", "",
-             f"{'kernel':<24} {'measured':>10} {'predicted':>10} {'bound':>9} {'error':>8} {'cuBLAS':>7}"]
-    for r in record["kernels"]:
-        pred = fmt_time(r["predicted_s"]) if "predicted_s" in r else "-"
-        err = f"{r['error_pct']:+.0f}%" if "error_pct" in r else "-"
-        cub = f"{r['pct_of_cublas']:.0f}%" if "pct_of_cublas" in r else "-"
-        name = r["kernel"] + "".join(f" {k}={v}" for k, v in r["sizes"].items() if k in ("stride", "group"))
-        lines.append(f"{name:<24} {fmt_time(r['measured_s']):>10} {pred:>10} {r.get('bound', '-'):>9} {err:>8} {cub:>7}")
+    env = record["gpu"]
+    lines = [f"{env['name']}, driver {env['driver_version']}, CUDA runtime {env['cuda_runtime_version']}, "
+             f"CuPy {env['cupy_version']}, {record['date']}",
+             f"copy bandwidth: {fmt_bandwidth(record['copy_bandwidth_Bps'])}", "", HEADER]
+    lines += [row_line(r) for r in record["kernels"]]
+    lines += [f"{f['kernel']:<24} FAILED: {f['error']}" for f in record.get("failures", [])]
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpumodel.validate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=pathlib.Path, help="folder for the JSON record and table")
-    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test, not a measurement")
-    parser.add_argument("--repeats", type=int, default=10, help="timed runs per kernel (median reported)")
+    parser.add_argument("--size", choices=list(SIZES), default="full",
+                        help="full: the chapters' sizes; quick: a smoke test in minutes; tiny: for the CPU stand-in")
+    parser.add_argument("--repeats", type=int, default=10, help="timed samples per kernel (median reported)")
     args = parser.parse_args(argv)
     ok, why = gpu_status()
     if not ok:
         print(f"No GPU: {why}. Nothing to validate.")
         return NO_GPU_STATUS
-    record = validate("quick" if args.quick else "full", args.repeats)
+    env = environment()
+    stem = re.sub(r"[^A-Za-z0-9]+", "-", env["name"]).strip("-") + "-" + datetime.date.today().isoformat()
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = re.sub(r"[^A-Za-z0-9]+", "-", record["gpu"]["name"]).strip("-") + "-" + record["date"][:10]
-    (args.out / f"{stem}.json").write_text(json.dumps(record, indent=1) + "\n")
+    preset = closest_preset(env["name"], env["compute_capability"])
+    print(f"{env['name']}: planned GPU time about {fmt_time(planned_seconds(args.size, args.repeats, preset))} "
+          f"(the model on the {preset}), then the sweep. Writing {args.out / (stem + '.json')} as it goes.")
+    print(HEADER)
+    record = validate(args.size, args.repeats, out=args.out / f"{stem}.json")
     (args.out / f"{stem}.txt").write_text(table(record) + "\n")
-    print(table(record))
-    return 0
+    return 0 if not record["failures"] else 1
 
 
 if __name__ == "__main__":

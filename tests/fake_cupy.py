@@ -30,7 +30,18 @@ def make(build_dir):
             emulator.compile(code)
 
         def get_function(self, name):
-            return lambda grid, block, args: emulator.launch(self.code, name, grid, block, args)
+            return Function(lambda grid, block, args: emulator.launch(self.code, name, grid, block, args))
+
+    class Function:
+        """A compiled kernel: callable, with a handle the stand-in driver answers for."""
+
+        ptr = 0
+
+        def __init__(self, run):
+            self.run = run
+
+        def __call__(self, grid, block, args):
+            self.run(grid, block, args)
 
     class Event:
         def record(self):
@@ -50,8 +61,13 @@ def make(build_dir):
         runtimeGetVersion=lambda: 0,
         memGetInfo=lambda: (80 * 10**9, 85 * 10**9),
     )
+    driver = types.SimpleNamespace(  # cuFuncGetAttribute and the occupancy API, with fixed answers
+        CU_FUNC_ATTRIBUTE_NUM_REGS=4, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES=3, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES=1,
+        funcGetAttribute=lambda attribute, ptr: {4: 32, 3: 0, 1: 0}[attribute],
+        occupancyMaxActiveBlocksPerMultiprocessor=lambda ptr, threads, smem: 2048 // threads,
+    )
     cuda = types.SimpleNamespace(
-        runtime=runtime, Device=Device, Event=Event,
+        runtime=runtime, driver=driver, Device=Device, Event=Event,
         get_elapsed_time=lambda start, end: 1e3 * (end.t - start.t),
     )
     pool = types.SimpleNamespace(free_all_blocks=lambda: None)

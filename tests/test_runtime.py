@@ -107,7 +107,7 @@ def test_chapter_plans_cover_every_kernel():
 
 @pytest.mark.gpu
 def test_validate_quick_on_the_gpu(tmp_path):
-    assert validate.main(["--out", str(tmp_path), "--quick", "--repeats", "2"]) == 0
+    assert validate.main(["--out", str(tmp_path), "--size", "quick", "--repeats", "2"]) == 0
     (record,) = measurements.load(tmp_path)
     assert {row["kernel"] for row in record["kernels"]} >= {"vector_add", "gemm_reg128", "attention_flash"}
 
@@ -129,21 +129,98 @@ def test_shipped_measurements_are_real_records():
         assert record["gpu"]["driver_version"] and record["command"].startswith("python -m gpumodel.validate")
 
 
-def test_the_gpu_code_path_on_a_cpu_stand_in(monkeypatch, tmp_path):
-    """`validate` end to end with CuPy replaced by tests/fake_cupy.py (NumPy arrays, kernels
-    on the CPU emulator, an H100's attributes): every kernel runs through Runner.launch and
-    Runner.check against its reference, is timed, compared with the model, and recorded."""
+@pytest.fixture
+def stand_in(monkeypatch, tmp_path):
+    """CuPy replaced by tests/fake_cupy.py (NumPy arrays, kernels on the CPU emulator, an
+    H100's attributes), and a GPU that answers."""
     import fake_cupy
 
-    monkeypatch.setitem(sys.modules, "cupy", fake_cupy.make(tmp_path))
+    cupy = fake_cupy.make(tmp_path)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setattr(runtime, "_status", (True, "CPU stand-in"))
-    record = validate.validate("tiny", repeats=1)
+    return cupy
+
+
+def test_the_gpu_code_path_on_a_cpu_stand_in(stand_in, tmp_path):
+    """`validate` end to end on the stand-in: every kernel runs through Runner.launch and
+    Runner.check against its reference, is timed, compared with the model, and recorded,
+    with the driver's view of each kernel; the record is written as it goes."""
+    said = []
+    out = tmp_path / "record.json"
+    record = validate.validate("tiny", repeats=1, out=out, say=said.append)
     names = [row["kernel"] for row in record["kernels"]]
-    assert len(names) == len(list(validate.chapter_plans("tiny")))
+    assert record["failures"] == [] and len(names) == len(list(validate.chapter_plans("tiny")))
     for row in record["kernels"]:
         assert row["measured_s"] > 0 and row["max_abs_error"] <= 1e-2, row
-    assert {"pct_of_cublas", "predicted_s", "error_pct"} <= set(next(r for r in record["kernels"] if r["kernel"] == "gemm_reg128"))
+        assert row["launches_per_sample"] >= 1 and row["spread_s"][0] <= row["measured_s"] <= row["spread_s"][1]
+    reg128 = next(r for r in record["kernels"] if r["kernel"] == "gemm_reg128")
+    assert {"pct_of_cublas", "predicted_s", "error_pct", "achieved_flops"} <= set(reg128)
+    assert reg128["driver"]["gemm_reg128"]["registers"] == 32 and reg128["driver"]["gemm_reg128"]["nvrtc_registers"] > 0
+    assert "cublas_s" in next(r for r in record["kernels"] if r["kernel"] == "attention_standard")
     assert record["gpu"]["name"].startswith("NVIDIA H100") and record["live_gpu"]["sms"]["value"] == 132
+    assert record["gpu"]["matmul_compute_type"] == "fp32" and record["gpu"]["max_sm_clock_hz"] == 1.98e9
     assert len(record["sweep"]["sizes_bytes"]) == len(record["sweep"]["bandwidth_Bps"]) > 0
-    json.dumps(record)  # a record is plain JSON
+    assert json.loads(out.read_text()) == json.loads(json.dumps(record))  # written, plain JSON
+    assert len(said) == len(names) + 1 and said[0].startswith("vector_add")  # a line per row, then the sweep
     assert validate.table(record).count("\n") == len(names) + 3
+
+
+def test_a_failing_plan_is_recorded_and_the_run_goes_on(stand_in, monkeypatch):
+    """A wrong result, a launch error and running out of memory each become a recorded
+    failure; the other plans still run."""
+    real = runtime.Runner.launch
+
+    def launch(self, plan, buffers):
+        if plan.kernel == "gemm_naive":
+            raise MemoryError("Out of memory allocating 4,294,967,296 bytes")
+        if plan.kernel == "transpose_naive":
+            raise RuntimeError("CUDA_ERROR_LAUNCH_FAILED")
+        real(self, plan, buffers)
+        if plan.kernel == "vector_add":
+            buffers["c"][:] += 1  # a wrong result
+
+    monkeypatch.setattr(runtime.Runner, "launch", launch)
+    said = []
+    record = validate.validate("tiny", repeats=1, say=said.append)
+    failed = {f["kernel"]: f["error"] for f in record["failures"]}
+    assert set(failed) == {"gemm_naive", "transpose_naive", "vector_add"}
+    assert failed["gemm_naive"].startswith("MemoryError: Out of memory") and "differs from the reference" in failed["vector_add"]
+    assert len(record["kernels"]) == len(list(validate.chapter_plans("tiny"))) - 3
+    assert any("FAILED" in line for line in said) and "FAILED" in validate.table(record)
+
+
+def test_the_probe_reports_a_gpu_without_cublas(monkeypatch, fresh_probe, stand_in):
+    def no_cublas(*args, **kwargs):
+        raise ImportError('Failure finding "libcublasLt.so.12": No such file')
+
+    monkeypatch.setattr(runtime, "_status", None)
+    monkeypatch.setattr(stand_in, "ones", no_cublas, raising=False)
+    ok, why = runtime.gpu_status()
+    assert not ok and "answers, but cuBLAS does not (ImportError" in why and "nvidia-cublas-cu12" in why
+    assert not runtime.have_gpu()  # so the chapters take the CPU path
+
+
+def test_the_timer_batches_short_launches(stand_in):
+    """A 2 us kernel is timed 50 launches to a sample (100 us of work), a 1 ms one alone."""
+    assert runtime.launches_per_sample(2e-6) == 50 and runtime.launches_per_sample(1e-3) == 1
+    calls = []
+    timing = runtime.Runner().time(lambda: calls.append(1), repeats=3, warmup=0, flush=False)
+    assert timing.launches > 1  # appending to a list takes far less than 100 us
+    assert len(calls) == 1 + 3 * timing.launches
+    assert timing.min_s <= timing.median_s <= timing.max_s and timing.samples == 3
+
+
+def test_validate_plans_its_gpu_time_from_its_sizes():
+    quick, full = validate.planned_seconds("quick", 10, "H200"), validate.planned_seconds("full", 10, "H200")
+    assert 0 < quick < full < 8 * 60  # the model's GPU time; compiling and drawing inputs come on top
+    assert validate.planned_seconds("quick", 20, "H200") > quick
+    assert validate.planned_seconds("full", 10, "T4") > full  # a slower GPU plans more
+
+
+def test_cublas_comes_with_the_install():
+    """requirements.txt installs cuBLAS beside CuPy, so a GPU finds it (no GPU is needed to
+    load the library and read its version)."""
+    cublas = pytest.importorskip("cupy_backends.cuda.libs.cublas", reason="CuPy is not installed (macOS)")
+    assert cublas.getVersion(0) >= 12_000
+
+
