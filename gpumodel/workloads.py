@@ -155,6 +155,19 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True) -> Wor
     )
 
 
+def gemm_ideal(m, n, k, dtype="fp32") -> Workload:
+    """The least any `C = A @ B` must do, whoever wrote it: 2mnk flops on the units `dtype`
+    runs on (the tensor cores for fp16/bf16), each of A, B and C crossing L2 and HBM once,
+    and nothing charged to shared memory or registers. A library GEMM (cuBLAS) is held
+    against this bound. Appendix "How good is the model?"."""
+    m, n, k = _check.size("m", m), _check.size("n", n), _check.size("k", k)
+    s = _check.dtype_bytes(dtype)
+    compulsory = s * (m * k + k * n + m * n)
+    return Workload(f"ideal GEMM ({dtype})", flops=2 * m * n * k,
+                    bytes={"registers": 0 * compulsory, "smem": 0 * compulsory, "l2": compulsory, "hbm": compulsory},
+                    math=dtype, note="the compulsory bytes and the flops; nothing else")
+
+
 def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=(128, 64), l2_reuse=False) -> Workload:
     """Attention forward, `softmax(Q K^T / sqrt(d)) V`, for `batch` x `heads` heads of
     `seq` x `head_dim`. Chapter 5. Flops: the two matmuls, 4 N^2 d per head (the softmax's

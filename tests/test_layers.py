@@ -15,7 +15,7 @@ LAYERS = {
     "_check": ("core", 0), "units": ("core", 0), "kernel_info": ("core", 0), "hardware": ("core", 0),
     "presets": ("core", 1), "workloads": ("core", 2),
     "model": ("core", 3), "simulate": ("core", 3), "occupancy": ("core", 3),
-    "waves": ("core", 4), "tiles": ("core", 4),
+    "waves": ("core", 4), "tiles": ("core", 4), "published": ("core", 5),
     "compiler": ("gpu", 5), "kernel_plans": ("gpu", 5), "cpu_timing": ("gpu", 5), "recorded_runs": ("gpu", 5),
     "literature": ("gpu", 5), "gpu_runtime": ("gpu", 6), "validate": ("gpu", 7),
     "notebooks": ("rendering", 8), "chapter": ("rendering", 9), "tables": ("rendering", 9),

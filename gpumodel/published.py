@@ -1,0 +1,161 @@
+"""What others measured, held against the model. `data/published/*.toml` holds, one file per
+source (a `references.bib` key), records of published measurements (and `[reasons]` that
+several records share, by name): the GPU, what was run
+and where in the source it is (figure, table, file and commit), the value with its unit,
+and the run as a `gpumodel` workload. `comparisons()` predicts each on its GPU's preset.
+
+The model is a bound: `fraction` (the model's time over the measured time, or the measured
+rate over the model's) is at most 1 for every record the model can bound. A record it cannot
+yet bound says why in `unbounded`; one slower than the model by more than 1.5x says why
+in `reason`. Latency records are a cross-check of the presets' latencies, not a bound.
+Chapters 1 to 5 and the appendix "How good is the model?".
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+from dataclasses import dataclass
+
+from . import presets
+from .hardware import LEVELS
+from .model import predict
+from .presets import DataError, _no_gaps, _read
+from .waves import warm_read_time
+from .workloads import attention, attention_backward, gemm, gemm_ideal
+
+DATA = presets.DATA / "published"
+SCALE = {"GB/s": 1e9, "TB/s": 1e12, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "ms": 1e-3, "cycles": 1.0}
+"""Each accepted unit in SI (bytes/s, FLOP/s, seconds, cycles)."""
+UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attention": ("GFLOP/s", "TFLOP/s", "ms"),
+         "latency": ("cycles",)}
+"""The units each kind of run may be measured in."""
+RUN_KEYS = {"read": {"bytes"}, "gemm": {"size", "dtype", "block", "thread", "ideal"},
+            "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes"}, "latency": {"level"}}
+RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "unbounded"}
+SLOW = 1.5
+"""A measurement this many times slower than the model's bound needs a reason."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One published measurement (see the module doc); `value` in `unit`."""
+
+    source: str
+    gpu: str
+    what: str
+    where: str
+    run: dict
+    value: float
+    unit: str
+    chapter: int
+    reason: str = ""
+    unbounded: str = ""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A record against the model: `model` and `measured` in `quantity` ("time" in seconds,
+    "bandwidth" in bytes/s, "latency" in cycles), `fraction` of the model's bound reached,
+    and the model's bound (a part, or "L2"/"HBM" for a read)."""
+
+    record: Record
+    quantity: str
+    model: float
+    measured: float
+    fraction: float
+    bound: str
+
+    @property
+    def slow(self) -> bool:
+        """More than SLOW times slower than the model's bound."""
+        return self.quantity != "latency" and self.fraction < 1 / SLOW
+
+
+@functools.cache
+def records() -> tuple:
+    """Every record of `data/published/*.toml`, checked: a known GPU, a bib key, a unit its
+    kind accepts, a positive value; a DataError naming file and key otherwise."""
+    out = []
+    for path in sorted(DATA.glob("*.toml")):
+        data = _read(path)
+        source = data.get("source")
+        if source not in presets.bib_keys():
+            raise DataError(f"{path.name}: source must be a key of references.bib, got {source!r}")
+        reasons = data.get("reasons", {})  # reasons several records share, by name
+        for i, entry in enumerate(data.get("record", [])):
+            where = f"{path.name} record {i + 1}"
+            if "reason" in entry:
+                entry = {**entry, "reason": reasons.get(entry["reason"], entry["reason"])}
+            _no_gaps(where, {"gpu", "what", "where", "run", "value", "unit", "chapter"} - set(entry),
+                     set(entry) - RECORD_KEYS)
+            kind = entry["run"].get("kind")
+            if kind not in UNITS:
+                raise DataError(f"{where}: run.kind must be one of {sorted(UNITS)}, got {kind!r}")
+            _no_gaps(f"{where}.run", set(), set(entry["run"]) - RUN_KEYS[kind] - {"kind"})
+            if entry["unit"] not in UNITS[kind]:
+                raise DataError(f"{where}.unit must be one of {UNITS[kind]} for a {kind}, got {entry['unit']!r}")
+            if entry["gpu"] not in presets.preset_names():
+                raise DataError(f"{where}.gpu must be a preset, got {entry['gpu']!r}")
+            if not entry["value"] > 0:
+                raise DataError(f"{where}.value must be positive, got {entry['value']!r}")
+            out.append(Record(source=source, **entry))
+    return tuple(out)
+
+
+def attention_flops(run: dict) -> float:
+    """FLOPs of an attention run counted the FlashAttention papers' way: 4 N^2 d per head
+    forward, 2.5 times that backward (softmax and masking not counted)."""
+    forward = 4.0 * run["seq"] ** 2 * run["head_dim"] * run["heads"] * run["batch"]
+    return forward * (3.5 if run["passes"] == "forward+backward" else 1.0)
+
+
+def _time(run: dict, gpu) -> tuple[float, float, str]:
+    """(model seconds, FLOPs, bound) of a gemm or attention run on `gpu`."""
+    if run["kind"] == "gemm":
+        n, dtype = run["size"], run.get("dtype", "fp32")
+        if run.get("ideal"):
+            w = gemm_ideal(n, n, n, dtype)
+        elif "block" in run:
+            w = gemm(n, n, n, block=tuple(run["block"]), thread=tuple(run["thread"]), dtype=dtype)
+        else:
+            w = gemm(n, n, n, dtype=dtype)
+        p = predict(w, gpu)
+        return float(p.time), float(w.flops), str(p.bound)
+    # At best, L2 catches the flash kernels' re-reads of K and V (Q and dO backward).
+    args = (run["batch"], run["heads"], run["seq"], run["head_dim"], run.get("dtype", "fp16"), run["attention"])
+    parts = [predict(attention(*args, l2_reuse=True), gpu)]
+    if run["passes"] == "forward+backward":
+        parts.append(predict(attention_backward(*args, l2_reuse=True), gpu))
+    bounds = "+".join(dict.fromkeys(str(p.bound) for p in parts))
+    return sum(float(p.time) for p in parts), attention_flops(run), bounds
+
+
+def compare(record: Record) -> Comparison:
+    """`record` against the model on its GPU's preset."""
+    g, run = presets.gpu(record.gpu), record.run
+    measured = record.value * SCALE[record.unit]
+    if run["kind"] == "latency":
+        level = run["level"]
+        if level not in LEVELS or level not in g.latency:
+            raise DataError(f"{record.gpu} has no preset latency for run.level {level!r}")
+        preset = g.latency[level].value
+        return Comparison(record, "latency", preset, measured, preset / measured, level)
+    if run["kind"] == "read":
+        nbytes = run["bytes"]
+        model = nbytes / float(warm_read_time(g, nbytes))
+        return Comparison(record, "bandwidth", model, measured, measured / model,
+                          "l2" if nbytes <= g.capacity("l2") else "hbm")
+    seconds, flops, bound = _time(run, g)
+    measured_s = measured if record.unit == "ms" else flops / measured
+    return Comparison(record, "time", seconds, measured_s, seconds / measured_s, bound)
+
+
+def comparisons(chapter: int | None = None) -> list[Comparison]:
+    """Every record the model can compare (of `chapter`, when given)."""
+    return [compare(r) for r in records() if not r.unbounded and (chapter is None or r.chapter == chapter)]
+
+
+def unbounded(chapter: int | None = None) -> list[Record]:
+    """The records the model cannot bound yet, each with why (in `unbounded`)."""
+    return [r for r in records() if r.unbounded and (chapter is None or r.chapter == chapter)]
