@@ -5,7 +5,7 @@ thread=(8, 8)), "A100-40GB")`. Chapter 1 of the course defines the model.
 
 Layers, lowest first (a test holds every import to them):
 - core, NumPy only: `hardware`, `presets` (the GPU data files), `kernel_info`, `workloads`,
-  `model`, `simulate`, `occupancy`, `waves`, `tiles`, `units`;
+  `model`, `simulate`, `occupancy`, `waves`, `tiles`, `units`, `published` (others' measurements);
 - GPU side: `compiler`, `kernel_plans`, `gpu_runtime`, `cpu_timing`, `recorded_runs`,
   `literature`, `validate` (CuPy only inside, lazily);
 - rendering: `tables`, `plots`, `exercises`, `widgets`, `widget_exercises`, `chapter`, `notebooks`.
@@ -37,6 +37,8 @@ from .workloads import (
     elementwise_chain,
     flash_block,
     gemm,
+    gemm_ideal,
+    gemm_requests,
     score_matrix_bytes,
     seed_kernels,
     strided_read,
@@ -46,8 +48,8 @@ from .workloads import (
 )
 
 _LAZY = ("chapter", "compiler", "cpu_timing", "exercises", "gpu_runtime", "kernel_info", "kernel_plans",
-         "literature", "notebooks", "occupancy", "plots", "recorded_runs", "tables", "tiles", "waves", "widget_exercises",
-         "widgets")
+         "literature", "notebooks", "occupancy", "plots", "published", "recorded_runs", "tables", "tiles", "waves",
+         "widget_exercises", "widgets")
 """Submodules loaded on first use (`gm.plots`), so `import gpumodel` loads neither matplotlib,
 ipywidgets nor CuPy."""
 

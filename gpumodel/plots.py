@@ -22,7 +22,7 @@ from . import presets
 from . import kernel_info
 from .tiles import is_legal
 from .units import LEVEL_NAMES, fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
-from .workloads import catalogue, gemm, seed_kernels, strided_read
+from .workloads import catalogue, gemm, gemm_requests, seed_kernels, strided_read
 
 
 def hierarchy_figure(gpus=("V100", "A100-40GB", "H100-SXM")):
@@ -174,6 +174,26 @@ def sweep(curves: list, marks: dict | None = None, capacities: dict | None = Non
     return fig
 
 
+def published_staircase(comparisons: list):
+    """Published read bandwidths against working set (the "read" records among
+    `comparisons`, from `gpumodel.published`), each GPU's points beside the model's
+    staircase for it: L2 bandwidth while the data fits in L2, HBM after. Chapter 1."""
+    from .waves import warm_read_time
+
+    reads = [c for c in comparisons if c.record.run["kind"] == "read"]
+    if not reads:
+        raise ValueError("comparisons must hold at least one read record")
+    fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+    for i, gpu in enumerate(dict.fromkeys(c.record.gpu for c in reads)):
+        mine = sorted((c for c in reads if c.record.gpu == gpu), key=lambda c: c.record.run["bytes"])
+        sizes = np.array([c.record.run["bytes"] for c in mine], dtype=float)
+        ax.plot(sizes, [c.measured / 1e9 for c in mine], "o", color=f"C{i}", ms=5, label=f"{gpu}, published")
+        grid = np.round(np.geomspace(sizes.min() / 2, sizes.max() * 2, 200))
+        ax.plot(grid, grid / warm_read_time(gpu, grid) / 1e9, "--", color=f"C{i}", lw=1, label=f"{gpu}, model")
+    _working_set_axes(ax, "read bandwidth (GB/s)")
+    return fig
+
+
 def roofline(gpus=("A100-40GB",), points=(), math: str = "fp32", level: str = "hbm"):
     """The roofline of each GPU against one level: attainable FLOP/s =
     min(peak, intensity x bandwidth), log-log, the ridge marked. `points` are (label,
@@ -242,10 +262,13 @@ def tile_traffic(gpus=("A100-40GB", "H100-SXM"), n: int = 4096, tiles=(8, 16, 32
 
 def ladder(gpu="A100-40GB", n: int = 4096):
     """Predicted time of each part (ALUs and the four levels) for each rung of the GEMM
-    ladder on one GPU, log scale, the bound marked. Chapter 3."""
+    ladder on one GPU, log scale, the bound marked; the naive rung as its threads request
+    (`gemm_requests`, an estimate). Chapter 3."""
     g = presets.gpu(gpu)
     preds = {kernel_info.label(k): predict(gemm(n, n, n, block=kernel_info.info(k).block, thread=kernel_info.info(k).thread), g)
              for k in kernel_info.GEMM_LADDER}
+    # The naive kernel as its threads ask for it (an estimate): its bound says little.
+    preds[kernel_info.label("gemm_naive")] = predict(gemm_requests(n, n, n), g)
     fig, ax = plt.subplots(figsize=(9, 3.6), layout="constrained")
     width = 0.8 / len(BOUNDS)
     x = np.arange(len(preds))

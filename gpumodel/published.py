@@ -14,7 +14,6 @@ Chapters 1 to 5 and the appendix "How good is the model?".
 from __future__ import annotations
 
 import functools
-import pathlib
 from dataclasses import dataclass
 
 from . import presets
@@ -85,8 +84,7 @@ def records() -> tuple:
         reasons = data.get("reasons", {})  # reasons several records share, by name
         for i, entry in enumerate(data.get("record", [])):
             where = f"{path.name} record {i + 1}"
-            if "reason" in entry:
-                entry = {**entry, "reason": reasons.get(entry["reason"], entry["reason"])}
+            entry = {**entry, **{key: reasons.get(entry[key], entry[key]) for key in ("reason", "unbounded") if key in entry}}
             _no_gaps(where, {"gpu", "what", "where", "run", "value", "unit", "chapter"} - set(entry),
                      set(entry) - RECORD_KEYS)
             kind = entry["run"].get("kind")

@@ -50,7 +50,8 @@ def _matrices(a, b):
 
 def naive_gemm(a, b, dtype="fp32") -> Run:
     """C = A @ B with one thread per result, each reading its row of A and column of B
-    straight from global memory, one pair of operands per FMA. Chapters 1 and 3."""
+    straight from global memory, one pair of operands per FMA: every request counted at L2,
+    as `gemm_requests` does (no cache is simulated). Chapters 1 and 3."""
     a, b = _matrices(a, b)
     s = _check.dtype_bytes(dtype)
     m, k = a.shape

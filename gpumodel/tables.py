@@ -17,7 +17,7 @@ from .occupancy import occupancy
 from .presets import preset_names
 from .units import (LEVEL_NAMES, fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_flops, fmt_number,
                     fmt_percent, fmt_time)
-from .workloads import catalogue, gemm
+from .workloads import catalogue, gemm, gemm_requests
 
 FACT_LABELS = {
     "sms": "SMs",
@@ -178,14 +178,21 @@ def _gemm_workload(kernel: str, m: int, n: int, k: int):
     return gemm(m, n, k, block=info(kernel).block, thread=info(kernel).thread)
 
 
+def _counted_workload(kernel: str, m: int, n: int, k: int):
+    """What the simulation of `kernel` counts: every request for the naive kernel (the
+    simulation has no cache), the model's bytes for the tiled ones."""
+    return gemm_requests(m, n, k) if info(kernel).block is None else _gemm_workload(kernel, m, n, k)
+
+
 def count_table(kernel: str, m: int, n: int, k: int, seed: int = 0) -> str:
     """Chapter 3: run the simulation of GEMM `kernel` on random m x k and k x n matrices and
-    tabulate its byte counts against the formula's, level by level (and its result against A @ B)."""
+    tabulate its byte counts against the formula's, level by level (and its result against
+    A @ B). For the naive kernel both count every request (`gemm_requests`)."""
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
     block, thread = info(kernel).block, info(kernel).thread
     run = simulate.naive_gemm(a, b) if block is None else simulate.tiled_gemm(a, b, block, thread)
-    formula = _gemm_workload(kernel, m, n, k)
+    formula = _counted_workload(kernel, m, n, k)
     rows = [[LEVEL_NAMES[lv], f"{run.bytes[lv]:,.0f}", f"{float(formula.bytes[lv]):,.0f}",
              "yes" if run.bytes[lv] == formula.bytes[lv] else "NO"] for lv in LEVELS]
     rows.append(["C = A @ B?", "", "", "yes" if np.allclose(run.result, a @ b) else "NO"])
@@ -223,6 +230,33 @@ def runs_table(runs: list) -> str:
                      fmt_time(r["predicted_s"]) if "predicted_s" in r else "no model",
                      f"{r['error_pct']:+.0f}%" if "error_pct" in r else "-"])
     return markdown_table(["run", "time", "rate", "% of cuBLAS", "model", "model error"], rows)
+
+
+def _measure(quantity: str, value: float) -> str:
+    """A compared quantity in human units: seconds, bytes/s or cycles."""
+    return {"time": fmt_time, "bandwidth": fmt_bandwidth}.get(quantity, lambda v: f"{v:g} cycles")(value)
+
+
+def published_table(comparisons: list) -> str:
+    """Published measurements against the model (`gpumodel.published.comparisons`): what
+    ran where, the measured value, the model's bound (and what sets it), the fraction of the
+    bound reached, and the source with figure, table or file. Chapters 1 to 5 and the
+    appendix; a latency row compares the preset's latency (another source) instead."""
+    rows = []
+    for c in comparisons:
+        r = c.record
+        reached = fmt_percent(c.fraction) if c.quantity != "latency" else f"preset {fmt_percent(c.fraction)}"
+        bound = " + ".join(fmt_bound(b) for b in c.bound.split("+"))
+        rows.append([r.gpu, r.what, _measure(c.quantity, c.measured), f"{_measure(c.quantity, c.model)} ({bound})",
+                     reached, f"{{cite:t}}`{r.source}`, {r.where}"])
+    return markdown_table(["GPU", "run", "measured", "model (bound)", "of the bound", "source"], rows)
+
+
+def unbounded_table(records: list) -> str:
+    """Published measurements the model cannot bound yet, with why."""
+    return markdown_table(["GPU", "run", "measured", "why the model is not a bound here", "source"],
+                          [[r.gpu, r.what, f"{r.value:g} {r.unit}", r.unbounded, f"{{cite:t}}`{r.source}`, {r.where}"]
+                           for r in records])
 
 
 def _gpus(gpus) -> list:

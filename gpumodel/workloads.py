@@ -86,11 +86,18 @@ def elementwise_chain(n, ops=3, fused=False, dtype="fp32") -> Workload:
     )
 
 
+NAIVE_BLOCK = KERNELS["gemm_naive"].functions["gemm_naive"]
+"""The naive kernel's thread block (16 x 16): one result per thread."""
+
+
 def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True) -> Workload:
     """`C = A @ B` with A m x k, B k x n, elements of `dtype`. Chapters 1, 3 and 4.
 
-    `block=None` is the naive kernel: one thread per result, every operand read through L2,
-    no shared memory, scalar FMAs on the FP32 lanes whatever the dtype.
+    `block=None` is the naive kernel: one thread per result, no shared memory, scalar FMAs on
+    the FP32 lanes whatever the dtype. Its threads request 2sMNK bytes (`gemm_requests`),
+    but that is not a bound: at best the L1 cache keeps what the threads of one block share,
+    so L2 must supply each block's rows of A and columns of B once, as for a tile of the
+    naive kernel's block shape (`NAIVE_BLOCK`); that is what is charged.
 
     `block=(bM, bN)` or `(bM, bN, bK)` stages bM x bK tiles of A and bK x bN tiles of B in
     shared memory; each thread keeps a `thread=(tM, tN)` tile of results in registers.
@@ -114,7 +121,9 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True) -> Wor
     if block is None:
         if np.any(t_m != 1) or np.any(t_n != 1):
             raise ValueError("thread must be (1, 1) for the naive kernel (block=None)")
-        l2 = 2 * s * m * n * k + s * m * n
+        b_m, b_n = NAIVE_BLOCK
+        rows, cols = _tiles(m, b_m), _tiles(n, b_n)
+        l2 = s * k * (rows * b_m * cols + cols * b_n * rows) + s * m * n
         return Workload(
             f"naive GEMM ({dtype})",
             flops=flops,
@@ -124,7 +133,7 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True) -> Wor
                 "l2": l2,
                 "hbm": compulsory if l2_reuse else l2,
             },
-            note="every operand read through L2; no shared memory",
+            note="at best: L1 keeps what a block's threads share, so L2 supplies its rows and columns once",
         )
     if not isinstance(block, (tuple, list)) or len(block) not in (2, 3):
         raise ValueError(f"block must be None, (bM, bN) or (bM, bN, bK), got {block!r}")
@@ -153,6 +162,19 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True) -> Wor
         math=dtype if tensor else "fp32",
         note="tensor-core register traffic is not modelled" if tensor else "",
     )
+
+
+def gemm_requests(m, n, k, dtype="fp32") -> Workload:
+    """The naive GEMM as its threads ask for it: two operands through L2 for every FMA,
+    2sMNK + sMN bytes, as if no cache below L2 kept anything. An estimate, not a bound (the
+    L1 cache serves part of it; `gemm` charges what must cross L2 at best). Chapter 3."""
+    m, n, k = _check.size("m", m), _check.size("n", n), _check.size("k", k)
+    s = _check.dtype_bytes(dtype)
+    flops = 2 * m * n * k
+    return Workload(f"naive GEMM, every request ({dtype})", flops=flops,
+                    bytes={"registers": REGISTER_BYTES_PER_FLOP * flops, "smem": 0 * flops,
+                           "l2": 2 * s * m * n * k + s * m * n, "hbm": s * (m * k + k * n + m * n)},
+                    note="every operand a thread requests, through L2: an estimate, not a bound")
 
 
 def gemm_ideal(m, n, k, dtype="fp32") -> Workload:

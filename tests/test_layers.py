@@ -24,7 +24,7 @@ LAYERS = {
 }
 THIRD_PARTY = {
     "core": {"numpy", "tomli"},
-    "gpu": {"numpy", "cupy"},
+    "gpu": {"numpy", "cupy", "cupy_backends", "pynvml"},
     "rendering": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython", "myst_nb", "jupytext",
                   "nbformat", "nbclient"},
 }

@@ -128,11 +128,26 @@ def test_partial_tiles_count_as_whole_tiles():
     assert w.flops == 2 * 130 * 100 * 64
 
 
-def test_naive_gemm_reads_every_operand_through_l2():
+def test_naive_gemm_charges_what_must_cross_l2_at_best():
+    """Each 16 x 16 block's rows of A and columns of B once (L1 keeps what its threads
+    share); the request count, 2sMNK, is a separate estimate, 16 times more here."""
     w = gm.gemm(256, 512, 128)
-    assert w.bytes["l2"] == 4 * (2 * 256 * 512 * 128 + 256 * 512)
-    assert w.bytes["smem"] == 0
-    assert gm.predict(w, A100).bound == "l2"
+    assert w.bytes["l2"] == 4 * (128 * (256 * 512 / 16) * 2 + 256 * 512)
+    assert w.bytes["smem"] == 0 and w.bytes["hbm"] == 4 * (256 * 128 + 128 * 512 + 256 * 512)
+    requests = gm.gemm_requests(256, 512, 128)
+    assert requests.bytes["l2"] == 4 * (2 * 256 * 512 * 128 + 256 * 512)
+    assert gm.predict(requests, A100).bound == "l2" and gm.predict(w, A100).time < gm.predict(requests, A100).time
+    with pytest.raises(ValueError, match="thread must be"):
+        gm.gemm(64, 64, 64, thread=(2, 2))
+
+
+def test_the_ideal_gemm_is_flops_and_compulsory_bytes():
+    w = gm.gemm_ideal(1024, 512, 256, "fp16")
+    assert w.flops == 2 * 1024 * 512 * 256 and w.math == "fp16"
+    assert w.bytes["hbm"] == w.bytes["l2"] == 2 * (1024 * 256 + 256 * 512 + 1024 * 512)
+    assert w.bytes["smem"] == w.bytes["registers"] == 0
+    assert gm.predict(w, A100).bound == "hbm"  # small: 8 flops per byte
+    assert gm.predict(gm.gemm_ideal(4096, 4096, 4096, "fp16"), A100).bound == "compute"
 
 
 def test_intensity_and_ridge():

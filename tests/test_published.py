@@ -1,0 +1,88 @@
+"""Published measurements against the model: every record loads and names a preset, a bib
+entry and a unit; the comparisons are computed from the records; no measurement the model
+bounds is faster than the bound; every one much slower says why."""
+
+import statistics
+
+import pytest
+
+import gpumodel as gm
+from gpumodel import presets, published
+
+RECORDS = published.records()
+BOUNDED = [c for c in published.comparisons() if c.quantity != "latency"]
+
+
+def test_enough_records_from_enough_sources_in_every_chapter():
+    assert len(RECORDS) >= 30 and len({r.source for r in RECORDS}) >= 6
+    assert {r.chapter for r in RECORDS} >= {1, 2, 3, 4, 5}
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda r: f"{r.source}-{r.gpu}-{r.what}")
+def test_a_record_names_a_preset_a_source_a_place_and_a_unit(record):
+    assert record.gpu in gm.preset_names() and record.source in presets.bib_keys()
+    assert record.where and record.unit in published.SCALE and record.value > 0
+
+
+@pytest.mark.parametrize("c", BOUNDED, ids=lambda c: f"{c.record.gpu}-{c.record.what}")
+def test_no_measurement_beats_the_model(c):
+    """The model is a bound: a measurement faster than it is a bug in the model or the data."""
+    assert 0 < c.fraction <= 1 + 1e-9, (c.record.where, c.model, c.measured)
+    if c.slow:
+        assert len(c.record.reason) > 40, "a measurement over 1.5x slower than the model says why"
+
+
+def test_every_unbounded_record_says_why_and_is_not_compared():
+    for r in published.unbounded():
+        assert len(r.unbounded) > 40
+    assert len(published.comparisons()) + len(published.unbounded()) == len(RECORDS)
+
+
+def test_comparisons_are_computed_from_the_model():
+    """A read is held against the preset's L2 or HBM bandwidth, a GEMM against `predict`."""
+    h200 = gm.gpu("H200")
+    read = next(c for c in BOUNDED if c.record.gpu == "H200" and c.record.unit == "GB/s" and c.record.run["bytes"] > 10**8)
+    assert read.model == pytest.approx(h200.bandwidth("hbm")) and read.bound == "hbm"
+    assert read.fraction == pytest.approx(read.record.value * 1e9 / h200.bandwidth("hbm"))
+    cublas = next(c for c in BOUNDED if c.record.what == "cuBLAS SGEMM")
+    a6000 = gm.gpu("RTX-A6000")
+    assert cublas.model == pytest.approx(2 * 4096**3 / a6000.peak_flops) and cublas.bound == "compute"
+    assert cublas.measured == pytest.approx(2 * 4096**3 / 23249.6e9)
+
+
+def test_the_papers_flop_count():
+    run = {"seq": 1024, "head_dim": 64, "heads": 16, "batch": 8, "passes": "forward+backward"}
+    assert published.attention_flops(run) == 3.5 * 4 * 1024**2 * 64 * 16 * 8
+
+
+def test_the_summary_the_appendix_shows():
+    fractions = [c.fraction for c in BOUNDED]
+    assert 0.3 < statistics.median(fractions) < 1
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace('source = "x_src"', 'source = "nobody2020"'), "source must be a key of references.bib"),
+    (lambda t: t.replace('gpu = "H200"', 'gpu = "H300"'), "gpu must be a preset"),
+    (lambda t: t.replace('unit = "GB/s"', 'unit = "ms"'), r"unit must be one of \('GB/s', 'TB/s'\) for a read"),
+    (lambda t: t.replace('kind = "read"', 'kind = "copy"'), "run.kind must be one of"),
+    (lambda t: t.replace("value = 100", "value = -1"), "value must be positive"),
+    (lambda t: t.replace('what = "r"\n', ""), "missing \\['what'\\]"),
+    (lambda t: t.replace("chapter = 1", "chapter = 1\ncolour = 2"), "unknown keys \\['colour'\\]"),
+])
+def test_a_bad_record_is_refused_naming_file_and_key(edit, message, tmp_path, monkeypatch):
+    text = 'source = "x_src"\n[[record]]\ngpu = "H200"\nwhat = "r"\nwhere = "w"\nrun = { kind = "read", bytes = 4096 }\nvalue = 100\nunit = "GB/s"\nchapter = 1\n'
+    (tmp_path / "x.toml").write_text(edit(text))
+    monkeypatch.setattr(published, "DATA", tmp_path)
+    monkeypatch.setattr(presets, "bib_keys", lambda: frozenset({"x_src"}))
+    published.records.cache_clear()
+    try:
+        with pytest.raises(presets.DataError, match=message):
+            published.records()
+    finally:
+        published.records.cache_clear()
+
+
+def test_tables_cite_each_source():
+    table = gm.tables.published_table(published.comparisons(chapter=3))
+    assert "{cite:t}`boehm2022sgemm`" in table and "(shared memory)" in table
+    assert "naive" in gm.tables.unbounded_table(published.unbounded(chapter=3))
