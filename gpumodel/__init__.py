@@ -48,8 +48,8 @@ from .workloads import (
 )
 
 _LAZY = ("chapter", "compiler", "cpu_timing", "exercises", "gpu_runtime", "kernel_info", "kernel_plans",
-         "literature", "notebooks", "occupancy", "plots", "published", "recorded_runs", "tables", "tiles", "waves",
-         "widget_exercises", "widgets")
+         "literature", "notebooks", "occupancy", "plots", "published", "recorded_runs", "tables", "tensor_cores", "tiles",
+         "waves", "widget_exercises", "widgets")
 """Submodules loaded on first use (`gm.plots`), so `import gpumodel` loads neither matplotlib,
 ipywidgets nor CuPy."""
 
@@ -66,7 +66,7 @@ __all__ = [
     "BOUNDS", "Fact", "GPU", "LEVELS", "Prediction", "Workload",
     "attention", "attention_backward", "attention_memory", "catalogue", "elementwise_chain", "flash_block",
     "fmt_bandwidth", "fmt_bound", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
-    "fmt_intensity", "fmt_number", "fmt_percent", "fmt_time", "gemm", "gpu", "label", "predict", "preset_names",
+    "fmt_intensity", "fmt_number", "fmt_percent", "fmt_time", "gemm", "gemm_ideal", "gemm_requests", "gpu", "label", "predict", "preset_names",
     "score_matrix_bytes", "seed_kernels", "simulate", "strided_read", "transpose", "vector_add",
     "warp_sectors",
 ]

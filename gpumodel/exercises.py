@@ -152,7 +152,7 @@ def check_bound(kernel: str, gpu, answer) -> Feedback:
     if not isinstance(answer, str) or answer not in BOUNDS:
         return _wrong_type(answer, f"one of the strings {', '.join(map(repr, BOUNDS))}")
     p = predict(kernels[kernel], presets.gpu(gpu))
-    times = {"compute": p.compute_time, **p.level_times}
+    times = p.times
     if answer == p.bound:
         shown = ", ".join(f"{part} {fmt_time(times[part])}" for part in BOUNDS)
         return Feedback(True, f"The model's times on the {p.gpu.name}: {shown}; the largest, {p.bound}, sets "

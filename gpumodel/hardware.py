@@ -58,11 +58,13 @@ class Fact:
 
 @dataclass(frozen=True)
 class Capability:
-    """One compute capability's facts (CUDA C++ Programming Guide): FP32 lanes per SM, and
-    the per-SM, per-block and per-thread limits that decide occupancy. Shared memory in bytes."""
+    """One compute capability's facts (CUDA C++ Programming Guide): FP32 lanes and
+    special-function results (exponentials, reciprocals...) per clock per SM, and the per-SM,
+    per-block and per-thread limits that decide occupancy. Shared memory in bytes."""
 
     version: tuple
     fp32_lanes_per_sm: int
+    special_functions_per_sm: int
     max_threads_per_sm: int
     max_warps_per_sm: int
     max_blocks_per_sm: int
@@ -126,6 +128,12 @@ class GPU:
     def peak_flops(self) -> float:
         """Peak FP32 rate in FLOP/s: SMs x lanes x 2 (an FMA is 2 flops) x clock."""
         return self.sms.value * self.capability.fp32_lanes_per_sm * 2 * self.clock.value
+
+    @property
+    def special_rate(self) -> float:
+        """Special-function results per second (exponentials, reciprocals, square roots on
+        the SFUs): SMs x results per clock per SM x clock."""
+        return self.sms.value * self.capability.special_functions_per_sm * self.clock.value
 
     @property
     def l2_bytes_per_clock(self) -> float:

@@ -77,7 +77,7 @@ def preset_levels(gpu="A100-40GB"):
     return fig
 
 
-PART_LABELS = {"compute": "ALUs", **LEVEL_NAMES}
+PART_LABELS = {"compute": "ALUs", "sfu": "SFUs", **LEVEL_NAMES}
 
 
 def busy_bars(predictions: dict):
@@ -273,7 +273,7 @@ def ladder(gpu="A100-40GB", n: int = 4096):
     width = 0.8 / len(BOUNDS)
     x = np.arange(len(preds))
     for j, part in enumerate(BOUNDS):
-        values = [float(p.compute_time if part == "compute" else p.level_times[part]) * 1e3 for p in preds.values()]
+        values = [float(p.times[part]) * 1e3 for p in preds.values()]
         bars = ax.bar(x + (j - (len(BOUNDS) - 1) / 2) * width, np.maximum(values, 1e-6), width, label=PART_LABELS[part])
         for bar, p in zip(bars, preds.values()):
             if p.bound == part:
@@ -298,7 +298,7 @@ def gemm_levels(block: int = 128, thread: int = 8, gpu="A100-40GB", n: int = 409
                          f"{threads} threads per block (32 to {g.capability.max_threads_per_block} can), or "
                          "too much shared memory or too many registers")
     p = predict(gemm(n, n, n, block=(block, block), thread=(thread, thread)), g)
-    times = [float(p.compute_time)] + [float(p.level_times[lv]) for lv in LEVELS]
+    times = [max(float(p.times[part]), 1e-12) for part in BOUNDS]  # a part with no work: a sliver
     fig, ax = plt.subplots(figsize=(7, 3), layout="constrained")
     colors = ["tab:red" if part == p.bound else "tab:blue" for part in BOUNDS]
     ax.barh([PART_LABELS[b] for b in BOUNDS][::-1], [t * 1e3 for t in times][::-1], color=colors[::-1])

@@ -49,7 +49,7 @@ TABLES = {"tensor": (("fp16", "bf16"), ("FLOP/s",)), "latency": (("smem", "l2", 
 FACT_KEYS = {"value", "unit", "kind", "source", "where", "note"}
 CAPABILITY_KEYS = {
     # key in capabilities.toml -> bytes per unit (0: a plain count)
-    "fp32_lanes_per_sm": 0, "max_threads_per_sm": 0, "max_warps_per_sm": 0, "max_blocks_per_sm": 0,
+    "fp32_lanes_per_sm": 0, "special_functions_per_sm": 0, "max_threads_per_sm": 0, "max_warps_per_sm": 0, "max_blocks_per_sm": 0,
     "registers_per_sm": 0, "max_registers_per_thread": 0, "max_threads_per_block": 0,
     "smem_per_sm_kib": KIB, "max_smem_per_block_kib": KIB, "reserved_smem_per_block_kib": KIB,
 }

@@ -100,8 +100,9 @@ LEVEL_NAMES = {"registers": "registers", "smem": "shared memory", "l2": "L2", "h
 
 
 def fmt_bound(bound) -> str:
-    """A bound as prose names it: "smem" -> `shared memory`, "hbm" -> `HBM`."""
-    names = {"compute": "compute", **LEVEL_NAMES}
+    """A bound as prose names it: "smem" -> `shared memory`, "hbm" -> `HBM`, "sfu" -> `the
+    special-function units`."""
+    names = {"compute": "compute", "sfu": "the special-function units", **LEVEL_NAMES}
     if str(bound) not in names:
         raise ValueError(f"bound must be one of {tuple(names)}, got {bound!r}")
     return names[str(bound)]

@@ -33,7 +33,7 @@ def _power(n: int) -> str:
 def prediction_view(workload, gpu, title: str) -> str:
     """The model's answer as bars: the time each part needs, the bound's bar red."""
     p = predict(workload, gpu)
-    times = {"compute": float(p.compute_time), **{lv: float(t) for lv, t in p.level_times.items()}}
+    times = {part: float(t) for part, t in p.times.items()}
     rows = [(PART_LABELS[part], times[part], fmt_time(times[part]) if times[part] else "0", part == p.bound)
             for part in BOUNDS]
     return bars(f"{title} on the {p.gpu.name}: <b>{fmt_time(p.time)}</b>, bound by "

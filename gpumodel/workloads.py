@@ -25,7 +25,9 @@ class Workload:
     """A kernel's demand: `flops` (FLOP) and `bytes[level]` (bytes moved at that level).
 
     `math` names the units its arithmetic runs on ("fp32" lanes, or "fp16"/"bf16" tensor
-    cores). Arrays have one broadcast shape; a scalar workload holds 0-d arrays.
+    cores); `special` counts the results it needs from the special-function units
+    (exponentials, reciprocals), which run beside them. Arrays have one broadcast shape; a
+    scalar workload holds 0-d arrays.
     """
 
     name: str
@@ -33,15 +35,17 @@ class Workload:
     bytes: dict
     math: str = "fp32"
     note: str = ""
+    special: np.ndarray = 0
 
     def __post_init__(self):
         if set(self.bytes) != set(LEVELS):
             raise ValueError(f"bytes must have exactly the levels {LEVELS}")
         _check.choice("math", self.math, MATH)
-        arrays = np.broadcast_arrays(self.flops, *(self.bytes[lv] for lv in LEVELS))
+        arrays = np.broadcast_arrays(self.flops, self.special, *(self.bytes[lv] for lv in LEVELS))
         object.__setattr__(self, "flops", np.asarray(arrays[0], dtype=np.float64))
+        object.__setattr__(self, "special", np.asarray(arrays[1], dtype=np.float64))
         object.__setattr__(
-            self, "bytes", {lv: np.asarray(a, dtype=np.float64) for lv, a in zip(LEVELS, arrays[1:])}
+            self, "bytes", {lv: np.asarray(a, dtype=np.float64) for lv, a in zip(LEVELS, arrays[2:])}
         )
 
     @property
@@ -192,8 +196,9 @@ def gemm_ideal(m, n, k, dtype="fp32") -> Workload:
 
 def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=(128, 64), l2_reuse=False) -> Workload:
     """Attention forward, `softmax(Q K^T / sqrt(d)) V`, for `batch` x `heads` heads of
-    `seq` x `head_dim`. Chapter 5. Flops: the two matmuls, 4 N^2 d per head (the softmax's
-    exponentials are not counted). Global traffic follows Dao et al. (2022):
+    `seq` x `head_dim`. Chapter 5. Flops: the two matmuls, 4 N^2 d per head; the softmax's
+    N^2 exponentials per head are counted apart (`special`), for the SFUs. Global traffic
+    follows Dao et al. (2022):
 
     - `kind="standard"` (their Algorithm 0): S = QK^T is written to HBM, read and written
       back as P by the softmax, then read with V: s (4Nd + 4N^2) bytes per head.
@@ -228,12 +233,13 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
     l2_reuse = _check.flag("l2_reuse", l2_reuse)
     hbm = s * bh * 4 * seq * d * np.ones_like(global_bytes) if (l2_reuse and kind == "flash") else global_bytes
     note = "the N x N scores never reach HBM" if kind == "flash" else "the N x N scores go through HBM"
-    return _attention_workload(f"{kind} attention ({dtype})", flops, global_bytes, 2 * staged, hbm, dtype, note)
+    exps = bh * seq**2  # one exponential per score
+    return _attention_workload(f"{kind} attention ({dtype})", flops, global_bytes, 2 * staged, hbm, dtype, note, exps)
 
 
-def _attention_workload(name, flops, global_bytes, smem, hbm, dtype, note) -> Workload:
+def _attention_workload(name, flops, global_bytes, smem, hbm, dtype, note, exps) -> Workload:
     """Attention's workloads share their shape: tensor-core math (no register traffic
-    modelled) unless fp32, every global access at L2."""
+    modelled) unless fp32, every global access at L2, `exps` exponentials on the SFUs."""
     tensor = dtype != "fp32"
     return Workload(
         name,
@@ -246,6 +252,7 @@ def _attention_workload(name, flops, global_bytes, smem, hbm, dtype, note) -> Wo
         },
         math=dtype,
         note=note,
+        special=exps,
     )
 
 
@@ -282,8 +289,9 @@ def attention_backward(batch, heads, seq, head_dim, dtype="fp16", kind="standard
         global_bytes = s * bh * (6 * seq * d + 4 * seq * d * _tiles(seq, b_c))
         hbm = s * bh * 8 * seq * d * np.ones_like(global_bytes) if l2_reuse else global_bytes
     note = "recomputes the scores on chip" if kind == "flash" else "reads the stored probabilities"
+    exps = bh * seq**2 if kind == "flash" else 0 * seq  # flash recomputes P: an exponential per score
     return _attention_workload(f"{kind} attention backward ({dtype})", flops, global_bytes, 2 * global_bytes, hbm,
-                               dtype, note)
+                               dtype, note, exps)
 
 
 def attention_memory(batch, heads, seq, head_dim, dtype="fp16", kind="standard"):

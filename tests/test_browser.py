@@ -223,6 +223,18 @@ def test_widget_exercises_explore_then_judge_as_python_does(site, browser, chapt
     assert errors == []
 
 
+def test_every_chapter_shows_published_measurements_beside_the_model(site):
+    """Each chapter with published records renders their table (with its sources), and
+    the appendix page tabulates all of them."""
+    html, _ = site
+    for chapter in {r.chapter for r in gm.published.records()}:
+        (page,) = html.glob(f"chapters/0{chapter}_*.html")
+        text = page.read_text()
+        assert "of the bound" in text and "model (bound)" in text, page.name
+    summary = (html / "chapters" / "98_model_vs_measurements.html").read_text()
+    assert summary.count("<tr") > len(gm.published.records()) and "How good is the model?" in summary
+
+
 def search_queries() -> list[str]:
     text = " ".join(p.read_text().lower() for p in (ROOT / "chapters").glob("*.md"))
     return ["shared memory"] + (["bank conflict"] if "bank conflict" in text else [])

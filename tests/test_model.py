@@ -195,3 +195,19 @@ def test_fmt_bound():
     assert gm.fmt_bound("smem") == "shared memory" and gm.fmt_bound("hbm") == "HBM"
     with pytest.raises(ValueError, match="bound must be one of"):
         gm.fmt_bound("l1")
+
+
+def test_the_softmax_exponentials_run_on_the_special_function_units():
+    """16 results per clock per SM: on an H100 SXM the N^2 exponentials of attention take
+    about half the matmuls' time at d = 128 and about all of it at d = 64 (Shah et al. 2024)."""
+    h100 = gm.gpu("H100-SXM")
+    assert h100.special_rate == 132 * 16 * h100.clock.value
+    for d, share in ((128, 0.46), (64, 0.92)):
+        p = gm.predict(gm.attention(1, 16, 4096, d, "fp16", "flash", l2_reuse=True), h100)
+        assert p.sfu_time == pytest.approx(16 * 4096**2 / h100.special_rate)
+        assert p.sfu_time / p.compute_time == pytest.approx(share, abs=0.01)
+        assert p.times["sfu"] == p.sfu_time and p.bound == "compute"
+    w = gm.Workload("exp only", flops=1.0, bytes={lv: 0.0 for lv in gm.LEVELS}, special=1e9)
+    assert gm.predict(w, h100).bound == "sfu"
+    assert gm.attention_backward(1, 2, 256, 16, kind="standard").special == 0  # P was stored
+    assert gm.attention_backward(1, 2, 256, 16, kind="flash").special == 2 * 256**2  # recomputed
