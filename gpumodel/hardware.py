@@ -31,6 +31,10 @@ REGISTER_BYTES = 4
 REGISTER_BYTES_PER_FLOP = 6
 """An FMA (2 flops) reads three 4-byte operands: 12 bytes per 2 flops."""
 KIB = 1024
+DYNAMIC_SMEM_WITHOUT_OPT_IN = 48 * KIB
+"""Dynamic shared memory a block may have without opting in (cudaFuncSetAttribute with
+cudaFuncAttributeMaxDynamicSharedMemorySize), on every capability from 7.0 (CUDA C++
+Programming Guide, "Shared Memory" of each capability's section). Chapter 6."""
 """Capacities on chip are binary (a 40 MiB L2 is 40 x 2^20 bytes)."""
 
 

@@ -297,6 +297,64 @@ def flash_speedup(gpu: str = "H100-SXM", seq: int = 16384, head_dim: int = 64) -
         "times faster", labels={"seq": _power})
 
 
+# Chapter 6
+
+DECODE_BATCHES = (1, 8, 32, 64, 128, 192, 256, 320, 384, 512, 1024)
+WEIGHTS = ("fp16", "int8", "int4")
+
+
+def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192) -> WidgetExercise:
+    """Chapter 6: the smallest batch (of DECODE_BATCHES) at which a decode step's weight GEMM
+    with `weight` weights stops being HBM-bound on `gpu` (the tensor cores' fp16 peak)."""
+    from .tensor_cores import decode_intensity
+
+    def view(gpu, weight, batch):
+        g = presets.gpu(gpu)
+        intensity, ridge = float(decode_intensity(batch, width, weight)), g.peak("fp16") / g.bandwidth("hbm")
+        bound = "HBM" if intensity < ridge else "the tensor cores"
+        return bars(f"Decode GEMM, batch {batch}, {weight} weights, width {width:,} on the {gpu}: "
+                    f"<b>{fmt_intensity(intensity)}</b>, bound by <b>{bound}</b>",
+                    [("intensity", intensity, fmt_intensity(intensity), intensity < ridge),
+                     ("HBM ridge", ridge, fmt_intensity(ridge), False)])
+
+    g = presets.gpu(gpu)
+    smallest = next(b for b in DECODE_BATCHES
+                    if decode_intensity(b, width, weight) >= g.peak("fp16") / g.bandwidth("hbm"))
+    return WidgetExercise(
+        "decode-batch", {"gpu": ["A100-40GB", "H100-SXM", "H200", "L4"], "weight": list(WEIGHTS),
+                         "batch": list(DECODE_BATCHES)},
+        view,
+        number_rules(smallest, "sequences", 0, explain="Each weight is read once per step whatever the batch, so "
+                     "narrower weights cut the bytes and the batch the tensor cores need shrinks with them.",
+                     hint="Fix the GPU and the weights; raise the batch until the intensity bar passes the ridge."),
+        "batch")
+
+
+WAVE_SIZES = (2048, 3072, 4096, 5120, 6144, 7168, 8192)
+
+
+def wave_tail(gpu: str = "H100-SXM", block: int = 128) -> WidgetExercise:
+    """Chapter 6: the square output size (of WAVE_SIZES) whose `block` x `block` tiles fill
+    the most of their last wave on `gpu` (one block per SM)."""
+    from .tensor_cores import waves
+
+    def view(gpu, size, block):
+        w = waves(size, size, (block, block), gpu)
+        return bars(f"{size:,} x {size:,} output in {block} x {block} tiles on the {gpu}: {w.tiles:,} tiles, "
+                    f"{w.waves} waves, the last <b>{fmt_percent(w.last, 3)}</b> full",
+                    [("last wave", w.last, fmt_percent(w.last, 3), w.last < 0.5),
+                     ("all waves", w.efficiency, fmt_percent(w.efficiency, 3), False)])
+
+    best = max(WAVE_SIZES, key=lambda n: waves(n, n, (block, block), gpu).last)
+    return WidgetExercise(
+        "wave-tail", {"gpu": ["A100-40GB", "H100-SXM", "B200"], "size": list(WAVE_SIZES), "block": [128, 256]},
+        view,
+        number_rules(best, "elements per side", 0, explain="Its tile count is just under a multiple of the SMs, so "
+                     "the last wave keeps almost every SM busy; the others leave part of the GPU idle at the end.",
+                     hint="Hold the GPU and the tile; compare the last wave's bar across sizes."),
+        "size")
+
+
 # Appendix
 
 def highest_ridge(math: str = "fp16") -> WidgetExercise:
@@ -325,5 +383,5 @@ def highest_ridge(math: str = "fp16") -> WidgetExercise:
 
 
 ALL = (seed_bounds, littles_law, stride_sectors, fused_chain, thread_tile, occupancy_limit, block_group, l2_overflow,
-       attention_fit, flash_speedup, highest_ridge)
+       attention_fit, flash_speedup, decode_batch, wave_tail, highest_ridge)
 """Every widget exercise, in chapter order."""

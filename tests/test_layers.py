@@ -20,7 +20,7 @@ LAYERS = {
     "literature": ("gpu", 5), "gpu_runtime": ("gpu", 6), "validate": ("gpu", 7),
     "notebooks": ("rendering", 8), "chapter": ("rendering", 9), "tables": ("rendering", 9),
     "plots": ("rendering", 9), "widgets": ("rendering", 9), "site": ("rendering", 9), "exercises": ("rendering", 9),
-    "widget_exercises": ("rendering", 10),
+    "widget_exercises": ("rendering", 10), "tensor_cores": ("rendering", 9),
 }
 THIRD_PARTY = {
     "core": {"numpy", "tomli"},

@@ -116,6 +116,9 @@ ANSWERS = {
                                       > gm.gpu("L4").capacity("hbm")),
     "flash-speedup": lambda: float(gm.predict(gm.attention(1, 32, 16384, 64, kind="standard"), "H100-SXM").time
                                    / gm.predict(gm.attention(1, 32, 16384, 64, kind="flash"), "H100-SXM").time),
+    "decode-batch": lambda: smallest(wx.DECODE_BATCHES, lambda b: 2 * b * 8192**2 / (8192**2 + 2 * 2 * b * 8192)
+                                     >= gm.gpu("H100-SXM").peak("fp16") / gm.gpu("H100-SXM").bandwidth("hbm")),
+    "wave-tail": lambda: max(wx.WAVE_SIZES, key=lambda n: ((n // 128) ** 2 % 132 or 132)),
     "highest-ridge": lambda: max(gm.preset_names(), key=lambda g: gm.gpu(g).peak("fp16") / gm.gpu(g).bandwidth("hbm")),
 }
 EXERCISES = {make().key: make for make in wx.ALL}
