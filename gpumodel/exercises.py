@@ -307,3 +307,18 @@ def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Fee
                         explain=f"3 x {expected} x {head_dim} + {expected}^2 elements fit; twice that block does not.")
 
 
+
+
+def check_bound_fraction(gpu, what: str, answer) -> Feedback:
+    """Appendix "How good is the model?": the fraction (0 to 1) of the model's bound that
+    the published measurement `what` on preset `gpu` reached (`gpumodel.published`)."""
+    from .published import comparisons
+
+    found = [c for c in comparisons() if c.record.gpu == gpu and c.record.what == what]
+    if not found:
+        raise ValueError(f"gpu and what must name a published record, got {gpu!r}, {what!r}")
+    c = found[0]
+    return check_number(answer, c.fraction, "of the bound", rtol=0.02,
+                        explain=f"The model's bound is set by {c.bound}; the run reached that share of it.",
+                        hint="Put the measurement and the model's figure in the same unit, then divide the "
+                        "measured rate by the model's (or the model's time by the measured time).")

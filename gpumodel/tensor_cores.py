@@ -23,8 +23,7 @@ import numpy as np
 
 from . import _check, presets
 from .exercises import Feedback, _real, _wrong_type, check_number
-from .hardware import SMEM_BANKS, WARP
-from .model import predict
+from .hardware import WARP
 from .units import fmt_intensity
 from .workloads import Workload, gemm
 

@@ -304,16 +304,17 @@ WEIGHTS = ("fp16", "int8", "int4")
 
 
 def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192) -> WidgetExercise:
-    """Chapter 6: the smallest batch (of DECODE_BATCHES) at which a decode step's weight GEMM
-    with `weight` weights stops being HBM-bound on `gpu` (the tensor cores' fp16 peak)."""
+    """Chapter 6: the smallest batch (of DECODE_BATCHES) at which the HBM intensity of a
+    decode step's weight GEMM with `weight` weights reaches `gpu`'s HBM ridge (the tensor
+    cores' fp16 peak over HBM bandwidth)."""
     from .tensor_cores import decode_intensity
 
     def view(gpu, weight, batch):
         g = presets.gpu(gpu)
         intensity, ridge = float(decode_intensity(batch, width, weight)), g.peak("fp16") / g.bandwidth("hbm")
-        bound = "HBM" if intensity < ridge else "the tensor cores"
+        side = "below" if intensity < ridge else "at or past"
         return bars(f"Decode GEMM, batch {batch}, {weight} weights, width {width:,} on the {gpu}: "
-                    f"<b>{fmt_intensity(intensity)}</b>, bound by <b>{bound}</b>",
+                    f"<b>{fmt_intensity(intensity)}</b> per HBM byte, <b>{side}</b> the HBM ridge",
                     [("intensity", intensity, fmt_intensity(intensity), intensity < ridge),
                      ("HBM ridge", ridge, fmt_intensity(ridge), False)])
 

@@ -144,3 +144,13 @@ def test_a_wrong_number_gets_a_hint_not_the_answer(check, right, factor, says):
 def test_a_wrong_type_gets_a_sentence(check, right, answer):
     feedback = check(answer)
     assert not feedback and feedback.message.startswith("The answer should be a number in")
+
+
+def test_check_bound_fraction():
+    pcie = gm.gpu("H100-PCIe")
+    right = 1942e9 / pcie.bandwidth("hbm")
+    assert gm.exercises.check_bound_fraction("H100-PCIe", "stream read, 2 GiB (gpu-stream)", right)
+    wrong = gm.exercises.check_bound_fraction("H100-PCIe", "stream read, 2 GiB (gpu-stream)", 1 / right)
+    assert not wrong and f"{right:.3g}" not in wrong.message
+    with pytest.raises(ValueError, match="must name a published record"):
+        gm.exercises.check_bound_fraction("H100-PCIe", "no such run", 0.5)
