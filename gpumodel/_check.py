@@ -3,23 +3,24 @@ parameter and what is accepted, never a NaN or a crash deep in NumPy."""
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def size(name: str, value) -> np.ndarray:
-    """`value` as a float64 array of positive whole numbers (a scalar stays 0-d)."""
-    if isinstance(value, (str, bytes)) or value is None:
-        raise ValueError(f"{name} must be a positive integer (or an array of them), got {value!r}")
+    """`value` as a float64 array of positive whole numbers (a scalar stays 0-d). Only
+    numbers are sizes: not True, not the string "4096", not a date."""
+    wanted = f"{name} must be a positive integer (or an array of them), got {value!r}"
+    if isinstance(value, (str, bytes, bool, np.bool_)) or value is None:
+        raise ValueError(wanted)
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        raw = np.asarray(value)
     except (TypeError, ValueError):
-        raise ValueError(
-            f"{name} must be a positive integer (or an array of them), got {value!r}"
-        ) from None
+        raise ValueError(wanted) from None
+    if raw.dtype.kind not in "iuf":  # bool, str, object, datetime...: not a count
+        raise ValueError(wanted)
+    arr = raw.astype(np.float64)
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty")
     if not np.all(np.isfinite(arr)):
@@ -35,7 +36,7 @@ def size(name: str, value) -> np.ndarray:
 
 def pair(name: str, value) -> tuple[np.ndarray, np.ndarray]:
     """A tile `(rows, cols)`: two positive sizes (each may be an array)."""
-    if isinstance(value, (str, bytes, numbers.Number)) or value is None or len(value) != 2:
+    if not isinstance(value, (tuple, list, np.ndarray)) or np.ndim(value) == 0 or len(value) != 2:
         raise ValueError(f"{name} must be a pair (rows, cols) of positive integers, got {value!r}")
     return size(f"{name}[0]", value[0]), size(f"{name}[1]", value[1])
 

@@ -77,7 +77,7 @@ def predict(workload: Workload, gpu) -> Prediction:
     # The first part within TIE_RTOL of the maximum, in BOUNDS order.
     index = np.argmax(times >= time * (1 - TIE_RTOL), axis=0)
     bound = np.asarray(BOUNDS)[index]
-    busy = {name: t / time for name, t in zip(BOUNDS, times)}
+    busy = {name: np.divide(t, time, out=np.zeros_like(time), where=time > 0) for name, t in zip(BOUNDS, times)}
     intensity = {lv: _ratio(flops, workload.bytes[lv]) for lv in LEVELS}
     ridge = {lv: peak / gpu.bandwidth(lv) for lv in LEVELS}
     return Prediction(

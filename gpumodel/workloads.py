@@ -42,6 +42,10 @@ class Workload:
             raise ValueError(f"bytes must have exactly the levels {LEVELS}")
         _check.choice("math", self.math, MATH)
         arrays = np.broadcast_arrays(self.flops, self.special, *(self.bytes[lv] for lv in LEVELS))
+        for what, a in zip(("flops", "special", *(f"bytes[{lv!r}]" for lv in LEVELS)), arrays):
+            bad = ~np.isfinite(a) | (np.nan_to_num(a) < 0)
+            if np.any(bad):
+                raise ValueError(f"{what} must be finite and not negative, got {np.asarray(a)[bad].ravel()[0]!r}")
         object.__setattr__(self, "flops", np.asarray(arrays[0], dtype=np.float64))
         object.__setattr__(self, "special", np.asarray(arrays[1], dtype=np.float64))
         object.__setattr__(

@@ -63,3 +63,37 @@ def test_tile_larger_than_some_matrices_in_a_sweep():
 def test_sizes_that_are_not_tile_multiples_are_valid():
     p = gm.predict(gm.gemm(1000, 1000, 1000, block=(128, 128), thread=(8, 8)), A100)
     assert np.isfinite(p.time) and p.time > 0
+
+
+@pytest.mark.parametrize("bad", [True, np.bool_(True), np.array(["4096"]), np.datetime64("2020-01-01"), np.array([4, None])])
+def test_only_numbers_are_sizes(bad):
+    with pytest.raises(ValueError, match="^n must be a positive integer"):
+        gm.vector_add(bad)
+
+
+@pytest.mark.parametrize("thread", [{0: 8, 1: 8}, np.array(8), 8, "88", (8,), (8, 8, 8)])
+def test_a_tile_must_be_a_pair(thread):
+    with pytest.raises(ValueError, match="^thread must be a pair"):
+        gm.gemm(64, 64, 64, block=(16, 16), thread=thread)
+
+
+def test_attention_block_must_be_a_pair():
+    with pytest.raises(ValueError, match="^block must be a pair"):
+        gm.attention(1, 1, 64, 64, kind="flash", block=np.array(64))
+
+
+@pytest.mark.parametrize("flops", [float("nan"), -1.0, float("inf")])
+def test_a_workload_is_finite_and_not_negative(flops):
+    with pytest.raises(ValueError, match="^flops must be finite and not negative"):
+        gm.Workload("bad", flops=flops, bytes={lv: 0.0 for lv in gm.LEVELS})
+    with pytest.raises(ValueError, match=r"^bytes\['hbm'\] must be finite and not negative"):
+        gm.Workload("bad", flops=1.0, bytes={**{lv: 0.0 for lv in gm.LEVELS}, "hbm": flops})
+
+
+def test_a_workload_of_nothing_takes_no_time_without_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = gm.predict(gm.Workload("nothing", flops=0.0, bytes={lv: 0.0 for lv in gm.LEVELS}), A100)
+    assert p.time == 0 and all(b == 0 for b in p.busy.values()) and p.bound == "compute"

@@ -211,3 +211,16 @@ def test_the_softmax_exponentials_run_on_the_special_function_units():
     assert gm.predict(w, h100).bound == "sfu"
     assert gm.attention_backward(1, 2, 256, 16, kind="standard").special == 0  # P was stored
     assert gm.attention_backward(1, 2, 256, 16, kind="flash").special == 2 * 256**2  # recomputed
+
+
+def test_flash_block_doubles_while_it_fits():
+    assert gm.flash_block(228 * 1024, 64) == 256 and gm.flash_block(16 * 1024, 64) == 32
+    assert gm.flash_block(2 * (3 * 64 * 64 + 64 * 64), 64) == 64  # exactly 64 fits
+
+
+def test_a_prediction_is_frozen():
+    import dataclasses
+
+    p = gm.predict(gm.vector_add(1024), A100)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.time = 0

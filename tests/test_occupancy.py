@@ -78,3 +78,24 @@ def test_estimated_registers_are_close_to_the_compilers():
     report = {(x.kernel, x.arch): x.registers for x in gm.compiler.report(("sm_80",)) if x.file == "gemm.cu"}
     assert abs(gm.tiles.registers_estimate(8, 8) - report[("gemm_reg128", "sm_80")]) <= 16
     assert gm.tiles.registers_estimate(16, 16) > 255  # the spilling tile is illegal in the search
+
+
+def test_a_partial_warp_counts_as_a_whole_one():
+    """48 threads are two warps: 64 warp slots allow 32 such blocks, 64 warps resident."""
+    o = gm.occupancy.occupancy("A100-40GB", 48, 32, 0)
+    assert o.per_resource["threads"] == 32 and o.warps == 64
+
+
+@pytest.mark.parametrize("version, limits", [
+    ((7, 0), (2048, 64, 32, 65536, 255, 1024, 96, 96, 0)),
+    ((8, 0), (2048, 64, 32, 65536, 255, 1024, 164, 163, 1)),
+    ((9, 0), (2048, 64, 32, 65536, 255, 1024, 228, 227, 1)),
+])
+def test_the_capability_limits(version, limits):
+    """The Programming Guide's table, transcribed again (threads, warps and blocks per SM,
+    registers per SM and per thread, threads per block, shared memory in KiB per SM, per
+    block and reserved per block)."""
+    c = gm.presets.capability(version)
+    assert (c.max_threads_per_sm, c.max_warps_per_sm, c.max_blocks_per_sm, c.registers_per_sm,
+            c.max_registers_per_thread, c.max_threads_per_block, c.smem_per_sm // 1024,
+            c.max_smem_per_block // 1024, c.reserved_smem_per_block // 1024) == limits

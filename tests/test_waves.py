@@ -96,3 +96,13 @@ def test_bad_input():
         block_coordinates(4, 4, "diagonal")
     with pytest.raises(ValueError, match="group"):
         block_coordinates(4, 4, "grouped", 0)
+
+
+def test_a_row_major_wave_spans_few_rows_and_every_column():
+    """On the A100, 108 blocks of a 64 x 64 grid of tiles: row order covers all 64 columns
+    and about 2.6 rows per wave on average; grouped order a squarer patch."""
+    row = gm.waves.gemm_hbm(8192, 8192, 8192, gpu="A100-40GB", order="row")
+    assert row.wave == 108 and row.waves == 38 and row.cols_per_wave == 64
+    assert row.rows_per_wave == pytest.approx(99 / 38)  # 37 waves spanning 3 rows (some 2), the last 1
+    grouped = gm.waves.gemm_hbm(8192, 8192, 8192, gpu="A100-40GB", order="grouped", group=8)
+    assert grouped.cols_per_wave < row.cols_per_wave and grouped.rows_per_wave > row.rows_per_wave
