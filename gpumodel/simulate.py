@@ -41,10 +41,17 @@ class Run:
         self.parts[part] = self.parts.get(part, 0) + nbytes
 
 
+def _finite(names: str, *arrays):
+    """Raise unless every array holds only finite numbers (no NaN, no infinity)."""
+    if not all(np.all(np.isfinite(x)) for x in arrays):
+        raise ValueError(f"{names} must hold finite numbers only (no NaN or infinity)")
+
+
 def _matrices(a, b):
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.size == 0 or b.size == 0:
         raise ValueError(f"a and b must be non-empty matrices with a.shape[1] == b.shape[0], got {a.shape} and {b.shape}")
+    _finite("a and b", a, b)
     return a, b
 
 
@@ -91,6 +98,8 @@ def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32") -> Run:
         raise ValueError(f"thread must divide block: got thread={thread}, block={block}")
     m, k = a.shape
     n = b.shape[1]
+    for name, tile, size in (("block[0]", b_m, "m"), ("block[1]", b_n, "n"), ("block[2]", b_k, "k")):
+        _check.not_larger(name, tile, size, {"m": m, "n": n, "k": k}[size])
     rows_t, cols_t = b_m // t_m, b_n // t_n
     touched_a, touched_b = np.zeros(a.shape, bool), np.zeros(b.shape, bool)
     run = Run(np.zeros((m, n)))
@@ -141,8 +150,10 @@ def warp_addresses(shape=(32, 32), pad=0, direction="column", index=0) -> np.nda
     are padded by `pad` words: thread t reads element (t, index) for a "column" access, or
     (index, t) for a "row" access. Chapter 3."""
     rows, cols = (int(v) for v in _check.pair("shape", shape))
-    if not isinstance(pad, (int, np.integer)) or pad < 0:
-        raise ValueError(f"pad must be a non-negative integer, got {pad!r}")
+    if isinstance(pad, bool) or not isinstance(pad, (int, np.integer)) or not 0 <= pad <= 2**20:
+        raise ValueError(f"pad must be an integer from 0 to 2**20 words, got {pad!r}")
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        raise ValueError(f"index must be an integer, got {index!r}")
     _check.choice("direction", direction, ("row", "column"))
     along, across = (rows, cols) if direction == "column" else (cols, rows)
     if along < WARP:
@@ -197,6 +208,7 @@ def _heads(q, k, v):
     q, k, v = (np.asarray(t, dtype=np.float64) for t in (q, k, v))
     if q.ndim != 4 or q.shape != k.shape or q.shape != v.shape or q.size == 0:
         raise ValueError(f"q, k and v must be non-empty arrays of one shape (batch, heads, seq, head_dim), got {q.shape}, {k.shape}, {v.shape}")
+    _finite("q, k and v", q, k, v)
     return q, k, v
 
 
@@ -241,6 +253,7 @@ def online_softmax(x, block: int):
     block = int(_check.size("block", block))
     if x.ndim != 2 or x.size == 0:
         raise ValueError(f"x must be a non-empty 2-D array (rows x columns), got shape {x.shape}")
+    _finite("x", x)
     rows, cols = x.shape
     m, l, acc = np.full((rows, 1), -np.inf), np.zeros((rows, 1)), np.zeros((rows, cols))
     for j0 in range(0, cols, block):

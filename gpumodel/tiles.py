@@ -8,7 +8,7 @@ import numpy as np
 
 from .model import predict
 from .occupancy import limits, occupancy
-from . import presets
+from . import _check, presets
 from .workloads import gemm
 
 BK = 8
@@ -35,7 +35,7 @@ def is_legal(gpu, b_m, b_n, t_m, t_n):
     1024 threads per block, shared memory within the per-block limit, at most 255 registers
     (estimated). Broadcasts."""
     lim = limits(gpu)
-    b_m, b_n, t_m, t_n = (np.asarray(a, dtype=float) for a in (b_m, b_n, t_m, t_n))
+    b_m, b_n, t_m, t_n = (_check.size(name, a) for name, a in (("b_m", b_m), ("b_n", b_n), ("t_m", t_m), ("t_n", t_n)))
     threads = (b_m / t_m) * (b_n / t_n)
     return ((b_m % t_m == 0) & (b_n % t_n == 0) & (threads >= 32) & (threads <= lim.max_threads_per_block)
             & (smem_bytes(b_m, b_n) <= lim.max_smem_per_block)
@@ -53,6 +53,8 @@ def search(gpu, m: int = 4096, n: int = 4096, k: int = 4096) -> dict:
     regs = registers_estimate(t_m, t_n)
     smem = smem_bytes(b_m, b_n)
     legal = is_legal(gpu, b_m, b_n, t_m, t_n) & (b_m <= m) & (b_n <= n)
+    if not legal.any():
+        raise ValueError(f"m and n must admit a tile: no legal block tile of {BLOCKS} fits {m} x {n}")
     b_m, b_n, t_m, t_n, threads, regs, smem = (a[legal] for a in (b_m, b_n, t_m, t_n, threads, regs, smem))
     p = predict(gemm(m, n, k, block=(b_m, b_n, BK), thread=(t_m, t_n)), presets.gpu(gpu))
     occ = occupancy(gpu, threads, regs, smem)

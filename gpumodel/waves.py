@@ -26,6 +26,9 @@ import numpy as np
 from . import _check, presets
 
 ORDERS = ("row", "grouped")
+MAX_BLOCKS = 2**22
+"""The largest grid the wave model walks (about 4 million tiles: a 262,144^2 output in
+128 x 128 tiles); larger grids would take minutes and gigabytes."""
 
 
 def block_coordinates(rows: int, cols: int, order: str = "row", group: int = 8) -> tuple[np.ndarray, np.ndarray]:
@@ -34,6 +37,8 @@ def block_coordinates(rows: int, cols: int, order: str = "row", group: int = 8) 
     swizzle use: `group` rows at a time, column by column within the group."""
     rows, cols = int(_check.size("rows", rows)), int(_check.size("cols", cols))
     _check.choice("order", order, ORDERS)
+    if rows * cols > MAX_BLOCKS:
+        raise ValueError(f"rows x cols must be at most {MAX_BLOCKS:,} blocks, got {rows:,} x {cols:,}")
     pid = np.arange(rows * cols)
     if order == "row":
         return pid // cols, pid % cols
@@ -68,6 +73,8 @@ def gemm_hbm(m: int, n: int, k: int, block=(128, 128), dtype: str = "fp16", gpu=
     s = _check.dtype_bytes(dtype)
     m, n, k = (int(_check.size(name, v)) for name, v in (("m", m), ("n", n), ("k", k)))
     b_m, b_n = (int(v) for v in _check.pair("block", block))
+    _check.not_larger("block[0]", b_m, "m", m)
+    _check.not_larger("block[1]", b_n, "n", n)
     g = presets.gpu(gpu)
     l2 = float(g.capacity("l2") if l2_bytes is None else _check.size("l2_bytes", l2_bytes))
     rows, cols = -(-m // b_m), -(-n // b_n)

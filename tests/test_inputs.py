@@ -97,3 +97,23 @@ def test_a_workload_of_nothing_takes_no_time_without_a_warning():
         warnings.simplefilter("error")
         p = gm.predict(gm.Workload("nothing", flops=0.0, bytes={lv: 0.0 for lv in gm.LEVELS}), A100)
     assert p.time == 0 and all(b == 0 for b in p.busy.values()) and p.bound == "compute"
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(128, 128)), r"block\[0\] must not exceed m"),
+    (lambda: gm.waves.gemm_hbm(2**20, 2**20, 4096), "rows x cols must be at most"),
+    (lambda: gm.waves.block_coordinates(10**6, 10**6), "rows x cols must be at most"),
+    (lambda: gm.simulate.tiled_gemm(np.ones((8, 8)), np.ones((8, 8)), (2**20, 8, 8), (1, 1)), r"block\[0\] must not exceed m"),
+    (lambda: gm.simulate.warp_addresses(pad=2**62), "pad must be an integer from 0 to 2\\*\\*20"),
+    (lambda: gm.simulate.warp_addresses(pad=True), "pad must be an integer"),
+    (lambda: gm.simulate.warp_addresses(index=1.5), "index must be an integer"),
+    (lambda: gm.tiles.is_legal("A100-40GB", -128, -128, -8, -8), "b_m must be positive"),
+    (lambda: gm.tiles.is_legal("A100-40GB", 0, 0, 0, 0), "b_m must be positive"),
+    (lambda: gm.tiles.search("A100-40GB", 8, 8, 8), "m and n must admit a tile"),
+    (lambda: gm.simulate.online_softmax(np.full((2, 4), -np.inf), 2), "x must hold finite numbers"),
+    (lambda: gm.simulate.standard_attention(*(np.full((1, 1, 4, 4), np.inf),) * 3), "q, k and v must hold finite"),
+    (lambda: gm.simulate.naive_gemm(np.full((2, 2), np.nan), np.ones((2, 2))), "a and b must hold finite"),
+])
+def test_bad_input_to_the_simulations_and_tools_is_refused_quickly(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
