@@ -224,3 +224,30 @@ def test_a_prediction_is_frozen():
     p = gm.predict(gm.vector_add(1024), A100)
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.time = 0
+
+
+def test_the_named_kernels_have_the_chapters_sizes():
+    kernels = gm.catalogue()
+    assert kernels["vector_add"].flops == 2**28 and kernels["vector_add"].bytes["l2"] == 12 * 2**28
+    assert kernels["chain_fused"].flops == 3 * 2**26 and kernels["chain_unfused"].bytes["hbm"] == 6 * 4 * 2**26
+    assert kernels["gemm_reg128"].flops == 2 * 4096**3 == kernels["gemm_smem16"].flops
+    assert kernels["transpose_smem"].bytes["hbm"] == 2 * 4 * 8192**2
+
+
+def test_attention_shared_memory_bytes():
+    """Each staged byte written once and read once: standard attention stages Q, K, V tiles
+    and the scores (3Nd + N^2 per head); flash stages Q once and K, V once per query block."""
+    n, d, s = 1024, 64, 2
+    std = gm.attention(1, 1, n, d, "fp16", "standard")
+    assert std.bytes["smem"] == 2 * s * (3 * n * d + n * n)
+    flash = gm.attention(1, 1, n, d, "fp16", "flash", block=(128, 64))
+    assert flash.bytes["smem"] == 2 * s * (n * d + 2 * n * d * (n // 128))
+
+
+def test_ties_go_to_the_part_listed_first():
+    """Times within TIE_RTOL of each other tie; compute wins a tie with registers."""
+    assert gm.model.TIE_RTOL == 1e-9
+    w = gm.Workload("tie", flops=1e12, bytes={"registers": 6e12 * (1 + 1e-12), "smem": 0.0, "l2": 0.0, "hbm": 0.0})
+    assert gm.predict(w, A100).bound == "compute"
+    w = gm.Workload("no tie", flops=1e12, bytes={"registers": 6e12 * (1 + 1e-6), "smem": 0.0, "l2": 0.0, "hbm": 0.0})
+    assert gm.predict(w, A100).bound == "registers"
