@@ -177,23 +177,6 @@ def check_fmas_per_load(gpu, answer) -> Feedback:
                         hint="An FMA is two flops; a float is four bytes; compare with the GPU's machine balance.")
 
 
-def check_decode_batch(gpu, width: int, answer) -> Feedback:
-    """Chapter 2: the smallest batch B at which a decode step's fp16 weight GEMM (B x width
-    activations times a width x width weight matrix) reaches the tensor cores' HBM ridge
-    on `gpu`: 2 B w^2 / (2 (w^2 + 2 B w)) >= peak / W_HBM (`tensor_cores.critical_batch`)."""
-    from .tensor_cores import critical_batch, decode_intensity
-
-    smallest = critical_batch(gpu, width)
-    g = presets.gpu(gpu)
-    return check_number(answer, smallest, "sequences", rtol=0.01,
-                        explain=f"At B = {smallest} the GEMM does {fmt_intensity(float(decode_intensity(smallest, width)))}"
-                        f" per byte of HBM traffic, past the ridge of {fmt_intensity(g.peak('fp16') / g.bandwidth('hbm'))};"
-                        " each weight is read once per step whatever B is, so batching is how decode reaches the tensor "
-                        "cores.",
-                        hint="Write the flops (2 B w^2) and the bytes (weights w^2, activations in and out 2 B w, at "
-                        "2 bytes each) and solve for B; round up.")
-
-
 def check_fusion_limit(gpu, dtype: str, answer) -> Feedback:
     """Chapter 2: the most that fusing a chain of one-flop elementwise ops on `dtype`
     elements can gain on `gpu`, however long the chain (unfused time over fused)."""

@@ -44,11 +44,11 @@ def test_check_decode_batch():
     ridge = h100.peak("fp16") / h100.bandwidth("hbm")
     b = next(b for b in range(1, 5000) if 2 * b * w * w / (2 * (w * w + 2 * b * w)) >= ridge)
     assert 250 < b < 400
-    assert gm.exercises.check_decode_batch("H100-SXM", w, b)
-    assert not gm.exercises.check_decode_batch("H100-SXM", w, b - 10)
-    assert not gm.exercises.check_decode_batch("H100-SXM", w, round(ridge))  # the ridge itself is not the batch
+    assert gm.tensor_cores.check_critical_batch("H100-SXM", w, "fp16", b)
+    assert not gm.tensor_cores.check_critical_batch("H100-SXM", w, "fp16", b - 10)
+    assert not gm.tensor_cores.check_critical_batch("H100-SXM", w, "fp16", round(ridge))  # the ridge itself is not the batch
     with pytest.raises(ValueError, match="width must be large enough"):
-        gm.exercises.check_decode_batch("H100-SXM", 64, 1)
+        gm.tensor_cores.check_critical_batch("H100-SXM", 64, "fp16", 1)
 
 
 @pytest.mark.parametrize("gpu", ["A100-40GB", "H100-SXM"])
