@@ -169,7 +169,7 @@ def check_fmas_per_load(gpu, answer) -> Feedback:
     """Chapter 1: the fewest FMAs a kernel must do per 4-byte float it loads from HBM for
     HBM to stop binding it on `gpu` (a whole number): 2k / 4 >= peak FP32 / HBM bandwidth."""
     g = presets.gpu(gpu)
-    balance = g.peak_flops / g.bandwidth("hbm")
+    balance = g.ridge("hbm")
     fewest = math.ceil(2 * balance)
     return check_number(answer, fewest, "FMAs", rtol=0,
                         explain=f"{fewest} FMAs are {2 * fewest} flops per 4 bytes, {fewest / 2:g} FLOP/B, just past "
@@ -194,7 +194,7 @@ def check_operand_tile(gpu, answer) -> Feedback:
     """Chapter 3: the square thread tile t at which the register-blocked kernel's operand
     reads from shared memory (t/4 FLOP/B for FP32) meet `gpu`'s shared-memory ridge."""
     g = presets.gpu(gpu)
-    ridge = g.peak_flops / g.bandwidth("smem")
+    ridge = g.ridge("smem")
     t = 4 * ridge
     return check_number(answer, t, "results per side", rtol=0.01,
                         explain=f"The ridge is {g.fp32_lanes_per_sm.value:g} lanes x 2 flops over 32 banks x 4 B = "

@@ -7,7 +7,7 @@ SI units throughout: bytes, seconds, hertz, FLOP/s, bytes/s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 LEVELS = ("registers", "smem", "l2", "hbm")
 """The memory levels, fastest first."""
@@ -17,25 +17,29 @@ KINDS = ("spec", "measured", "estimate", "derived")
 (`measured`), a reasoned estimate where nothing is published or measured (`estimate`), or a
 formula over other facts (`derived`)."""
 
-MATH = ("fp32", "fp16", "bf16")
+MATH = ("fp32", "fp16", "bf16", "fp8", "fp4")
 """Which units a workload's arithmetic runs on: the FP32 lanes, or the tensor cores with
-fp16 or bf16 inputs (dense, FP32 accumulate)."""
+fp16, bf16, fp8 or fp4 inputs (dense, FP32 accumulate)."""
 
 WARP = 32
 """Threads in a warp."""
 SMEM_BANKS = 32
 BANK_BYTES = 4
+WAVEFRONT_BYTES = SMEM_BANKS * BANK_BYTES
+"""Shared memory serves a warp in wavefronts: one pass over the 32 banks, 128 bytes."""
+VECTOR_WORDS = 4
+"""Words (4 bytes) in the widest load a thread can issue, 128 bits."""
 SECTOR_BYTES = 32
 """The unit in which L1 and L2 move global memory: a 32-byte sector."""
 REGISTER_BYTES = 4
 REGISTER_BYTES_PER_FLOP = 6
 """An FMA (2 flops) reads three 4-byte operands: 12 bytes per 2 flops."""
 KIB = 1024
+"""Capacities on chip are binary (a 40 MiB L2 is 40 x 2^20 bytes)."""
 DYNAMIC_SMEM_WITHOUT_OPT_IN = 48 * KIB
 """Dynamic shared memory a block may have without opting in (cudaFuncSetAttribute with
 cudaFuncAttributeMaxDynamicSharedMemorySize), on every capability from 7.0 (CUDA C++
 Programming Guide, "Shared Memory" of each capability's section). Chapter 6."""
-"""Capacities on chip are binary (a 40 MiB L2 is 40 x 2^20 bytes)."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,9 @@ class GPU:
 
     Derived figures (`peak_flops`, `bandwidth(level)`, `capacity(level)`) are computed here,
     never stored. `latency` maps a level to a measured latency in clock cycles, where one was
-    measured; `tensor` maps "fp16"/"bf16" to the dense tensor-core peak (FLOP/s, FP32 accumulate).
+    measured; `tensor` maps "fp16", "bf16", "fp8" or "fp4" to the dense tensor-core peak
+    (FLOP/s, FP32 accumulate). `tensor_clock`, where the source states one, is the lower clock
+    those peaks are rated at (the H100's 1.83 GHz against its 1.98 GHz boost); see `running`.
     """
 
     name: str
@@ -111,6 +117,7 @@ class GPU:
     hbm_capacity: Fact
     tensor: dict = field(default_factory=dict)
     latency: dict = field(default_factory=dict)
+    tensor_clock: Fact | None = None
 
     @property
     def fp32_lanes_per_sm(self) -> Fact:
@@ -144,8 +151,24 @@ class GPU:
         """L2 bandwidth in bytes per clock, whichever way the source states it."""
         return self.l2_bandwidth.value if self.l2_bandwidth.unit == "B/clk" else self.l2_bandwidth.value / self.clock.value
 
+    def running(self, math: str = "fp32") -> GPU:
+        """This GPU at the clock it runs `math` at: for tensor-core math on a GPU whose
+        tensor peaks are rated at a lower `tensor_clock`, a copy at that clock (shared memory,
+        L2 per clock and the SFUs slow with it; HBM does not); else the GPU itself. A ridge
+        of tensor math against on-chip bandwidth at the boost clock would mix two clocks."""
+        if math == "fp32" or self.tensor_clock is None:
+            return self
+        self.peak(math)  # refuses a math type this GPU lacks
+        return replace(self, clock=self.tensor_clock)
+
+    def ridge(self, level: str, math: str = "fp32") -> float:
+        """The ridge point of `level` for `math` in FLOP/B: the peak over the level's
+        bandwidth, both at the clock `math` runs at (`running`)."""
+        g = self.running(math)
+        return g.peak(math) / g.bandwidth(level)
+
     def peak(self, math: str = "fp32") -> float:
-        """Peak rate in FLOP/s of the units `math` runs on ("fp32", "fp16" or "bf16")."""
+        """Peak rate in FLOP/s of the units `math` runs on (one of MATH)."""
         if math == "fp32":
             return self.peak_flops
         if math not in MATH:
@@ -192,6 +215,8 @@ class GPU:
             "smem_per_sm", "l2_capacity", "hbm_capacity")}
         out.update({f"tensor_{k}": v for k, v in self.tensor.items()})
         out.update({f"latency_{k}": v for k, v in self.latency.items()})
+        if self.tensor_clock is not None:
+            out["tensor_clock"] = self.tensor_clock
         return out
 
     def in_flight(self, level: str) -> float:

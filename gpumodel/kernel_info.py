@@ -15,7 +15,8 @@ from dataclasses import dataclass
 class Kernel:
     """A kernel the course runs: display `label`, source `file`, `functions` (CUDA function
     -> threads per block, (x, y)), and for a tiled GEMM its `block` tile (bM, bN, bK) and
-    `thread` tile (tM, tN)."""
+    `thread` tile (tM, tN: a warp's tile on the tensor cores). A kernel with no `file` is
+    one the course models but leaves to a library (the fp16 GEMM of chapters 4 and 6)."""
 
     label: str
     file: str
@@ -40,6 +41,7 @@ KERNELS = {
     "gemm_reg128": Kernel("GEMM, 128x128 / 8x8", "gemm.cu", {"gemm_reg128": TILE16}, (128, 128, 8), (8, 8)),
     "gemm_reg128_raster": Kernel("GEMM, 128x128 / 8x8, block order set at launch", "gemm.cu",
                                  {"gemm_reg128_raster": TILE16}, (128, 128, 8), (8, 8)),
+    "gemm_fp16": Kernel("fp16 GEMM, 128x128 / 64x64 warp tiles (tensor cores)", "", {}, (128, 128, 32), (64, 64)),
     "gemm_spill": Kernel("GEMM, 128x128 / 16x16 (spills)", "gemm.cu", {"gemm_spill": (8, 8)}, (128, 128, 8), (16, 16)),
     "transpose_naive": Kernel("transpose, naive", "transpose.cu", {"transpose_naive": (32, 8)}),
     "transpose_smem": Kernel("transpose, plain", "transpose.cu", {"transpose_smem": (32, 8)}),

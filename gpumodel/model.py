@@ -36,6 +36,7 @@ class Prediction:
     - `busy[level or "compute"]`: that part's time over `time`, in [0, 1]
     - `intensity[level]`: F / B_l (inf where the level moves no bytes)
     - `ridge[level]`: P / W_l, the intensity above which the level stops binding
+    - `gpu`: the GPU at the clock the workload's math runs at (`GPU.running`)
     """
 
     workload: Workload
@@ -66,7 +67,7 @@ def predict(workload: Workload, gpu) -> Prediction:
     Broadcasts over the workload's arrays; ties go to compute, then to the faster level."""
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload (from gm.gemm, gm.vector_add, ...), got {type(workload).__name__}")
-    gpu = presets.gpu(gpu)
+    gpu = presets.gpu(gpu).running(workload.math)  # tensor math at the clock its peak is rated at
     peak = gpu.peak(workload.math)
     flops = workload.flops
     compute_time = flops / peak

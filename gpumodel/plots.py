@@ -200,7 +200,7 @@ def roofline(gpus=("A100-40GB",), points=(), math: str = "fp32", level: str = "h
     intensity in FLOP/B), drawn on the first GPU's roof. Chapter 2."""
     fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
     x = np.logspace(-2, 3, 200)
-    gpus = [presets.gpu(g) for g in gpus]
+    gpus = [presets.gpu(g).running(math) for g in gpus]
     for i, g in enumerate(gpus):
         peak, bw = g.peak(math), g.bandwidth(level)
         ax.plot(x, np.minimum(peak, x * bw) / 1e12, color=f"C{i}", label=f"{g.name}: ridge {peak / bw:.3g} FLOP/B")
@@ -314,8 +314,8 @@ def roofline_levels(kernel: str = "gemm_smem16", gpu="A100-40GB"):
     (intensity x its bandwidth) under the compute ceiling, and the kernel at its intensity
     for that level. The point that sits lowest is the level that binds. Chapter 4."""
     w = catalogue()[kernel]
-    g = presets.gpu(gpu)
-    p = predict(w, g)
+    p = predict(w, gpu)
+    g = p.gpu  # at the clock the workload's math runs at
     peak = g.peak(w.math)
     fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
     x = np.logspace(-3, 4, 200)

@@ -44,7 +44,10 @@ FACTS = {
     "l2_capacity": ("B",), "hbm_capacity": ("B",),
 }
 """The facts every GPU file states. `l2_bandwidth` is per clock or per second, as its source states it."""
-TABLES = {"tensor": (("fp16", "bf16"), ("FLOP/s",)), "latency": (("smem", "l2", "hbm"), ("cycle",))}
+OPTIONAL_FACTS = {"tensor_clock": ("Hz",)}
+"""Facts a GPU file states where its source does: the clock the tensor peaks are rated at,
+when it is below the boost clock."""
+TABLES = {"tensor": (("fp16", "bf16", "fp8", "fp4"), ("FLOP/s",)), "latency": (("smem", "l2", "hbm"), ("cycle",))}
 """Optional tables of facts: dense tensor-core peaks by input type, measured latencies by level."""
 FACT_KEYS = {"value", "unit", "kind", "source", "where", "note"}
 CAPABILITY_KEYS = {
@@ -135,13 +138,14 @@ def load_gpu(path) -> GPU:
     file and key when the file is incomplete or wrong."""
     path = pathlib.Path(path)
     data = _read(path)
-    top = {"name", "capability"} | set(FACTS) | set(TABLES)
+    top = {"name", "capability"} | set(FACTS) | set(OPTIONAL_FACTS) | set(TABLES)
     _no_gaps(path.name, ({"name", "capability"} | set(FACTS)) - set(data), set(data) - top)
     try:
         cap = capability(str(data["capability"]))
     except ValueError as err:
         raise DataError(f"{path.name}.{err}") from None
     facts = {key: _fact(f"{path.name}.{key}", data[key], units) for key, units in FACTS.items()}
+    facts |= {key: _fact(f"{path.name}.{key}", data[key], units) for key, units in OPTIONAL_FACTS.items() if key in data}
     for table, (names, units) in TABLES.items():
         entries = data.get(table, {})
         if not isinstance(entries, dict) or set(entries) - set(names):

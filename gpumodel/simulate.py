@@ -22,10 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _check
-from .hardware import BANK_BYTES, REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, SMEM_BANKS, WARP
-from .workloads import TRANSPOSE_TILE
-
-WAVEFRONT_BYTES = SMEM_BANKS * BANK_BYTES
+from .hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, SMEM_BANKS, VECTOR_WORDS, WARP, WAVEFRONT_BYTES
+from .workloads import LAYOUTS, TRANSPOSE_TILE, WARP_GRID, gemm
 
 
 @dataclass
@@ -79,14 +77,43 @@ def naive_gemm(a, b, dtype="fp32") -> Run:
     return run
 
 
-def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32") -> Run:
+def operand_loads(block=(128, 128, 8), thread=(8, 8), layout="strided") -> list:
+    """The word addresses of every warp load that reads an FP32 tiled GEMM's operands from
+    shared memory at one step of k (k = 0), one array per warp instruction: `As[m][k]` and
+    `Bs[k][n]` for the strided layout, `As[k][m]` and `Bs[k][n]` with 128-bit loads for the
+    warp-tiled one (see `gpumodel.workloads.operand_wavefronts`). Chapter 3."""
+    b_m, b_n, b_k = (int(_check.size(f"block[{i}]", v)) for i, v in enumerate(block))
+    t_m, t_n = (int(v) for v in _check.pair("thread", thread))
+    _check.choice("layout", layout, LAYOUTS)
+    rows, cols = b_m // t_m, b_n // t_n
+    tid = np.arange(rows * cols)
+    loads = []
+    if layout == "strided":
+        for warp in np.split(tid, np.arange(WARP, tid.size, WARP)):
+            ty, tx = warp // cols, warp % cols
+            loads += [(ty + rows * i) * b_k for i in range(t_m)] + [tx + cols * j for j in range(t_n)]
+        return loads
+    grid_m, grid_n = WARP_GRID
+    lane = np.arange(WARP)
+    r, c = lane // grid_n, lane % grid_n
+    vector = np.arange(VECTOR_WORDS)
+    for w in range(rows * cols // WARP):
+        m0 = (w // (b_n // (grid_n * t_n))) * grid_m * t_m
+        n0 = (w % (b_n // (grid_n * t_n))) * grid_n * t_n
+        loads += [(m0 + q * grid_m * VECTOR_WORDS + VECTOR_WORDS * r)[:, None] + vector for q in range(t_m // VECTOR_WORDS)]
+        loads += [(n0 + q * grid_n * VECTOR_WORDS + VECTOR_WORDS * c)[:, None] + vector for q in range(t_n // VECTOR_WORDS)]
+    return loads
+
+
+def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32", layout="strided") -> Run:
     """C = A @ B the way the tiled kernels do it. Chapters 1 and 3.
 
     Each block of threads owns a bM x bN tile of C. For every step of bK along k it copies
     a bM x bK tile of A and a bK x bN tile of B from global to shared memory (whole tiles,
     zero-padded at the edges), then each of its (bM/tM)(bN/tN) threads reads tM values of
     A's column and tN of B's row from shared memory per k and updates its tM x tN results
-    in registers. C is written once. `hbm` counts each distinct element once.
+    in registers. C is written once. `hbm` counts each distinct element once. FP32 operand
+    reads count the wavefronts of each warp's loads in `layout` (`operand_loads`).
     """
     a, b = _matrices(a, b)
     s = _check.dtype_bytes(dtype)
@@ -101,6 +128,12 @@ def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32") -> Run:
     for name, tile, size in (("block[0]", b_m, "m"), ("block[1]", b_n, "n"), ("block[2]", b_k, "k")):
         _check.not_larger(name, tile, size, {"m": m, "n": n, "k": k}[size])
     rows_t, cols_t = b_m // t_m, b_n // t_n
+    tensor = dtype != "fp32"
+    gemm(m, n, k, block=block, thread=thread, dtype=dtype, layout=layout)  # refuses the tiles and layouts the model does
+    if tensor:  # a warp's fragments (here `thread`), conflict-free
+        operand_bytes = s * rows_t * cols_t * (t_m + t_n)
+    else:
+        operand_bytes = WAVEFRONT_BYTES * sum(bank_conflicts(addr) for addr in operand_loads(block, thread, layout))
     touched_a, touched_b = np.zeros(a.shape, bool), np.zeros(b.shape, bool)
     run = Run(np.zeros((m, n)))
     for i0 in range(0, m, b_m):
@@ -118,13 +151,12 @@ def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32") -> Run:
                     a_frag = a_tile[:, kk].reshape(rows_t, t_m)  # thread row r holds a_frag[r]
                     b_frag = b_tile[kk, :].reshape(cols_t, t_n)
                     acc += a_frag[:, None, :, None] * b_frag[None, :, None, :]
-                    run.add("operands read", s * rows_t * cols_t * (t_m + t_n))
+                    run.add("operands read", operand_bytes)
                     run.add("fmas", b_m * b_n)
             tile = acc.transpose(0, 2, 1, 3).reshape(b_m, b_n)
             h, w = min(b_m, m - i0), min(b_n, n - j0)
             run.result[i0:i0 + h, j0:j0 + w] = tile[:h, :w]
             run.add("C written", s * h * w)
-    tensor = dtype != "fp32"
     run.bytes = {
         "registers": 0 if tensor else 2 * REGISTER_BYTES_PER_FLOP * run.parts["fmas"],
         "smem": run.parts["tiles written"] + run.parts["operands read"],
@@ -135,12 +167,16 @@ def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32") -> Run:
 
 
 def bank_conflicts(addresses) -> int:
-    """Wavefronts one warp's shared-memory access takes: the 32 word (4-byte) addresses in,
-    the largest number of distinct addresses falling in one of the 32 banks out. Threads
-    reading the same word share it (a broadcast), so 1 is conflict-free. Chapter 3."""
-    addr = np.asarray(addresses)
-    if addr.shape != (WARP,) or not np.issubdtype(addr.dtype, np.integer) or np.any(addr < 0):
-        raise ValueError(f"addresses must be {WARP} non-negative integer word addresses, got {addresses!r}")
+    """Wavefronts one warp instruction's shared-memory access takes: the word (4-byte)
+    addresses its threads touch in (32 for 4-byte loads; up to 4 per thread, 128 in all, for
+    128-bit loads), the largest number of distinct addresses falling in one of the 32 banks
+    out. Threads reading the same word share it (a broadcast), so 1 is conflict-free and a
+    128-bit load of 32 distinct float4s takes 4. Chapters 3 and 6."""
+    addr = np.asarray(addresses).ravel()
+    if (not 0 < addr.size <= WARP * VECTOR_WORDS or not np.issubdtype(addr.dtype, np.integer)
+            or np.any(addr < 0)):
+        raise ValueError(f"addresses must be the word addresses of one warp access: 1 to {WARP * VECTOR_WORDS} "
+                         f"non-negative integers, got {addresses!r}")
     banks = addr % SMEM_BANKS
     return max(len(np.unique(addr[banks == bank])) for bank in np.unique(banks))
 

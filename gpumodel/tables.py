@@ -31,6 +31,9 @@ FACT_LABELS = {
     "hbm_capacity": "HBM capacity",
     "tensor_fp16": "fp16 tensor peak",
     "tensor_bf16": "bf16 tensor peak",
+    "tensor_fp8": "fp8 tensor peak",
+    "tensor_fp4": "fp4 tensor peak",
+    "tensor_clock": "tensor-core clock",
     "latency_smem": "shared-memory latency",
     "latency_l2": "L2 hit latency",
     "latency_hbm": "HBM latency",
@@ -89,13 +92,15 @@ def level_table(gpu) -> str:
 
 
 def preset_table(gpus=None) -> str:
-    """One row per GPU (every preset by default): SMs, clock, peaks and the four derived
-    bandwidths."""
-    header = ["GPU", "SMs", "clock", "FP32 peak", "fp16 tensor"] + [LEVEL_NAMES[lv] for lv in LEVELS]
+    """One row per GPU (every preset by default): SMs, clock, peaks (dense; a dash where the
+    GPU has no such tensor math) and the four derived bandwidths."""
+    narrow = ("fp16", "fp8", "fp4")
+    header = ["GPU", "SMs", "clock", "FP32 peak"] + [f"{m} tensor" for m in narrow] + [LEVEL_NAMES[lv] for lv in LEVELS]
     rows = []
     for g in _gpus(gpus):
         rows.append(
-            [g.name, f"{g.sms.value:g}", fmt_fact(g.clock), fmt_flops(g.peak_flops), fmt_flops(g.peak("fp16"))]
+            [g.name, f"{g.sms.value:g}", fmt_fact(g.clock), fmt_flops(g.peak_flops)]
+            + [fmt_flops(g.peak(m)) if m in g.tensor else "\u2014" for m in narrow]
             + [fmt_bandwidth(g.bandwidth(lv)) for lv in LEVELS]
         )
     return markdown_table(header, rows)
@@ -120,9 +125,8 @@ def balance_table(gpus=None) -> str:
     fp16 tensor math, in FLOP per byte (every preset by default)."""
     rows = []
     for g in _gpus(gpus):
-        hbm = g.bandwidth("hbm")
-        rows.append([g.name, fmt_flops(g.peak_flops), fmt_flops(g.peak("fp16")), fmt_bandwidth(hbm),
-                     fmt_number(g.peak_flops / hbm), fmt_number(g.peak("fp16") / hbm)])
+        rows.append([g.name, fmt_flops(g.peak_flops), fmt_flops(g.peak("fp16")), fmt_bandwidth(g.bandwidth("hbm")),
+                     fmt_number(g.ridge("hbm")), fmt_number(g.ridge("hbm", "fp16"))])
     return markdown_table(["GPU", "FP32 peak", "fp16 tensor peak", "HBM", "FP32 balance (FLOP/B)",
                            "fp16 tensor balance (FLOP/B)"], rows)
 
@@ -170,7 +174,7 @@ def profiler_table(gpu="A100-40GB") -> str:
                      fmt_bytes(float(w.bytes["l2"])), f"{float(w.bytes['smem']) / 128:,.0f}",
                      fmt_percent(p.busy["hbm"]), fmt_percent(p.busy["compute"])])
     header = ["kernel", "time", "bound", "DRAM bytes (dram__bytes.sum)", "L2 traffic (lts__t_bytes.sum)",
-              "shared-memory wavefronts", "DRAM, % of peak", "FP32, % of peak"]
+              "shared-memory wavefronts", "DRAM, % of peak", "math, % of peak"]
     return markdown_table(header, rows)
 
 

@@ -27,7 +27,7 @@ from .hardware import WARP
 from .units import fmt_intensity
 from .workloads import Workload, gemm
 
-WEIGHT_BYTES = {"fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5}
+WEIGHT_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 """Bytes per weight of each storage format (int4 packs two weights in a byte)."""
 LDMATRIX_ROW_BYTES = 16
 """ldmatrix: each thread names one 16-byte row (eight 16-bit elements) of an 8 x 8 matrix."""
@@ -170,14 +170,16 @@ def decode_intensity(batch, width, weight: str = "fp16", act_bytes: float = 2):
     return _check.as_output(2 * b * w * w / (b_w * w * w + 2 * act_bytes * b * w))
 
 
-def critical_batch(gpu, width, weight: str = "fp16", math: str = "fp16", largest: int = 1 << 16) -> int:
-    """The smallest batch at which the decode GEMM (`decode_intensity`) reaches the HBM
-    ridge of `gpu` for `math` (the tensor cores' fp16 peak: narrow weights are widened to
-    fp16 in registers before the MMA). Chapter 6."""
+def critical_batch(gpu, width, weight: str = "fp16", math: str = "fp16", act_bytes: float = 2,
+                   largest: int = 1 << 16) -> int:
+    """The smallest batch at which the decode GEMM (`decode_intensity`, activations of
+    `act_bytes`) reaches the HBM ridge of `gpu` for `math`: the fp16 peak where narrow
+    weights are widened to fp16 in registers before the MMA, the fp8 peak where weights and
+    activations are both fp8. Chapter 6."""
     g = presets.gpu(gpu)
-    ridge = g.peak(math) / g.bandwidth("hbm")
+    ridge = g.ridge("hbm", math)
     batches = np.arange(1, largest + 1)
-    enough = decode_intensity(batches, width, weight) >= ridge
+    enough = decode_intensity(batches, width, weight, act_bytes) >= ridge
     if not enough.any():
         raise ValueError(f"width must be large enough for a batch of at most {largest} to reach the ridge, got {width!r}")
     return int(batches[enough.argmax()])
@@ -244,7 +246,7 @@ def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
     tile whose operands, both read from shared memory, give at least the shared-memory
     ridge of `gpu`'s tensor cores: 2mn / (s(m + n)) >= peak / W_smem."""
     g = presets.gpu(gpu)
-    ridge = g.peak(dtype) / g.bandwidth("smem")
+    ridge = g.ridge("smem", dtype)
     ns = np.arange(8, 257, 8)
     enough = operand_intensity(m, ns, 16, dtype) >= ridge
     if not enough.any():
@@ -266,7 +268,7 @@ def check_critical_batch(gpu, width, weight: str, answer) -> Feedback:
     return check_number(answer, smallest, "sequences", rtol=0.01,
                         explain=f"At B = {smallest} the {weight} GEMM does "
                         f"{fmt_intensity(float(decode_intensity(smallest, width, weight)))} of HBM traffic, past the "
-                        f"{g.name}'s ridge of {fmt_intensity(g.peak('fp16') / g.bandwidth('hbm'))}. Fewer bytes per "
+                        f"{g.name}'s ridge of {fmt_intensity(g.ridge('hbm', 'fp16'))}. Fewer bytes per "
                         "weight, fewer sequences needed to reuse each one enough.",
                         hint=f"The flops are 2Bw^2; the bytes are {WEIGHT_BYTES[weight]:g} per weight for w^2 weights "
                         "plus 2 bytes per activation for the 2Bw activations in and out. Solve for B and round up.")

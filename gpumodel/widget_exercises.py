@@ -311,7 +311,7 @@ def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192)
 
     def view(gpu, weight, batch):
         g = presets.gpu(gpu)
-        intensity, ridge = float(decode_intensity(batch, width, weight)), g.peak("fp16") / g.bandwidth("hbm")
+        intensity, ridge = float(decode_intensity(batch, width, weight)), g.ridge("hbm", "fp16")
         side = "below" if intensity < ridge else "at or past"
         return bars(f"Decode GEMM, batch {batch}, {weight} weights, width {width:,} on the {gpu}: "
                     f"<b>{fmt_intensity(intensity)}</b> per HBM byte, <b>{side}</b> the HBM ridge",
@@ -320,7 +320,7 @@ def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192)
 
     g = presets.gpu(gpu)
     smallest = next(b for b in DECODE_BATCHES
-                    if decode_intensity(b, width, weight) >= g.peak("fp16") / g.bandwidth("hbm"))
+                    if decode_intensity(b, width, weight) >= g.ridge("hbm", "fp16"))
     return WidgetExercise(
         "decode-batch", {"gpu": ["A100-40GB", "H100-SXM", "H200", "L4"], "weight": list(WEIGHTS),
                          "batch": list(DECODE_BATCHES)},
@@ -365,7 +365,7 @@ def highest_ridge(math: str = "fp16") -> WidgetExercise:
 
     def ridge(gpu, math, level="hbm"):
         g = presets.gpu(gpu)
-        return g.peak(math) / g.bandwidth(level)
+        return g.ridge(level, math)
 
     def view(gpu, math):
         rows = [(f"{PART_LABELS[lv]} ridge", ridge(gpu, math, lv), fmt_intensity(ridge(gpu, math, lv)), lv == "hbm")

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _check
-from .hardware import LEVELS, MATH, REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WARP
+from .hardware import (LEVELS, MATH, REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, SMEM_BANKS, VECTOR_WORDS, WARP,
+                       WAVEFRONT_BYTES)
 from .kernel_info import KERNELS
 
 TRANSPOSE_TILE = 32
@@ -96,9 +97,48 @@ def elementwise_chain(n, ops=3, fused=False, dtype="fp32") -> Workload:
 
 NAIVE_BLOCK = KERNELS["gemm_naive"].functions["gemm_naive"]
 """The naive kernel's thread block (16 x 16): one result per thread."""
+LAYOUTS = ("strided", "warp_tiled")
+"""How an FP32 tiled GEMM's threads read their operands from shared memory (`gemm`)."""
+WARP_GRID = (4, 8)
+"""The warp-tiled layout arranges a warp's 32 threads as 4 rows x 8 columns of thread tiles."""
 
 
-def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True) -> Workload:
+def operand_wavefronts(block=(128, 128, 8), thread=(8, 8), layout: str = "strided"):
+    """Shared-memory wavefronts one warp takes per step of k to read its threads' operands,
+    for FP32 block tiles `block` = (bM, bN[, bK]) and thread tiles `thread` = (tM, tN).
+    Chapters 1 and 3; `gpumodel.simulate.operand_loads` gives the addresses behind it.
+
+    - "strided" (this course's kernels): thread (ty, tx) of a (bM/tM) x (bN/tN) grid owns
+      rows ty + (bM/tM) i and columns tx + (bN/tN) j and reads them one 4-byte word at a
+      time: tM + tN loads. A warp's threads of one row share an `As[m][k]` word (a broadcast)
+      and its rows read words bK apart, which share banks when the warp spans more rows than
+      32 / gcd(bK, 32) (bK = 1 when not given); its columns read consecutive `Bs[k][n]` words.
+      Exact for power-of-two tiles; with others a warp can straddle rows unevenly.
+    - "warp_tiled": the warp's threads form a 4 x 8 grid (`WARP_GRID`) and read 128-bit loads
+      of 4 consecutive values, A stored transposed; a load brings the grid's 4 rows 16 bytes
+      each (64 B) or its 8 columns (128 B): one wavefront each, (tM + tN) / 4 in all.
+    """
+    if not isinstance(block, (tuple, list)) or len(block) not in (2, 3):
+        raise ValueError(f"block must be (bM, bN) or (bM, bN, bK), got {block!r}")
+    b_m, b_n = _check.pair("block", block[:2])
+    b_k = _check.size("block[2]", block[2]) if len(block) == 3 else 1
+    t_m, t_n = _check.pair("thread", thread)
+    _check.choice("layout", layout, LAYOUTS)
+    if layout == "strided":
+        rows, cols = b_m / t_m, b_n / t_n
+        warp_rows = np.minimum(np.ceil(WARP / cols), rows)  # distinct ty in one warp
+        a_ways = np.ceil(warp_rows * np.gcd(np.int64(b_k), SMEM_BANKS) / SMEM_BANKS)
+        return t_m * a_ways + t_n
+    for name, t in (("thread[0]", t_m), ("thread[1]", t_n)):
+        if np.any(t % VECTOR_WORDS):
+            raise ValueError(f"{name} must be a multiple of {VECTOR_WORDS} for layout='warp_tiled' "
+                             f"(128-bit loads of {VECTOR_WORDS} floats), got {_show(t)}")
+    _check.divides("4 x thread[0]", WARP_GRID[0] * t_m, "block[0]", b_m)
+    _check.divides("8 x thread[1]", WARP_GRID[1] * t_n, "block[1]", b_n)
+    return (t_m + t_n) / VECTOR_WORDS
+
+
+def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True, layout="strided") -> Workload:
     """`C = A @ B` with A m x k, B k x n, elements of `dtype`. Chapters 1, 3 and 4.
 
     `block=None` is the naive kernel: one thread per result, no shared memory, scalar FMAs on
@@ -113,7 +153,11 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True) -> Wor
 
     - L2:   s (M'K' N'/bN + K'N' M'/bM) + s MN        (tiles read, C written)
     - smem: s (M'K' N'/bN + K'N' M'/bM)               (tiles written)
-            + s K' (M'N' / (tM tN)) (tM + tN)          (operands read by the threads)
+            + 128 B x wavefronts per warp per k x warps x K' x blocks   (operands read)
+      FP32: the wavefronts of `layout` (`operand_wavefronts`); for the strided layout without
+      bank conflicts and whole warps, s K' (M'N' / (tM tN)) (tM + tN). A partial warp still
+      takes whole wavefronts. Tensor cores: a warp's fragments, s (tM + tN) bytes per k,
+      conflict-free (swizzled, chapter 6).
     - HBM:  s (MK + KN + MN) if L2 catches the reuse (`l2_reuse=True`), else the L2 bytes.
     - registers: 12 bytes per FMA on the FP32 lanes; not modelled on tensor cores (0).
 
@@ -124,6 +168,9 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True) -> Wor
     s = _check.dtype_bytes(dtype)
     l2_reuse = _check.flag("l2_reuse", l2_reuse)
     t_m, t_n = _check.pair("thread", thread)
+    _check.choice("layout", layout, LAYOUTS)
+    if layout != "strided" and (block is None or dtype != "fp32"):
+        raise ValueError(f"layout must be 'strided' unless the GEMM is tiled and FP32, got {layout!r}")
     flops = 2 * m * n * k
     compulsory = s * (m * k + k * n + m * n)
     if block is None:
@@ -156,8 +203,12 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True) -> Wor
     m_p, n_p, k_p = rows * b_m, cols * b_n, _tiles(k, b_k) * b_k
     tiles = s * (m_p * k_p * cols + k_p * n_p * rows)
     l2 = tiles + s * m * n
-    operands = s * k_p * (m_p * n_p / (t_m * t_n)) * (t_m + t_n)
     tensor = dtype != "fp32"
+    if tensor:
+        operands = s * k_p * (m_p * n_p / (t_m * t_n)) * (t_m + t_n)
+    else:
+        warps = np.ceil(b_m * b_n / (t_m * t_n) / WARP)
+        operands = WAVEFRONT_BYTES * operand_wavefronts(block, (t_m, t_n), layout) * warps * k_p * rows * cols
     return Workload(
         f"tiled GEMM ({dtype})",
         flops=flops,
@@ -375,10 +426,10 @@ def strided_read(n, stride) -> Workload:
     )
 
 
-def _gemm_kernel(kernel: str, size: int) -> Workload:
-    """The FP32 size^3 GEMM that `kernel` of `kernels/gemm.cu` runs, with its tiles."""
+def _gemm_kernel(kernel: str, size: int, dtype: str = "fp32") -> Workload:
+    """The size^3 GEMM that `kernel` runs, with its tiles."""
     info = KERNELS[kernel]
-    return gemm(size, size, size, block=info.block, thread=info.thread)
+    return gemm(size, size, size, block=info.block, thread=info.thread, dtype=dtype)
 
 
 def seed_kernels() -> dict:
@@ -389,8 +440,10 @@ def seed_kernels() -> dict:
 
 
 def catalogue() -> dict:
-    """The kernels of chapters 1 to 3 by kernel id (see `gpumodel.kernel_info`), at the
-    chapters' sizes. Chapter 4 draws a roofline per level for each."""
+    """The kernels of chapters 1 to 5 by kernel id (see `gpumodel.kernel_info`), at the
+    chapters' sizes, with the fp16 GEMM of chapters 4 and 6 (8192^3 on the tensor cores) and
+    chapter 5's attention (batch 8, 32 heads, N = 4096, d = 128, fp16). Chapter 4 draws a
+    roofline per level for each."""
     return {
         **seed_kernels(),
         "chain_unfused": elementwise_chain(2**26, 3, False),
@@ -399,6 +452,9 @@ def catalogue() -> dict:
         "strided_read": strided_read(2**24, 8),
         "transpose_smem": transpose(8192, False),
         "transpose_padded": transpose(8192, True),
+        "gemm_fp16": _gemm_kernel("gemm_fp16", 8192, "fp16"),
+        "attention_standard": attention(8, 32, 4096, 128, "fp16", "standard"),
+        "attention_flash": attention(8, 32, 4096, 128, "fp16", "flash", block=(128, 128), l2_reuse=True),
     }
 
 

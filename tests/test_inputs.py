@@ -40,7 +40,8 @@ def test_bad_sizes(bad):
         (lambda: gm.predict(gm.vector_add(4), 40), "gpu must be"),
         (lambda: gm.predict(gm.vector_add(4), "A100"), "gpu must be one of"),
         (lambda: A100.bandwidth("l1"), "level must be one of"),
-        (lambda: A100.peak("fp8"), "math must be one of"),
+        (lambda: A100.peak("fp6"), "math must be one of"),
+        (lambda: A100.peak("fp8"), "A100-40GB has no fp8 tensor-core peak"),
     ],
 )
 def test_bad_input_names_the_parameter(call, param):

@@ -38,3 +38,22 @@ def test_preset_figures(name):
     assert g.peak_flops == pytest.approx(sms * lanes * 2 * mhz * 1e6)
     assert g.peak("fp16") == pytest.approx(fp16_tflops * 1e12)
     assert g.bandwidth("smem") == pytest.approx(sms * 32 * 4 * mhz * 1e6)
+
+
+# name: dense tensor peaks beyond fp16 (TFLOP/s, half the datasheets' figures with sparsity),
+# and the clock the tensor peaks are rated at where it is below the boost clock (MHz)
+LOW_PRECISION = {
+    "H100-SXM": ({"fp8": 1978.9}, 1830),
+    "H100-PCIe": ({"fp8": 1513}, 1620),
+    "H200": ({"fp8": 1978.9}, 1830),
+    "L4": ({"fp8": 242.5}, None),
+    "B200": ({"fp8": 4500, "fp4": 9000}, None),
+}
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_low_precision_peaks_and_tensor_clocks(name):
+    peaks, mhz = LOW_PRECISION.get(name, ({}, None))
+    g = gm.gpu(name)
+    assert {m: g.peak(m) / 1e12 for m in ("fp8", "fp4") if m in g.tensor} == pytest.approx(peaks)
+    assert (g.tensor_clock and g.tensor_clock.value) == (mhz and pytest.approx(mhz * 1e6))

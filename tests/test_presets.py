@@ -65,3 +65,19 @@ def test_presets_are_cached_and_frozen():
     assert gm.gpu("A100-40GB") is g
     with pytest.raises(AttributeError):
         g.name = "other"
+
+
+def test_tensor_math_runs_at_the_clock_its_peak_is_rated_at():
+    h100, a100 = gm.gpu("H100-SXM"), gm.gpu("A100-40GB")
+    # 4096 dense fp16 FLOP per clock per SM against 32 banks x 4 B: 32 FLOP/B whatever the clock.
+    assert h100.ridge("smem", "fp16") == pytest.approx(4096 / (SMEM_BANKS * BANK_BYTES), rel=1e-3)
+    assert h100.running("fp16").clock.value == 1.83e9 and h100.running("fp32") is h100
+    assert h100.ridge("smem") == h100.peak_flops / h100.bandwidth("smem")  # FP32 at the boost clock
+    assert h100.ridge("hbm", "fp16") == h100.peak("fp16") / h100.bandwidth("hbm")  # HBM has its own clock
+    assert a100.running("fp16") is a100  # rated at its boost clock
+    w = gm.gemm(8192, 8192, 8192, block=(128, 128), thread=(64, 64), dtype="fp16")
+    p = gm.predict(w, h100)
+    assert p.level_times["smem"] == pytest.approx(float(w.bytes["smem"]) / (132 * 128 * 1.83e9))
+    assert p.ridge["smem"] == h100.ridge("smem", "fp16")
+    with pytest.raises(ValueError, match="A100-40GB has no fp8 tensor-core peak"):
+        a100.ridge("hbm", "fp8")

@@ -133,8 +133,7 @@ def _is_hint(feedback, answer):
 
 
 def test_check_operand_n():
-    g = gm.gpu("H100-SXM")
-    ridge = g.peak("fp16") / g.bandwidth("smem")
+    ridge = 4096 / 128  # dense fp16 FLOP per clock per SM over shared-memory bytes per clock
     n = next(n for n in range(8, 257, 8) if 64 * n / (64 + n) >= ridge)  # brute force from the formula
     assert tc.check_operand_n("H100-SXM", n)
     for wrong in (n - 8, n + 8, 256):
@@ -173,3 +172,15 @@ def test_check_last_wave():
     for bad in ("0.73", [right], None):
         assert not tc.check_last_wave(6144, 6144, (128, 256), "H100-SXM", bad)
     assert tc.check_last_wave(6144, 6144, (128, 256), "H100-SXM", "0.7").message.startswith("The answer should be")
+
+
+@pytest.mark.parametrize("width", [4096, 8192, 16384])
+def test_fp8_math_halves_the_bytes_and_doubles_the_peak(width):
+    batches = np.arange(1, 1025)
+    assert np.allclose(tc.decode_intensity(batches, width, "fp8", act_bytes=1), 2 * tc.decode_intensity(batches, width))
+    h100 = gm.gpu("H100-SXM")
+    assert h100.ridge("hbm", "fp8") == pytest.approx(2 * h100.ridge("hbm", "fp16"), rel=1e-4)
+    assert tc.critical_batch(h100, width, "fp8", math="fp8", act_bytes=1) == tc.critical_batch(h100, width)
+    assert tc.critical_batch(h100, width, "fp8") < tc.critical_batch(h100, width)  # widened to fp16: fewer bytes only
+    with pytest.raises(ValueError, match="A100-40GB has no fp8"):
+        tc.critical_batch("A100-40GB", width, "fp8", math="fp8", act_bytes=1)
