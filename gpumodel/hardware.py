@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import _check
+
 LEVELS = ("registers", "smem", "l2", "hbm")
 """The memory levels, fastest first."""
 
@@ -56,7 +58,7 @@ class Fact:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if not self.source:
             raise ValueError("source must name where the fact comes from")
-        if not (self.value > 0):
+        if _check.real("value", self.value) <= 0:
             raise ValueError(f"value must be positive, got {self.value!r}")
 
 
@@ -197,6 +199,6 @@ class GPU:
     def in_flight(self, level: str) -> float:
         """Little's law: the bytes that must be in flight at once to keep `level` at its
         bandwidth, given its measured latency (bandwidth x latency cycles / clock). Chapter 1."""
-        if level not in self.latency:
+        if not isinstance(level, str) or level not in self.latency:
             raise ValueError(f"{self.name} has no measured {level!r} latency; it has {sorted(self.latency) or 'none'}")
         return self.bandwidth(level) * self.latency[level].value / self.clock.value

@@ -84,9 +84,9 @@ def test_attention_block_must_be_a_pair():
 
 @pytest.mark.parametrize("flops", [float("nan"), -1.0, float("inf")])
 def test_a_workload_is_finite_and_not_negative(flops):
-    with pytest.raises(ValueError, match="^flops must be finite and not negative"):
+    with pytest.raises(ValueError, match="^flops must be finite"):
         gm.Workload("bad", flops=flops, bytes={lv: 0.0 for lv in gm.LEVELS})
-    with pytest.raises(ValueError, match=r"^bytes\['hbm'\] must be finite and not negative"):
+    with pytest.raises(ValueError, match=r"^bytes\['hbm'\] must be finite"):
         gm.Workload("bad", flops=1.0, bytes={**{lv: 0.0 for lv in gm.LEVELS}, "hbm": flops})
 
 
@@ -104,15 +104,15 @@ def test_a_workload_of_nothing_takes_no_time_without_a_warning():
     (lambda: gm.waves.gemm_hbm(2**20, 2**20, 4096), "rows x cols must be at most"),
     (lambda: gm.waves.block_coordinates(10**6, 10**6), "rows x cols must be at most"),
     (lambda: gm.simulate.tiled_gemm(np.ones((8, 8)), np.ones((8, 8)), (2**20, 8, 8), (1, 1)), r"block\[0\] must not exceed m"),
-    (lambda: gm.simulate.warp_addresses(pad=2**62), "pad must be an integer from 0 to 2\\*\\*20"),
+    (lambda: gm.simulate.warp_addresses(pad=2**62), "pad must be an integer from 0 to 1048576"),
     (lambda: gm.simulate.warp_addresses(pad=True), "pad must be an integer"),
     (lambda: gm.simulate.warp_addresses(index=1.5), "index must be an integer"),
     (lambda: gm.tiles.is_legal("A100-40GB", -128, -128, -8, -8), "b_m must be positive"),
     (lambda: gm.tiles.is_legal("A100-40GB", 0, 0, 0, 0), "b_m must be positive"),
     (lambda: gm.tiles.search("A100-40GB", 8, 8, 8), "m and n must admit a tile"),
-    (lambda: gm.simulate.online_softmax(np.full((2, 4), -np.inf), 2), "x must hold finite numbers"),
-    (lambda: gm.simulate.standard_attention(*(np.full((1, 1, 4, 4), np.inf),) * 3), "q, k and v must hold finite"),
-    (lambda: gm.simulate.naive_gemm(np.full((2, 2), np.nan), np.ones((2, 2))), "a and b must hold finite"),
+    (lambda: gm.simulate.online_softmax(np.full((2, 4), -np.inf), 2), "x must be finite"),
+    (lambda: gm.simulate.standard_attention(*(np.full((1, 1, 4, 4), np.inf),) * 3), "q must be finite"),
+    (lambda: gm.simulate.naive_gemm(np.full((2, 2), np.nan), np.ones((2, 2))), "a must be finite"),
 ])
 def test_bad_input_to_the_simulations_and_tools_is_refused_quickly(call, message):
     with pytest.raises(ValueError, match=message):
