@@ -53,6 +53,14 @@ def size(name: str, value, most: int = LARGEST) -> np.ndarray:
     return arr
 
 
+def count(name: str, value) -> np.ndarray:
+    """`value` as a float64 array of whole numbers >= 0 (bytes of shared memory)."""
+    arr = _numbers(name, value, "a whole number >= 0 (or an array of them)")
+    if np.any(arr < 0) or not np.all(arr == np.round(arr)):
+        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    return arr
+
+
 def amount(name: str, value) -> np.ndarray:
     """`value` as a float64 array of finite numbers >= 0 (flops, bytes): not a bool or a string."""
     arr = _numbers(name, value, "a number >= 0 (or an array of them)")

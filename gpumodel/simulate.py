@@ -176,7 +176,8 @@ def transpose(x, padded=False) -> Run:
     padded = _check.flag("padded", padded)
     n = x.shape[0]
     tile_n = TRANSPOSE_TILE
-    _check.work("x's warp steps (2 per row of each 32 x 32 tile)", 2 * tile_n * -(-n // tile_n) ** 2, MAX_STEPS // 4, "steps")
+    tiles = -(-n // tile_n)
+    _check.work("x's warp steps (2 per row of each 32 x 32 tile)", 2 * tile_n * tiles * tiles, MAX_STEPS // 4, "steps")
     width = tile_n + (1 if padded else 0)
     run = Run(np.zeros_like(x))
     for r0 in range(0, n, tile_n):
