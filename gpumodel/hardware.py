@@ -200,5 +200,5 @@ class GPU:
         """Little's law: the bytes that must be in flight at once to keep `level` at its
         bandwidth, given its measured latency (bandwidth x latency cycles / clock). Chapter 1."""
         if not isinstance(level, str) or level not in self.latency:
-            raise ValueError(f"{self.name} has no measured {level!r} latency; it has {sorted(self.latency) or 'none'}")
+            raise ValueError(f"level must be one of {sorted(self.latency)}: the {self.name} has no measured {level!r} latency")
         return self.bandwidth(level) * self.latency[level].value / self.clock.value

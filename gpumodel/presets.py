@@ -126,7 +126,7 @@ def capability(version) -> Capability:
     by_name = {c.name: c for c in capabilities().values()}
     name = ".".join(map(str, version)) if isinstance(version, tuple) else version
     if not isinstance(name, str) or name not in by_name:
-        raise ValueError(f"capability must be one of {list(by_name)} (version as \"9.0\" or (9, 0)), got {version!r}")
+        raise ValueError(f"capability version must be one of {list(by_name)} (\"9.0\" or (9, 0)), got {version!r}")
     return by_name[name]
 
 
