@@ -47,7 +47,7 @@ def size(name: str, value, most: int = LARGEST) -> np.ndarray:
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     if not np.all(arr > 0):
         raise ValueError(f"{name} must be positive (>= 1), got {value!r}")
-    if np.any(arr > most):
+    if np.any(np.asarray(value) > most):  # before float64 rounds 2**53 + 1 down
         limit = "2**53" if most == LARGEST else f"{most:,}"
         raise ValueError(f"{name} must be at most {limit}, got {value!r}")
     return arr

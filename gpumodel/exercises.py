@@ -292,7 +292,8 @@ def check_bound_fraction(gpu, what: str, answer) -> Feedback:
     the published measurement `what` on preset `gpu` reached (`gpumodel.published`)."""
     from .published import comparisons
 
-    found = [c for c in comparisons() if c.record.gpu == gpu and c.record.what == what]
+    named = isinstance(gpu, str) and isinstance(what, str)
+    found = [c for c in comparisons() if named and c.record.gpu == gpu and c.record.what == what]
     if not found:
         raise ValueError(f"gpu and what must name a published record, got {gpu!r}, {what!r}")
     c = found[0]

@@ -54,8 +54,7 @@ class Fact:
     note: str = ""
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        _check.choice("kind", self.kind, KINDS)
         if not self.source:
             raise ValueError("source must name where the fact comes from")
         if _check.real("value", self.value) <= 0:
@@ -148,10 +147,8 @@ class GPU:
 
     def peak(self, math: str = "fp32") -> float:
         """Peak rate in FLOP/s of the units `math` runs on ("fp32", "fp16" or "bf16")."""
-        if math == "fp32":
+        if _check.choice("math", math, MATH) == "fp32":
             return self.peak_flops
-        if math not in MATH:
-            raise ValueError(f"math must be one of {MATH}, got {math!r}")
         if math not in self.tensor:
             raise ValueError(
                 f"{self.name} has no {math} tensor-core peak; it has {sorted(self.tensor) or 'none'}"
@@ -164,6 +161,7 @@ class GPU:
         registers: 6 x peak FP32 (three 4-byte operands per FMA); smem: SMs x 32 banks x
         4 B x clock; l2: bytes per clock x clock; hbm: the datasheet figure.
         """
+        _check.choice("level", level, LEVELS)
         if level == "registers":
             return REGISTER_BYTES_PER_FLOP * self.peak_flops
         if level == "smem":
@@ -172,10 +170,10 @@ class GPU:
             return self.l2_bytes_per_clock * self.clock.value
         if level == "hbm":
             return self.hbm_bandwidth.value
-        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
 
     def capacity(self, level: str) -> float:
         """Capacity of `level` in bytes, for the whole GPU (per-SM figures times SMs)."""
+        _check.choice("level", level, LEVELS)
         if level == "registers":
             return self.register_file_per_sm.value * self.sms.value
         if level == "smem":
@@ -184,7 +182,6 @@ class GPU:
             return self.l2_capacity.value
         if level == "hbm":
             return self.hbm_capacity.value
-        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
 
     def facts(self) -> dict:
         """Every sourced fact of this GPU by name (tensor peaks as `tensor_fp16`, latencies

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _check, presets
 from .exercises import Feedback, _wrong_type, check_number
-from .hardware import WARP
+from .hardware import MATH, WARP
 from .units import fmt_intensity
 from .workloads import Workload, gemm
 
@@ -240,7 +240,7 @@ def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
     tile whose operands, both read from shared memory, give at least the shared-memory
     ridge of `gpu`'s tensor cores: 2mn / (s(m + n)) >= peak / W_smem."""
     g = presets.gpu(gpu)
-    ridge = g.peak(dtype) / g.bandwidth("smem")
+    ridge = g.peak(_check.choice("dtype", dtype, MATH)) / g.bandwidth("smem")
     ns = np.arange(8, 257, 8)
     enough = operand_intensity(m, ns, 16, dtype) >= ridge
     if not enough.any():

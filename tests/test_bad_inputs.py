@@ -81,8 +81,9 @@ WORKLOAD = st.sampled_from(["gemm", None, 5, {}, gm.vector_add, (gm.vector_add(4
 BYTES = st.one_of(st.sampled_from([None, [], {}, {"hbm": 1.0}, "hbm", {lv: 0.0 for lv in LEVELS[:-1]}]),
                   AMOUNT.map(lambda v: {**{lv: 1.0 for lv in LEVELS}, "hbm": v}))
 RULES = st.sampled_from([None, {}, {"kind": "text"}, [], "number", ex.number_rules])
-HINTS = st.sampled_from([None, [], "b", {1: "hint"}, {None: "hint"}, {"a": "the answer is no hint"}])
+HINTS = st.sampled_from([None, [], "b", {1: "hint"}, {None: "hint"}, {"a100": "the answer is no hint"}])
 
+CHAPTER = integer(1, 99).filter(lambda v: v is not None)  # None: every chapter
 RECORD = gm.published.comparisons()[0].record
 WHATS = {r.what for r in gm.published.records()}
 EXERCISE = WidgetExercise("test", {"x": [1]}, lambda x: "", ex.number_rules(3.0, "ms"), "Time:")
@@ -250,8 +251,8 @@ SIGNATURES = {
     "tensor_cores.check_last_wave": (tc.check_last_wave, {"m": (4096, SIZE), "n": (4096, SIZE),
                                                           "block": ((128, 256), tile((128, 256))),
                                                           "gpu": ("A100-40GB", GPU), "answer": (0.5, ANSWER)}),
-    "published.comparisons": (gm.published.comparisons, {"chapter": (3, integer(1, 99))}),
-    "published.unbounded": (gm.published.unbounded, {"chapter": (3, integer(1, 99))}),
+    "published.comparisons": (gm.published.comparisons, {"chapter": (3, CHAPTER)}),
+    "published.unbounded": (gm.published.unbounded, {"chapter": (3, CHAPTER)}),
     "WidgetExercise.check": (EXERCISE.check, {"answer": ("3.0", ANSWER)}),
 }
 
@@ -346,7 +347,7 @@ CASES = sorted((key, p) for key, (_, params) in SIGNATURES.items() for p, (_, ki
 @given(data=st.data())
 def test_bad_input_is_refused_naming_the_parameter(key, param, data):
     bad = data.draw(SIGNATURES[key][1][param][1], label=param)
-    if param == "answer":  # a learner's bad answer gets a sentence, not an error
+    if SIGNATURES[key][1][param][1] is ANSWER:  # a learner's bad answer gets a sentence, not an error
         feedback = _call(key, answer=bad)
         assert isinstance(feedback, ex.Feedback) and not feedback and feedback.message.endswith(".")
         return
