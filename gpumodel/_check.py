@@ -1,56 +1,126 @@
-"""Input checks shared by the workload builders: bad input is a `ValueError` naming the
-parameter and what is accepted, never a NaN or a crash deep in NumPy."""
+"""Input checks shared by the whole package: bad input is a `ValueError` (or a `TypeError`
+for a thing of the wrong kind) naming the parameter and what is accepted, never a NaN, a
+warning or a crash deep in NumPy. Messages read "<param> must be <what is accepted>, got
+<value>"."""
 
 from __future__ import annotations
+
+import math
+import numbers
 
 import numpy as np
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+LARGEST = 2**53
+"""The largest size: float64 counts every whole number up to it exactly."""
 
 
-def size(name: str, value) -> np.ndarray:
-    """`value` as a float64 array of positive whole numbers (a scalar stays 0-d). Only
-    numbers are sizes: not True, not the string "4096", not a date."""
-    wanted = f"{name} must be a positive integer (or an array of them), got {value!r}"
-    if isinstance(value, (str, bytes, bool, np.bool_)) or value is None:
-        raise ValueError(wanted)
+def _numbers(name: str, value, wanted: str) -> np.ndarray:
+    """`value` as a non-empty float64 array of finite numbers; only numbers count: not a
+    bool, a string, None, a date or a dict."""
+    if isinstance(value, (str, bytes, bool, np.bool_, dict)) or value is None:
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError):
-        raise ValueError(wanted) from None
-    if raw.dtype.kind not in "iuf":  # bool, str, object, datetime...: not a count
-        raise ValueError(wanted)
-    arr = raw.astype(np.float64)
-    if arr.size == 0:
+        raise ValueError(f"{name} must be {wanted}, got {value!r}") from None
+    if raw.dtype.kind not in "iuf":  # bool, str, object, datetime, complex...: not a number
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+    if raw.size == 0:
         raise ValueError(f"{name} must not be empty")
+    arr = raw.astype(np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {value!r}")
+    return arr
+
+
+def array(name: str, value) -> np.ndarray:
+    """`value` as a non-empty float64 array of finite numbers (a simulation's matrix)."""
+    return _numbers(name, value, "an array of numbers")
+
+
+def size(name: str, value, most: int = LARGEST) -> np.ndarray:
+    """`value` as a float64 array of positive whole numbers up to `most` (a scalar stays
+    0-d). Only numbers are sizes: not True, not the string "4096", not a date."""
+    arr = _numbers(name, value, "a positive integer (or an array of them)")
     if not np.all(arr == np.round(arr)):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     if not np.all(arr > 0):
         raise ValueError(f"{name} must be positive (>= 1), got {value!r}")
-    if np.any(arr > 2**53):
-        raise ValueError(f"{name} must be at most 2**53, got {value!r}")
+    if np.any(np.asarray(value) > most):  # before float64 rounds 2**53 + 1 down
+        limit = "2**53" if most == LARGEST else f"{most:,}"
+        raise ValueError(f"{name} must be at most {limit}, got {value!r}")
     return arr
 
 
+def count(name: str, value) -> np.ndarray:
+    """`value` as a float64 array of whole numbers >= 0 (bytes of shared memory)."""
+    arr = _numbers(name, value, "a whole number >= 0 (or an array of them)")
+    if np.any(arr < 0) or not np.all(arr == np.round(arr)):
+        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    return arr
+
+
+def amount(name: str, value) -> np.ndarray:
+    """`value` as a float64 array of finite numbers >= 0 (flops, bytes): not a bool or a string."""
+    arr = _numbers(name, value, "a number >= 0 (or an array of them)")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be finite and not negative, got {arr[arr < 0].ravel()[0]!r}")
+    return arr
+
+
+def real(name: str, value, least: float | None = None) -> float:
+    """`value` as a float: one finite real number (Python's or NumPy's, or a 0-d array),
+    not a bool; at least `least` when given."""
+    wanted = "a finite number" + (f" >= {least:g}" if least is not None else "")
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+    if least is not None and value < least:
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+    return float(value)
+
+
+def answer(value) -> float | None:
+    """A learner's numeric answer as a float, or None when it is not one finite real number
+    (a bool, a list, a string, NaN): the checkers then answer with a sentence."""
+    try:
+        return real("answer", value)
+    except ValueError:
+        return None
+
+
+def integer(name: str, value, least: int, most: int) -> int:
+    """`value` as an int: one Python or NumPy integer (not a bool, not 1.0) from `least` to `most`."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not least <= value <= most:
+        raise ValueError(f"{name} must be an integer from {least} to {most}, got {value!r}")
+    return int(value)
+
+
+def work(what: str, amount: float, limit: float, unit: str) -> None:
+    """Refuse, up front, a call whose `amount` of work or memory exceeds `limit` (in `unit`)."""
+    if amount > limit:
+        raise ValueError(f"{what} must be at most {limit:,.0f} {unit}, got {amount:,.0f}")
+
+
 def pair(name: str, value) -> tuple[np.ndarray, np.ndarray]:
-    """A tile `(rows, cols)`: two positive sizes (each may be an array)."""
-    if not isinstance(value, (tuple, list, np.ndarray)) or np.ndim(value) == 0 or len(value) != 2:
+    """A tile `(rows, cols)`: a tuple, list or 1-D array of two positive sizes (each may be an array)."""
+    if not isinstance(value, (tuple, list, np.ndarray)) or getattr(value, "ndim", 1) != 1 or len(value) != 2:
         raise ValueError(f"{name} must be a pair (rows, cols) of positive integers, got {value!r}")
     return size(f"{name}[0]", value[0]), size(f"{name}[1]", value[1])
 
 
 def dtype_bytes(dtype: str, accepted=tuple(DTYPE_BYTES)) -> int:
     """Bytes per element of `dtype`, one of `accepted`."""
-    if dtype not in accepted:
-        raise ValueError(f"dtype must be one of {accepted}, got {dtype!r}")
-    return DTYPE_BYTES[dtype]
+    return DTYPE_BYTES[choice("dtype", dtype, accepted)]
 
 
 def choice(name: str, value, accepted) -> str:
-    """`value` if it is one of `accepted`."""
-    if value not in accepted:
+    """`value` if it is one of the strings `accepted`."""
+    if not isinstance(value, str) or value not in accepted:
         raise ValueError(f"{name} must be one of {tuple(accepted)}, got {value!r}")
     return value
 

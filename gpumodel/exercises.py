@@ -11,10 +11,7 @@ Python or NumPy number, or a 0-d array.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
-
-import numpy as np
 
 from . import _check, presets
 from .hardware import BANK_BYTES, SMEM_BANKS
@@ -40,15 +37,6 @@ class Feedback:
         return ("**Right.** " if self.correct else "**Not yet.** ") + self.message
 
 
-def _real(answer) -> float | None:
-    """`answer` as a float if it is one finite real number (Python or NumPy, or a 0-d array)."""
-    if isinstance(answer, np.ndarray) and answer.ndim == 0:
-        answer = answer[()]
-    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, numbers.Real):
-        return None
-    return float(answer) if math.isfinite(answer) else None
-
-
 def _wrong_type(answer, wanted: str) -> Feedback:
     """The sentence for an answer that is not what the question asks for."""
     shown = repr(answer)
@@ -67,9 +55,8 @@ def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = 
     otherwise the first band of `value / expected` that holds it names the mistake (a wrong
     sign, a power of ten, a factor of two, close), else "too high" or "too low". `hint`
     (which must not give the answer away) follows every wrong verdict; `explain` the right one."""
-    expected = float(expected)
-    if not math.isfinite(expected):
-        raise ValueError(f"expected must be a finite number, got {expected!r}")
+    expected = _check.real("expected", expected)
+    rtol = _check.real("rtol", rtol, least=0)
     closeness = f"within {100 * rtol:g}% of {expected:.4g} {unit}" if rtol else "exactly it"
     bands = [[-1e308, 0.0, "The sign is wrong."]]
     for decades in (-3, -2, -1, 1, 2, 3):
@@ -89,6 +76,10 @@ def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = 
 def choice_rules(answer: str, wrong: dict, explain: str = "") -> dict:
     """How a named answer (one word, say a GPU) is judged, as data: right when it is
     `answer` (case and spaces ignored); `wrong` maps every other accepted name to its hint."""
+    if not isinstance(answer, str):
+        raise TypeError(f"answer must be the right name as a string, got {answer!r}")
+    if not isinstance(wrong, dict) or not all(isinstance(name, str) for name in wrong):
+        raise TypeError(f"wrong must be a dict from names (strings) to hints, got {wrong!r}")
     key = _key(answer)
     if key in map(_key, wrong):
         raise ValueError(f"wrong must not hold the answer {answer!r}")
@@ -105,6 +96,8 @@ def _key(name: str) -> str:
 def verdict(rules: dict, answer) -> Feedback:
     """Judge `answer` by `rules` (`number_rules` or `choice_rules`). Text is read as the
     answer box on the site reads it; a number may be Python's or NumPy's."""
+    if not isinstance(rules, dict) or rules.get("kind") not in ("number", "choice"):
+        raise TypeError(f"rules must be made by number_rules or choice_rules, got {rules!r}")
     if rules["kind"] == "choice":
         key = _key(answer) if isinstance(answer, str) else None
         if key == rules["answer"]:
@@ -115,7 +108,7 @@ def verdict(rules: dict, answer) -> Feedback:
             answer = float(answer.strip())
         except ValueError:
             return Feedback(False, rules["not_number"])
-    value = _real(answer)
+    value = _check.answer(answer)
     if value is None:
         return Feedback(False, rules["not_number"])
     expected = rules["answer"]
@@ -133,7 +126,7 @@ def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain
     with a right answer; `hint` (which must not give the answer away) with a wrong one."""
     if answer is None:
         return Feedback(False, f"No answer yet: replace None with a number in {unit}.")
-    value = _real(answer)
+    value = _check.answer(answer)
     if value is None:
         return _wrong_type(answer, f"a number in {unit}")
     judged = verdict(number_rules(expected, unit, rtol, explain, hint), value)
@@ -145,8 +138,7 @@ def check_bound(kernel: str, gpu, answer) -> Feedback:
     `gpu`: "compute", "registers", "smem", "l2" or "hbm". A wrong bound is told how long its
     part takes, against the kernel's time."""
     kernels = seed_kernels()
-    if kernel not in kernels:
-        raise ValueError(f"kernel must be one of {list(kernels)}, got {kernel!r}")
+    _check.choice("kernel", kernel, kernels)
     if answer is None:
         return Feedback(False, f"No answer yet: replace None with one of {BOUNDS}.")
     if not isinstance(answer, str) or answer not in BOUNDS:
@@ -254,12 +246,17 @@ def check_padding(rows: int, cols: int, answer) -> Feedback:
     `rows` x `cols` float tile conflict-free (the smallest such padding is asked for)."""
     from .simulate import bank_conflicts, warp_addresses
 
+    rows, cols = int(_check.size("rows", rows)), int(_check.size("cols", cols))
+    if rows < 32:
+        raise ValueError(f"rows must be at least 32 (a warp reads 32 rows of a column), got {rows!r}")
     if answer is None:
         return Feedback(False, "No answer yet: replace None with a number of words.")
-    value = _real(answer)
+    value = _check.answer(answer)
     if value is None or value < 0 or value != int(value):
         return _wrong_type(answer, "a whole number of words, 0 or more")
     answer = int(value)
+    if answer > 32:
+        return Feedback(False, f"{answer} words of padding per row is more than a bank cycle of 32 words; a few words do.")
     degree = bank_conflicts(warp_addresses((rows, cols), answer, "column"))
     smallest = next(p for p in range(33) if bank_conflicts(warp_addresses((rows, cols), p, "column")) == 1)
     if degree > 1:
@@ -295,7 +292,8 @@ def check_bound_fraction(gpu, what: str, answer) -> Feedback:
     the published measurement `what` on preset `gpu` reached (`gpumodel.published`)."""
     from .published import comparisons
 
-    found = [c for c in comparisons() if c.record.gpu == gpu and c.record.what == what]
+    named = isinstance(gpu, str) and isinstance(what, str)
+    found = [c for c in comparisons() if named and c.record.gpu == gpu and c.record.what == what]
     if not found:
         raise ValueError(f"gpu and what must name a published record, got {gpu!r}, {what!r}")
     c = found[0]

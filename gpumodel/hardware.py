@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from . import _check
+
 LEVELS = ("registers", "smem", "l2", "hbm")
 """The memory levels, fastest first."""
 
@@ -56,11 +58,10 @@ class Fact:
     note: str = ""
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        _check.choice("kind", self.kind, KINDS)
         if not self.source:
             raise ValueError("source must name where the fact comes from")
-        if not (self.value > 0):
+        if _check.real("value", self.value) <= 0:
             raise ValueError(f"value must be positive, got {self.value!r}")
 
 
@@ -156,7 +157,7 @@ class GPU:
         tensor peaks are rated at a lower `tensor_clock`, a copy at that clock (shared memory,
         L2 per clock and the SFUs slow with it; HBM does not); else the GPU itself. A ridge
         of tensor math against on-chip bandwidth at the boost clock would mix two clocks."""
-        if math == "fp32" or self.tensor_clock is None:
+        if _check.choice("math", math, MATH) == "fp32" or self.tensor_clock is None:
             return self
         self.peak(math)  # refuses a math type this GPU lacks
         return replace(self, clock=self.tensor_clock)
@@ -169,10 +170,8 @@ class GPU:
 
     def peak(self, math: str = "fp32") -> float:
         """Peak rate in FLOP/s of the units `math` runs on (one of MATH)."""
-        if math == "fp32":
+        if _check.choice("math", math, MATH) == "fp32":
             return self.peak_flops
-        if math not in MATH:
-            raise ValueError(f"math must be one of {MATH}, got {math!r}")
         if math not in self.tensor:
             raise ValueError(
                 f"{self.name} has no {math} tensor-core peak; it has {sorted(self.tensor) or 'none'}"
@@ -185,6 +184,7 @@ class GPU:
         registers: 6 x peak FP32 (three 4-byte operands per FMA); smem: SMs x 32 banks x
         4 B x clock; l2: bytes per clock x clock; hbm: the datasheet figure.
         """
+        _check.choice("level", level, LEVELS)
         if level == "registers":
             return REGISTER_BYTES_PER_FLOP * self.peak_flops
         if level == "smem":
@@ -193,10 +193,10 @@ class GPU:
             return self.l2_bytes_per_clock * self.clock.value
         if level == "hbm":
             return self.hbm_bandwidth.value
-        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
 
     def capacity(self, level: str) -> float:
         """Capacity of `level` in bytes, for the whole GPU (per-SM figures times SMs)."""
+        _check.choice("level", level, LEVELS)
         if level == "registers":
             return self.register_file_per_sm.value * self.sms.value
         if level == "smem":
@@ -205,7 +205,6 @@ class GPU:
             return self.l2_capacity.value
         if level == "hbm":
             return self.hbm_capacity.value
-        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
 
     def facts(self) -> dict:
         """Every sourced fact of this GPU by name (tensor peaks as `tensor_fp16`, latencies
@@ -222,6 +221,6 @@ class GPU:
     def in_flight(self, level: str) -> float:
         """Little's law: the bytes that must be in flight at once to keep `level` at its
         bandwidth, given its measured latency (bandwidth x latency cycles / clock). Chapter 1."""
-        if level not in self.latency:
-            raise ValueError(f"{self.name} has no measured {level!r} latency; it has {sorted(self.latency) or 'none'}")
+        if not isinstance(level, str) or level not in self.latency:
+            raise ValueError(f"level must be one of {sorted(self.latency)}: the {self.name} has no measured {level!r} latency")
         return self.bandwidth(level) * self.latency[level].value / self.clock.value

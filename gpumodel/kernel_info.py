@@ -62,7 +62,7 @@ def label(kernel: str) -> str:
 
 def info(kernel: str) -> Kernel:
     """The `Kernel` of id `kernel`."""
-    if kernel not in KERNELS:
+    if not isinstance(kernel, str) or kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {list(KERNELS)}, got {kernel!r}")
     return KERNELS[kernel]
 

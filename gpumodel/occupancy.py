@@ -50,9 +50,7 @@ def occupancy(gpu, threads, registers, smem=0) -> Occupancy:
     lim = limits(gpu)
     threads = _check.size("threads", threads)
     registers = _check.size("registers", registers)
-    smem = np.asarray(smem, dtype=np.float64)
-    if np.any(~np.isfinite(smem)) or np.any(smem < 0) or np.any(smem != np.round(smem)):
-        raise ValueError(f"smem must be a whole number of bytes >= 0, got {smem!r}")
+    smem = _check.count("smem", smem)
     if np.any(threads > lim.max_threads_per_block):
         raise ValueError(f"threads must be at most {lim.max_threads_per_block} per block, got {threads!r}")
     if np.any(registers > lim.max_registers_per_thread):

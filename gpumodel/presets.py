@@ -126,11 +126,11 @@ def capabilities() -> dict:
 
 def capability(version) -> Capability:
     """The facts of compute capability `version` ((9, 0) or "9.0")."""
-    key = tuple(int(v) for v in str(version).split(".")) if isinstance(version, str) else tuple(version)
-    if key not in capabilities():
-        known = [c.name for c in capabilities().values()]
-        raise ValueError(f"capability must be one of {known}, got {version!r}")
-    return capabilities()[key]
+    by_name = {c.name: c for c in capabilities().values()}
+    name = ".".join(map(str, version)) if isinstance(version, tuple) else version
+    if not isinstance(name, str) or name not in by_name:
+        raise ValueError(f"capability version must be one of {list(by_name)} (\"9.0\" or (9, 0)), got {version!r}")
+    return by_name[name]
 
 
 def load_gpu(path) -> GPU:

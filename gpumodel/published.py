@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from . import presets
+from . import _check, presets
 from .hardware import LEVELS
 from .model import predict
 from .presets import DataError, _no_gaps, _read
@@ -149,11 +149,19 @@ def compare(record: Record) -> Comparison:
     return Comparison(record, "time", seconds, measured_s, seconds / measured_s, bound)
 
 
+def _chapter(chapter) -> None:
+    """Refuse a chapter that is neither None nor a chapter's number."""
+    if chapter is not None:
+        _check.integer("chapter", chapter, 1, 99)
+
+
 def comparisons(chapter: int | None = None) -> list[Comparison]:
     """Every record the model can compare (of `chapter`, when given)."""
+    _chapter(chapter)
     return [compare(r) for r in records() if not r.unbounded and (chapter is None or r.chapter == chapter)]
 
 
 def unbounded(chapter: int | None = None) -> list[Record]:
     """The records the model cannot bound yet, each with why (in `unbounded`)."""
+    _chapter(chapter)
     return [r for r in records() if r.unbounded and (chapter is None or r.chapter == chapter)]

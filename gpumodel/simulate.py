@@ -23,7 +23,13 @@ import numpy as np
 
 from . import _check
 from .hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, SMEM_BANKS, VECTOR_WORDS, WARP, WAVEFRONT_BYTES
-from .workloads import LAYOUTS, TRANSPOSE_TILE, WARP_GRID, gemm
+from .presets import capabilities
+from .workloads import LAYOUTS, TRANSPOSE_TILE, WARP_GRID, gemm, operand_wavefronts
+
+MAX_WORK = 2**26
+"""The most multiply-adds (or elements held) a simulation takes on: about a second of NumPy."""
+MAX_STEPS = 2**13
+"""The most steps of a simulation's Python loop (tile steps, warps): about a second."""
 
 
 @dataclass
@@ -39,17 +45,10 @@ class Run:
         self.parts[part] = self.parts.get(part, 0) + nbytes
 
 
-def _finite(names: str, *arrays):
-    """Raise unless every array holds only finite numbers (no NaN, no infinity)."""
-    if not all(np.all(np.isfinite(x)) for x in arrays):
-        raise ValueError(f"{names} must hold finite numbers only (no NaN or infinity)")
-
-
 def _matrices(a, b):
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.size == 0 or b.size == 0:
+    a, b = _check.array("a", a), _check.array("b", b)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"a and b must be non-empty matrices with a.shape[1] == b.shape[0], got {a.shape} and {b.shape}")
-    _finite("a and b", a, b)
     return a, b
 
 
@@ -61,6 +60,7 @@ def naive_gemm(a, b, dtype="fp32") -> Run:
     s = _check.dtype_bytes(dtype)
     m, k = a.shape
     n = b.shape[1]
+    _check.work("m x n x k", m * n * k, MAX_WORK, "multiply-adds")
     run = Run(np.zeros((m, n)))
     for kk in range(k):
         # Every thread (i, j) loads a[i, kk] and b[kk, j], then does one FMA.
@@ -77,15 +77,26 @@ def naive_gemm(a, b, dtype="fp32") -> Run:
     return run
 
 
+def _block(block) -> tuple:
+    """A block tile (bM, bN, bK) as three ints."""
+    if not isinstance(block, (tuple, list)) or len(block) != 3:
+        raise ValueError(f"block must be (bM, bN, bK), got {block!r}")
+    return tuple(int(_check.size(f"block[{i}]", v)) for i, v in enumerate(block))
+
+
 def operand_loads(block=(128, 128, 8), thread=(8, 8), layout="strided") -> list:
     """The word addresses of every warp load that reads an FP32 tiled GEMM's operands from
     shared memory at one step of k (k = 0), one array per warp instruction: `As[m][k]` and
     `Bs[k][n]` for the strided layout, `As[k][m]` and `Bs[k][n]` with 128-bit loads for the
     warp-tiled one (see `gpumodel.workloads.operand_wavefronts`). Chapter 3."""
-    b_m, b_n, b_k = (int(_check.size(f"block[{i}]", v)) for i, v in enumerate(block))
+    b_m, b_n, b_k = _block(block)
     t_m, t_n = (int(v) for v in _check.pair("thread", thread))
-    _check.choice("layout", layout, LAYOUTS)
+    operand_wavefronts(block, thread, layout)  # refuses the tiles and layouts the formula does
+    _check.divides("thread[0]", t_m, "block[0]", b_m)
+    _check.divides("thread[1]", t_n, "block[1]", b_n)
     rows, cols = b_m // t_m, b_n // t_n
+    most = max(c.max_threads_per_block for c in capabilities().values())
+    _check.work("the block's threads", rows * cols, most, "threads")
     tid = np.arange(rows * cols)
     loads = []
     if layout == "strided":
@@ -117,9 +128,7 @@ def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32", layout="s
     """
     a, b = _matrices(a, b)
     s = _check.dtype_bytes(dtype)
-    if not isinstance(block, (tuple, list)) or len(block) != 3:
-        raise ValueError(f"block must be (bM, bN, bK), got {block!r}")
-    b_m, b_n, b_k = (int(_check.size(f"block[{i}]", v)) for i, v in enumerate(block))
+    b_m, b_n, b_k = _block(block)
     t_m, t_n = (int(v) for v in _check.pair("thread", thread))
     if b_m % t_m or b_n % t_n:
         raise ValueError(f"thread must divide block: got thread={thread}, block={block}")
@@ -127,6 +136,9 @@ def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32", layout="s
     n = b.shape[1]
     for name, tile, size in (("block[0]", b_m, "m"), ("block[1]", b_n, "n"), ("block[2]", b_k, "k")):
         _check.not_larger(name, tile, size, {"m": m, "n": n, "k": k}[size])
+    tiles_m, tiles_n, k_p = -(-m // b_m), -(-n // b_n), -(-k // b_k) * b_k
+    _check.work("the tiles' steps along k", tiles_m * tiles_n * k_p, MAX_STEPS, "steps")
+    _check.work("the padded m x n x k", tiles_m * b_m * tiles_n * b_n * k_p, MAX_WORK, "multiply-adds")
     rows_t, cols_t = b_m // t_m, b_n // t_n
     tensor = dtype != "fp32"
     gemm(m, n, k, block=block, thread=thread, dtype=dtype, layout=layout)  # refuses the tiles and layouts the model does
@@ -186,16 +198,12 @@ def warp_addresses(shape=(32, 32), pad=0, direction="column", index=0) -> np.nda
     are padded by `pad` words: thread t reads element (t, index) for a "column" access, or
     (index, t) for a "row" access. Chapter 3."""
     rows, cols = (int(v) for v in _check.pair("shape", shape))
-    if isinstance(pad, bool) or not isinstance(pad, (int, np.integer)) or not 0 <= pad <= 2**20:
-        raise ValueError(f"pad must be an integer from 0 to 2**20 words, got {pad!r}")
-    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
-        raise ValueError(f"index must be an integer, got {index!r}")
+    pad = _check.integer("pad", pad, 0, 2**20)
     _check.choice("direction", direction, ("row", "column"))
     along, across = (rows, cols) if direction == "column" else (cols, rows)
     if along < WARP:
         raise ValueError(f"shape must hold a whole warp ({WARP} elements) along the {direction}, got {shape}")
-    if not 0 <= index < across:
-        raise ValueError(f"index must be in [0, {across}), got {index!r}")
+    index = _check.integer("index", index, 0, across - 1)
     t = np.arange(WARP)
     row, col = (t, np.full(WARP, index)) if direction == "column" else (np.full(WARP, index), t)
     return row * (cols + pad) + col
@@ -209,12 +217,14 @@ def transpose(x, padded=False) -> Run:
     them over all banks. Shared-memory bytes are counted as wavefronts x 128 B, from
     `bank_conflicts` on the addresses each warp actually uses (whole tiles at the edges).
     """
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2 or x.shape[0] != x.shape[1] or x.size == 0:
+    x = _check.array("x", x)
+    if x.ndim != 2 or x.shape[0] != x.shape[1]:
         raise ValueError(f"x must be a non-empty square matrix, got shape {x.shape}")
     padded = _check.flag("padded", padded)
     n = x.shape[0]
     tile_n = TRANSPOSE_TILE
+    tiles = -(-n // tile_n)
+    _check.work("x's warp steps (2 per row of each 32 x 32 tile)", 2 * tile_n * tiles * tiles, MAX_STEPS // 4, "steps")
     width = tile_n + (1 if padded else 0)
     run = Run(np.zeros_like(x))
     for r0 in range(0, n, tile_n):
@@ -241,10 +251,12 @@ def transpose(x, padded=False) -> Run:
 
 
 def _heads(q, k, v):
-    q, k, v = (np.asarray(t, dtype=np.float64) for t in (q, k, v))
-    if q.ndim != 4 or q.shape != k.shape or q.shape != v.shape or q.size == 0:
+    q, k, v = (_check.array(name, t) for name, t in (("q", q), ("k", k), ("v", v)))
+    if q.ndim != 4 or q.shape != k.shape or q.shape != v.shape:
         raise ValueError(f"q, k and v must be non-empty arrays of one shape (batch, heads, seq, head_dim), got {q.shape}, {k.shape}, {v.shape}")
-    _finite("q, k and v", q, k, v)
+    b, h, n, d = q.shape
+    _check.work("q's batch x heads x seq^2", b * h * n * n, MAX_WORK // 4, "scores")
+    _check.work("q's batch x heads x seq^2 x head_dim", b * h * n * n * d, MAX_WORK, "multiply-adds")
     return q, k, v
 
 
@@ -285,12 +297,14 @@ def online_softmax(x, block: int):
     """softmax(x) along the last axis, reading x one block of `block` columns at a time and
     never holding more than one block: the online softmax of chapter 5, with the identity as
     the values, so that acc collects the exponentials themselves."""
-    x = np.asarray(x, dtype=np.float64)
+    x = _check.array("x", x)
     block = int(_check.size("block", block))
-    if x.ndim != 2 or x.size == 0:
+    if x.ndim != 2:
         raise ValueError(f"x must be a non-empty 2-D array (rows x columns), got shape {x.shape}")
-    _finite("x", x)
     rows, cols = x.shape
+    _check.work("x's columns^2", cols * cols, MAX_WORK // 4, "elements")
+    _check.work("x's rows x columns^2", rows * cols * cols, MAX_WORK, "multiply-adds")
+    _check.work("x's blocks of columns", -(-cols // block), MAX_STEPS, "steps")
     m, l, acc = np.full((rows, 1), -np.inf), np.zeros((rows, 1)), np.zeros((rows, cols))
     for j0 in range(0, cols, block):
         eye = np.eye(cols)[j0:j0 + block]  # places this block's exponentials in their columns
@@ -307,6 +321,7 @@ def flash_attention(q, k, v, block=(128, 64), dtype="fp16") -> Run:
     s = _check.dtype_bytes(dtype)
     b_r, b_c = (int(x) for x in _check.pair("block", block))
     n, d = q.shape[2], q.shape[3]
+    _check.work("the flash blocks (seq / block[0] x seq / block[1])", -(-n // b_r) * -(-n // b_c), MAX_STEPS, "steps")
     scale = 1 / np.sqrt(d)
     run = Run(np.zeros_like(q))
     heads = q.shape[0] * q.shape[1]
@@ -340,11 +355,12 @@ def sectors_touched(byte_addresses) -> int:
 def strided_read(x, stride: int) -> Run:
     """y[i] = x[i * stride] for i < len(x) // stride, warp by warp, counting the sectors
     each warp's read touches and the coalesced writes. Chapter 2."""
-    x = np.asarray(x, dtype=np.float32)
+    x = _check.array("x", x).astype(np.float32)
     stride = int(_check.size("stride", stride))
-    n = len(x) // stride
+    n = x.size // stride
     if x.ndim != 1 or n < 1:
         raise ValueError(f"x must be a 1-D array of at least stride={stride} elements, got shape {x.shape}")
+    _check.work("x's warps (len(x) / stride / 32)", -(-n // WARP), MAX_STEPS, "steps")
     run = Run(np.empty(n, np.float32))
     for w0 in range(0, n, WARP):
         lanes = np.arange(w0, w0 + WARP)  # a partial last warp counts as a whole one

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _check, presets
-from .exercises import Feedback, _real, _wrong_type, check_number
-from .hardware import WARP
+from .exercises import Feedback, _wrong_type, check_number
+from .hardware import MATH, WARP
 from .units import fmt_intensity
 from .workloads import Workload, gemm
 
@@ -72,8 +72,7 @@ def swizzled_addresses(shape=(32, 32), direction: str = "column", index: int = 0
     along, across = (rows, cols) if direction == "column" else (cols, rows)
     if along < WARP:
         raise ValueError(f"shape must hold a whole warp ({WARP} elements) along the {direction}, got {shape}")
-    if not isinstance(index, (int, np.integer)) or not 0 <= index < across:
-        raise ValueError(f"index must be an integer in [0, {across}), got {index!r}")
+    index = _check.integer("index", index, 0, across - 1)
     t = np.arange(WARP)
     row, col = (t, np.full(WARP, index)) if direction == "column" else (np.full(WARP, index), t)
     return row * cols + (col ^ (row % cols))
@@ -89,8 +88,7 @@ def ldmatrix_addresses(row_bytes: int = 128, chunk: int = 0, swizzled: bool = Fa
     if row_bytes % LDMATRIX_ROW_BYTES:
         raise ValueError(f"row_bytes must be a multiple of {LDMATRIX_ROW_BYTES}, got {row_bytes!r}")
     chunks = row_bytes // LDMATRIX_ROW_BYTES
-    if not isinstance(chunk, (int, np.integer)) or not 0 <= chunk < chunks:
-        raise ValueError(f"chunk must be an integer in [0, {chunks}), got {chunk!r}")
+    chunk = _check.integer("chunk", chunk, 0, chunks - 1)
     _check.flag("swizzled", swizzled)
     if swizzled and row_bytes != 8 * LDMATRIX_ROW_BYTES:
         raise ValueError(f"the 128-byte swizzle needs row_bytes = 128, got {row_bytes!r}")
@@ -154,9 +152,7 @@ def pipeline(gpu, block=(128, 128), bk: int = 64, dtype: str = "fp16", level: st
 
 
 def _weight_bytes(weight: str) -> float:
-    if weight not in WEIGHT_BYTES:
-        raise ValueError(f"weight must be one of {tuple(WEIGHT_BYTES)}, got {weight!r}")
-    return WEIGHT_BYTES[weight]
+    return WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
 
 
 def decode_intensity(batch, width, weight: str = "fp16", act_bytes: float = 2):
@@ -165,7 +161,7 @@ def decode_intensity(batch, width, weight: str = "fp16", act_bytes: float = 2):
     2Bw^2 / (b_w w^2 + 2 s_a B w), weights read once, activations in and out. Chapter 6."""
     b, w = _check.size("batch", batch), _check.size("width", width)
     b_w = _weight_bytes(weight)
-    if not (isinstance(act_bytes, (int, float)) and math.isfinite(act_bytes) and act_bytes > 0):
+    if _check.real("act_bytes", act_bytes) <= 0:
         raise ValueError(f"act_bytes must be a positive number, got {act_bytes!r}")
     return _check.as_output(2 * b * w * w / (b_w * w * w + 2 * act_bytes * b * w))
 
@@ -178,7 +174,7 @@ def critical_batch(gpu, width, weight: str = "fp16", math: str = "fp16", act_byt
     activations are both fp8. Chapter 6."""
     g = presets.gpu(gpu)
     ridge = g.ridge("hbm", math)
-    batches = np.arange(1, largest + 1)
+    batches = np.arange(1, int(_check.size("largest", largest, most=2**24)) + 1)
     enough = decode_intensity(batches, width, weight, act_bytes) >= ridge
     if not enough.any():
         raise ValueError(f"width must be large enough for a batch of at most {largest} to reach the ridge, got {width!r}")
@@ -225,7 +221,7 @@ def split_k_bytes(m, n, splits, partial_bytes: int = 4):
     """Extra global traffic of split-K: each of `splits` slices writes an m x n partial sum
     (`partial_bytes` per element, fp32) that a reduction reads back. Chapter 6."""
     m, n, splits = _check.size("m", m), _check.size("n", n), _check.size("splits", splits)
-    return _check.as_output(2 * splits * m * n * partial_bytes)
+    return _check.as_output(2 * splits * m * n * _check.size("partial_bytes", partial_bytes))
 
 
 def stream_k(tiles, k_steps, sms) -> dict:
@@ -246,7 +242,7 @@ def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
     tile whose operands, both read from shared memory, give at least the shared-memory
     ridge of `gpu`'s tensor cores: 2mn / (s(m + n)) >= peak / W_smem."""
     g = presets.gpu(gpu)
-    ridge = g.ridge("smem", dtype)
+    ridge = g.ridge("smem", _check.choice("dtype", dtype, MATH))
     ns = np.arange(8, 257, 8)
     enough = operand_intensity(m, ns, 16, dtype) >= ridge
     if not enough.any():
@@ -280,7 +276,7 @@ def check_last_wave(m, n, block, gpu, answer) -> Feedback:
     w = waves(m, n, block, gpu)
     if answer is None:
         return Feedback(False, "No answer yet: replace None with a fraction between 0 and 1.")
-    value = _real(answer)
+    value = _check.answer(answer)
     if value is None:
         return _wrong_type(answer, "a fraction between 0 and 1")
     if 1 < value <= 100:

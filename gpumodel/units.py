@@ -9,12 +9,15 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
+from . import _check
+
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
 _TIME = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
 
 
 def _round(x: float, digits: int) -> float:
     """x rounded half-up to `digits` significant figures, as written (1.555 -> 1.56)."""
+    digits = _check.integer("digits", digits, 1, 17)
     if x == 0:
         return 0.0
     exponent = math.floor(math.log10(abs(x)))
@@ -31,13 +34,6 @@ def _significant(x: float, digits: int) -> str:
     return f"{x:.{decimals}f}"
 
 
-def _check_finite(name: str, x) -> float:
-    x = float(x)
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {x!r}")
-    return x
-
-
 def _prefixed(x: float, unit: str, digits: int) -> str:
     for scale, prefix in _PREFIXES:
         if abs(_round(x, digits)) >= scale:
@@ -47,7 +43,7 @@ def _prefixed(x: float, unit: str, digits: int) -> str:
 
 def fmt_time(seconds, digits: int = 3) -> str:
     """A time in seconds as `2.07 ms`, `13.8 µs`, `1.20 s`."""
-    seconds = _check_finite("seconds", seconds)
+    seconds = _check.real("seconds", seconds)
     for scale, unit in _TIME:
         if abs(_round(seconds, digits)) >= scale:
             return f"{_significant(seconds / scale, digits)} {unit}"
@@ -56,13 +52,13 @@ def fmt_time(seconds, digits: int = 3) -> str:
 
 def fmt_bytes(nbytes, digits: int = 3) -> str:
     """A size in bytes as `33.5 MB`, `8.59 GB` (decimal prefixes)."""
-    return _prefixed(_check_finite("nbytes", nbytes), "B", digits)
+    return _prefixed(_check.real("nbytes", nbytes), "B", digits)
 
 
 def fmt_capacity(nbytes) -> str:
     """A capacity: binary units on chip (`256 KiB`, `40 MiB`), decimal GB for memory
     (`80 GB`), as the datasheets state them."""
-    nbytes = _check_finite("nbytes", nbytes)
+    nbytes = _check.real("nbytes", nbytes)
     for scale, unit in ((1e9, "GB"), (1024**2, "MiB"), (1024, "KiB"), (1, "B")):
         if nbytes >= scale:
             q = nbytes / scale
@@ -72,27 +68,27 @@ def fmt_capacity(nbytes) -> str:
 
 def fmt_bandwidth(bytes_per_second, digits: int = 3) -> str:
     """A bandwidth in bytes/s as `7.22 TB/s`."""
-    return _prefixed(_check_finite("bytes_per_second", bytes_per_second), "B/s", digits)
+    return _prefixed(_check.real("bytes_per_second", bytes_per_second), "B/s", digits)
 
 
 def fmt_flops(flops_per_second, digits: int = 3) -> str:
     """A rate in FLOP/s as `19.5 TFLOP/s`."""
-    return _prefixed(_check_finite("flops_per_second", flops_per_second), "FLOP/s", digits)
+    return _prefixed(_check.real("flops_per_second", flops_per_second), "FLOP/s", digits)
 
 
 def fmt_count(flops, digits: int = 3) -> str:
     """An amount of work in flops as `1.10 TFLOP`."""
-    return _prefixed(_check_finite("flops", flops), "FLOP", digits)
+    return _prefixed(_check.real("flops", flops), "FLOP", digits)
 
 
 def fmt_number(x, digits: int = 3) -> str:
     """A plain number to `digits` significant figures, trailing zeros kept: 20 -> `20.0`."""
-    return _significant(_check_finite("x", x), digits)
+    return _significant(_check.real("x", x), digits)
 
 
 def fmt_intensity(flops_per_byte, digits: int = 3) -> str:
     """An arithmetic intensity as `0.250 FLOP/B`."""
-    return f"{_significant(_check_finite('flops_per_byte', flops_per_byte), digits)} FLOP/B"
+    return f"{_significant(_check.real('flops_per_byte', flops_per_byte), digits)} FLOP/B"
 
 
 LEVEL_NAMES = {"registers": "registers", "smem": "shared memory", "l2": "L2", "hbm": "HBM"}
@@ -110,4 +106,4 @@ def fmt_bound(bound) -> str:
 
 def fmt_percent(fraction, digits: int = 2) -> str:
     """A fraction as a percentage: 0.0066 -> `0.66%`, 1.0 -> `100%`."""
-    return f"{_significant(100 * _check_finite('fraction', fraction), digits)}%"
+    return f"{_significant(100 * _check.real('fraction', fraction), digits)}%"

@@ -37,12 +37,11 @@ def block_coordinates(rows: int, cols: int, order: str = "row", group: int = 8) 
     swizzle use: `group` rows at a time, column by column within the group."""
     rows, cols = int(_check.size("rows", rows)), int(_check.size("cols", cols))
     _check.choice("order", order, ORDERS)
-    if rows * cols > MAX_BLOCKS:
-        raise ValueError(f"rows x cols must be at most {MAX_BLOCKS:,} blocks, got {rows:,} x {cols:,}")
+    group = int(_check.size("group", group))
+    _check.work("rows x cols", rows * cols, MAX_BLOCKS, "blocks")
     pid = np.arange(rows * cols)
     if order == "row":
         return pid // cols, pid % cols
-    group = int(_check.size("group", group))
     per_group = group * cols
     first_row = (pid // per_group) * group
     height = np.minimum(rows - first_row, group)  # the last group may be shorter

@@ -39,14 +39,12 @@ class Workload:
     special: np.ndarray = 0
 
     def __post_init__(self):
-        if set(self.bytes) != set(LEVELS):
-            raise ValueError(f"bytes must have exactly the levels {LEVELS}")
+        if not isinstance(self.bytes, dict) or set(self.bytes) != set(LEVELS):
+            raise ValueError(f"bytes must be a dict with exactly the levels {LEVELS}, got {self.bytes!r}")
         _check.choice("math", self.math, MATH)
-        arrays = np.broadcast_arrays(self.flops, self.special, *(self.bytes[lv] for lv in LEVELS))
-        for what, a in zip(("flops", "special", *(f"bytes[{lv!r}]" for lv in LEVELS)), arrays):
-            bad = ~np.isfinite(a) | (np.nan_to_num(a) < 0)
-            if np.any(bad):
-                raise ValueError(f"{what} must be finite and not negative, got {np.asarray(a)[bad].ravel()[0]!r}")
+        names = ("flops", "special", *(f"bytes[{lv!r}]" for lv in LEVELS))
+        values = (self.flops, self.special, *(self.bytes[lv] for lv in LEVELS))
+        arrays = np.broadcast_arrays(*(_check.amount(name, v) for name, v in zip(names, values)))
         object.__setattr__(self, "flops", np.asarray(arrays[0], dtype=np.float64))
         object.__setattr__(self, "special", np.asarray(arrays[1], dtype=np.float64))
         object.__setattr__(

@@ -56,7 +56,7 @@ def good(tmp_path):
     "change, message",
     [
         (lambda t: t.replace("[sms]\nvalue = 80\n", "[sms]\n"), r"test-gpu.toml.sms: missing \['value'\]"),
-        (lambda t: t.replace('capability = "7.0"', 'capability = "6.1"'), "test-gpu.toml.capability must be one of"),
+        (lambda t: t.replace('capability = "7.0"', 'capability = "6.1"'), "test-gpu.toml.capability version must be one of"),
         (lambda t: t.replace('name = "V100"\n', ""), r"test-gpu.toml: missing \['name'\]"),
         (lambda t: 'colour = "green"\n' + t, r"test-gpu.toml: unknown keys \['colour'\]"),
         (lambda t: t.replace('unit = "MHz"', 'unit = "MB"'), r"test-gpu.toml.clock.unit must be one of \['GHz', 'MHz'\]"),

@@ -78,7 +78,7 @@ def test_live_record_without_a_clock_borrows_the_presets():
 
 
 def test_live_record_refuses_an_unknown_capability():
-    with pytest.raises(ValueError, match="capability must be one of"):
+    with pytest.raises(ValueError, match="capability version must be one of"):
         runtime.gpu_from_attributes("X", (6, 1), H100_ATTRIBUTES, 1)
 
 

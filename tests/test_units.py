@@ -36,5 +36,5 @@ def test_digits():
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
 def test_non_finite_is_refused(bad):
-    with pytest.raises(ValueError, match="seconds must be finite"):
+    with pytest.raises(ValueError, match="seconds must be a finite number"):
         gm.fmt_time(bad)

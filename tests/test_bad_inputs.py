@@ -1,0 +1,367 @@
+"""Every public function, driven with generated bad input (issue 17): one argument at a time
+is replaced by a value that is wrong for its kind, and the call must raise a ValueError or
+TypeError whose message names that parameter; never another exception, a warning or a NaN.
+A learner's answer is the exception: a bad one gets a sentence (a falsy Feedback), not an
+error. `SIGNATURES` lists every public callable with valid arguments and each parameter's
+kind; a test fails when a public callable or a parameter is missing from it."""
+
+import importlib
+import inspect
+import math
+import re
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gpumodel as gm
+from gpumodel import exercises as ex
+from gpumodel import tensor_cores as tc
+from gpumodel.hardware import KINDS, LEVELS, MATH
+from gpumodel.widgets import WidgetExercise
+
+A100 = gm.gpu("A100-40GB")
+PRESETS = set(gm.preset_names())
+
+# Bad values by kind; each is wrong for every parameter of its kind.
+NOT_NUMBERS = [None, True, False, np.bool_(True), "4096", b"4", np.array(["4096"]), np.datetime64("2020-01-01"),
+               [], {}, {0: 8}, 1j, object(), [4, None], np.array([]), np.array([True])]
+NON_FINITE = [float("nan"), float("inf"), -float("inf"), np.float32("nan"), np.array([4.0, np.nan])]
+
+
+def _not_a_size(x) -> bool:
+    return not (math.isfinite(x) and float(x).is_integer() and 1 <= x <= 2**53)
+
+
+SIZE = st.one_of(st.sampled_from(NOT_NUMBERS + NON_FINITE + [np.array([4, 0]), np.array([4.5])]),
+                 st.integers(max_value=0), st.integers(min_value=2**53 + 1),
+                 st.floats().filter(_not_a_size))
+"""Not a size: not a number, not finite, not whole, not positive, or past 2**53."""
+COUNT = st.one_of(st.sampled_from(NOT_NUMBERS + NON_FINITE), st.integers(max_value=-1),
+                  st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: x < 0 or not x.is_integer()))
+AMOUNT = st.one_of(st.sampled_from(NOT_NUMBERS + NON_FINITE), st.floats(max_value=-1e-300))
+REAL = st.sampled_from(NOT_NUMBERS + NON_FINITE + [np.array([1.0, 2.0]), "1.0"])
+POSITIVE = st.one_of(REAL, st.floats(max_value=0), st.integers(max_value=0))
+NOT_NEGATIVE = st.one_of(REAL, st.floats(max_value=-1e-300))
+FLAG = st.sampled_from([0, 1, 1.0, "True", "", None, [True], np.array([True, False])])
+NOT_STRINGS = [None, 1, 2.5, True, [], ["fp16"], {"hbm": 1}, b"fp16", np.array(["fp16", "fp32"])]
+ANSWER = st.sampled_from([True, False, np.bool_(False), [1.0], (2, 3), {1: 2}, {1.0}, float("nan"), float("inf"),
+                          np.array([1.0, 2.0]), np.array([3.0]), "", "three", "3 ms", "nan", object()])
+"""Not one finite real number; None is valid (not answered yet)."""
+ARRAY = st.sampled_from(NOT_NUMBERS + NON_FINITE + [np.full((4, 4), np.nan), np.full((4, 4), -np.inf),
+                                                     np.full((1, 1, 4, 4), np.inf), "abc"])
+ADDRESSES = st.sampled_from([None, "x", [], [0] * 129, np.full(32, 0.5), np.full(32, -1), np.full(32, np.nan),
+                             np.arange(256).reshape(2, 128), [True] * 32, {}])
+"""Not the word addresses of one warp access (1 to 128 non-negative integers)."""
+
+
+def choice(accepted):
+    """Not one of the strings `accepted`."""
+    return st.one_of(st.text(max_size=8).filter(lambda s: s not in accepted), st.sampled_from(NOT_STRINGS))
+
+
+def integer(least, most):
+    """Not an integer from `least` to `most`."""
+    return st.one_of(st.integers(max_value=least - 1), st.integers(min_value=most + 1),
+                     st.floats(), st.sampled_from(NOT_NUMBERS + [np.float64(1.0)]))
+
+
+def tile(valid):
+    """Not a tile like `valid` (a tuple of sizes): a wrong length, not a sequence, or one bad size."""
+    n = len(valid)
+    wrong = [(), (8,), (8, 8, 8, 8), {0: 8, 1: 8}, np.array(8), np.array([[8] * n]), "8" * n, 8, None, True]
+    wrong = [w for w in wrong if not (isinstance(w, tuple) and len(w) == n)]
+    one_bad = st.tuples(st.integers(0, n - 1), SIZE).map(lambda ib: valid[:ib[0]] + (ib[1],) + valid[ib[0] + 1:])
+    return st.one_of(st.sampled_from(wrong), one_bad)
+
+
+GPU = st.one_of(choice(PRESETS), st.sampled_from([40, ("A100-40GB",)]))
+WORKLOAD = st.sampled_from(["gemm", None, 5, {}, gm.vector_add, (gm.vector_add(4),)])
+BYTES = st.one_of(st.sampled_from([None, [], {}, {"hbm": 1.0}, "hbm", {lv: 0.0 for lv in LEVELS[:-1]}]),
+                  AMOUNT.map(lambda v: {**{lv: 1.0 for lv in LEVELS}, "hbm": v}))
+RULES = st.sampled_from([None, {}, {"kind": "text"}, [], "number", ex.number_rules])
+HINTS = st.sampled_from([None, [], "b", {1: "hint"}, {None: "hint"}, {"a100": "the answer is no hint"}])
+
+CHAPTER = integer(1, 99).filter(lambda v: v is not None)  # None: every chapter
+RECORD = gm.published.comparisons()[0].record
+WHATS = {r.what for r in gm.published.records()}
+EXERCISE = WidgetExercise("test", {"x": [1]}, lambda x: "", ex.number_rules(3.0, "ms"), "Time:")
+
+A, B = np.ones((16, 8)), np.ones((8, 16))
+Q = np.ones((1, 1, 16, 8))
+NOTHING = {lv: 0.0 for lv in LEVELS}
+
+TEXT = "free text, printed as given"
+"""The kind of a parameter that takes any value: names, units, notes, explanations."""
+
+SIGNATURES = {
+    # key -> (callable, {parameter: (valid value, kind of bad value)})
+    "workloads.Workload": (gm.Workload, {"name": ("w", TEXT), "flops": (1.0, AMOUNT), "bytes": (NOTHING, BYTES),
+                                         "math": ("fp32", choice(MATH)), "note": ("", TEXT), "special": (0, AMOUNT)}),
+    "workloads.vector_add": (gm.vector_add, {"n": (64, SIZE)}),
+    "workloads.elementwise_chain": (gm.elementwise_chain, {"n": (64, SIZE), "ops": (3, SIZE), "fused": (False, FLAG),
+                                                           "dtype": ("fp32", choice(("fp32", "fp16", "bf16")))}),
+    "workloads.gemm": (gm.gemm, {"m": (64, SIZE), "n": (64, SIZE), "k": (64, SIZE), "block": ((16, 16), tile((16, 16)).filter(lambda b: b is not None)),
+                                 "thread": ((2, 2), tile((2, 2))), "dtype": ("fp32", choice(("fp32", "fp16", "bf16"))),
+                                 "l2_reuse": (True, FLAG), "layout": ("strided", choice(gm.workloads.LAYOUTS))}),
+    "workloads.operand_wavefronts": (gm.workloads.operand_wavefronts, {"block": ((128, 128, 8), tile((128, 128, 8))),
+                                                                       "thread": ((8, 8), tile((8, 8))),
+                                                                       "layout": ("warp_tiled", choice(gm.workloads.LAYOUTS))}),
+    "workloads.gemm_requests": (gm.gemm_requests, {"m": (64, SIZE), "n": (64, SIZE), "k": (64, SIZE),
+                                                   "dtype": ("fp32", choice(("fp32", "fp16", "bf16")))}),
+    "workloads.gemm_ideal": (gm.gemm_ideal, {"m": (64, SIZE), "n": (64, SIZE), "k": (64, SIZE),
+                                             "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
+    "workloads.attention": (gm.attention, {"batch": (2, SIZE), "heads": (4, SIZE), "seq": (256, SIZE), "head_dim": (64, SIZE),
+                                           "dtype": ("fp16", choice(("fp32", "fp16", "bf16"))),
+                                           "kind": ("flash", choice(("standard", "flash"))),
+                                           "block": ((128, 64), tile((128, 64))), "l2_reuse": (False, FLAG)}),
+    "workloads.attention_backward": (gm.attention_backward, {
+        "batch": (2, SIZE), "heads": (4, SIZE), "seq": (256, SIZE), "head_dim": (64, SIZE),
+        "dtype": ("fp16", choice(("fp32", "fp16", "bf16"))), "kind": ("flash", choice(("standard", "flash"))),
+        "block": ((128, 128), tile((128, 128))), "l2_reuse": (False, FLAG)}),
+    "workloads.attention_memory": (gm.attention_memory, {
+        "batch": (2, SIZE), "heads": (4, SIZE), "seq": (256, SIZE), "head_dim": (64, SIZE),
+        "dtype": ("fp16", choice(("fp32", "fp16", "bf16"))), "kind": ("standard", choice(("standard", "flash")))}),
+    "workloads.score_matrix_bytes": (gm.score_matrix_bytes, {"batch": (2, SIZE), "heads": (4, SIZE), "seq": (256, SIZE),
+                                                             "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
+    "workloads.transpose": (gm.transpose, {"n": (64, SIZE), "padded": (True, FLAG)}),
+    "workloads.warp_sectors": (gm.warp_sectors, {"stride": (2, SIZE), "elem_bytes": (4, SIZE)}),
+    "workloads.strided_read": (gm.strided_read, {"n": (1024, SIZE), "stride": (2, SIZE)}),
+    "workloads.flash_block": (gm.flash_block, {"sram_bytes": (100_000, SIZE), "head_dim": (64, SIZE),
+                                               "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
+    "model.predict": (gm.predict, {"workload": (gm.vector_add(64), WORKLOAD), "gpu": ("A100-40GB", GPU)}),
+    "simulate.naive_gemm": (gm.simulate.naive_gemm, {"a": (A, ARRAY), "b": (B, ARRAY),
+                                                     "dtype": ("fp32", choice(("fp32", "fp16", "bf16")))}),
+    "simulate.tiled_gemm": (gm.simulate.tiled_gemm, {"a": (A, ARRAY), "b": (B, ARRAY), "block": ((8, 8, 4), tile((8, 8, 4))),
+                                                     "thread": ((2, 2), tile((2, 2))),
+                                                     "dtype": ("fp32", choice(("fp32", "fp16", "bf16"))),
+                                                     "layout": ("strided", choice(gm.workloads.LAYOUTS))}),
+    "simulate.operand_loads": (gm.simulate.operand_loads, {"block": ((64, 64, 8), tile((64, 64, 8))),
+                                                           "thread": ((4, 4), tile((4, 4))),
+                                                           "layout": ("warp_tiled", choice(gm.workloads.LAYOUTS))}),
+    "simulate.bank_conflicts": (gm.simulate.bank_conflicts, {"addresses": (np.arange(32), ADDRESSES)}),
+    "simulate.warp_addresses": (gm.simulate.warp_addresses, {"shape": ((32, 32), tile((32, 32))),
+                                                             "pad": (1, integer(0, 2**20)),
+                                                             "direction": ("column", choice(("row", "column"))),
+                                                             "index": (3, integer(0, 31))}),
+    "simulate.transpose": (gm.simulate.transpose, {"x": (np.ones((40, 40)), ARRAY), "padded": (True, FLAG)}),
+    "simulate.standard_attention": (gm.simulate.standard_attention, {
+        "q": (Q, ARRAY), "k": (Q, ARRAY), "v": (Q, ARRAY), "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
+    "simulate.online_softmax": (gm.simulate.online_softmax, {"x": (np.ones((3, 7)), ARRAY), "block": (3, SIZE)}),
+    "simulate.flash_attention": (gm.simulate.flash_attention, {
+        "q": (Q, ARRAY), "k": (Q, ARRAY), "v": (Q, ARRAY), "block": ((8, 4), tile((8, 4))),
+        "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
+    "simulate.sectors_touched": (gm.simulate.sectors_touched, {"byte_addresses": (np.arange(32) * 4, ADDRESSES)}),
+    "simulate.strided_read": (gm.simulate.strided_read, {"x": (np.ones(100), ARRAY), "stride": (3, SIZE)}),
+    "occupancy.limits": (gm.occupancy.limits, {"gpu": ("A100-40GB", GPU)}),
+    "occupancy.occupancy": (gm.occupancy.occupancy, {"gpu": ("A100-40GB", GPU), "threads": (256, SIZE),
+                                                     "registers": (32, SIZE), "smem": (4096, COUNT)}),
+    "waves.block_coordinates": (gm.waves.block_coordinates, {"rows": (6, SIZE), "cols": (5, SIZE),
+                                                             "order": ("grouped", choice(("row", "grouped"))),
+                                                             "group": (4, SIZE)}),
+    "waves.gemm_hbm": (gm.waves.gemm_hbm, {
+        "m": (1024, SIZE), "n": (1024, SIZE), "k": (512, SIZE), "block": ((128, 128), tile((128, 128))),
+        "dtype": ("fp16", choice(("fp32", "fp16", "bf16"))), "gpu": ("A100-40GB", GPU), "blocks_per_sm": (2, SIZE),
+        "order": ("grouped", choice(("row", "grouped"))), "group": (4, SIZE),
+        "l2_bytes": (2**20, SIZE.filter(lambda v: v is not None)), "drift_k": (64, SIZE.filter(lambda v: v is not None))}),
+    "waves.warm_read_time": (gm.waves.warm_read_time, {"gpu": ("A100-40GB", GPU), "nbytes": (2**20, SIZE)}),
+    "tiles.registers_estimate": (gm.tiles.registers_estimate, {"t_m": (8, SIZE), "t_n": (8, SIZE)}),
+    "tiles.smem_bytes": (gm.tiles.smem_bytes, {"b_m": (128, SIZE), "b_n": (128, SIZE), "bk": (8, SIZE)}),
+    "tiles.is_legal": (gm.tiles.is_legal, {"gpu": ("A100-40GB", GPU), "b_m": (128, SIZE), "b_n": (128, SIZE),
+                                           "t_m": (8, SIZE), "t_n": (8, SIZE)}),
+    "tiles.search": (gm.tiles.search, {"gpu": ("A100-40GB", GPU), "m": (512, SIZE), "n": (512, SIZE), "k": (512, SIZE)}),
+    "hardware.Fact": (gm.Fact, {"value": (1.0, POSITIVE), "unit": ("B", TEXT), "kind": ("spec", choice(KINDS)),
+                                "source": ("nvidia_cuda_guide", TEXT), "where": ("", TEXT), "note": ("", TEXT)}),
+    "GPU.peak": (A100.peak, {"math": ("fp16", choice(MATH))}),
+    "GPU.running": (gm.gpu("H100-SXM").running, {"math": ("fp16", choice(MATH))}),
+    "GPU.ridge": (gm.gpu("H100-SXM").ridge, {"level": ("smem", choice(LEVELS)), "math": ("fp16", choice(MATH))}),
+    "GPU.bandwidth": (A100.bandwidth, {"level": ("l2", choice(LEVELS))}),
+    "GPU.capacity": (A100.capacity, {"level": ("l2", choice(LEVELS))}),
+    "GPU.in_flight": (A100.in_flight, {"level": ("hbm", choice(tuple(A100.latency)))}),
+    "presets.capability": (gm.presets.capability, {"version": ("8.0", st.one_of(
+        choice([c.name for c in gm.presets.capabilities().values()]),
+        st.sampled_from([(8, 1), (8,), [8, 0], (True, 0), ("x", "y")])))}),
+    "presets.gpu": (gm.gpu, {"gpu": ("A100-40GB", GPU)}),
+    "kernel_info.label": (gm.label, {"kernel": ("gemm_naive", choice(gm.kernel_info.KERNELS))}),
+    **{f"units.{f.__name__}": (f, {name: (1.5e-3, REAL), "digits": (3, integer(1, 17))}) for f, name in (
+        (gm.fmt_time, "seconds"), (gm.fmt_bytes, "nbytes"), (gm.fmt_bandwidth, "bytes_per_second"),
+        (gm.fmt_flops, "flops_per_second"), (gm.fmt_count, "flops"), (gm.fmt_number, "x"),
+        (gm.fmt_intensity, "flops_per_byte"), (gm.fmt_percent, "fraction"))},
+    "units.fmt_capacity": (gm.fmt_capacity, {"nbytes": (40 * 2**20, REAL)}),
+    "units.fmt_bound": (gm.fmt_bound, {"bound": ("hbm", choice(gm.BOUNDS))}),
+    "exercises.number_rules": (ex.number_rules, {"expected": (3.0, REAL), "unit": ("ms", TEXT), "rtol": (0.02, NOT_NEGATIVE),
+                                                 "explain": ("", TEXT), "hint": ("", TEXT)}),
+    "exercises.choice_rules": (ex.choice_rules, {"answer": ("A100", st.sampled_from(NOT_STRINGS)),
+                                                 "wrong": ({"H100": "faster"}, HINTS), "explain": ("", TEXT)}),
+    "exercises.verdict": (ex.verdict, {"rules": (ex.number_rules(3.0, "ms"), RULES), "answer": (3.0, ANSWER)}),
+    "exercises.check_number": (ex.check_number, {"answer": (3.0, ANSWER), "expected": (3.0, REAL), "unit": ("ms", TEXT),
+                                                 "rtol": (0.02, NOT_NEGATIVE), "explain": ("", TEXT), "hint": ("", TEXT)}),
+    "exercises.check_bound": (ex.check_bound, {"kernel": ("gemm_reg128", choice(gm.seed_kernels())),
+                                               "gpu": ("A100-40GB", GPU), "answer": ("compute", ANSWER)}),
+    "exercises.check_fmas_per_load": (ex.check_fmas_per_load, {"gpu": ("A100-40GB", GPU), "answer": (14, ANSWER)}),
+    "exercises.check_fusion_limit": (ex.check_fusion_limit, {"gpu": ("A100-40GB", GPU),
+                                                             "dtype": ("fp32", choice(("fp32", "fp16", "bf16"))),
+                                                             "answer": (3.0, ANSWER)}),
+    "exercises.check_operand_tile": (ex.check_operand_tile, {"gpu": ("A100-40GB", GPU), "answer": (8, ANSWER)}),
+    "exercises.check_l2_tile": (ex.check_l2_tile, {"gpu": ("A100-40GB", GPU), "size": (8192, SIZE), "answer": (128, ANSWER)}),
+    "exercises.check_attention_limit": (ex.check_attention_limit, {"head_dim": (64, SIZE),
+                                                                   "dtype": ("fp16", choice(("fp32", "fp16", "bf16"))),
+                                                                   "answer": (16, ANSWER)}),
+    "exercises.check_hbm_bytes_per_clock": (ex.check_hbm_bytes_per_clock, {"gpu": ("A100-40GB", GPU), "answer": (10, ANSWER)}),
+    "exercises.check_padding": (ex.check_padding, {"rows": (32, SIZE), "cols": (32, SIZE), "answer": (1, ANSWER)}),
+    "exercises.check_occupancy": (ex.check_occupancy, {"gpu": ("A100-40GB", GPU), "threads": (256, SIZE),
+                                                       "registers": (32, SIZE), "smem": (0, COUNT), "answer": (64, ANSWER)}),
+    "exercises.check_flash_block": (ex.check_flash_block, {"sram_bytes": (100_000, SIZE), "head_dim": (64, SIZE),
+                                                           "dtype": ("fp16", choice(("fp32", "fp16", "bf16"))),
+                                                           "answer": (64, ANSWER)}),
+    "exercises.check_bound_fraction": (ex.check_bound_fraction, {"gpu": (RECORD.gpu, GPU),
+                                                                 "what": (RECORD.what, choice(WHATS)),
+                                                                 "answer": (0.5, ANSWER)}),
+    "tensor_cores.mma_tile": (tc.mma_tile, {"m": (64, SIZE), "n": (128, SIZE), "k": (16, SIZE),
+                                            "dtype": ("fp16", choice(("fp32", "fp16", "bf16"))),
+                                            "a_in_registers": (True, FLAG)}),
+    "tensor_cores.operand_intensity": (tc.operand_intensity, {"m": (64, SIZE), "n": (128, SIZE), "k": (16, SIZE),
+                                                              "dtype": ("fp16", choice(("fp32", "fp16", "bf16"))),
+                                                              "a_in_registers": (False, FLAG)}),
+    "tensor_cores.swizzled_addresses": (tc.swizzled_addresses, {"shape": ((32, 32), tile((32, 32))),
+                                                                "direction": ("row", choice(("row", "column"))),
+                                                                "index": (5, integer(0, 31))}),
+    "tensor_cores.ldmatrix_addresses": (tc.ldmatrix_addresses, {"row_bytes": (128, SIZE), "chunk": (2, integer(0, 7)),
+                                                                "swizzled": (True, FLAG)}),
+    "tensor_cores.cluster_gemm": (tc.cluster_gemm, {"m": (1024, SIZE), "n": (1024, SIZE), "k": (1024, SIZE),
+                                                    "block": ((128, 256), tile((128, 256))),
+                                                    "thread": ((64, 256), tile((64, 256))),
+                                                    "cluster": ((2, 1), tile((2, 1))),
+                                                    "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
+    "tensor_cores.pipeline": (tc.pipeline, {"gpu": ("A100-40GB", GPU), "block": ((128, 128), tile((128, 128))),
+                                            "bk": (64, SIZE), "dtype": ("fp16", choice(("fp16", "bf16"))),
+                                            "level": ("hbm", choice(tuple(A100.latency)))}),
+    "tensor_cores.decode_intensity": (tc.decode_intensity, {"batch": (8, SIZE), "width": (4096, SIZE),
+                                                            "weight": ("int8", choice(tc.WEIGHT_BYTES)),
+                                                            "act_bytes": (2, POSITIVE)}),
+    "tensor_cores.critical_batch": (tc.critical_batch, {"gpu": ("A100-40GB", GPU), "width": (4096, SIZE),
+                                                        "weight": ("int4", choice(tc.WEIGHT_BYTES)),
+                                                        "math": ("fp16", choice(MATH)), "act_bytes": (2, POSITIVE),
+                                                        "largest": (4096, SIZE)}),
+    "tensor_cores.kv_bytes_per_token": (tc.kv_bytes_per_token, {"layers": (32, SIZE), "kv_heads": (8, SIZE),
+                                                                "head_dim": (128, SIZE),
+                                                                "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
+    "tensor_cores.waves": (tc.waves, {"m": (4096, SIZE), "n": (4096, SIZE), "block": ((128, 256), tile((128, 256))),
+                                      "gpu": ("A100-40GB", GPU), "blocks_per_sm": (2, SIZE)}),
+    "tensor_cores.split_k_bytes": (tc.split_k_bytes, {"m": (4096, SIZE), "n": (4096, SIZE), "splits": (4, SIZE),
+                                                      "partial_bytes": (4, SIZE)}),
+    "tensor_cores.stream_k": (tc.stream_k, {"tiles": (200, SIZE), "k_steps": (64, SIZE), "sms": (132, SIZE)}),
+    "tensor_cores.check_operand_n": (tc.check_operand_n, {"gpu": ("H100-SXM", GPU), "answer": (64, ANSWER),
+                                                          "m": (64, SIZE),
+                                                          "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
+    "tensor_cores.check_critical_batch": (tc.check_critical_batch, {"gpu": ("A100-40GB", GPU), "width": (4096, SIZE),
+                                                                    "weight": ("int8", choice(tc.WEIGHT_BYTES)),
+                                                                    "answer": (100, ANSWER)}),
+    "tensor_cores.check_last_wave": (tc.check_last_wave, {"m": (4096, SIZE), "n": (4096, SIZE),
+                                                          "block": ((128, 256), tile((128, 256))),
+                                                          "gpu": ("A100-40GB", GPU), "answer": (0.5, ANSWER)}),
+    "published.comparisons": (gm.published.comparisons, {"chapter": (3, CHAPTER)}),
+    "published.unbounded": (gm.published.unbounded, {"chapter": (3, CHAPTER)}),
+    "WidgetExercise.check": (EXERCISE.check, {"answer": ("3.0", ANSWER)}),
+}
+
+EXCLUDED = {
+    "simulate.online_softmax_step": "its running maximum starts at -inf by design; online_softmax and "
+                                    "flash_attention check what they pass it",
+    "presets.load_gpu": "reads a data file; its errors name the file and key (tests/test_presets.py, test_gpu_data.py)",
+    "published.compare": "takes a Record of published.records(), checked when the data file is loaded",
+    "published.attention_flops": "takes the run table of a checked published record",
+}
+"""Public callables that take input but no learner's value, with the reason."""
+RESULTS = {"model.Prediction", "simulate.Run", "occupancy.Occupancy", "waves.WaveTraffic", "hardware.Capability",
+           "hardware.GPU", "tensor_cores.Pipeline", "tensor_cores.Waves", "exercises.Feedback", "published.Record",
+           "published.Comparison", "presets.DataError"}
+"""Records the package returns (and its error class), not built from a learner's values."""
+MODULES = ("workloads", "model", "simulate", "occupancy", "waves", "tiles", "hardware", "presets", "units", "exercises",
+           "tensor_cores", "published", "kernel_info")
+
+
+def public_callables() -> dict:
+    """Every public callable of the core and exercise modules, of gm.__all__ and of GPU,
+    by key ("module.name" or "Class.method"), with its parameters."""
+    found = {}
+    for module in MODULES:
+        mod = importlib.import_module(f"gpumodel.{module}")
+        names = vars(mod) if module != "kernel_info" else {"label": mod.label}  # kernel_info: only what gm exports
+        for name, obj in names.items():
+            if not name.startswith("_") and callable(obj) and getattr(obj, "__module__", None) == mod.__name__:
+                found[f"{module}.{name}"] = obj
+    for name in gm.__all__:
+        obj = getattr(gm, name)
+        if callable(obj):
+            assert f"{obj.__module__.split('.')[-1]}.{name}" in found, name
+    for name, obj in vars(gm.GPU).items():
+        if not name.startswith("_") and inspect.isfunction(obj):
+            found[f"GPU.{name}"] = obj
+    found["WidgetExercise.check"] = WidgetExercise.check
+    return found
+
+
+def _params(obj) -> set:
+    return {p for p in inspect.signature(obj).parameters if p != "self"}
+
+
+def test_every_public_callable_is_driven_or_excluded_for_a_reason():
+    for key, obj in public_callables().items():
+        if key in RESULTS or key in EXCLUDED or not _params(obj):
+            continue  # a record, excluded above, or nothing to check (seed_kernels, GPU.facts, ...)
+        assert key in SIGNATURES, f"{key} is public: add it to SIGNATURES (or to EXCLUDED, with a reason)"
+        assert set(SIGNATURES[key][1]) == _params(obj), f"{key}: every parameter needs a valid value and a kind"
+    assert not set(SIGNATURES) - set(public_callables()), "SIGNATURES names a callable that is gone"
+
+
+def _nan_free(result) -> bool:
+    """No NaN anywhere in a result (numbers, arrays, dicts, dataclasses, tuples)."""
+    if hasattr(result, "__dataclass_fields__"):
+        return all(_nan_free(getattr(result, f)) for f in result.__dataclass_fields__ if f not in ("gpu", "workload"))
+    if isinstance(result, dict):
+        return all(_nan_free(v) for v in result.values())
+    if isinstance(result, (tuple, list)):
+        return all(_nan_free(v) for v in result)
+    a = np.asarray(result)
+    return a.dtype.kind not in "fc" or not np.isnan(a).any()
+
+
+def _call(key, **changed):
+    f, params = SIGNATURES[key]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return f(**{**{p: valid for p, (valid, _) in params.items()}, **changed})
+
+
+@pytest.mark.parametrize("key", sorted(SIGNATURES))
+def test_valid_arguments_run_cleanly(key):
+    result = _call(key)
+    assert _nan_free(result)
+    if isinstance(result, ex.Feedback):
+        assert result.message
+
+
+def _names(message: str, param: str) -> bool:
+    """Whether the message's subject (before "must") names `param` as a word of its own."""
+    subject = message.split(" must ")[0]
+    return re.search(rf"(?<![\w.]){re.escape(param)}(?![\w(])", subject) is not None
+
+
+CASES = sorted((key, p) for key, (_, params) in SIGNATURES.items() for p, (_, kind) in params.items() if kind is not TEXT)
+
+
+@pytest.mark.parametrize("key, param", CASES, ids=[f"{k}:{p}" for k, p in CASES])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_bad_input_is_refused_naming_the_parameter(key, param, data):
+    bad = data.draw(SIGNATURES[key][1][param][1], label=param)
+    if SIGNATURES[key][1][param][1] is ANSWER:  # a learner's bad answer gets a sentence, not an error
+        feedback = _call(key, answer=bad)
+        assert isinstance(feedback, ex.Feedback) and not feedback and feedback.message.endswith(".")
+        return
+    with pytest.raises((ValueError, TypeError)) as err:
+        _call(key, **{param: bad})
+    assert _names(str(err.value), param), f"{key}({param}={bad!r}): {err.value}"
