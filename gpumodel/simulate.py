@@ -24,7 +24,7 @@ import numpy as np
 from . import _check
 from .hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, SMEM_BANKS, VECTOR_WORDS, WARP, WAVEFRONT_BYTES
 from .presets import capabilities
-from .workloads import LAYOUTS, TRANSPOSE_TILE, WARP_GRID, gemm, operand_wavefronts
+from .workloads import TRANSPOSE_TILE, WARP_GRID, gemm, operand_wavefronts
 
 MAX_WORK = 2**26
 """The most multiply-adds (or elements held) a simulation takes on: about a second of NumPy."""
