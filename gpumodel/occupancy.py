@@ -50,6 +50,8 @@ def occupancy(gpu, threads, registers, smem=0) -> Occupancy:
     lim = limits(gpu)
     threads = _check.size("threads", threads)
     registers = _check.size("registers", registers)
+    if np.asarray(smem).dtype.kind not in "iuf":  # only numbers are sizes: not True, not "1024"
+        raise ValueError(f"smem must be a whole number of bytes >= 0, got {smem!r}")
     smem = np.asarray(smem, dtype=np.float64)
     if np.any(~np.isfinite(smem)) or np.any(smem < 0) or np.any(smem != np.round(smem)):
         raise ValueError(f"smem must be a whole number of bytes >= 0, got {smem!r}")

@@ -117,3 +117,63 @@ def test_a_workload_of_nothing_takes_no_time_without_a_warning():
 def test_bad_input_to_the_simulations_and_tools_is_refused_quickly(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gm.waves.block_coordinates(0, 4), "^rows must be positive"),
+    (lambda: gm.waves.block_coordinates(4, 0), "^cols must be positive"),
+    (lambda: gm.waves.block_coordinates(4, 4, "grouped", group=0), "^group must be positive"),
+    (lambda: gm.waves.gemm_hbm(0, 64, 64), "^m must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 0, 64), "^n must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 0), "^k must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(0, 64)), r"^block\[0\] must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(64, 0)), r"^block\[1\] must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(64, 128)), r"^block\[1\] must not exceed n: got block\[1\]=128, n=64$"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(32, 32), l2_bytes=0), "^l2_bytes must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(32, 32), blocks_per_sm=0), "^blocks_per_sm must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(32, 32), drift_k=0), "^drift_k must be positive"),
+    (lambda: gm.waves.warm_read_time("A100-40GB", 0), "^nbytes must be positive"),
+    (lambda: gm.tiles.is_legal("A100-40GB", 128, 0, 8, 8), "^b_n must be positive"),
+    (lambda: gm.tiles.is_legal("A100-40GB", 128, 128, 0, 8), "^t_m must be positive"),
+    (lambda: gm.tiles.is_legal("A100-40GB", 128, 128, 8, 0), "^t_n must be positive"),
+    (lambda: gm.occupancy.occupancy("A100-40GB", 256, 0), "^registers must be positive"),
+    (lambda: gm.kernel_info.info("gemm_fast"), r"^kernel must be one of \['vector_add', "),
+    (lambda: gm.kernel_info.threads_per_block("gemm_fast"), "^function must be a CUDA function of kernels"),
+    (lambda: gm.predict("gemm", A100), r"^workload must be a Workload .*, got str$"),
+    (lambda: gm.gpu(40), "^gpu must be a GPU record or a preset name, got int$"),
+    (lambda: A100.capacity("l1"), r"^level must be one of \('registers', 'smem', 'l2', 'hbm'\), got 'l1'$"),
+])
+def test_bad_input_names_the_parameter_first(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()
+
+
+@pytest.mark.parametrize("bad, message", [
+    ([4, [4, 4]], "must be a positive integer"),   # ragged: NumPy cannot make it an array
+    (2**54, r"must be at most 2\*\*53, got 18014398509481984"),
+    (2**53 + 2, r"must be at most 2\*\*53"),
+])
+def test_sizes_numpy_cannot_hold_exactly_are_refused(bad, message):
+    with pytest.raises(ValueError, match="^n " + message):
+        gm.vector_add(bad)
+
+
+def test_the_largest_exact_size_is_accepted():
+    assert gm.vector_add(2**53).flops == 2**53
+
+
+def test_a_tile_names_which_of_its_sides_is_bad():
+    with pytest.raises(ValueError, match=r"^thread\[1\] must be positive"):
+        gm.gemm(64, 64, 64, block=(16, 16), thread=(8, 0))
+
+
+@pytest.mark.parametrize("smem, message", [
+    ("1024", "smem must be a whole number of bytes"),   # a string is not a size, even one that parses
+    (True, "smem must be a whole number of bytes"),
+    (float("inf"), "smem must be a whole number of bytes"),
+    (1.5, "smem must be a whole number of bytes"),
+    (-128, "smem must be a whole number of bytes"),
+])
+def test_shared_memory_must_be_a_whole_number_of_bytes(smem, message):
+    with pytest.raises(ValueError, match=message):
+        gm.occupancy.occupancy("A100-40GB", 256, 32, smem)
