@@ -251,3 +251,27 @@ def test_ties_go_to_the_part_listed_first():
     assert gm.predict(w, A100).bound == "compute"
     w = gm.Workload("no tie", flops=1e12, bytes={"registers": 6e12 * (1 + 1e-6), "smem": 0.0, "l2": 0.0, "hbm": 0.0})
     assert gm.predict(w, A100).bound == "registers"
+
+
+def test_intensity_below_one_byte_and_at_none():
+    """F / B for any bytes moved, however few; inf only where none move."""
+    w = gm.Workload("tiny", flops=8.0, bytes={"registers": 0.5, "smem": 1.0, "l2": 0.0, "hbm": 16.0})
+    p = gm.predict(w, A100)
+    assert (p.intensity["registers"], p.intensity["smem"], p.intensity["l2"], p.intensity["hbm"]) == (16.0, 8.0, np.inf, 0.5)
+
+
+def test_parts_of_a_sweep_that_do_nothing_are_not_busy():
+    w = gm.Workload("some nothing", flops=np.array([0.0, 1e12, 0.0, 0.0]),
+                    bytes={"registers": 0.0, "smem": 0.0, "l2": 0.0, "hbm": np.array([0.0, 0.0, 1e9, 0.0])})
+    p = gm.predict(w, A100)
+    assert p.busy["compute"].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert p.busy["hbm"].tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert p.time[0] == p.time[3] == 0.0
+
+
+@pytest.mark.parametrize("function, threads", [
+    ("vector_add", 256), ("gemm_naive", 16 * 16), ("gemm_spill", 8 * 8), ("transpose_padded", 32 * 8),
+    ("attn_softmax", 256), ("flash_attn_d64", 64),
+])
+def test_threads_per_block_of_each_cuda_function(function, threads):
+    assert gm.kernel_info.threads_per_block(function) == threads
