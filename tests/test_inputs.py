@@ -1,5 +1,7 @@
 """Bad input is a ValueError naming the parameter; valid odd sizes are accepted."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -177,3 +179,41 @@ def test_a_tile_names_which_of_its_sides_is_bad():
 def test_shared_memory_must_be_a_whole_number_of_bytes(smem, message):
     with pytest.raises(ValueError, match=message):
         gm.occupancy.occupancy("A100-40GB", 256, 32, smem)
+
+
+BUILDERS = [  # each builder with valid arguments
+    (gm.vector_add, {"n": 64}),
+    (gm.elementwise_chain, {"n": 64, "ops": 3, "fused": False}),
+    (gm.gemm, {"m": 64, "n": 64, "k": 64, "l2_reuse": True}),
+    (gm.gemm_requests, {"m": 64, "n": 64, "k": 64}),
+    (gm.gemm_ideal, {"m": 64, "n": 64, "k": 64}),
+    (gm.attention, {"batch": 1, "heads": 2, "seq": 64, "head_dim": 32, "l2_reuse": False}),
+    (gm.workloads.attention_backward, {"batch": 1, "heads": 2, "seq": 64, "head_dim": 32, "l2_reuse": False}),
+    (gm.workloads.attention_memory, {"batch": 1, "heads": 2, "seq": 64, "head_dim": 32}),
+    (gm.workloads.score_matrix_bytes, {"batch": 1, "heads": 2, "seq": 64}),
+    (gm.transpose, {"n": 64, "padded": False}),
+    (gm.workloads.warp_sectors, {"stride": 2, "elem_bytes": 4}),
+    (gm.workloads.strided_read, {"n": 64, "stride": 2}),
+    (gm.workloads.flash_block, {"sram_bytes": 2**16, "head_dim": 64}),
+]
+BAD_ARGUMENTS = [(fn, kwargs, name) for fn, kwargs in BUILDERS for name in kwargs]
+
+
+@pytest.mark.parametrize("builder, kwargs, name", BAD_ARGUMENTS,
+                         ids=[f"{fn.__name__}-{name}" for fn, _, name in BAD_ARGUMENTS])
+def test_every_builder_names_each_bad_argument(builder, kwargs, name):
+    builder(**kwargs)  # valid as given
+    bad, message = (2, "must be True or False") if isinstance(kwargs[name], bool) else (0, "must be positive")
+    with pytest.raises(ValueError, match=f"^{re.escape(name)} {message}"):
+        builder(**{**kwargs, name: bad})
+
+
+@pytest.mark.parametrize("builder", [gm.attention, gm.workloads.attention_backward, gm.workloads.attention_memory])
+def test_attention_builders_name_a_bad_kind_and_block(builder):
+    with pytest.raises(ValueError, match="^kind must be one of"):
+        builder(1, 1, 64, 32, kind="sparse")
+    if builder is not gm.workloads.attention_memory:
+        with pytest.raises(ValueError, match=r"^block\[1\] must not exceed seq: got block\[1\]=128, seq=64$"):
+            builder(1, 1, 64, 32, kind="flash", block=(64, 128))
+        with pytest.raises(ValueError, match=r"^block must be a pair"):
+            builder(1, 1, 64, 32, kind="flash", block=64)
