@@ -275,3 +275,39 @@ def test_parts_of_a_sweep_that_do_nothing_are_not_busy():
 ])
 def test_threads_per_block_of_each_cuda_function(function, threads):
     assert gm.kernel_info.threads_per_block(function) == threads
+
+
+def test_workloads_say_what_they_are():
+    """The name and note a reader sees in the tables: the variant, the dtype, what is counted."""
+    unfused, fused = gm.elementwise_chain(64), gm.elementwise_chain(64, fused=True)
+    assert (unfused.name, unfused.note) == ("elementwise chain of 3 (unfused, fp32)", "2 x ops trips through HBM per element")
+    assert (fused.name, fused.note) == ("elementwise chain of 3 (fused, fp32)", "2 trips through HBM per element")
+    naive = gm.gemm_requests(64, 64, 64, "fp16")
+    assert naive.name == "naive GEMM, every request (fp16)" and "an estimate, not a bound" in naive.note
+    ideal = gm.gemm_ideal(64, 64, 64)
+    assert (ideal.name, ideal.math) == ("ideal GEMM (fp32)", "fp32") and ideal.note
+    std = gm.workloads.attention_backward(1, 1, 64, 32)
+    flash = gm.workloads.attention_backward(1, 1, 256, 32, kind="flash")
+    assert (std.name, std.note) == ("standard attention backward (fp16)", "reads the stored probabilities")
+    assert (flash.name, flash.note) == ("flash attention backward (fp16)", "recomputes the scores on chip")
+
+
+def test_what_no_kernel_moves_is_zero():
+    """Elementwise chains and the naive GEMM stage nothing in shared memory; the ideal GEMM
+    charges neither shared memory nor registers."""
+    assert gm.elementwise_chain(64).bytes["smem"] == 0 and gm.gemm_requests(64, 64, 64).bytes["smem"] == 0
+    ideal = gm.gemm_ideal(64, 64, 64)
+    assert ideal.bytes["registers"] == ideal.bytes["smem"] == 0
+
+
+def test_a_fused_chain_makes_two_trips_whatever_the_ops():
+    """Read once, write once: 2 x 4 B x n, for one op or five; a sweep over ops keeps its shape."""
+    w = gm.elementwise_chain(1000, ops=np.array([1, 5]), fused=True)
+    assert w.bytes["hbm"].tolist() == [8000.0, 8000.0]
+    assert gm.elementwise_chain(1000, ops=np.array([1, 5])).bytes["hbm"].tolist() == [8000.0, 40000.0]
+
+
+def test_flash_backward_with_l2_reuse_reads_and_writes_each_matrix_once():
+    """Q, K, V, O, dO in, dQ, dK, dV out: 8 matrices of N x d, 2 B each, per head."""
+    w = gm.workloads.attention_backward(2, 4, 4096, 64, kind="flash", l2_reuse=True)
+    assert w.bytes["hbm"] == 2 * 8 * 8 * 4096 * 64
