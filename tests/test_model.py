@@ -311,3 +311,74 @@ def test_flash_backward_with_l2_reuse_reads_and_writes_each_matrix_once():
     """Q, K, V, O, dO in, dQ, dK, dV out: 8 matrices of N x d, 2 B each, per head."""
     w = gm.workloads.attention_backward(2, 4, 4096, 64, kind="flash", l2_reuse=True)
     assert w.bytes["hbm"] == 2 * 8 * 8 * 4096 * 64
+
+
+def test_vector_add_moves_twelve_bytes_per_element():
+    """Two 4-byte loads and a 4-byte store per element, and one add reading three 4-byte operands."""
+    w = gm.vector_add(1000)
+    assert {lv: float(b) for lv, b in w.bytes.items()} == {"registers": 12000, "smem": 0, "l2": 12000, "hbm": 12000}
+
+
+def test_the_naive_gemm_without_tiles():
+    """block=None: one result per thread, 6 register bytes per flop; without L2 reuse HBM
+    carries what L2 does. Its threads hold one result each, so only a (1, 1) thread tile."""
+    w = gm.gemm(64, 64, 64)
+    assert w.bytes["registers"] == 6 * 2 * 64**3
+    no_reuse = gm.gemm(64, 64, 64, l2_reuse=False)
+    assert no_reuse.bytes["hbm"] == no_reuse.bytes["l2"] > w.bytes["hbm"] == 4 * 3 * 64**2
+    for thread in ((1, 2), (2, 1)):
+        with pytest.raises(ValueError, match=r"^thread must be \(1, 1\) for the naive kernel"):
+            gm.gemm(64, 64, 64, thread=thread)
+
+
+def test_attention_bytes_scale_with_batch_and_heads():
+    """Per head as in test_attention_shared_memory_bytes, times batch x heads = 8."""
+    n, d, s, bh = 1024, 64, 2, 2 * 4
+    std = gm.attention(2, 4, n, d, "fp16", "standard")
+    assert std.bytes["smem"] == bh * 2 * s * (3 * n * d + n * n)
+    flash = gm.attention(2, 4, n, d, "fp16", "flash", block=(128, 64))
+    assert flash.bytes["smem"] == bh * 2 * s * (n * d + 2 * n * d * (n // 128))
+    # Peak memory: Q, K, V, O, plus S and P for the standard kernel.
+    assert gm.workloads.attention_memory(2, 4, n, d) == s * bh * (4 * n * d + 2 * n * n)
+    assert gm.workloads.attention_memory(2, 4, n, d, kind="flash") == s * bh * 4 * n * d
+
+
+def test_fp32_attention_runs_on_the_fp32_lanes_with_register_traffic():
+    w = gm.attention(1, 1, 256, 64, "fp32")
+    assert w.math == "fp32" and w.bytes["registers"] == 6 * w.flops
+    assert gm.attention(1, 1, 256, 64, "fp16").bytes["registers"] == 0
+
+
+def test_a_workload_checks_its_levels_and_math():
+    with pytest.raises(ValueError, match=r"^bytes must have exactly the levels \('registers', 'smem', 'l2', 'hbm'\)$"):
+        gm.Workload("x", flops=1.0, bytes={"hbm": 1.0})
+    with pytest.raises(ValueError, match="^math must be one of"):
+        gm.Workload("x", flops=1.0, bytes={lv: 1.0 for lv in gm.LEVELS}, math="fp8")
+
+
+def test_the_catalogue_at_the_chapters_sizes():
+    k = gm.catalogue()
+    assert k["chain_fused"].bytes["hbm"] == 2 * 4 * 2**26 and "(fused" in k["chain_fused"].name
+    assert "(unfused" in k["chain_unfused"].name
+    assert k["gemm_naive"].flops == 2 * 4096**3 and k["gemm_naive"].bytes["registers"] == 12 * 4096**3
+    # 2^24 reads at stride 8 floats: every thread a sector of its own, 2^19 warps x 32 sectors x 32 B, + 4 B written each.
+    assert k["strided_read"].bytes["hbm"] == 2**19 * 32 * 32 + 4 * 2**24 and k["strided_read"].name == "strided read (stride 8)"
+    # 8192^2 floats through 32 x 32 tiles: written once, read back in 32 wavefronts (plain) or 1 (padded).
+    assert k["transpose_smem"].bytes["smem"] == 4 * 8192**2 * 33 and k["transpose_padded"].bytes["smem"] == 4 * 8192**2 * 2
+    assert k["transpose_smem"].name == "plain shared-memory transpose" == gm.transpose(64).name
+
+
+def test_a_sweep_of_strides_is_named_as_several():
+    w = gm.workloads.strided_read(1024, np.array([1, 2, 4]))
+    assert w.name == "strided read (stride several)" and w.flops.tolist() == [0, 0, 0]
+    assert gm.transpose(64).flops == 0
+
+
+@pytest.mark.parametrize("sram, block", [(385, None), (386, 1), (775, 1), (776, 2)])
+def test_the_flash_block_at_the_edge_of_fitting(sram, block):
+    """fp16, d = 64: Br = 1 needs 2 x (3 x 64 + 1) = 386 bytes; Br = 2 needs 2 x (3 x 128 + 4) = 776."""
+    if block is None:
+        with pytest.raises(ValueError, match="^sram_bytes must hold at least a 1-row block"):
+            gm.workloads.flash_block(sram, 64)
+    else:
+        assert gm.workloads.flash_block(sram, 64) == block
