@@ -50,7 +50,7 @@ MODULES ?= _check units kernel_info hardware presets workloads model simulate oc
 mutation: $(STAMP)
 	$(PY) -m pip install --quiet mutmut==3.8.1
 	rm -rf mutants
-	set -o pipefail; $(VENV)/bin/mutmut run $(foreach m,$(MODULES),"gpumodel.$(m).*") | grep -v '^🎉'
+	set -o pipefail; $(VENV)/bin/mutmut run $(foreach m,$(MODULES),"gpumodel.$(m).*") | grep --line-buffered -v '^🎉'
 	$(PY) tests/mutation_report.py $(MODULES)
 
 ## Refresh the vendored browser assets in _vendor/ from the npm registry (needs npm).
