@@ -217,3 +217,20 @@ def test_attention_builders_name_a_bad_kind_and_block(builder):
             builder(1, 1, 64, 32, kind="flash", block=(64, 128))
         with pytest.raises(ValueError, match=r"^block must be a pair"):
             builder(1, 1, 64, 32, kind="flash", block=64)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gm.gemm(64, 64, 64, thread=(2, 2)), r"^thread must be \(1, 1\) for the naive kernel \(block=None\)$"),
+    (lambda: gm.gemm(64, 64, 64, block=(0, 16)), r"^block\[0\] must be positive"),
+    (lambda: gm.gemm(64, 64, 64, block=(16, 16, 0)), r"^block\[2\] must be positive"),
+    (lambda: gm.gemm(64, 64, 64, block=(16,)), r"^block must be None, \(bM, bN\) or \(bM, bN, bK\), got \(16,\)$"),
+    (lambda: gm.gemm(64, 64, 64, block=(16, 16), thread=(1, 3)),
+     r"^thread\[1\] must divide block\[1\]: got thread\[1\]=3, block\[1\]=16$"),
+    (lambda: gm.Workload("x", flops=1.0, bytes={lv: 0.0 for lv in gm.LEVELS}, special=-1.0),
+     "^special must be finite and not negative, got .*-1.0"),
+    (lambda: gm.Workload("x", flops=np.array([1.0, np.nan]), bytes={lv: 0.0 for lv in gm.LEVELS}),
+     "^flops must be finite and not negative, got .*nan"),
+])
+def test_tiles_and_workloads_name_what_is_wrong(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

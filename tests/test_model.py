@@ -383,3 +383,23 @@ def test_the_flash_block_at_the_edge_of_fitting(sram, block):
             gm.workloads.flash_block(sram, 64)
     else:
         assert gm.workloads.flash_block(sram, 64) == block
+
+
+def test_the_notes_say_what_each_variant_counts():
+    """The note beside each workload in the tables: what is counted, and how variants differ."""
+    assert gm.vector_add(64).note == "each element read twice and written once, nothing reused"
+    assert gm.transpose(64).note == "column reads are 32-way bank conflicts"
+    assert gm.transpose(64, padded=True).note == "column reads are conflict-free"
+    assert gm.attention(1, 1, 256, 64).note == "the N x N scores go through HBM"
+    assert gm.attention(1, 1, 256, 64, kind="flash").note == "the N x N scores never reach HBM"
+    assert gm.workloads.strided_read(64, 2).note == "each warp's read costs every 32-byte sector it touches"
+    assert gm.gemm(64, 64, 64).note.startswith("at best: L1 keeps what a block's threads share")
+    assert gm.gemm(64, 64, 64, block=(16, 16)).note == ""
+    assert gm.gemm(64, 64, 64, block=(16, 16), dtype="fp16").note == "tensor-core register traffic is not modelled"
+    assert gm.gemm_requests(64, 64, 64).note == "every operand a thread requests, through L2: an estimate, not a bound"
+    assert gm.gemm_ideal(64, 64, 64).note == "the compulsory bytes and the flops; nothing else"
+
+
+def test_flash_backward_stages_every_global_byte_through_shared_memory_twice():
+    w = gm.workloads.attention_backward(1, 2, 1024, 64, kind="flash")
+    assert w.bytes["smem"] == 2 * w.bytes["l2"] == 2 * 2 * 2 * (6 * 1024 * 64 + 4 * 1024 * 64 * (1024 // 128))

@@ -165,6 +165,10 @@ def test_the_search_reports_every_column_and_the_warps_of_each_tile():
                        "bound", "warps"]
     assert set(r["bound"]) <= set(gm.model.BOUNDS)
     assert np.array_equal(r["warps"], occupancy(g, r["threads"], r["registers"], r["smem"]).warps)
+    # On the T4 (64 KiB per SM) a tile's shared memory is what limits some of them.
+    t4 = gm.tiles.search("T4", 4096, 4096, 4096)
+    assert np.array_equal(t4["warps"], occupancy("T4", t4["threads"], t4["registers"], t4["smem"]).warps)
+    assert np.any(occupancy("T4", t4["threads"], t4["registers"], t4["smem"]).limiter == "smem")
     # Equal times: the tile that keeps more warps resident comes first.
     ties = np.flatnonzero(np.diff(r["time"]) == 0)
     assert ties.size and np.all(r["warps"][ties] >= r["warps"][ties + 1])

@@ -147,3 +147,31 @@ def test_an_attention_record_runs_the_flash_kernels_with_l2_reuse(passes, factor
 def test_the_records_reload_the_same():
     """`records()` is cached; reading the files again gives the same records."""
     assert published.records.__wrapped__() == published.records()
+
+
+def test_a_run_bound_differently_forward_and_backward_names_both():
+    run = {"kind": "attention", "batch": 1, "heads": 8, "seq": 512, "head_dim": 64, "dtype": "fp16",
+           "attention": "flash", "passes": "forward+backward"}
+    args = (1, 8, 512, 64, "fp16", "flash")
+    forward = gm.predict(gm.attention(*args, l2_reuse=True), "H100-SXM").bound
+    backward = gm.predict(gm.workloads.attention_backward(*args, l2_reuse=True), "H100-SXM").bound
+    assert forward != backward
+    assert published.compare(_record("H100-SXM", run, 100, "TFLOP/s")).bound == f"{forward}+{backward}"
+
+
+def test_a_records_dtype_reaches_its_workload():
+    """An fp32 attention run uses the FP32 lanes (19.5 TFLOP/s on the A100, not 312); a tiled
+    fp16 GEMM the tensor cores."""
+    run = {"kind": "attention", "batch": 1, "heads": 8, "seq": 4096, "head_dim": 64, "dtype": "fp32",
+           "attention": "flash", "passes": "forward"}
+    fp32 = published.compare(_record("A100-40GB", run, 10, "TFLOP/s"))
+    assert fp32.model == gm.predict(gm.attention(1, 8, 4096, 64, "fp32", "flash", l2_reuse=True), "A100-40GB").time
+    assert fp32.model > published.compare(_record("A100-40GB", {**run, "dtype": "fp16"}, 10, "TFLOP/s")).model
+    tiled = {"kind": "gemm", "size": 4096, "dtype": "fp16", "block": [128, 128, 32], "thread": [8, 8]}
+    assert published.compare(_record("A100-40GB", tiled, 20, "ms")).model == gm.predict(
+        gm.gemm(4096, 4096, 4096, block=(128, 128, 32), thread=(8, 8), dtype="fp16"), "A100-40GB").time
+
+
+def test_a_read_of_exactly_the_l2_capacity_is_an_l2_read():
+    l2 = gm.gpu("A100-40GB").capacity("l2")  # 40 MiB
+    assert published.compare(_record("A100-40GB", {"kind": "read", "bytes": l2}, 5, "TB/s")).bound == "l2"

@@ -258,3 +258,39 @@ def test_attention_counts_its_parts_by_name():
     assert set(std.bytes) == {"l2", "hbm"}
     flash = sim.flash_attention(q, q, q, block=(32, 16))
     assert set(flash.parts) >= {"Q read", "K, V read", "O written"} and set(flash.bytes) == {"l2", "hbm"}
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: sim.naive_gemm(np.ones((2, 2)), np.full((2, 2), np.nan)), "^a and b must hold finite numbers"),
+    (lambda: sim.standard_attention(*_one_bad(0)), "^q, k and v must hold finite numbers"),
+    (lambda: sim.standard_attention(*_one_bad(1)), "^q, k and v must hold finite numbers"),
+    (lambda: sim.standard_attention(*_one_bad(2)), "^q, k and v must hold finite numbers"),
+    (lambda: sim.tiled_gemm(np.ones((32, 32)), np.ones((32, 32)), (0, 16, 8), (1, 1)), r"^block\[0\] must be positive"),
+    (lambda: sim.tiled_gemm(np.ones((32, 32)), np.ones((32, 32)), (16, 16, 8), (8,)), "^thread must be a pair"),
+    (lambda: sim.warp_addresses(shape=(32,)), "^shape must be a pair"),
+    (lambda: sim.warp_addresses((64, 32), direction="column", index=40), r"^index must be in \[0, 32\), got 40$"),
+    (lambda: sim.transpose(np.ones((4, 4)), padded=1), "^padded must be True or False"),
+    (lambda: sim.online_softmax(np.ones((2, 2)), 0), "^block must be positive"),
+    (lambda: sim.flash_attention(*_one_bad(None), block=5), "^block must be a pair"),
+    (lambda: sim.strided_read(np.ones(64), 0), "^stride must be positive"),
+])
+def test_the_simulations_name_what_is_wrong(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def _one_bad(which):
+    """q, k, v of one shape, the one at `which` holding an infinity."""
+    qkv = [np.ones((1, 1, 4, 4)) for _ in range(3)]
+    if which is not None:
+        qkv[which][0, 0, 1, 2] = np.inf
+    return qkv
+
+
+def test_a_column_access_walks_down_the_rows():
+    """In a 32 x 64 array, column 40: thread t reads word t x 64 + 40."""
+    assert sim.warp_addresses((32, 64), index=40).tolist() == (64 * np.arange(32) + 40).tolist()
+
+
+def test_the_softmax_of_one_score_is_one():
+    assert sim.online_softmax(np.array([[3.0]]), 1).tolist() == [[1.0]]
