@@ -280,6 +280,9 @@ def test_threads_per_block_of_each_cuda_function(function, threads):
 def test_workloads_say_what_they_are():
     """The name and note a reader sees in the tables: the variant, the dtype, what is counted."""
     assert (gm.vector_add(64).name, gm.transpose(64, padded=True).name) == ("vector add", "padded shared-memory transpose")
+    assert (gm.gemm(64, 64, 64).name, gm.gemm(64, 64, 64, block=(16, 16), dtype="bf16").name) == \
+        ("naive GEMM (fp32)", "tiled GEMM (bf16)")
+    assert gm.attention(1, 1, 256, 64, kind="flash").name == "flash attention (fp16)"
     unfused, fused = gm.elementwise_chain(64), gm.elementwise_chain(64, fused=True)
     assert (unfused.name, unfused.note) == ("elementwise chain of 3 (unfused, fp32)", "2 x ops trips through HBM per element")
     assert (fused.name, fused.note) == ("elementwise chain of 3 (fused, fp32)", "2 trips through HBM per element")
