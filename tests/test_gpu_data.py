@@ -72,6 +72,11 @@ def good(tmp_path):
         (lambda t: t + "\n[tensor.fp6]\nvalue = 1\nunit = \"TFLOP/s\"\n", "test-gpu.toml.tensor may hold only"),
         (lambda t: t.replace("value = 2048", "value = [2048]"), "test-gpu.toml.l2_bandwidth.value must be a positive number"),
         (lambda t: t.replace("[clock]", "clock ="), "not valid TOML"),
+        (lambda t: t.replace("[sms]\nvalue = 80\n", "[sms]\nvalue = 0\n"), "test-gpu.toml.sms.value must be a positive number, got 0"),
+        (lambda t: "sms = 80\n" + t[:t.index("[sms]")] + t[t.index("[clock]"):],
+         "test-gpu.toml.sms must be a table with value, unit, kind and source"),
+        (lambda t: t.replace('[tensor.fp16]\nvalue = 125\nunit = "TFLOP/s"\nkind = "spec"', '[tensor.fp16]\nvalue = 125\nunit = "TFLOP/s"\nkind = "guess"'),
+         "test-gpu.toml.tensor.fp16.kind must be one of"),
     ],
 )
 def test_loader_refuses_a_bad_file_naming_file_and_key(tmp_path, good, change, message):
@@ -155,3 +160,18 @@ def test_the_data_ships_with_the_package():
     pyproject = (root / "pyproject.toml").read_text()
     for pattern in ("data/gpus/*.toml", "data/capabilities.toml", "data/references.bib"):
         assert pattern in pyproject, pattern
+
+
+def test_a_value_below_one_in_a_larger_unit_loads(tmp_path, good):
+    text = good.replace('[hbm_bandwidth]\nvalue = 900\nunit = "GB/s"', '[hbm_bandwidth]\nvalue = 0.9\nunit = "TB/s"')
+    assert presets.load_gpu(_write(tmp_path, text)).bandwidth("hbm") == pytest.approx(900e9)
+
+
+def test_an_unknown_capability_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"^capability version must be one of \['7.0', '7.5', '8.0', .*'9.0'.*\] .*, got '6.1'$"):
+        presets.capability("6.1")
+
+
+def test_an_unknown_name_far_from_every_preset_still_gets_a_suggestion():
+    with pytest.raises(ValueError, match=r"\(closest: '[^']+'\)$"):
+        gm.gpu("zzzz")

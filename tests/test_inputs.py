@@ -1,5 +1,7 @@
 """Bad input is a ValueError naming the parameter; valid odd sizes are accepted."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -180,3 +182,118 @@ def test_a_preset_name_that_is_not_a_string_names_gpu():
 def test_check_number_refuses_a_nan_expected_value_naming_it():
     with pytest.raises(ValueError, match="^expected must be a finite number"):
         gm.exercises.check_number(1.0, float("nan"), "ms")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gm.waves.block_coordinates(0, 4), "^rows must be positive"),
+    (lambda: gm.waves.block_coordinates(4, 0), "^cols must be positive"),
+    (lambda: gm.waves.block_coordinates(4, 4, "grouped", group=0), "^group must be positive"),
+    (lambda: gm.waves.gemm_hbm(0, 64, 64), "^m must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 0, 64), "^n must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 0), "^k must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(0, 64)), r"^block\[0\] must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(64, 0)), r"^block\[1\] must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(64, 128)), r"^block\[1\] must not exceed n: got block\[1\]=128, n=64$"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(32, 32), l2_bytes=0), "^l2_bytes must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(32, 32), blocks_per_sm=0), "^blocks_per_sm must be positive"),
+    (lambda: gm.waves.gemm_hbm(64, 64, 64, block=(32, 32), drift_k=0), "^drift_k must be positive"),
+    (lambda: gm.waves.warm_read_time("A100-40GB", 0), "^nbytes must be positive"),
+    (lambda: gm.tiles.is_legal("A100-40GB", 128, 0, 8, 8), "^b_n must be positive"),
+    (lambda: gm.tiles.is_legal("A100-40GB", 128, 128, 0, 8), "^t_m must be positive"),
+    (lambda: gm.tiles.is_legal("A100-40GB", 128, 128, 8, 0), "^t_n must be positive"),
+    (lambda: gm.occupancy.occupancy("A100-40GB", 256, 0), "^registers must be positive"),
+    (lambda: gm.kernel_info.info("gemm_fast"), r"^kernel must be one of \['vector_add', "),
+    (lambda: gm.kernel_info.threads_per_block("gemm_fast"), "^function must be a CUDA function of kernels"),
+    (lambda: gm.predict("gemm", A100), r"^workload must be a Workload .*, got str$"),
+    (lambda: gm.gpu(40), "^gpu must be a GPU record or a preset name, got int$"),
+    (lambda: A100.capacity("l1"), r"^level must be one of \('registers', 'smem', 'l2', 'hbm'\), got 'l1'$"),
+])
+def test_bad_input_names_the_parameter_first(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()
+
+
+@pytest.mark.parametrize("bad, message", [
+    ([4, [4, 4]], "must be a positive integer"),   # ragged: NumPy cannot make it an array
+    (2**54, r"must be at most 2\*\*53, got 18014398509481984"),
+    (2**53 + 2, r"must be at most 2\*\*53"),
+])
+def test_sizes_numpy_cannot_hold_exactly_are_refused(bad, message):
+    with pytest.raises(ValueError, match="^n " + message):
+        gm.vector_add(bad)
+
+
+def test_the_largest_exact_size_is_accepted():
+    assert gm.vector_add(2**53).flops == 2**53
+
+
+def test_a_tile_names_which_of_its_sides_is_bad():
+    with pytest.raises(ValueError, match=r"^thread\[1\] must be positive"):
+        gm.gemm(64, 64, 64, block=(16, 16), thread=(8, 0))
+
+
+@pytest.mark.parametrize("smem, message", [
+    ("1024", "^smem must be a whole number >= 0"),   # a string is not a size, even one that parses
+    (True, "^smem must be a whole number >= 0"),
+    (float("inf"), "^smem must be finite"),
+    (1.5, "^smem must be a whole number >= 0"),
+    (-128, "^smem must be a whole number >= 0"),
+])
+def test_shared_memory_must_be_a_whole_number_of_bytes(smem, message):
+    with pytest.raises(ValueError, match=message):
+        gm.occupancy.occupancy("A100-40GB", 256, 32, smem)
+
+
+BUILDERS = [  # each builder with valid arguments
+    (gm.vector_add, {"n": 64}),
+    (gm.elementwise_chain, {"n": 64, "ops": 3, "fused": False}),
+    (gm.gemm, {"m": 64, "n": 64, "k": 64, "l2_reuse": True}),
+    (gm.gemm_requests, {"m": 64, "n": 64, "k": 64}),
+    (gm.gemm_ideal, {"m": 64, "n": 64, "k": 64}),
+    (gm.attention, {"batch": 1, "heads": 2, "seq": 64, "head_dim": 32, "l2_reuse": False}),
+    (gm.workloads.attention_backward, {"batch": 1, "heads": 2, "seq": 64, "head_dim": 32, "l2_reuse": False}),
+    (gm.workloads.attention_memory, {"batch": 1, "heads": 2, "seq": 64, "head_dim": 32}),
+    (gm.workloads.score_matrix_bytes, {"batch": 1, "heads": 2, "seq": 64}),
+    (gm.transpose, {"n": 64, "padded": False}),
+    (gm.workloads.warp_sectors, {"stride": 2, "elem_bytes": 4}),
+    (gm.workloads.strided_read, {"n": 64, "stride": 2}),
+    (gm.workloads.flash_block, {"sram_bytes": 2**16, "head_dim": 64}),
+]
+BAD_ARGUMENTS = [(fn, kwargs, name) for fn, kwargs in BUILDERS for name in kwargs]
+
+
+@pytest.mark.parametrize("builder, kwargs, name", BAD_ARGUMENTS,
+                         ids=[f"{fn.__name__}-{name}" for fn, _, name in BAD_ARGUMENTS])
+def test_every_builder_names_each_bad_argument(builder, kwargs, name):
+    builder(**kwargs)  # valid as given
+    bad, message = (2, "must be True or False") if isinstance(kwargs[name], bool) else (0, "must be positive")
+    with pytest.raises(ValueError, match=f"^{re.escape(name)} {message}"):
+        builder(**{**kwargs, name: bad})
+
+
+@pytest.mark.parametrize("builder", [gm.attention, gm.workloads.attention_backward, gm.workloads.attention_memory])
+def test_attention_builders_name_a_bad_kind_and_block(builder):
+    with pytest.raises(ValueError, match="^kind must be one of"):
+        builder(1, 1, 64, 32, kind="sparse")
+    if builder is not gm.workloads.attention_memory:
+        with pytest.raises(ValueError, match=r"^block\[1\] must not exceed seq: got block\[1\]=128, seq=64$"):
+            builder(1, 1, 64, 32, kind="flash", block=(64, 128))
+        with pytest.raises(ValueError, match=r"^block must be a pair"):
+            builder(1, 1, 64, 32, kind="flash", block=64)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gm.gemm(64, 64, 64, thread=(2, 2)), r"^thread must be \(1, 1\) for the naive kernel \(block=None\)$"),
+    (lambda: gm.gemm(64, 64, 64, block=(0, 16)), r"^block\[0\] must be positive"),
+    (lambda: gm.gemm(64, 64, 64, block=(16, 16, 0)), r"^block\[2\] must be positive"),
+    (lambda: gm.gemm(64, 64, 64, block=(16,)), r"^block must be None, \(bM, bN\) or \(bM, bN, bK\), got \(16,\)$"),
+    (lambda: gm.gemm(64, 64, 64, block=(16, 16), thread=(1, 3)),
+     r"^thread\[1\] must divide block\[1\]: got thread\[1\]=3, block\[1\]=16$"),
+    (lambda: gm.Workload("x", flops=1.0, bytes={lv: 0.0 for lv in gm.LEVELS}, special=-1.0),
+     "^special must be finite and not negative, got .*-1.0"),
+    (lambda: gm.Workload("x", flops=np.array([1.0, np.nan]), bytes={lv: 0.0 for lv in gm.LEVELS}),
+     "^flops must be finite, got .*nan"),
+])
+def test_tiles_and_workloads_name_what_is_wrong(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

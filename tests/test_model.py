@@ -265,3 +265,158 @@ def test_ties_go_to_the_part_listed_first():
     assert gm.predict(w, A100).bound == "compute"
     w = gm.Workload("no tie", flops=1e12, bytes={"registers": 6e12 * (1 + 1e-6), "smem": 0.0, "l2": 0.0, "hbm": 0.0})
     assert gm.predict(w, A100).bound == "registers"
+
+
+def test_intensity_below_one_byte_and_at_none():
+    """F / B for any bytes moved, however few; inf only where none move."""
+    w = gm.Workload("tiny", flops=8.0, bytes={"registers": 0.5, "smem": 1.0, "l2": 0.0, "hbm": 16.0})
+    p = gm.predict(w, A100)
+    assert (p.intensity["registers"], p.intensity["smem"], p.intensity["l2"], p.intensity["hbm"]) == (16.0, 8.0, np.inf, 0.5)
+
+
+def test_parts_of_a_sweep_that_do_nothing_are_not_busy():
+    w = gm.Workload("some nothing", flops=np.array([0.0, 1e12, 0.0, 0.0]),
+                    bytes={"registers": 0.0, "smem": 0.0, "l2": 0.0, "hbm": np.array([0.0, 0.0, 1e9, 0.0])})
+    p = gm.predict(w, A100)
+    assert p.busy["compute"].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert p.busy["hbm"].tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert p.time[0] == p.time[3] == 0.0
+
+
+@pytest.mark.parametrize("function, threads", [
+    ("vector_add", 256), ("gemm_naive", 16 * 16), ("gemm_spill", 8 * 8), ("transpose_padded", 32 * 8),
+    ("attn_softmax", 256), ("flash_attn_d64", 64),
+])
+def test_threads_per_block_of_each_cuda_function(function, threads):
+    assert gm.kernel_info.threads_per_block(function) == threads
+
+
+def test_workloads_say_what_they_are():
+    """The name and note a reader sees in the tables: the variant, the dtype, what is counted."""
+    assert (gm.vector_add(64).name, gm.transpose(64, padded=True).name) == ("vector add", "padded shared-memory transpose")
+    assert (gm.gemm(64, 64, 64).name, gm.gemm(64, 64, 64, block=(16, 16), dtype="bf16").name) == \
+        ("naive GEMM (fp32)", "tiled GEMM (bf16)")
+    assert gm.attention(1, 1, 256, 64, kind="flash").name == "flash attention (fp16)"
+    unfused, fused = gm.elementwise_chain(64), gm.elementwise_chain(64, fused=True)
+    assert (unfused.name, unfused.note) == ("elementwise chain of 3 (unfused, fp32)", "2 x ops trips through HBM per element")
+    assert (fused.name, fused.note) == ("elementwise chain of 3 (fused, fp32)", "2 trips through HBM per element")
+    naive = gm.gemm_requests(64, 64, 64, "fp16")
+    assert naive.name == "naive GEMM, every request (fp16)" and "an estimate, not a bound" in naive.note
+    ideal = gm.gemm_ideal(64, 64, 64)
+    assert (ideal.name, ideal.math) == ("ideal GEMM (fp32)", "fp32") and ideal.note
+    std = gm.workloads.attention_backward(1, 1, 64, 32)
+    flash = gm.workloads.attention_backward(1, 1, 256, 32, kind="flash")
+    assert (std.name, std.note) == ("standard attention backward (fp16)", "reads the stored probabilities")
+    assert (flash.name, flash.note) == ("flash attention backward (fp16)", "recomputes the scores on chip")
+
+
+def test_what_no_kernel_moves_is_zero():
+    """Elementwise chains and the naive GEMM stage nothing in shared memory; the ideal GEMM
+    charges neither shared memory nor registers."""
+    assert gm.elementwise_chain(64).bytes["smem"] == 0 and gm.gemm_requests(64, 64, 64).bytes["smem"] == 0
+    ideal = gm.gemm_ideal(64, 64, 64)
+    assert ideal.bytes["registers"] == ideal.bytes["smem"] == 0
+
+
+def test_a_fused_chain_makes_two_trips_whatever_the_ops():
+    """Read once, write once: 2 x 4 B x n, for one op or five; a sweep over ops keeps its shape."""
+    w = gm.elementwise_chain(1000, ops=np.array([1, 5]), fused=True)
+    assert w.bytes["hbm"].tolist() == [8000.0, 8000.0]
+    assert gm.elementwise_chain(1000, ops=np.array([1, 5])).bytes["hbm"].tolist() == [8000.0, 40000.0]
+
+
+def test_flash_backward_with_l2_reuse_reads_and_writes_each_matrix_once():
+    """Q, K, V, O, dO in, dQ, dK, dV out: 8 matrices of N x d, 2 B each, per head."""
+    w = gm.workloads.attention_backward(2, 4, 4096, 64, kind="flash", l2_reuse=True)
+    assert w.bytes["hbm"] == 2 * 8 * 8 * 4096 * 64
+
+
+def test_vector_add_moves_twelve_bytes_per_element():
+    """Two 4-byte loads and a 4-byte store per element, and one add reading three 4-byte operands."""
+    w = gm.vector_add(1000)
+    assert {lv: float(b) for lv, b in w.bytes.items()} == {"registers": 12000, "smem": 0, "l2": 12000, "hbm": 12000}
+
+
+def test_the_naive_gemm_without_tiles():
+    """block=None: one result per thread, 6 register bytes per flop; without L2 reuse HBM
+    carries what L2 does. Its threads hold one result each, so only a (1, 1) thread tile."""
+    w = gm.gemm(64, 64, 64)
+    assert w.bytes["registers"] == 6 * 2 * 64**3
+    no_reuse = gm.gemm(64, 64, 64, l2_reuse=False)
+    assert no_reuse.bytes["hbm"] == no_reuse.bytes["l2"] > w.bytes["hbm"] == 4 * 3 * 64**2
+    for thread in ((1, 2), (2, 1)):
+        with pytest.raises(ValueError, match=r"^thread must be \(1, 1\) for the naive kernel"):
+            gm.gemm(64, 64, 64, thread=thread)
+
+
+def test_attention_bytes_scale_with_batch_and_heads():
+    """Per head as in test_attention_shared_memory_bytes, times batch x heads = 8."""
+    n, d, s, bh = 1024, 64, 2, 2 * 4
+    std = gm.attention(2, 4, n, d, "fp16", "standard")
+    assert std.bytes["smem"] == bh * 2 * s * (3 * n * d + n * n)
+    flash = gm.attention(2, 4, n, d, "fp16", "flash", block=(128, 64))
+    assert flash.bytes["smem"] == bh * 2 * s * (n * d + 2 * n * d * (n // 128))
+    # Peak memory: Q, K, V, O, plus S and P for the standard kernel.
+    assert gm.workloads.attention_memory(2, 4, n, d) == s * bh * (4 * n * d + 2 * n * n)
+    assert gm.workloads.attention_memory(2, 4, n, d, kind="flash") == s * bh * 4 * n * d
+
+
+def test_fp32_attention_runs_on_the_fp32_lanes_with_register_traffic():
+    w = gm.attention(1, 1, 256, 64, "fp32")
+    assert w.math == "fp32" and w.bytes["registers"] == 6 * w.flops
+    assert gm.attention(1, 1, 256, 64, "fp16").bytes["registers"] == 0
+
+
+def test_a_workload_checks_its_levels_and_math():
+    with pytest.raises(ValueError, match=r"^bytes must be a dict with exactly the levels \('registers', 'smem', 'l2', 'hbm'\), got"):
+        gm.Workload("x", flops=1.0, bytes={"hbm": 1.0})
+    with pytest.raises(ValueError, match="^math must be one of"):
+        gm.Workload("x", flops=1.0, bytes={lv: 1.0 for lv in gm.LEVELS}, math="fp6")
+
+
+def test_the_catalogue_at_the_chapters_sizes():
+    k = gm.catalogue()
+    assert k["chain_fused"].bytes["hbm"] == 2 * 4 * 2**26 and "(fused" in k["chain_fused"].name
+    assert "(unfused" in k["chain_unfused"].name
+    assert k["gemm_naive"].flops == 2 * 4096**3 and k["gemm_naive"].bytes["registers"] == 12 * 4096**3
+    # 2^24 reads at stride 8 floats: every thread a sector of its own, 2^19 warps x 32 sectors x 32 B, + 4 B written each.
+    assert k["strided_read"].bytes["hbm"] == 2**19 * 32 * 32 + 4 * 2**24 and k["strided_read"].name == "strided read (stride 8)"
+    # 8192^2 floats through 32 x 32 tiles: written once, read back in 32 wavefronts (plain) or 1 (padded).
+    assert k["transpose_smem"].bytes["smem"] == 4 * 8192**2 * 33 and k["transpose_padded"].bytes["smem"] == 4 * 8192**2 * 2
+    assert k["transpose_smem"].name == "plain shared-memory transpose" == gm.transpose(64).name
+
+
+def test_a_sweep_of_strides_is_named_as_several():
+    w = gm.workloads.strided_read(1024, np.array([1, 2, 4]))
+    assert w.name == "strided read (stride several)" and w.flops.tolist() == [0, 0, 0]
+    assert gm.transpose(64).flops == 0
+
+
+@pytest.mark.parametrize("sram, block", [(385, None), (386, 1), (775, 1), (776, 2)])
+def test_the_flash_block_at_the_edge_of_fitting(sram, block):
+    """fp16, d = 64: Br = 1 needs 2 x (3 x 64 + 1) = 386 bytes; Br = 2 needs 2 x (3 x 128 + 4) = 776."""
+    if block is None:
+        with pytest.raises(ValueError, match="^sram_bytes must hold at least a 1-row block"):
+            gm.workloads.flash_block(sram, 64)
+    else:
+        assert gm.workloads.flash_block(sram, 64) == block
+
+
+def test_the_notes_say_what_each_variant_counts():
+    """The note beside each workload in the tables: what is counted, and how variants differ."""
+    assert gm.vector_add(64).note == "each element read twice and written once, nothing reused"
+    assert gm.transpose(64).note == "column reads are 32-way bank conflicts"
+    assert gm.transpose(64, padded=True).note == "column reads are conflict-free"
+    assert gm.attention(1, 1, 256, 64).note == "the N x N scores go through HBM"
+    assert gm.attention(1, 1, 256, 64, kind="flash").note == "the N x N scores never reach HBM"
+    assert gm.workloads.strided_read(64, 2).note == "each warp's read costs every 32-byte sector it touches"
+    assert gm.gemm(64, 64, 64).note.startswith("at best: L1 keeps what a block's threads share")
+    assert gm.gemm(64, 64, 64, block=(16, 16)).note == ""
+    assert gm.gemm(64, 64, 64, block=(16, 16), dtype="fp16").note == "tensor-core register traffic is not modelled"
+    assert gm.gemm_requests(64, 64, 64).note == "every operand a thread requests, through L2: an estimate, not a bound"
+    assert gm.gemm_ideal(64, 64, 64).note == "the compulsory bytes and the flops; nothing else"
+
+
+def test_flash_backward_stages_every_global_byte_through_shared_memory_twice():
+    w = gm.workloads.attention_backward(1, 2, 1024, 64, kind="flash")
+    assert w.bytes["smem"] == 2 * w.bytes["l2"] == 2 * 2 * 2 * (6 * 1024 * 64 + 4 * 1024 * 64 * (1024 // 128))

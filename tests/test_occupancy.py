@@ -99,3 +99,76 @@ def test_the_capability_limits(version, limits):
     assert (c.max_threads_per_sm, c.max_warps_per_sm, c.max_blocks_per_sm, c.registers_per_sm,
             c.max_registers_per_thread, c.max_threads_per_block, c.smem_per_sm // 1024,
             c.max_smem_per_block // 1024, c.reserved_smem_per_block // 1024) == limits
+
+
+def test_each_resource_reports_the_blocks_it_allows():
+    """A100, 256 threads, 32 registers, 16 KiB of shared memory: 64 warps / 8 = 8 blocks by
+    threads; 32 by the block limit; 1024 registers per warp, 4 x (16384 // 1024) = 64 warps,
+    / 8 = 8 blocks by registers; 16 KiB + 1 KiB reserved = 17 KiB, 164 // 17 = 9 by shared memory."""
+    o = occupancy("A100-40GB", 256, 32, 16 * 1024)
+    assert o.per_resource == {"threads": 8, "blocks": 32, "registers": 8, "smem": 9}
+
+
+def test_a_block_without_shared_memory_still_reserves_some_from_8_0():
+    """No shared memory asked: on 8.0 a block still takes its 1 KiB reserved, 164 per SM;
+    on 7.0 nothing is reserved, and shared memory allows more blocks than even the smallest
+    allocation (128 B: 96 KiB / 128 = 768) would."""
+    assert occupancy("A100-40GB", 256, 32).per_resource["smem"] == 164
+    v100 = occupancy("V100", 256, 32)
+    assert v100.per_resource["smem"] > occupancy("V100", 256, 32, 128).per_resource["smem"] == 768
+    assert v100.limiter != "smem"
+
+
+def test_the_largest_block_shared_memory_is_allowed():
+    """163 KiB, the most a block may have on 8.0, plus 1 KiB reserved fills the SM's 164 KiB."""
+    o = occupancy("A100-40GB", 256, 32, 163 * 1024)
+    assert (o.blocks, o.limiter) == (1, "smem")
+
+
+def test_shared_memory_per_block_is_rounded_up_to_128_bytes():
+    """T4 (nothing reserved): 8193 B is rounded up to 8320 B = 65 x 128; 65536 // 8320 = 7
+    blocks, where 8192 B would allow 8."""
+    assert occupancy("T4", 64, 32, 8193).per_resource["smem"] == 7
+    assert occupancy("T4", 64, 32, 8192).per_resource["smem"] == 8
+
+
+def test_shared_memory_per_tile():
+    """A as bM x 8 and B as 8 x bN floats: 4 B x 8 x (128 + 128) = 8 KiB for 128 x 128."""
+    assert gm.tiles.smem_bytes(128, 128) == 8192
+    assert gm.tiles.smem_bytes(64, 32, bk=16) == 4 * 16 * 96
+
+
+@pytest.mark.parametrize("preset, tile, legal", [
+    ("A100-40GB", (32, 32, 4, 8), True),      # 8 x 4 = 32 threads: the fewest allowed
+    ("A100-40GB", (32, 32, 8, 8), False),     # 16 threads: fewer than a warp
+    ("A100-40GB", (32, 32, 1, 1), True),      # 1024 threads: the most allowed
+    ("A100-40GB", (64, 32, 1, 1), False),     # 2048 threads
+    ("A100-40GB", (56, 112, 7, 28), True),    # 7 x 28 + 7 + 28 + 24 = 255 registers: the most allowed
+    ("A100-40GB", (56, 116, 7, 29), False),   # 263 registers
+    ("T4", (2016, 32, 63, 1), True),          # 4 x 8 x 2048 = 64 KiB, T4's per-block limit; 32 x 32 threads
+    ("T4", (2048, 32, 64, 1), False),         # 4 x 8 x 2080 B: over it
+    ("A100-40GB", (48, 32, 5, 1), False),     # 5 does not divide 48
+])
+def test_legal_tiles_at_the_limits(preset, tile, legal):
+    assert bool(gm.tiles.is_legal(preset, *tile)) is legal
+
+
+def test_a_tile_as_large_as_the_matrix_is_searched():
+    r = gm.tiles.search("A100-40GB", 16, 16, 16)
+    assert set(r["block_m"]) == {16} and set(r["block_n"]) == {16}
+
+
+def test_the_search_reports_every_column_and_the_warps_of_each_tile():
+    g = "A100-40GB"
+    r = gm.tiles.search(g, 2048, 2048, 2048)
+    assert list(r) == ["block_m", "block_n", "thread_m", "thread_n", "threads", "registers", "smem", "time",
+                       "bound", "warps"]
+    assert set(r["bound"]) <= set(gm.model.BOUNDS)
+    assert np.array_equal(r["warps"], occupancy(g, r["threads"], r["registers"], r["smem"]).warps)
+    # On the T4 (64 KiB per SM) a tile's shared memory is what limits some of them.
+    t4 = gm.tiles.search("T4", 4096, 4096, 4096)
+    assert np.array_equal(t4["warps"], occupancy("T4", t4["threads"], t4["registers"], t4["smem"]).warps)
+    assert np.any(occupancy("T4", t4["threads"], t4["registers"], t4["smem"]).limiter == "smem")
+    # Equal times: the tile that keeps more warps resident comes first.
+    ties = np.flatnonzero(np.diff(r["time"]) == 0)
+    assert ties.size and np.all(r["warps"][ties] >= r["warps"][ties + 1])

@@ -81,3 +81,45 @@ def test_tensor_math_runs_at_the_clock_its_peak_is_rated_at():
     assert p.ridge["smem"] == h100.ridge("smem", "fp16")
     with pytest.raises(ValueError, match="A100-40GB has no fp8 tensor-core peak"):
         a100.ridge("hbm", "fp8")
+
+
+@pytest.mark.parametrize("args, message", [
+    ((1.0, "B", "guess", "nvidia2020a100"), r"^kind must be one of \('spec', 'measured', 'estimate', 'derived'\), got 'guess'$"),
+    ((1.0, "B", "spec", ""), "^source must name where the fact comes from$"),
+    ((0.0, "B", "spec", "nvidia2020a100"), "^value must be positive, got 0.0$"),
+    ((-2.0, "B", "spec", "nvidia2020a100"), "^value must be positive, got -2.0$"),
+])
+def test_a_fact_is_sourced_and_positive(args, message):
+    with pytest.raises(ValueError, match=message):
+        gm.hardware.Fact(*args)
+
+
+def test_a_fact_below_one_is_still_a_fact():
+    assert gm.hardware.Fact(0.5, "s", "measured", "nvidia2020a100").value == 0.5
+
+
+def test_per_capability_facts_say_where_the_guide_states_them():
+    a100 = gm.gpu("A100-40GB")
+    lanes, regs = a100.fp32_lanes_per_sm, a100.register_file_per_sm
+    assert (lanes.value, lanes.unit, lanes.kind, lanes.source) == (64.0, "lane", "spec", "nvidia_cuda_guide")
+    assert lanes.where == "Arithmetic Instructions (compute capability 8.0)"
+    assert (regs.value, regs.unit) == (4 * 65536, "B")
+    assert regs.where == "Technical Specifications per Compute Capability (compute capability 8.0)"
+
+
+def test_the_default_peak_is_fp32():
+    a100 = gm.gpu("A100-40GB")
+    assert a100.peak() == a100.peak_flops == 108 * 64 * 2 * 1.41e9
+
+
+def test_missing_tensor_peaks_and_latencies_say_what_there_is():
+    import dataclasses
+
+    v100 = gm.gpu("V100")
+    with pytest.raises(ValueError, match=r"^V100 has no bf16 tensor-core peak; it has \['fp16'\]$"):
+        v100.peak("bf16")
+    bare = dataclasses.replace(v100, tensor={}, latency={})
+    with pytest.raises(ValueError, match="^V100 has no fp16 tensor-core peak; it has none$"):
+        bare.peak("fp16")
+    with pytest.raises(ValueError, match=r"^level must be one of \[\]: the V100 has no measured 'hbm' latency$"):
+        bare.in_flight("hbm")

@@ -86,3 +86,94 @@ def test_tables_cite_each_source():
     table = gm.tables.published_table(published.comparisons(chapter=3))
     assert "{cite:t}`boehm2022sgemm`" in table and "(shared memory)" in table
     assert "boost clock" in gm.tables.unbounded_table(published.unbounded(chapter=3))
+
+
+def _record(gpu, run, value, unit):
+    return published.Record(source="nvidia2020a100", gpu=gpu, what="a test run", where="here", run=run,
+                            value=value, unit=unit, chapter=1)
+
+
+def test_a_latency_record_is_held_against_the_presets_latency():
+    """The V100's file states 375 cycles to HBM; a measured 500 is 0.75 of it."""
+    c = published.compare(_record("V100", {"kind": "latency", "level": "hbm"}, 500, "cycles"))
+    assert (c.quantity, c.model, c.measured, c.fraction, c.bound) == ("latency", 375, 500, 0.75, "hbm")
+    assert not c.slow
+    for gpu, level in (("V100", "l1"), ("T4", "hbm")):  # not a level; no latency measured on the T4
+        with pytest.raises(presets.DataError, match=f"^{gpu} has no preset latency for run.level '{level}'$"):
+            published.compare(_record(gpu, {"kind": "latency", "level": level}, 500, "cycles"))
+
+
+def test_a_read_is_held_against_l2_while_it_fits_and_hbm_beyond():
+    """A100: L2 is 5120 B/clk x 1.41 GHz = 7.2192 TB/s, HBM 1.555 TB/s."""
+    l2 = published.compare(_record("A100-40GB", {"kind": "read", "bytes": 2**20}, 3.6096, "TB/s"))
+    assert (l2.quantity, l2.bound) == ("bandwidth", "l2")
+    assert (l2.model, l2.measured, l2.fraction) == pytest.approx((7.2192e12, 3.6096e12, 0.5))
+    hbm = published.compare(_record("A100-40GB", {"kind": "read", "bytes": 10**9}, 1244, "GB/s"))
+    assert (hbm.bound, hbm.model, hbm.fraction) == ("hbm", pytest.approx(1.555e12), pytest.approx(0.8))
+
+
+def test_a_gemm_record_is_its_workload_on_its_gpu():
+    flops = 2 * 4096**3
+    # Ideal fp16 on the A100: compute-bound on the 312 TFLOP/s tensor cores; 100 TFLOP/s is 100/312 of it.
+    ideal = published.compare(_record("A100-40GB", {"kind": "gemm", "size": 4096, "dtype": "fp16", "ideal": True},
+                                      100, "TFLOP/s"))
+    assert (ideal.quantity, ideal.bound) == ("time", "compute")
+    assert (ideal.model, ideal.measured, ideal.fraction) == pytest.approx((flops / 312e12, flops / 100e12, 100 / 312))
+    # 128 x 128 tiles, 8 x 8 per thread, fp32: compute-bound at 108 SMs x 64 lanes x 2 x 1.41 GHz; 20 ms measured.
+    tiled = published.compare(_record("A100-40GB", {"kind": "gemm", "size": 4096, "block": [128, 128, 8],
+                                                    "thread": [8, 8]}, 20, "ms"))
+    assert (tiled.model, tiled.measured, tiled.bound) == (pytest.approx(flops / (108 * 64 * 2 * 1.41e9)), 0.02, "compute")
+    assert tiled.fraction == pytest.approx(tiled.model / 0.02)
+    # No tiles named: the workload gm.gemm builds without them, in the record's dtype.
+    # (On the H100 the naive kernel's fp16 and fp32 times differ: L2-bound in fp32, compute-bound in fp16.)
+    plain = published.compare(_record("H100-SXM", {"kind": "gemm", "size": 4096, "dtype": "fp16"}, 20, "ms"))
+    assert plain.model == gm.predict(gm.gemm(4096, 4096, 4096, dtype="fp16"), "H100-SXM").time
+    assert plain.model != gm.predict(gm.gemm(4096, 4096, 4096, dtype="fp32"), "H100-SXM").time
+
+
+@pytest.mark.parametrize("passes, factor", [("forward", 1.0), ("forward+backward", 3.5)])
+def test_an_attention_record_runs_the_flash_kernels_with_l2_reuse(passes, factor):
+    run = {"kind": "attention", "batch": 2, "heads": 4, "seq": 8192, "head_dim": 64, "dtype": "bf16",
+           "attention": "flash", "passes": passes}
+    flops = 4 * 8192**2 * 64 * 4 * 2 * factor
+    assert published.attention_flops(run) == flops
+    c = published.compare(_record("H100-SXM", run, 100, "TFLOP/s"))
+    args = (2, 4, 8192, 64, "bf16", "flash")
+    parts = [gm.predict(gm.attention(*args, l2_reuse=True), "H100-SXM")]
+    if passes == "forward+backward":
+        parts.append(gm.predict(gm.workloads.attention_backward(*args, l2_reuse=True), "H100-SXM"))
+    assert c.model == pytest.approx(sum(p.time for p in parts)) and c.measured == pytest.approx(flops / 100e12)
+    assert c.bound == "+".join(dict.fromkeys(str(p.bound) for p in parts))
+
+
+def test_the_records_reload_the_same():
+    """`records()` is cached; reading the files again gives the same records."""
+    assert published.records.__wrapped__() == published.records()
+
+
+def test_a_run_bound_differently_forward_and_backward_names_both():
+    run = {"kind": "attention", "batch": 1, "heads": 8, "seq": 512, "head_dim": 64, "dtype": "fp16",
+           "attention": "flash", "passes": "forward+backward"}
+    args = (1, 8, 512, 64, "fp16", "flash")
+    forward = gm.predict(gm.attention(*args, l2_reuse=True), "H100-SXM").bound
+    backward = gm.predict(gm.workloads.attention_backward(*args, l2_reuse=True), "H100-SXM").bound
+    assert forward != backward
+    assert published.compare(_record("H100-SXM", run, 100, "TFLOP/s")).bound == f"{forward}+{backward}"
+
+
+def test_a_records_dtype_reaches_its_workload():
+    """An fp32 attention run uses the FP32 lanes (19.5 TFLOP/s on the A100, not 312); a tiled
+    fp16 GEMM the tensor cores."""
+    run = {"kind": "attention", "batch": 1, "heads": 8, "seq": 4096, "head_dim": 64, "dtype": "fp32",
+           "attention": "flash", "passes": "forward"}
+    fp32 = published.compare(_record("A100-40GB", run, 10, "TFLOP/s"))
+    assert fp32.model == gm.predict(gm.attention(1, 8, 4096, 64, "fp32", "flash", l2_reuse=True), "A100-40GB").time
+    assert fp32.model > published.compare(_record("A100-40GB", {**run, "dtype": "fp16"}, 10, "TFLOP/s")).model
+    tiled = {"kind": "gemm", "size": 4096, "dtype": "fp16", "block": [128, 128, 32], "thread": [8, 8]}
+    assert published.compare(_record("A100-40GB", tiled, 20, "ms")).model == gm.predict(
+        gm.gemm(4096, 4096, 4096, block=(128, 128, 32), thread=(8, 8), dtype="fp16"), "A100-40GB").time
+
+
+def test_a_read_of_exactly_the_l2_capacity_is_an_l2_read():
+    l2 = gm.gpu("A100-40GB").capacity("l2")  # 40 MiB
+    assert published.compare(_record("A100-40GB", {"kind": "read", "bytes": l2}, 5, "TB/s")).bound == "l2"

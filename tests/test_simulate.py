@@ -252,3 +252,106 @@ def test_warp_tiled_layout_refuses_what_it_cannot_tile(kwargs, message):
     args = dict(block=(128, 128, 8), thread=(8, 8), layout="warp_tiled") | kwargs
     with pytest.raises(ValueError, match=message):
         gm.gemm(256, 256, 64, **args)
+
+
+def test_online_softmax_of_moderate_scores():
+    """Scores of order 1, where every exponential counts (at 1e4 the softmax is one-hot and
+    hides a block that was skipped or a denominator applied the wrong way)."""
+    x = np.random.default_rng(7).standard_normal((5, 11))
+    two_pass = np.exp(x - x.max(axis=1, keepdims=True))
+    two_pass /= two_pass.sum(axis=1, keepdims=True)
+    for block in (1, 3, 11):
+        np.testing.assert_allclose(sim.online_softmax(x, block), two_pass, rtol=1e-12)
+
+
+def test_warp_addresses_in_a_padded_row_major_array():
+    t = np.arange(32)
+    assert sim.warp_addresses().tolist() == (32 * t).tolist()  # column 0 of a 32 x 32 array
+    assert sim.warp_addresses((32, 32), pad=1, index=5).tolist() == (33 * t + 5).tolist()
+    # A row access along a 64 x 32 array: row 40, one word per thread.
+    assert sim.warp_addresses((64, 32), direction="row", index=40).tolist() == (40 * 32 + t).tolist()
+    assert sim.warp_addresses(pad=2**20)[1] == 32 + 2**20  # the largest padding accepted
+    with pytest.raises(ValueError, match=r"^index must be an integer from 0 to 31, got 32$"):
+        sim.warp_addresses(index=32)
+    with pytest.raises(ValueError, match=r"^pad must be an integer from 0 to 1048576, got 1048577"):
+        sim.warp_addresses(pad=2**20 + 1)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: sim.naive_gemm(np.ones((0, 2)), np.ones((2, 2))), "^a must not be empty"),
+    (lambda: sim.naive_gemm(np.ones(2), np.ones((2, 2))), "a and b must be non-empty matrices"),
+    (lambda: sim.tiled_gemm(np.ones((32, 8)), np.ones((8, 8)), (16, 16, 8), (1, 1)), r"^block\[1\] must not exceed n"),
+    (lambda: sim.tiled_gemm(np.ones((32, 4)), np.ones((4, 32)), (16, 16, 8), (1, 1)), r"^block\[2\] must not exceed k"),
+    (lambda: sim.standard_attention(np.ones((1, 1, 4, 4)), np.ones((1, 1, 4, 4)), np.ones((1, 1, 4, 2))),
+     "q, k and v must be non-empty arrays of one shape"),
+    (lambda: sim.sectors_touched(-np.arange(32)), "byte_addresses must be 32 non-negative integers"),
+    (lambda: sim.sectors_touched(np.arange(32.0)), "byte_addresses must be 32 non-negative integers"),
+    (lambda: sim.sectors_touched(np.arange(16)), "byte_addresses must be 32 non-negative integers"),
+    (lambda: sim.strided_read(np.ones((4, 4)), 1), "x must be a 1-D array of at least stride=1 elements"),
+    (lambda: sim.strided_read(np.ones(3), 4), "x must be a 1-D array of at least stride=4 elements"),
+])
+def test_the_simulations_refuse_what_they_cannot_run(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_the_smallest_inputs_run():
+    assert sim.transpose(np.array([[7.0]])).result.tolist() == [[7.0]]
+    assert sim.strided_read(np.arange(4.0), 4).result.tolist() == [0.0]
+    one = np.ones((1, 1, 1, 1))
+    assert sim.standard_attention(one, one, one).result.tolist() == [[[[1.0]]]]
+
+
+def test_a_strided_read_returns_fp32():
+    assert sim.strided_read(np.arange(64), 2).result.dtype == np.float32
+
+
+def test_transpose_is_unpadded_unless_asked():
+    x = np.arange(64.0 * 64).reshape(64, 64)
+    assert sim.transpose(x).bytes["smem"] == sim.transpose(x, padded=False).bytes["smem"] \
+        > sim.transpose(x, padded=True).bytes["smem"]
+
+
+def test_attention_counts_its_parts_by_name():
+    q = rng.standard_normal((1, 2, 64, 16))
+    std = sim.standard_attention(q, q, q)
+    assert list(std.parts) == ["Q, K read", "S written", "S read", "P written", "P, V read", "O written"]
+    assert set(std.bytes) == {"l2", "hbm"}
+    flash = sim.flash_attention(q, q, q, block=(32, 16))
+    assert set(flash.parts) >= {"Q read", "K, V read", "O written"} and set(flash.bytes) == {"l2", "hbm"}
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: sim.naive_gemm(np.ones((2, 2)), np.full((2, 2), np.nan)), "^b must be finite"),
+    (lambda: sim.standard_attention(*_one_bad(0)), "^q must be finite"),
+    (lambda: sim.standard_attention(*_one_bad(1)), "^k must be finite"),
+    (lambda: sim.standard_attention(*_one_bad(2)), "^v must be finite"),
+    (lambda: sim.tiled_gemm(np.ones((32, 32)), np.ones((32, 32)), (0, 16, 8), (1, 1)), r"^block\[0\] must be positive"),
+    (lambda: sim.tiled_gemm(np.ones((32, 32)), np.ones((32, 32)), (16, 16, 8), (8,)), "^thread must be a pair"),
+    (lambda: sim.warp_addresses(shape=(32,)), "^shape must be a pair"),
+    (lambda: sim.warp_addresses((64, 32), direction="column", index=40), r"^index must be an integer from 0 to 31, got 40$"),
+    (lambda: sim.transpose(np.ones((4, 4)), padded=1), "^padded must be True or False"),
+    (lambda: sim.online_softmax(np.ones((2, 2)), 0), "^block must be positive"),
+    (lambda: sim.flash_attention(*_one_bad(None), block=5), "^block must be a pair"),
+    (lambda: sim.strided_read(np.ones(64), 0), "^stride must be positive"),
+])
+def test_the_simulations_name_what_is_wrong(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def _one_bad(which):
+    """q, k, v of one shape, the one at `which` holding an infinity."""
+    qkv = [np.ones((1, 1, 4, 4)) for _ in range(3)]
+    if which is not None:
+        qkv[which][0, 0, 1, 2] = np.inf
+    return qkv
+
+
+def test_a_column_access_walks_down_the_rows():
+    """In a 32 x 64 array, column 40: thread t reads word t x 64 + 40."""
+    assert sim.warp_addresses((32, 64), index=40).tolist() == (64 * np.arange(32) + 40).tolist()
+
+
+def test_the_softmax_of_one_score_is_one():
+    assert sim.online_softmax(np.array([[3.0]]), 1).tolist() == [[1.0]]

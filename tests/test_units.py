@@ -38,3 +38,64 @@ def test_digits():
 def test_non_finite_is_refused(bad):
     with pytest.raises(ValueError, match="seconds must be a finite number"):
         gm.fmt_time(bad)
+
+
+@pytest.mark.parametrize(
+    "nbytes, text",
+    [
+        (256 * 1024, "256 KiB"),      # on-chip sizes in binary units, as the datasheets state them
+        (40 * 1024**2, "40 MiB"),
+        (80e9, "80 GB"),              # memory in decimal GB
+        (1e9, "1 GB"),                # each unit starts at exactly its scale
+        (1024**2, "1 MiB"),
+        (1024, "1 KiB"),
+        (1000, "1000 B"),             # under 1 KiB stays in bytes
+        (1, "1 B"),
+        (1536, "1.50 KiB"),           # a fractional count gets three significant figures
+        (int(40.5 * 1024**2), "40.5 MiB"),
+        (1.5, "1.50 B"),
+    ],
+)
+def test_capacities_use_binary_units_on_chip_and_decimal_gb(nbytes, text):
+    assert gm.fmt_capacity(nbytes) == text
+
+
+def test_zero_and_values_below_the_smallest_unit():
+    assert gm.fmt_time(0) == "0 ns"
+    assert gm.fmt_bytes(0) == "0 B"
+    assert gm.fmt_number(0) == "0"
+    assert gm.fmt_time(0.5e-9) == "0.500 ns"
+    assert gm.fmt_time(0.5e-9, digits=2) == "0.50 ns"
+    assert gm.fmt_bytes(0.5) == "0.500 B"
+    assert gm.fmt_bytes(0.5, digits=2) == "0.50 B"
+
+
+def test_rounding_is_half_up_as_written_not_half_even():
+    # Python's round() and Decimal's default round half to even (2.5 -> 2, 0.125 -> 0.12);
+    # the book rounds as a person writes numbers.
+    assert gm.fmt_number(2.5, digits=1) == "3"
+    assert gm.fmt_number(0.125, digits=2) == "0.13"
+    assert gm.fmt_number(1.565) == "1.57"
+
+
+@pytest.mark.parametrize("fmt, name", [
+    (gm.fmt_time, "seconds"), (gm.fmt_bytes, "nbytes"), (gm.fmt_capacity, "nbytes"),
+    (gm.fmt_bandwidth, "bytes_per_second"), (gm.fmt_flops, "flops_per_second"), (gm.fmt_count, "flops"),
+    (gm.fmt_number, "x"), (gm.fmt_intensity, "flops_per_byte"), (gm.fmt_percent, "fraction"),
+])
+def test_a_non_finite_value_is_refused_naming_the_parameter(fmt, name):
+    with pytest.raises(ValueError, match=f"^{name} must be a finite number, got nan$"):
+        fmt(float("nan"))
+
+
+@pytest.mark.parametrize("bound, text", [
+    ("compute", "compute"), ("sfu", "the special-function units"), ("smem", "shared memory"),
+    ("hbm", "HBM"), ("l2", "L2"), ("registers", "registers"),
+])
+def test_bounds_are_named_as_prose_names_them(bound, text):
+    assert gm.fmt_bound(bound) == text
+
+
+def test_an_unknown_bound_is_refused():
+    with pytest.raises(ValueError, match="^bound must be one of"):
+        gm.fmt_bound("dram")

@@ -106,3 +106,32 @@ def test_a_row_major_wave_spans_few_rows_and_every_column():
     assert row.rows_per_wave == pytest.approx(99 / 38)  # 37 waves spanning 3 rows (some 2), the last 1
     grouped = gm.waves.gemm_hbm(8192, 8192, 8192, gpu="A100-40GB", order="grouped", group=8)
     assert grouped.cols_per_wave < row.cols_per_wave and grouped.rows_per_wave > row.rows_per_wave
+
+
+def test_grouped_order_takes_eight_rows_at_a_time_by_default():
+    """Column 0 of rows 0 to 7 first, then column 1 of the same rows."""
+    r, c = block_coordinates(16, 4, "grouped")
+    assert list(zip(r[:10].tolist(), c[:10].tolist())) == [(i, 0) for i in range(8)] + [(0, 1), (1, 1)]
+    assert gemm_hbm(8192, 8192, 8192, order="grouped") == gemm_hbm(8192, 8192, 8192, order="grouped", group=8)
+
+
+def test_the_largest_grid_the_wave_model_walks():
+    r, c = block_coordinates(2**11, 2**11)  # MAX_BLOCKS = 2**22 tiles exactly
+    assert r.size == 2**22 and (r[-1], c[-1]) == (2**11 - 1, 2**11 - 1)
+
+
+def test_one_wave_between_no_l2_and_an_l2_holding_its_working_set():
+    """1024^3 in fp16 with 128 x 128 tiles: an 8 x 8 grid, one wave on the A100's 108 SMs.
+    Each panel is 2 B x 128 x 1024 = 256 KiB; the wave needs 8 + 8 distinct panels (4 MiB)
+    out of 64 x 2 panel reads (32 MiB); C is 2 MiB."""
+    panel, c_bytes = 2 * 128 * 1024, 2 * 1024 * 1024
+    distinct, every = 16 * panel, 128 * panel
+    whole = gemm_hbm(1024, 1024, 1024, l2_bytes=distinct)
+    assert whole.hbm == whole.compulsory == distinct + c_bytes
+    # Half the working set fits: half the reuse survives.
+    half = gemm_hbm(1024, 1024, 1024, l2_bytes=distinct // 2)
+    assert half.hbm == distinct + 0.5 * (every - distinct) + c_bytes
+    # ... unless the blocks stay within half of K of each other: then the working set halves.
+    assert gemm_hbm(1024, 1024, 1024, l2_bytes=distinct // 2, drift_k=512).hbm == distinct + c_bytes
+    # A one-byte L2 keeps (almost) nothing: every panel read reaches HBM.
+    assert gemm_hbm(1024, 1024, 1024, l2_bytes=1).hbm == pytest.approx(every + c_bytes, rel=1e-6)
