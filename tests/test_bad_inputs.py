@@ -291,14 +291,15 @@ def public_callables() -> dict:
         mod = importlib.import_module(f"gpumodel.{module}")
         names = vars(mod) if module != "kernel_info" else {"label": mod.label}  # kernel_info: only what gm exports
         for name, obj in names.items():
-            if not name.startswith("_") and callable(obj) and getattr(obj, "__module__", None) == mod.__name__:
+            mutant = "__mutmut" in name  # mutmut's copies of a function or method, under `make mutation`
+            if not name.startswith("_") and not mutant and callable(obj) and getattr(obj, "__module__", None) == mod.__name__:
                 found[f"{module}.{name}"] = obj
     for name in gm.__all__:
         obj = getattr(gm, name)
         if callable(obj):
             assert f"{obj.__module__.split('.')[-1]}.{name}" in found, name
     for name, obj in vars(gm.GPU).items():
-        if not name.startswith("_") and inspect.isfunction(obj):
+        if not name.startswith("_") and "__mutmut" not in name and inspect.isfunction(obj):
             found[f"GPU.{name}"] = obj
     found["WidgetExercise.check"] = WidgetExercise.check
     return found
