@@ -355,3 +355,18 @@ def test_a_column_access_walks_down_the_rows():
 
 def test_the_softmax_of_one_score_is_one():
     assert sim.online_softmax(np.array([[3.0]]), 1).tolist() == [[1.0]]
+
+
+def test_tiled_gemm_refuses_work_past_its_limits_exactly():
+    """2**13 steps of k per tile, 2**26 padded multiply-adds: just past each limit is refused
+    with the limit named; the tile counts are ceilings (3 columns in tiles of 2 are 2 tiles)."""
+    with pytest.raises(ValueError, match=r"^the tiles' steps along k must be at most 8,192 steps, got 8,193$"):
+        sim.tiled_gemm(np.ones((1, 8193)), np.ones((8193, 1)), block=(1, 1, 1), thread=(1, 1))
+    with pytest.raises(ValueError, match=r"^the tiles' steps along k must be at most 8,192 steps, got 8,194$"):
+        sim.tiled_gemm(np.ones((1, 4097)), np.ones((4097, 3)), block=(1, 2, 1), thread=(1, 1))
+    with pytest.raises(ValueError, match=r"^the padded m x n x k must be at most 67,108,864 multiply-adds, got 134,217,728$"):
+        sim.tiled_gemm(np.ones((8192, 128)), np.ones((128, 128)), block=(8192, 128, 128), thread=(1, 1))
+    run = sim.tiled_gemm(np.ones((3, 5)), np.ones((5, 3)), block=(2, 2, 2), thread=(1, 1))
+    assert np.array_equal(run.result, np.full((3, 3), 5.0))
+    # 4 B x (a 2 x 2 tile of A and one of B) per step, 3 steps of k (k padded to 6), for each of 4 tiles of C
+    assert run.parts["tiles written"] == 4 * (2 * 2 + 2 * 2) * 3 * 4
