@@ -370,3 +370,10 @@ def test_tiled_gemm_refuses_work_past_its_limits_exactly():
     assert np.array_equal(run.result, np.full((3, 3), 5.0))
     # 4 B x (a 2 x 2 tile of A and one of B) per step, 3 steps of k (k padded to 6), for each of 4 tiles of C
     assert run.parts["tiles written"] == 4 * (2 * 2 + 2 * 2) * 3 * 4
+
+
+def test_transpose_refuses_more_warp_steps_than_its_limit():
+    """Two warp steps per row of each 32 x 32 tile: 192 x 192 is 6 x 6 tiles, 2,304 steps."""
+    with pytest.raises(ValueError, match=r"^x's warp steps \(2 per row of each 32 x 32 tile\) must be at most 2,048 steps, got 2,304$"):
+        sim.transpose(np.ones((192, 192)))
+    assert sim.transpose(np.ones((160, 160))).result.shape == (160, 160)  # 5 x 5 tiles: 1,600 steps
