@@ -26,12 +26,12 @@ test: $(STAMP)
 ## Regenerate notebooks/*.ipynb from chapters/*.md, each chapter executed once for its numbers
 ## (a test fails when they are out of date).
 notebooks: $(STAMP)
-	$(PY) -m gpumodel.notebooks
+	$(PY) -m gpumodel.book.notebooks
 
 ## Record the compiler report of every kernel (registers, spills; NVRTC, no GPU) in
 ## gpumodel/data/compiler_reports.json, shown where no compiler is found (a test fails when it is stale).
 reports: $(STAMP)
-	$(PY) -m gpumodel.compiler
+	$(PY) -m gpumodel.cuda.compiler
 
 ## Open the learners' notebooks in JupyterLab.
 lab: $(STAMP)

@@ -1,6 +1,6 @@
-// The site's players and widget exercises (gpumodel/widgets.py writes their HTML and data).
+// The site's players and widget exercises (gpumodel/course/widgets.py writes their HTML and data).
 // Every state was computed at build time; this script only looks them up, and judges a
-// typed answer by the rules gpumodel.exercises computed (number_rules, choice_rules).
+// typed answer by the rules gpumodel.course.checks computed (number_rules, choice_rules).
 (function () {
   "use strict";
 
@@ -50,7 +50,7 @@
     onChange(root, show);
   }
 
-  // Judge `text` by `r`, exactly as gpumodel.exercises.verdict does: [right, message].
+  // Judge `text` by `r`, exactly as gpumodel.course.checks.verdict does: [right, message].
   function verdict(r, text) {
     if (r.kind === "choice") {
       var key = text.toLowerCase().replace(/\s+/g, "");

@@ -3,15 +3,17 @@
 `import gpumodel as gm`, then `gm.predict(gm.gemm(4096, 4096, 4096, block=(128, 128),
 thread=(8, 8)), "A100-40GB")`. Chapter 1 of the course defines the model.
 
-Layers, lowest first (a test holds every import to them):
-- core, NumPy only: `hardware`, `presets` (the GPU data files), `kernel_info`, `workloads`,
-  `model`, `simulate`, `occupancy`, `waves`, `tiles`, `units`, `published` (others' measurements);
-- GPU side: `compiler`, `kernel_plans`, `gpu_runtime`, `cpu_timing`, `recorded_runs`,
-  `literature`, `validate` (CuPy only inside, lazily);
-- rendering: `tables`, `plots`, `exercises`, `widgets`, `widget_exercises`, `chapter`, `notebooks`.
+The folders are the layers, lowest first (a test holds every import to them):
+- `gpumodel/*.py`, the core, NumPy only: the hardware as data (`hardware`, `presets`), the
+  workloads, the model, the simulations that count bytes, occupancy, tiles, waves,
+  tensor-core formulas, units, others' measurements (`published`);
+- `gpumodel/cuda/`: compiles, launches and times the kernels (CuPy, lazily); recorded runs;
+- `gpumodel/course/`: each chapter's exercises, plots, tables, widgets;
+- `gpumodel/book/`: the chapters' glue, the learners' notebooks, the site's Sphinx hook.
 """
 
 from . import simulate
+from ._lazy import submodules
 from .hardware import GPU, LEVELS, Fact
 from .kernel_info import label
 from .model import BOUNDS, Prediction, predict
@@ -47,19 +49,8 @@ from .workloads import (
     warp_sectors,
 )
 
-_LAZY = ("chapter", "compiler", "cpu_timing", "exercises", "gpu_runtime", "kernel_info", "kernel_plans",
-         "literature", "notebooks", "occupancy", "plots", "published", "recorded_runs", "tables", "tensor_cores", "tiles",
-         "waves", "widget_exercises", "widgets")
-"""Submodules loaded on first use (`gm.plots`), so `import gpumodel` loads neither matplotlib,
-ipywidgets nor CuPy."""
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'gpumodel' has no attribute {name!r}")
+__getattr__ = submodules(__name__, __file__)
+"""Submodules and subpackages (`gm.occupancy`, `gm.course`, `gm.cuda`, `gm.book`) load on first use."""
 
 
 __all__ = [

@@ -3,6 +3,8 @@ source (a `references.bib` key), records of published measurements (and `[reason
 several records share, by name): the GPU, what was run
 and where in the source it is (figure, table, file and commit), the value with its unit,
 and the run as a `gpumodel` workload. `comparisons()` predicts each on its GPU's preset.
+A record may carry `also`: other figures the source prints beside the value (a unit
+from `ALSO_UNITS` ending each name, as in `hbm_GB`), shown by the chapters, not compared.
 
 The model is a bound: `fraction` (the model's time over the measured time, or the measured
 rate over the model's) is at most 1 for every record the model can bound. A record it cannot
@@ -14,7 +16,7 @@ Chapters 1 to 5 and the appendix "How good is the model?".
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import _check, presets
 from .hardware import LEVELS
@@ -31,7 +33,9 @@ UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attent
 """The units each kind of run may be measured in."""
 RUN_KEYS = {"read": {"bytes"}, "gemm": {"size", "dtype", "block", "thread", "ideal"},
             "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes"}, "latency": {"level"}}
-RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "unbounded"}
+RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "unbounded", "also"}
+ALSO_UNITS = ("GB", "GFLOP")
+"""The units an `also` figure may be in; its name ends with one (`hbm_GB`, `work_GFLOP`)."""
 SLOW = 1.5
 """A measurement this many times slower than the model's bound needs a reason."""
 
@@ -50,6 +54,7 @@ class Record:
     chapter: int
     reason: str = ""
     unbounded: str = ""
+    also: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,11 @@ def records() -> tuple:
                 raise DataError(f"{where}.gpu must be a preset, got {entry['gpu']!r}")
             if not entry["value"] > 0:
                 raise DataError(f"{where}.value must be positive, got {entry['value']!r}")
+            for name, value in entry.get("also", {}).items():
+                if not name.endswith(tuple("_" + unit for unit in ALSO_UNITS)) or not (isinstance(value, (int, float))
+                                                                                      and value > 0):
+                    raise DataError(f"{where}.also.{name} must be a positive number named for its unit "
+                                    f"(ending in one of {['_' + u for u in ALSO_UNITS]}), got {value!r}")
             out.append(Record(source=source, **entry))
     return tuple(out)
 

@@ -1,4 +1,4 @@
-"""Feeding the tensor cores: the small formulas of chapter 6 and its exercises' checkers.
+"""Feeding the tensor cores: the small formulas of chapter 6.
 
 - operand traffic of one MMA tile (`mma_tile`, `operand_intensity`): 2mnk flops for
   s(mk + kn) bytes of operands read from shared memory;
@@ -8,10 +8,10 @@
 - how deep a copy pipeline must be (`pipeline`), from the latency of a level and the time
   the tensor cores take for one stage;
 - decode with narrow weights (`decode_intensity`, `critical_batch`, `kv_bytes_per_token`);
-- waves and tails (`waves`, `split_k_bytes`, `stream_k`).
+- waves and tails (`wave_quantisation`, `split_k_bytes`, `stream_k`).
 
-NumPy and the standard library only; SI units (bytes, seconds, FLOP/s). Checkers return
-`gpumodel.exercises.Feedback`, like every chapter's.
+NumPy and the standard library only; SI units (bytes, seconds, FLOP/s). The chapter's
+exercises are in `gpumodel.course.tensor_cores`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _check, presets
-from .exercises import Feedback, _wrong_type, check_number
-from .hardware import MATH, WARP
-from .units import fmt_intensity
+from .hardware import WARP
 from .workloads import Workload, gemm
 
 WEIGHT_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
@@ -190,7 +188,7 @@ def kv_bytes_per_token(layers, kv_heads, head_dim, dtype: str = "fp16"):
 
 
 @dataclass(frozen=True)
-class Waves:
+class WaveQuantisation:
     """A grid of `tiles` blocks on `slots` = SMs x blocks per SM: `waves` (rounded up), the
     `last` wave's occupancy ((tiles mod slots) / slots, 1 when it is full) and the
     `efficiency` tiles / (waves x slots), the fraction of the slots' time doing work."""
@@ -202,7 +200,7 @@ class Waves:
     efficiency: float
 
 
-def waves(m, n, block, gpu, blocks_per_sm: int = 1) -> Waves:
+def wave_quantisation(m, n, block, gpu, blocks_per_sm: int = 1) -> WaveQuantisation:
     """Wave quantisation of an m x n output cut into `block` = (bM, bN) tiles on `gpu`,
     `blocks_per_sm` resident per SM, every tile taking the same time. Chapter 6."""
     m, n = int(_check.size("m", m)), int(_check.size("n", n))
@@ -214,7 +212,7 @@ def waves(m, n, block, gpu, blocks_per_sm: int = 1) -> Waves:
     slots = int(presets.gpu(gpu).sms.value) * per_sm
     count = -(-tiles // slots)
     rest = tiles % slots
-    return Waves(tiles, slots, count, rest / slots if rest else 1.0, tiles / (count * slots))
+    return WaveQuantisation(tiles, slots, count, rest / slots if rest else 1.0, tiles / (count * slots))
 
 
 def split_k_bytes(m, n, splits, partial_bytes: int = 4):
@@ -232,57 +230,3 @@ def stream_k(tiles, k_steps, sms) -> dict:
     whole = -(-tiles // sms) * k_steps
     even = -(-(tiles * k_steps) // sms)
     return {"tiles": whole, "stream_k": even, "ratio": even / whole}
-
-
-# Checkers for chapter 6's exercises.
-
-
-def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
-    """Chapter 6: the smallest n (a multiple of 8, as wgmma's N is) of an m x n warpgroup
-    tile whose operands, both read from shared memory, give at least the shared-memory
-    ridge of `gpu`'s tensor cores: 2mn / (s(m + n)) >= peak / W_smem."""
-    g = presets.gpu(gpu)
-    ridge = g.ridge("smem", _check.choice("dtype", dtype, MATH))
-    ns = np.arange(8, 257, 8)
-    enough = operand_intensity(m, ns, 16, dtype) >= ridge
-    if not enough.any():
-        raise ValueError(f"m must be large enough for some n up to 256 to reach the ridge, got {m!r}")
-    smallest = int(ns[enough.argmax()])
-    return check_number(answer, smallest, "columns", rtol=0,
-                        explain=f"With n = {smallest} the tile does {fmt_intensity(float(operand_intensity(m, smallest, 16, dtype)))}"
-                        f" of operands, past the {g.name}'s shared-memory ridge of {fmt_intensity(ridge)}; a narrower "
-                        "tile leaves the tensor cores waiting on shared memory.",
-                        hint="Write the flops (2mnk) and the operand bytes (s(mk + kn)); k cancels. Set the ratio equal "
-                        "to the peak over the shared-memory bandwidth, solve for n, and round up to a multiple of 8.")
-
-
-def check_critical_batch(gpu, width, weight: str, answer) -> Feedback:
-    """Chapter 6: the smallest batch at which a decode GEMM with `weight` weights (fp16
-    activations, fp16 tensor math) on `gpu` stops being HBM-bound (`critical_batch`)."""
-    smallest = critical_batch(gpu, width, weight)
-    g = presets.gpu(gpu)
-    return check_number(answer, smallest, "sequences", rtol=0.01,
-                        explain=f"At B = {smallest} the {weight} GEMM does "
-                        f"{fmt_intensity(float(decode_intensity(smallest, width, weight)))} of HBM traffic, past the "
-                        f"{g.name}'s ridge of {fmt_intensity(g.ridge('hbm', 'fp16'))}. Fewer bytes per "
-                        "weight, fewer sequences needed to reuse each one enough.",
-                        hint=f"The flops are 2Bw^2; the bytes are {WEIGHT_BYTES[weight]:g} per weight for w^2 weights "
-                        "plus 2 bytes per activation for the 2Bw activations in and out. Solve for B and round up.")
-
-
-def check_last_wave(m, n, block, gpu, answer) -> Feedback:
-    """Chapter 6: the occupancy of the last wave, (tiles mod SMs) / SMs as a fraction, of an
-    m x n output in `block` tiles, one block per SM of `gpu`."""
-    w = waves(m, n, block, gpu)
-    if answer is None:
-        return Feedback(False, "No answer yet: replace None with a fraction between 0 and 1.")
-    value = _check.answer(answer)
-    if value is None:
-        return _wrong_type(answer, "a fraction between 0 and 1")
-    if 1 < value <= 100:
-        return Feedback(False, f"{value:g}: give the occupancy as a fraction between 0 and 1, not a percentage.")
-    return check_number(value, w.last, "of the SMs", rtol=0.01,
-                        explain=f"{w.tiles} tiles on {w.slots} SMs take {w.waves} waves; the last one keeps "
-                        f"{w.tiles % w.slots or w.slots} SMs busy, so the grid uses {w.efficiency:.1%} of the SMs' time.",
-                        hint="Count the tiles along each side (round up), multiply, and find what is left after as "
-                        "many full waves of one tile per SM as fit.")

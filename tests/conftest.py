@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from gpumodel import gpu_runtime as runtime
+from gpumodel.cuda import runtime
 
 
 def pytest_collection_modifyitems(config, items):

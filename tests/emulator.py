@@ -1,4 +1,4 @@
-"""Runs a `gpumodel.kernel_plans.Plan` on the CPU: the kernel's own CUDA source, compiled by
+"""Runs a `gpumodel.cuda.plans.Plan` on the CPU: the kernel's own CUDA source, compiled by
 g++ against `cuda_emu.h`, one std::thread per CUDA thread. For testing kernel logic where
 no GPU answers; it measures nothing."""
 
@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 
-from gpumodel import compiler
+from gpumodel.cuda import compiler
 
 HERE = pathlib.Path(__file__).resolve().parent
 CTYPES = {"int": ctypes.c_int, "float": ctypes.c_float}

@@ -1,4 +1,4 @@
-"""A CPU stand-in for the parts of CuPy that `gpumodel.gpu_runtime` and `gpumodel.validate`
+"""A CPU stand-in for the parts of CuPy that `gpumodel.cuda.runtime` and `gpumodel.cuda.validate`
 use, so that their GPU code paths run in the tests: arrays are NumPy arrays, RawModule
 compiles the kernel source with the CPU emulator, events read the host clock, and the
 device reports an H100's attributes. It checks our code's logic on the GPU path, not CuPy

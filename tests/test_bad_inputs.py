@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpumodel as gm
-from gpumodel import exercises as ex
+
 from gpumodel import tensor_cores as tc
 from gpumodel.hardware import KINDS, LEVELS, MATH
-from gpumodel.widgets import WidgetExercise
+from gpumodel.course.widgets import WidgetExercise
 
 A100 = gm.gpu("A100-40GB")
 PRESETS = set(gm.preset_names())
@@ -81,13 +81,13 @@ GPU = st.one_of(choice(PRESETS), st.sampled_from([40, ("A100-40GB",)]))
 WORKLOAD = st.sampled_from(["gemm", None, 5, {}, gm.vector_add, (gm.vector_add(4),)])
 BYTES = st.one_of(st.sampled_from([None, [], {}, {"hbm": 1.0}, "hbm", {lv: 0.0 for lv in LEVELS[:-1]}]),
                   AMOUNT.map(lambda v: {**{lv: 1.0 for lv in LEVELS}, "hbm": v}))
-RULES = st.sampled_from([None, {}, {"kind": "text"}, [], "number", ex.number_rules])
+RULES = st.sampled_from([None, {}, {"kind": "text"}, [], "number", gm.course.checks.number_rules])
 HINTS = st.sampled_from([None, [], "b", {1: "hint"}, {None: "hint"}, {"a100": "the answer is no hint"}])
 
 CHAPTER = integer(1, 99).filter(lambda v: v is not None)  # None: every chapter
 RECORD = gm.published.comparisons()[0].record
 WHATS = {r.what for r in gm.published.records()}
-EXERCISE = WidgetExercise("test", {"x": [1]}, lambda x: "", ex.number_rules(3.0, "ms"), "Time:")
+EXERCISE = WidgetExercise("test", {"x": [1]}, lambda x: "", gm.course.checks.number_rules(3.0, "ms"), "Time:")
 
 A, B = np.ones((16, 8)), np.ones((8, 16))
 Q = np.ones((1, 1, 16, 8))
@@ -191,32 +191,32 @@ SIGNATURES = {
         (gm.fmt_intensity, "flops_per_byte"), (gm.fmt_percent, "fraction"))},
     "units.fmt_capacity": (gm.fmt_capacity, {"nbytes": (40 * 2**20, REAL)}),
     "units.fmt_bound": (gm.fmt_bound, {"bound": ("hbm", choice(gm.BOUNDS))}),
-    "exercises.number_rules": (ex.number_rules, {"expected": (3.0, REAL), "unit": ("ms", TEXT), "rtol": (0.02, NOT_NEGATIVE),
+    "course.checks.number_rules": (gm.course.checks.number_rules, {"expected": (3.0, REAL), "unit": ("ms", TEXT), "rtol": (0.02, NOT_NEGATIVE),
                                                  "explain": ("", TEXT), "hint": ("", TEXT)}),
-    "exercises.choice_rules": (ex.choice_rules, {"answer": ("A100", st.sampled_from(NOT_STRINGS)),
+    "course.checks.choice_rules": (gm.course.checks.choice_rules, {"answer": ("A100", st.sampled_from(NOT_STRINGS)),
                                                  "wrong": ({"H100": "faster"}, HINTS), "explain": ("", TEXT)}),
-    "exercises.verdict": (ex.verdict, {"rules": (ex.number_rules(3.0, "ms"), RULES), "answer": (3.0, ANSWER)}),
-    "exercises.check_number": (ex.check_number, {"answer": (3.0, ANSWER), "expected": (3.0, REAL), "unit": ("ms", TEXT),
+    "course.checks.verdict": (gm.course.checks.verdict, {"rules": (gm.course.checks.number_rules(3.0, "ms"), RULES), "answer": (3.0, ANSWER)}),
+    "course.checks.check_number": (gm.course.checks.check_number, {"answer": (3.0, ANSWER), "expected": (3.0, REAL), "unit": ("ms", TEXT),
                                                  "rtol": (0.02, NOT_NEGATIVE), "explain": ("", TEXT), "hint": ("", TEXT)}),
-    "exercises.check_bound": (ex.check_bound, {"kernel": ("gemm_reg128", choice(gm.seed_kernels())),
+    "course.hierarchy.check_bound": (gm.course.hierarchy.check_bound, {"kernel": ("gemm_reg128", choice(gm.seed_kernels())),
                                                "gpu": ("A100-40GB", GPU), "answer": ("compute", ANSWER)}),
-    "exercises.check_fmas_per_load": (ex.check_fmas_per_load, {"gpu": ("A100-40GB", GPU), "answer": (14, ANSWER)}),
-    "exercises.check_fusion_limit": (ex.check_fusion_limit, {"gpu": ("A100-40GB", GPU),
+    "course.hierarchy.check_fmas_per_load": (gm.course.hierarchy.check_fmas_per_load, {"gpu": ("A100-40GB", GPU), "answer": (14, ANSWER)}),
+    "course.intensity.check_fusion_limit": (gm.course.intensity.check_fusion_limit, {"gpu": ("A100-40GB", GPU),
                                                              "dtype": ("fp32", choice(("fp32", "fp16", "bf16"))),
                                                              "answer": (3.0, ANSWER)}),
-    "exercises.check_operand_tile": (ex.check_operand_tile, {"gpu": ("A100-40GB", GPU), "answer": (8, ANSWER)}),
-    "exercises.check_l2_tile": (ex.check_l2_tile, {"gpu": ("A100-40GB", GPU), "size": (8192, SIZE), "answer": (128, ANSWER)}),
-    "exercises.check_attention_limit": (ex.check_attention_limit, {"head_dim": (64, SIZE),
+    "course.tiling.check_operand_tile": (gm.course.tiling.check_operand_tile, {"gpu": ("A100-40GB", GPU), "answer": (8, ANSWER)}),
+    "course.roofline_levels.check_l2_tile": (gm.course.roofline_levels.check_l2_tile, {"gpu": ("A100-40GB", GPU), "size": (8192, SIZE), "answer": (128, ANSWER)}),
+    "course.flashattention.check_attention_limit": (gm.course.flashattention.check_attention_limit, {"head_dim": (64, SIZE),
                                                                    "dtype": ("fp16", choice(("fp32", "fp16", "bf16"))),
                                                                    "answer": (16, ANSWER)}),
-    "exercises.check_hbm_bytes_per_clock": (ex.check_hbm_bytes_per_clock, {"gpu": ("A100-40GB", GPU), "answer": (10, ANSWER)}),
-    "exercises.check_padding": (ex.check_padding, {"rows": (32, SIZE), "cols": (32, SIZE), "answer": (1, ANSWER)}),
-    "exercises.check_occupancy": (ex.check_occupancy, {"gpu": ("A100-40GB", GPU), "threads": (256, SIZE),
+    "course.appendix_presets.check_hbm_bytes_per_clock": (gm.course.appendix_presets.check_hbm_bytes_per_clock, {"gpu": ("A100-40GB", GPU), "answer": (10, ANSWER)}),
+    "course.tiling.check_padding": (gm.course.tiling.check_padding, {"rows": (32, SIZE), "cols": (32, SIZE), "answer": (1, ANSWER)}),
+    "course.tiling.check_occupancy": (gm.course.tiling.check_occupancy, {"gpu": ("A100-40GB", GPU), "threads": (256, SIZE),
                                                        "registers": (32, SIZE), "smem": (0, COUNT), "answer": (64, ANSWER)}),
-    "exercises.check_flash_block": (ex.check_flash_block, {"sram_bytes": (100_000, SIZE), "head_dim": (64, SIZE),
+    "course.flashattention.check_flash_block": (gm.course.flashattention.check_flash_block, {"sram_bytes": (100_000, SIZE), "head_dim": (64, SIZE),
                                                            "dtype": ("fp16", choice(("fp32", "fp16", "bf16"))),
                                                            "answer": (64, ANSWER)}),
-    "exercises.check_bound_fraction": (ex.check_bound_fraction, {"gpu": (RECORD.gpu, GPU),
+    "course.model_vs_measurements.check_bound_fraction": (gm.course.model_vs_measurements.check_bound_fraction, {"gpu": (RECORD.gpu, GPU),
                                                                  "what": (RECORD.what, choice(WHATS)),
                                                                  "answer": (0.5, ANSWER)}),
     "tensor_cores.mma_tile": (tc.mma_tile, {"m": (64, SIZE), "n": (128, SIZE), "k": (16, SIZE),
@@ -248,18 +248,18 @@ SIGNATURES = {
     "tensor_cores.kv_bytes_per_token": (tc.kv_bytes_per_token, {"layers": (32, SIZE), "kv_heads": (8, SIZE),
                                                                 "head_dim": (128, SIZE),
                                                                 "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
-    "tensor_cores.waves": (tc.waves, {"m": (4096, SIZE), "n": (4096, SIZE), "block": ((128, 256), tile((128, 256))),
+    "tensor_cores.wave_quantisation": (tc.wave_quantisation, {"m": (4096, SIZE), "n": (4096, SIZE), "block": ((128, 256), tile((128, 256))),
                                       "gpu": ("A100-40GB", GPU), "blocks_per_sm": (2, SIZE)}),
     "tensor_cores.split_k_bytes": (tc.split_k_bytes, {"m": (4096, SIZE), "n": (4096, SIZE), "splits": (4, SIZE),
                                                       "partial_bytes": (4, SIZE)}),
     "tensor_cores.stream_k": (tc.stream_k, {"tiles": (200, SIZE), "k_steps": (64, SIZE), "sms": (132, SIZE)}),
-    "tensor_cores.check_operand_n": (tc.check_operand_n, {"gpu": ("H100-SXM", GPU), "answer": (64, ANSWER),
+    "course.tensor_cores.check_operand_n": (gm.course.tensor_cores.check_operand_n, {"gpu": ("H100-SXM", GPU), "answer": (64, ANSWER),
                                                           "m": (64, SIZE),
                                                           "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
-    "tensor_cores.check_critical_batch": (tc.check_critical_batch, {"gpu": ("A100-40GB", GPU), "width": (4096, SIZE),
+    "course.tensor_cores.check_critical_batch": (gm.course.tensor_cores.check_critical_batch, {"gpu": ("A100-40GB", GPU), "width": (4096, SIZE),
                                                                     "weight": ("int8", choice(tc.WEIGHT_BYTES)),
                                                                     "answer": (100, ANSWER)}),
-    "tensor_cores.check_last_wave": (tc.check_last_wave, {"m": (4096, SIZE), "n": (4096, SIZE),
+    "course.tensor_cores.check_last_wave": (gm.course.tensor_cores.check_last_wave, {"m": (4096, SIZE), "n": (4096, SIZE),
                                                           "block": ((128, 256), tile((128, 256))),
                                                           "gpu": ("A100-40GB", GPU), "answer": (0.5, ANSWER)}),
     "published.comparisons": (gm.published.comparisons, {"chapter": (3, CHAPTER)}),
@@ -275,12 +275,14 @@ EXCLUDED = {
     "published.attention_flops": "takes the run table of a checked published record",
 }
 """Public callables that take input but no learner's value, with the reason."""
+EXCLUDED |= {f"course.{make.__module__.split('.')[-1]}.{make.__name__}": "a widget exercise's constructor: not swept yet "
+             "(issue 26 adds them)" for make in gm.course.widget_exercises()}
 RESULTS = {"model.Prediction", "simulate.Run", "occupancy.Occupancy", "waves.WaveTraffic", "hardware.Capability",
-           "hardware.GPU", "tensor_cores.Pipeline", "tensor_cores.Waves", "exercises.Feedback", "published.Record",
+           "hardware.GPU", "tensor_cores.Pipeline", "tensor_cores.WaveQuantisation", "course.checks.Feedback", "published.Record",
            "published.Comparison", "presets.DataError"}
 """Records the package returns (and its error class), not built from a learner's values."""
-MODULES = ("workloads", "model", "simulate", "occupancy", "waves", "tiles", "hardware", "presets", "units", "exercises",
-           "tensor_cores", "published", "kernel_info")
+MODULES = ("workloads", "model", "simulate", "occupancy", "waves", "tiles", "hardware", "presets", "units", "tensor_cores",
+           "published", "kernel_info", "course.checks", *(f"course.{chapter}" for chapter in gm.course.CHAPTERS))
 
 
 def public_callables() -> dict:
@@ -297,7 +299,7 @@ def public_callables() -> dict:
     for name in gm.__all__:
         obj = getattr(gm, name)
         if callable(obj):
-            assert f"{obj.__module__.split('.')[-1]}.{name}" in found, name
+            assert f"{obj.__module__.removeprefix('gpumodel.')}.{name}" in found, name
     for name, obj in vars(gm.GPU).items():
         if not name.startswith("_") and "__mutmut" not in name and inspect.isfunction(obj):
             found[f"GPU.{name}"] = obj
@@ -341,7 +343,7 @@ def _call(key, **changed):
 def test_valid_arguments_run_cleanly(key):
     result = _call(key)
     assert _nan_free(result)
-    if isinstance(result, ex.Feedback):
+    if isinstance(result, gm.course.checks.Feedback):
         assert result.message
 
 
@@ -361,7 +363,7 @@ def test_bad_input_is_refused_naming_the_parameter(key, param, data):
     bad = data.draw(SIGNATURES[key][1][param][1], label=param)
     if SIGNATURES[key][1][param][1] is ANSWER:  # a learner's bad answer gets a sentence, not an error
         feedback = _call(key, answer=bad)
-        assert isinstance(feedback, ex.Feedback) and not feedback and feedback.message.endswith(".")
+        assert isinstance(feedback, gm.course.checks.Feedback) and not feedback and feedback.message.endswith(".")
         return
     with pytest.raises((ValueError, TypeError)) as err:
         _call(key, **{param: bad})

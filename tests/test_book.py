@@ -56,7 +56,7 @@ def test_every_source_cites_a_reference(name):
 
 
 def test_preset_table_has_a_row_per_preset_with_derived_bandwidths():
-    table = gm.tables.preset_table()
+    table = gm.course.tables.preset_table()
     lines = table.splitlines()
     assert len(lines) == 2 + len(gm.preset_names())
     a100 = next(line for line in lines if line.startswith("| A100-40GB "))
@@ -64,29 +64,29 @@ def test_preset_table_has_a_row_per_preset_with_derived_bandwidths():
 
 
 def test_sources_table_cites_every_figure():
-    table = gm.tables.sources_table("A100-40GB")
+    table = gm.course.tables.sources_table("A100-40GB")
     assert table.count("{cite:p}`") == len(gm.gpu("A100-40GB").facts())
     assert "| 5120 B/clk | spec | {cite:p}`nvidia2020a100`, Section 4.6.3 (L2 cache) |" in table
 
 
 def test_markdown_table_escapes_pipes():
-    assert gm.tables.markdown_table(["a"], [["x|y"]]).splitlines()[-1] == "| x\\|y |"
+    assert gm.course.tables.markdown_table(["a"], [["x|y"]]).splitlines()[-1] == "| x\\|y |"
 
 
 def test_glue_keeps_what_it_glued_and_echoes_nothing():
-    assert gm.chapter.glue("test_value", "2.07 ms") is None  # a glue cell's last line shows no stray value
-    assert gm.chapter.GLUED["test_value"] == "2.07 ms" and "test_value" not in gm.chapter.VARIES
-    gm.chapter.glue("test_value", "1.00 s", varies=True)
-    assert gm.chapter.GLUED["test_value"] == "1.00 s" and "test_value" in gm.chapter.VARIES
+    assert gm.book.chapter.glue("test_value", "2.07 ms") is None  # a glue cell's last line shows no stray value
+    assert gm.book.chapter.GLUED["test_value"] == "2.07 ms" and "test_value" not in gm.book.chapter.VARIES
+    gm.book.chapter.glue("test_value", "1.00 s", varies=True)
+    assert gm.book.chapter.GLUED["test_value"] == "1.00 s" and "test_value" in gm.book.chapter.VARIES
 
 
 def test_glue_refuses_numbers():
     with pytest.raises(TypeError, match="text must be a str"):
-        gm.chapter.glue("x", 2.07e-3)
+        gm.book.chapter.glue("x", 2.07e-3)
 
 
 def test_hierarchy_figure_draws_each_gpu_at_each_level():
-    fig = gm.plots.hierarchy_figure(("V100", "A100-40GB", "H100-SXM"))
+    fig = gm.course.plots.hierarchy_figure(("V100", "A100-40GB", "H100-SXM"))
     bw, cap = fig.axes
     assert len(bw.patches) == len(cap.patches) == 3 * 4
     a100_smem = bw.patches[4 + 1].get_height()

@@ -171,7 +171,7 @@ def test_every_menu_of_a_player_changes_its_figure(site, browser, chapter):
     assert errors == []
 
 
-WIDGET_EXERCISES = {make().key: make for make in gm.widget_exercises.ALL}
+WIDGET_EXERCISES = {make().key: make for make in gm.course.widget_exercises()}
 EXERCISE_PAGES = ["01_hierarchy", "02_intensity", "03_tiling", "04_roofline_levels", "05_flashattention",
                   "06_tensor_cores", "99_appendix_presets"]
 

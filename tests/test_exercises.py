@@ -13,20 +13,20 @@ import gpumodel as gm
     ("gemm_reg128", "RTX-4090", "smem"),
 ])
 def test_check_bound(kernel, preset, bound):
-    assert gm.exercises.check_bound(kernel, preset, bound)
+    assert gm.course.hierarchy.check_bound(kernel, preset, bound)
     for wrong in (b for b in gm.BOUNDS if b != bound):
-        feedback = gm.exercises.check_bound(kernel, preset, wrong)
+        feedback = gm.course.hierarchy.check_bound(kernel, preset, wrong)
         assert not feedback and wrong in feedback.message
         assert bound not in feedback.message and gm.fmt_bound(bound) not in feedback.message, "a hint, not the answer"
 
 
 def test_check_bound_answers_bad_input_with_a_sentence():
     with pytest.raises(ValueError, match="kernel must be one of"):
-        gm.exercises.check_bound("matmul", "T4", "smem")
+        gm.course.hierarchy.check_bound("matmul", "T4", "smem")
     for answer in ("memory", ["smem"], 3, True):
-        feedback = gm.exercises.check_bound("vector_add", "T4", answer)
+        feedback = gm.course.hierarchy.check_bound("vector_add", "T4", answer)
         assert not feedback and feedback.message.startswith("The answer should be one of the strings")
-    assert "No answer yet" in gm.exercises.check_bound("vector_add", "T4", None).message
+    assert "No answer yet" in gm.course.hierarchy.check_bound("vector_add", "T4", None).message
 
 
 @pytest.mark.parametrize("gpu", ["A100-40GB", "H100-SXM", "L4"])
@@ -34,8 +34,8 @@ def test_check_fmas_per_load(gpu):
     g = gm.gpu(gpu)
     balance = g.peak_flops / g.bandwidth("hbm")
     k = next(k for k in range(1, 1000) if 2 * k / 4 >= balance)  # 2k flops per 4 bytes
-    assert gm.exercises.check_fmas_per_load(gpu, k)
-    assert not gm.exercises.check_fmas_per_load(gpu, k - 1) and not gm.exercises.check_fmas_per_load(gpu, k + 1)
+    assert gm.course.hierarchy.check_fmas_per_load(gpu, k)
+    assert not gm.course.hierarchy.check_fmas_per_load(gpu, k - 1) and not gm.course.hierarchy.check_fmas_per_load(gpu, k + 1)
 
 
 def test_check_decode_batch():
@@ -44,83 +44,83 @@ def test_check_decode_batch():
     ridge = h100.peak("fp16") / h100.bandwidth("hbm")
     b = next(b for b in range(1, 5000) if 2 * b * w * w / (2 * (w * w + 2 * b * w)) >= ridge)
     assert 250 < b < 400
-    assert gm.tensor_cores.check_critical_batch("H100-SXM", w, "fp16", b)
-    assert not gm.tensor_cores.check_critical_batch("H100-SXM", w, "fp16", b - 10)
-    assert not gm.tensor_cores.check_critical_batch("H100-SXM", w, "fp16", round(ridge))  # the ridge itself is not the batch
+    assert gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "fp16", b)
+    assert not gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "fp16", b - 10)
+    assert not gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "fp16", round(ridge))  # the ridge itself is not the batch
     with pytest.raises(ValueError, match="width must be large enough"):
-        gm.tensor_cores.check_critical_batch("H100-SXM", 64, "fp16", 1)
+        gm.course.tensor_cores.check_critical_batch("H100-SXM", 64, "fp16", 1)
 
 
 @pytest.mark.parametrize("gpu", ["A100-40GB", "H100-SXM"])
 def test_check_fusion_limit_is_four_times_the_balance(gpu):
     g = gm.gpu(gpu)
-    assert gm.exercises.check_fusion_limit(gpu, "fp32", 4 * g.peak_flops / g.bandwidth("hbm"))
-    assert not gm.exercises.check_fusion_limit(gpu, "fp32", 10**6)  # not the number of ops
-    assert not gm.exercises.check_fusion_limit(gpu, "fp32", 2 * g.peak_flops / g.bandwidth("hbm"))
+    assert gm.course.intensity.check_fusion_limit(gpu, "fp32", 4 * g.peak_flops / g.bandwidth("hbm"))
+    assert not gm.course.intensity.check_fusion_limit(gpu, "fp32", 10**6)  # not the number of ops
+    assert not gm.course.intensity.check_fusion_limit(gpu, "fp32", 2 * g.peak_flops / g.bandwidth("hbm"))
 
 
 @pytest.mark.parametrize("gpu, t", [("T4", 4), ("V100", 4), ("A100-40GB", 4), ("H100-SXM", 8), ("RTX-4090", 8)])
 def test_check_operand_tile(gpu, t):
-    assert gm.exercises.check_operand_tile(gpu, t)
-    assert not gm.exercises.check_operand_tile(gpu, t * 2)
+    assert gm.course.tiling.check_operand_tile(gpu, t)
+    assert not gm.course.tiling.check_operand_tile(gpu, t * 2)
 
 
 def test_check_l2_tile():
-    assert gm.exercises.check_l2_tile("H100-SXM", 8192, 256)
-    assert gm.exercises.check_l2_tile("A100-40GB", 8192, 128)  # the A100's L2 ridge is less than half the H100's
-    assert not gm.exercises.check_l2_tile("H100-SXM", 8192, 128)
+    assert gm.course.roofline_levels.check_l2_tile("H100-SXM", 8192, 256)
+    assert gm.course.roofline_levels.check_l2_tile("A100-40GB", 8192, 128)  # the A100's L2 ridge is less than half the H100's
+    assert not gm.course.roofline_levels.check_l2_tile("H100-SXM", 8192, 128)
     with pytest.raises(ValueError, match="size must allow a tile"):
-        gm.exercises.check_l2_tile("H100-SXM", 64, 64)
+        gm.course.roofline_levels.check_l2_tile("H100-SXM", 64, 64)
 
 
 @pytest.mark.parametrize("d, dtype", [(64, "fp16"), (128, "fp16"), (128, "fp32")])
 def test_check_attention_limit_is_d_over_s(d, dtype):
     s = 4 if dtype == "fp32" else 2
-    assert gm.exercises.check_attention_limit(d, dtype, d / s)
-    assert not gm.exercises.check_attention_limit(d, dtype, d)
+    assert gm.course.flashattention.check_attention_limit(d, dtype, d / s)
+    assert not gm.course.flashattention.check_attention_limit(d, dtype, d)
 
 
 def test_check_hbm_bytes_per_clock():
     h100 = gm.gpu("H100-SXM")
     per = 3.35e12 / (132 * 1.98e9)  # the datasheet figures, independently
     assert h100.sms.value == 132 and h100.clock.value == 1.98e9 and h100.bandwidth("hbm") == 3.35e12
-    assert gm.exercises.check_hbm_bytes_per_clock("H100-SXM", per)
-    assert not gm.exercises.check_hbm_bytes_per_clock("H100-SXM", per * 32)
+    assert gm.course.appendix_presets.check_hbm_bytes_per_clock("H100-SXM", per)
+    assert not gm.course.appendix_presets.check_hbm_bytes_per_clock("H100-SXM", per * 32)
 
 
 def test_check_padding():
-    assert gm.exercises.check_padding(32, 64, 1)
-    assert not gm.exercises.check_padding(32, 64, 0)
-    assert not gm.exercises.check_padding(32, 64, 3)  # conflict-free, but more than needed
-    assert "less padding would do" in gm.exercises.check_padding(32, 64, 3).message  # not how much less
-    assert gm.exercises.check_padding(32, 64, np.int64(1))
+    assert gm.course.tiling.check_padding(32, 64, 1)
+    assert not gm.course.tiling.check_padding(32, 64, 0)
+    assert not gm.course.tiling.check_padding(32, 64, 3)  # conflict-free, but more than needed
+    assert "less padding would do" in gm.course.tiling.check_padding(32, 64, 3).message  # not how much less
+    assert gm.course.tiling.check_padding(32, 64, np.int64(1))
     for answer in (1.5, -1, "1", [1]):
-        assert gm.exercises.check_padding(32, 64, answer).message.startswith("The answer should be a whole number")
+        assert gm.course.tiling.check_padding(32, 64, answer).message.startswith("The answer should be a whole number")
 
 
 def test_check_occupancy():
-    assert gm.exercises.check_occupancy("H100-SXM", 128, 72, 16 * 1024, 28)
-    assert not gm.exercises.check_occupancy("H100-SXM", 128, 72, 16 * 1024, 64)
+    assert gm.course.tiling.check_occupancy("H100-SXM", 128, 72, 16 * 1024, 28)
+    assert not gm.course.tiling.check_occupancy("H100-SXM", 128, 72, 16 * 1024, 64)
 
 
 def test_chapter_five_checkers():
-    assert gm.exercises.check_flash_block(96 * 1024, 128, "fp16", 64)
-    assert not gm.exercises.check_flash_block(96 * 1024, 128, "fp16", 128)
-    assert gm.exercises.flash_block(32 * 1024, 64, "fp16") == 64  # 2 (3 x 64 x 64 + 64^2) = 32 KiB exactly
+    assert gm.course.flashattention.check_flash_block(96 * 1024, 128, "fp16", 64)
+    assert not gm.course.flashattention.check_flash_block(96 * 1024, 128, "fp16", 128)
+    assert gm.flash_block(32 * 1024, 64, "fp16") == 64  # 2 (3 x 64 x 64 + 64^2) = 32 KiB exactly
     with pytest.raises(ValueError, match="sram_bytes must hold"):
-        gm.exercises.flash_block(100, 128, "fp16")
+        gm.flash_block(100, 128, "fp16")
 
 
 H100 = gm.gpu("H100-SXM")
 NUMBER_CHECKS = [  # (checker with its parameters, the right answer)
-    (lambda a: gm.exercises.check_fmas_per_load("H100-SXM", a), 40),
-    (lambda a: gm.exercises.check_fusion_limit("H100-SXM", "fp32", a), 4 * H100.peak_flops / H100.bandwidth("hbm")),
-    (lambda a: gm.exercises.check_operand_tile("T4", a), 4),
-    (lambda a: gm.exercises.check_l2_tile("H100-SXM", 8192, a), 256),
-    (lambda a: gm.exercises.check_attention_limit(128, "fp16", a), 64),
-    (lambda a: gm.exercises.check_hbm_bytes_per_clock("H100-SXM", a), 3.35e12 / (132 * 1.98e9)),
-    (lambda a: gm.exercises.check_occupancy("H100-SXM", 128, 72, 16 * 1024, a), 28.0),
-    (lambda a: gm.exercises.check_flash_block(96 * 1024, 128, "fp16", a), 64),
+    (lambda a: gm.course.hierarchy.check_fmas_per_load("H100-SXM", a), 40),
+    (lambda a: gm.course.intensity.check_fusion_limit("H100-SXM", "fp32", a), 4 * H100.peak_flops / H100.bandwidth("hbm")),
+    (lambda a: gm.course.tiling.check_operand_tile("T4", a), 4),
+    (lambda a: gm.course.roofline_levels.check_l2_tile("H100-SXM", 8192, a), 256),
+    (lambda a: gm.course.flashattention.check_attention_limit(128, "fp16", a), 64),
+    (lambda a: gm.course.appendix_presets.check_hbm_bytes_per_clock("H100-SXM", a), 3.35e12 / (132 * 1.98e9)),
+    (lambda a: gm.course.tiling.check_occupancy("H100-SXM", 128, 72, 16 * 1024, a), 28.0),
+    (lambda a: gm.course.flashattention.check_flash_block(96 * 1024, 128, "fp16", a), 64),
 ]
 
 
@@ -149,8 +149,8 @@ def test_a_wrong_type_gets_a_sentence(check, right, answer):
 def test_check_bound_fraction():
     pcie = gm.gpu("H100-PCIe")
     right = 1942e9 / pcie.bandwidth("hbm")
-    assert gm.exercises.check_bound_fraction("H100-PCIe", "stream read, 2 GiB (gpu-stream)", right)
-    wrong = gm.exercises.check_bound_fraction("H100-PCIe", "stream read, 2 GiB (gpu-stream)", 1 / right)
+    assert gm.course.model_vs_measurements.check_bound_fraction("H100-PCIe", "stream read, 2 GiB (gpu-stream)", right)
+    wrong = gm.course.model_vs_measurements.check_bound_fraction("H100-PCIe", "stream read, 2 GiB (gpu-stream)", 1 / right)
     assert not wrong and f"{right:.3g}" not in wrong.message
     with pytest.raises(ValueError, match="must name a published record"):
-        gm.exercises.check_bound_fraction("H100-PCIe", "no such run", 0.5)
+        gm.course.model_vs_measurements.check_bound_fraction("H100-PCIe", "no such run", 0.5)

@@ -116,7 +116,7 @@ def test_adding_a_gpu_is_adding_one_file(tmp_path, monkeypatch):
     try:
         assert "H200-NVL" in gm.preset_names()
         assert gm.gpu("H200-NVL").bandwidth("hbm") == 4.0e12
-        assert "| H200-NVL |" in gm.tables.preset_table()
+        assert "| H200-NVL |" in gm.course.tables.preset_table()
         assert gm.occupancy.occupancy("H200-NVL", 256, 64).warps == 32
     finally:
         monkeypatch.undo()
@@ -149,7 +149,7 @@ def test_gpu_accepts_a_record_or_a_name_and_refuses_anything_else():
     lambda g: len(gm.tiles.search(g, 512, 512, 512)["time"]),
     lambda g: gm.waves.gemm_hbm(1024, 1024, 1024, gpu=g).hbm,
     lambda g: gm.waves.warm_read_time(g, 2**20),
-    lambda g: gm.tables.level_table(g),
+    lambda g: gm.course.tables.level_table(g),
 ])
 def test_every_analysis_takes_a_record_as_well_as_a_name(call):
     assert call("H100-SXM") == call(gm.gpu("H100-SXM"))

@@ -131,8 +131,8 @@ def test_bad_input_to_the_simulations_and_tools_is_refused_quickly(call, message
     (lambda: gm.simulate.strided_read(np.ones(2**20), 1), "x's warps"),
     (lambda: gm.tensor_cores.critical_batch("A100-40GB", 4096, largest=10**12), "largest must be at most"),
     (lambda: gm.vector_add(2**53 + 1), "n must be at most 2\\*\\*53"),
-    (lambda: gm.exercises.check_padding(16, 32, 1), "rows must be at least 32"),
-    (lambda: gm.exercises.check_l2_tile("A100-40GB", 0, 128), "^size must be positive"),
+    (lambda: gm.course.tiling.check_padding(16, 32, 1), "rows must be at least 32"),
+    (lambda: gm.course.roofline_levels.check_l2_tile("A100-40GB", 0, 128), "^size must be positive"),
     (lambda: gm.occupancy.occupancy("A100-40GB", 128, 32, True), "^smem must be"),
     (lambda: gm.fmt_time("1"), "^seconds must be a finite number"),
     (lambda: gm.tensor_cores.split_k_bytes(64, 64, 2, float("nan")), "^partial_bytes must be finite"),
@@ -151,11 +151,11 @@ def test_a_sweep_may_mix_an_array_and_a_number_in_a_tile():
 
 def _checkers(right):
     """Each kind of checker, judging an answer whose right value is `right`."""
-    from gpumodel.widgets import WidgetExercise
+    from gpumodel.course.widgets import WidgetExercise
 
-    exercise = WidgetExercise("t", {"x": [1]}, lambda x: "", gm.exercises.number_rules(right, "words"), "Padding:")
-    return [lambda a: gm.exercises.check_number(a, right, "words"), lambda a: gm.exercises.check_padding(32, 32, a),
-            lambda a: gm.tensor_cores.check_last_wave(64, 64, (32, 32), "A100-40GB", a), exercise.check]
+    exercise = WidgetExercise("t", {"x": [1]}, lambda x: "", gm.course.checks.number_rules(right, "words"), "Padding:")
+    return [lambda a: gm.course.checks.check_number(a, right, "words"), lambda a: gm.course.tiling.check_padding(32, 32, a),
+            lambda a: gm.course.tensor_cores.check_last_wave(64, 64, (32, 32), "A100-40GB", a), exercise.check]
 
 
 @pytest.mark.parametrize("which, kind", [(w, k) for w in (0, 1, 3) for k in (np.int64, np.float32, np.array, int)]
@@ -181,7 +181,7 @@ def test_a_preset_name_that_is_not_a_string_names_gpu():
 
 def test_check_number_refuses_a_nan_expected_value_naming_it():
     with pytest.raises(ValueError, match="^expected must be a finite number"):
-        gm.exercises.check_number(1.0, float("nan"), "ms")
+        gm.course.checks.check_number(1.0, float("nan"), "ms")
 
 
 @pytest.mark.parametrize("call, message", [

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import gpumodel as gm
-from gpumodel import compiler, kernel_plans as launches
+from gpumodel.cuda import compiler
+from gpumodel.cuda import plans as launches
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from emulator import Emulator  # noqa: E402
@@ -102,7 +103,7 @@ def test_kernels_are_correct_on_the_cpu_emulator(emulator, make):
 @pytest.mark.gpu
 @pytest.mark.parametrize("make", ODD, ids=lambda f: "")
 def test_kernels_are_correct_on_the_gpu(make):
-    from gpumodel.gpu_runtime import Runner
+    from gpumodel.cuda.runtime import Runner
 
     plan = make()
     runner = Runner()
@@ -152,7 +153,7 @@ def test_function_source_shows_whole_definitions():
 
 @pytest.mark.parametrize("kernel, sizes", [("gemm_naive", (9, 7, 5)), ("gemm_smem16", (40, 24, 20)), ("gemm_reg128", (256, 136, 24))])
 def test_ladder_count_checks_agree(kernel, sizes):
-    table = gm.tables.count_table(kernel, *sizes)
+    table = gm.course.tables.count_table(kernel, *sizes)
     assert "| NO" not in table and table.count("| yes |") == 5
 
 

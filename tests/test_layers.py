@@ -1,6 +1,7 @@
-"""Imports go one way: core <- GPU side <- rendering. The core imports only NumPy (and the
-standard library); nothing but the GPU side reaches CuPy; nothing but rendering reaches
-matplotlib, ipywidgets or IPython. Function-level imports count too."""
+"""The folders are the layers, and imports go one way: core (`gpumodel/*.py`) <- `cuda/` <-
+`course/` <- `book/`. The core imports only NumPy (and the standard library); nothing but
+`cuda/` reaches CuPy; nothing below `course/` reaches matplotlib, ipywidgets or IPython.
+Function-level imports count too. A module's layer is its folder."""
 
 import ast
 import pathlib
@@ -9,62 +10,65 @@ import sys
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "gpumodel"
-LAYERS = {
-    # module -> (layer, rank): a module may import modules of a lower rank, or of its own
-    # rank and layer; never a higher one.
-    "_check": ("core", 0), "units": ("core", 0), "kernel_info": ("core", 0), "hardware": ("core", 0),
-    "presets": ("core", 1), "workloads": ("core", 2),
-    "model": ("core", 3), "simulate": ("core", 3), "occupancy": ("core", 3),
-    "waves": ("core", 4), "tiles": ("core", 4), "published": ("core", 5),
-    "compiler": ("gpu", 5), "kernel_plans": ("gpu", 5), "cpu_timing": ("gpu", 5), "recorded_runs": ("gpu", 5),
-    "literature": ("gpu", 5), "gpu_runtime": ("gpu", 6), "validate": ("gpu", 7),
-    "notebooks": ("rendering", 8), "chapter": ("rendering", 9), "tables": ("rendering", 9),
-    "plots": ("rendering", 9), "widgets": ("rendering", 9), "site": ("rendering", 9), "exercises": ("rendering", 9),
-    "widget_exercises": ("rendering", 10), "tensor_cores": ("rendering", 9),
-}
+LAYERS = ("core", "cuda", "course", "book")
+"""Lowest first: a module may import its own layer or a lower one."""
 THIRD_PARTY = {
     "core": {"numpy", "tomli"},
-    "gpu": {"numpy", "cupy", "cupy_backends", "pynvml"},
-    "rendering": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython", "myst_nb", "jupytext",
-                  "nbformat", "nbclient"},
+    "cuda": {"numpy", "cupy", "cupy_backends", "pynvml"},
+    "course": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython"},
+    "book": {"numpy", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient"},
 }
+MODULES = sorted(p.relative_to(PACKAGE).with_suffix("").as_posix() for p in PACKAGE.rglob("*.py"))
 
 
-def _imports(path: pathlib.Path) -> set:
-    """(kind, name) of everything a module imports: ("own", "model") or ("other", "numpy")."""
+def layer(module: str) -> str:
+    """The layer of a module named by its path inside the package ("course/plots", "model")."""
+    first = module.split("/")[0]
+    return first if first in LAYERS else "core"
+
+
+def _imports(module: str) -> set:
+    """(kind, name) of everything `module` imports: ("own", "cuda/runtime") or ("other", "numpy")."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:  # from . import x / from .x import y
-                names = [node.module] if node.module else [a.name for a in node.names]
-                found |= {("own", n.split(".")[0]) for n in names}
-            else:
-                found.add(("other", node.module.split(".")[0]))
+    package = module.split("/")[:-1]
+    for node in ast.walk(ast.parse((PACKAGE / f"{module}.py").read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[:len(package) - (node.level - 1)]
+            parts = base + (node.module.split(".") if node.module else [])
+            targets = [parts + [a.name] for a in node.names]  # a submodule, or a name in a module: same layer
+            found |= {("own", "/".join(t) or "__init__") for t in targets}
+        elif isinstance(node, ast.ImportFrom):
+            found.add(("other", node.module.split(".")[0]))
         elif isinstance(node, ast.Import):
             found |= {("other", a.name.split(".")[0]) for a in node.names}
     return found
 
 
-def test_every_module_has_a_layer():
-    modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
-    assert modules == set(LAYERS)
+def test_every_folder_is_a_layer():
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert folders == set(LAYERS) - {"core"}
 
 
-@pytest.mark.parametrize("module", sorted(LAYERS))
+@pytest.mark.parametrize("module", MODULES)
 def test_imports_go_one_way(module):
-    layer, rank = LAYERS[module]
-    for kind, name in _imports(PACKAGE / f"{module}.py"):
+    mine = LAYERS.index(layer(module))
+    for kind, name in _imports(module):
         if kind == "own":
-            their_layer, their_rank = LAYERS[name]
-            assert their_rank < rank or (their_rank == rank and their_layer == layer), \
-                f"{module} ({layer}) imports {name} ({their_layer}), a higher layer"
+            theirs = layer(name)
+            assert LAYERS.index(theirs) <= mine, f"{module} ({layer(module)}) imports {name} ({theirs}), a higher layer"
         elif name not in sys.stdlib_module_names:
-            assert name in THIRD_PARTY[layer], f"{module} ({layer}) imports {name}"
+            assert name in THIRD_PARTY[layer(module)], f"{module} ({layer(module)}) imports {name}"
+
+
+def test_the_checker_sees_a_wrong_import():
+    assert ("own", "cuda/runtime") in _imports("book/chapter")
+    assert layer("book/chapter") == "book" and layer("cuda/runtime") == "cuda" and layer("model") == "core"
 
 
 def test_the_core_imports_without_plotting_widgets_or_cupy():
     import subprocess
 
     code = ("import sys, gpumodel as gm; gm.predict(gm.vector_add(4), 'T4'); gm.occupancy; gm.tiles; gm.waves; "
+            "gm.tensor_cores; gm.published; "
             "bad = {'matplotlib', 'ipywidgets', 'cupy', 'IPython'} & set(sys.modules); assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

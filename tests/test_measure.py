@@ -10,25 +10,25 @@ matplotlib.use("Agg")
 
 
 def test_working_sets_double_per_octave():
-    sizes = gm.cpu_timing.working_sets(32 * 1024, 1024**2, per_octave=1)
+    sizes = gm.cuda.cpu_timing.working_sets(32 * 1024, 1024**2, per_octave=1)
     assert list(sizes) == [32 * 1024 * 2**i for i in range(6)]
     with pytest.raises(ValueError, match="smallest must not exceed largest"):
-        gm.cpu_timing.working_sets(2**20, 2**10)
+        gm.cuda.cpu_timing.working_sets(2**20, 2**10)
 
 
 def test_cpu_sweep_returns_a_bandwidth_per_size():
-    sizes, bandwidth = gm.cpu_timing.cpu_sweep([64 * 1024, 1024**2], target=0.002)
+    sizes, bandwidth = gm.cuda.cpu_timing.cpu_sweep([64 * 1024, 1024**2], target=0.002)
     assert list(sizes) == [64 * 1024, 1024**2]
     assert bandwidth.shape == (2,) and np.all(np.isfinite(bandwidth)) and np.all(bandwidth > 0)
 
 
 def test_cpu_caches_are_sizes_in_bytes():
-    for name, size in gm.cpu_timing.cpu_caches().items():
+    for name, size in gm.cuda.cpu_timing.cpu_caches().items():
         assert name.startswith("L") and size >= 1024
 
 
 def test_seconds_per_call_is_positive():
-    assert gm.cpu_timing.seconds_per_call(lambda: sum(range(100)), target=0.001) > 0
+    assert gm.cuda.cpu_timing.seconds_per_call(lambda: sum(range(100)), target=0.001) > 0
 
 
 def test_little_law():
@@ -39,30 +39,30 @@ def test_little_law():
 
 
 def test_level_table_cites_latencies():
-    table = gm.tables.level_table("A100-40GB")
+    table = gm.course.tables.level_table("A100-40GB")
     assert "466 cycles ({cite:p}`luo2024hopper`, Table IV)" in table
     assert len(table.splitlines()) == 2 + 4
 
 
 def test_chapter_one_figures_draw():
-    fig = gm.plots.pipes("gemm_smem16", "A100-40GB", step=2, steps=6)
+    fig = gm.course.plots.pipes("gemm_smem16", "A100-40GB", step=2, steps=6)
     assert "bound by shared memory" in fig.axes[0].get_title()
     preds = {k: gm.predict(w, gm.gpu("A100-40GB")) for k, w in gm.seed_kernels().items()}
-    fig = gm.plots.busy_bars(preds)
+    fig = gm.course.plots.busy_bars(preds)
     assert len(fig.axes[0].patches) == 3 * len(gm.BOUNDS)
-    fig = gm.plots.sweep([("x", [1024, 2048], [1e10, 2e10])], {"L2": 5e10}, {"L2": 1536})
+    fig = gm.course.plots.sweep([("x", [1024, 2048], [1e10, 2e10])], {"L2": 5e10}, {"L2": 1536})
     assert fig.axes[0].get_xscale() == "log"
 
 
 def test_diagrams_draw_what_they_say():
     import re
 
-    fig = gm.plots.wave_map(16, 16, wave=40, group=4)
+    fig = gm.course.plots.wave_map(16, 16, wave=40, group=4)
     titles = [ax.get_title() for ax in fig.axes[:2]]
     counts = [tuple(map(int, re.findall(r"needs (\d+) row panels of A and (\d+) column", t)[0])) for t in titles]
     for order, (rows, cols) in zip(("row", "grouped"), counts):
         r, c = gm.waves.block_coordinates(16, 16, order, 4)
         assert (len(set(r[:40])), len(set(c[:40]))) == (rows, cols)
     assert counts[1][0] + counts[1][1] < counts[0][0] + counts[0][1]
-    assert len(gm.plots.tiled_gemm_diagram(4, 4).axes[0].patches) > 16
-    assert len(gm.plots.flash_diagram(8).axes[0].patches) > 64
+    assert len(gm.course.plots.tiled_gemm_diagram(4, 4).axes[0].patches) > 16
+    assert len(gm.course.plots.flash_diagram(8).axes[0].patches) > 64

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import gpumodel as gm
-from gpumodel import notebooks as book
+from gpumodel.book import notebooks as book
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9]*.md"))
@@ -93,7 +93,7 @@ def test_run_all_reproduces_the_numbers_and_shows_no_solution(chapter):
     import nbclient
 
     nb = _stored(chapter)
-    nb.cells.append(nbformat.v4.new_code_cell("import json, gpumodel as gm\nprint(json.dumps(gm.chapter.GLUED))"))
+    nb.cells.append(nbformat.v4.new_code_cell("import json, gpumodel as gm\nprint(json.dumps(gm.book.chapter.GLUED))"))
     nbclient.NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(ROOT / "chapters")}}).execute()
     glued = json.loads(nb.cells[-1].outputs[-1]["text"])
     meta = nb.metadata["gpumodel"]
@@ -111,7 +111,7 @@ def test_the_install_cell_installs_from_the_repository():
 
 
 def test_a_fork_links_to_itself_on_the_pages_build(monkeypatch):
-    """What the Pages workflow does (`python -m gpumodel.notebooks --site`), with
+    """What the Pages workflow does (`python -m gpumodel.book.notebooks --site`), with
     GITHUB_REPOSITORY set as GitHub Actions sets it."""
     monkeypatch.setenv("GITHUB_REPOSITORY", "some-fork/gpu-course")
     fork = "https://github.com/some-fork/gpu-course"
@@ -122,7 +122,7 @@ def test_a_fork_links_to_itself_on_the_pages_build(monkeypatch):
         "https://colab.research.google.com/github/some-fork/gpu-course/blob/main/notebooks/01_hierarchy.ipynb"
     assert f"git+{fork}" in book.install_source()
     assert book.cite("dao2022flashattention").startswith("([Dao et al. 2022](https://some-fork.github.io/gpu-course/")
-    assert "some-fork" in str(gm.chapter.colab_badge("01_hierarchy").data)
+    assert "some-fork" in str(gm.book.chapter.colab_badge("01_hierarchy").data)
 
 
 def test_the_install_cell_runs_off_colab_and_does_nothing():
@@ -136,7 +136,7 @@ def test_a_git_install_gives_an_importable_package_with_its_kernels(tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
                     f"gpumodel @ git+file://{tmp_path / 'repo'}"], check=True, capture_output=True)
-    probe = ("import gpumodel as gm, gpumodel.compiler as c; "
+    probe = ("import gpumodel as gm, gpumodel.cuda.compiler as c; "
              "print(gm.predict(gm.vector_add(2**28), gm.gpu('A100-40GB')).bound, len(list(c.kernel_dir().glob('*.cu'))), c.kernel_dir())")
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, check=True)
@@ -152,12 +152,12 @@ def test_chapter_conventions(chapter):
     assert 0 < front["mystnb"]["execution_timeout"] <= 300, "a per-chapter timeout in the front matter"
     assert len(re.findall(r"^import gpumodel as gm$", text, re.M)) == 1, "one visible import"
     assert "colab_badge(" in text, "a Colab link"
-    runs_kernels = "gm.gpu_runtime" in text or "kernel_plans" in text
+    runs_kernels = "gm.cuda.runtime" in text or "gm.cuda.plans" in text
     assert ("```{include} _gpu_optional.md" in text) == runs_kernels, "the GPU-optional admonition where kernels run"
     for block in re.findall(r"```\{code-cell\} ipython3\n:tags: \[([^\]]*)\]\n\n(.*?)```", text, re.S):
         tags, source = block
         if "hide-input" in tags:
-            assert "gm.plots." in source or "Markdown(" in source or "gpu_runtime.have_gpu()" in source, \
+            assert "gm.course.plots." in source or "Markdown(" in source or "runtime.have_gpu()" in source, \
                 f"hide-input on a cell that does more than draw or run kernels: {source[:80]}"
     labels = re.findall(r"```\{exercise\}\n:label: (\S+)", text)
     for label in labels:
@@ -178,7 +178,7 @@ def test_chapter_3_runs_with_no_compiler(tmp_path):
     import nbformat
 
     nb = nbformat.read(ROOT / "notebooks" / "03_tiling.ipynb", as_version=4)
-    hide = nbformat.v4.new_code_cell("import os, gpumodel.compiler as c\nc._nvrtc = lambda: None\nos.environ['PATH'] = '/nonexistent'")
+    hide = nbformat.v4.new_code_cell("import os, gpumodel.cuda.compiler as c\nc._nvrtc = lambda: None\nos.environ['PATH'] = '/nonexistent'")
     nb.cells.insert(1, hide)
     nbclient.NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(ROOT / "chapters")}}).execute()
     text = json.dumps([c.get("outputs", []) for c in nb.cells])

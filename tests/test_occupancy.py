@@ -75,7 +75,7 @@ def test_tile_search_respects_the_limits_and_sorts_by_time():
 
 def test_estimated_registers_are_close_to_the_compilers():
     """The search's register estimate against ptxas for the two tiled kernels."""
-    report = {(x.kernel, x.arch): x.registers for x in gm.compiler.report(("sm_80",)) if x.file == "gemm.cu"}
+    report = {(x.kernel, x.arch): x.registers for x in gm.cuda.compiler.report(("sm_80",)) if x.file == "gemm.cu"}
     assert abs(gm.tiles.registers_estimate(8, 8) - report[("gemm_reg128", "sm_80")]) <= 16
     assert gm.tiles.registers_estimate(16, 16) > 255  # the spilling tile is illegal in the search
 

@@ -83,9 +83,9 @@ def test_a_bad_record_is_refused_naming_file_and_key(edit, message, tmp_path, mo
 
 
 def test_tables_cite_each_source():
-    table = gm.tables.published_table(published.comparisons(chapter=3))
+    table = gm.course.tables.published_table(published.comparisons(chapter=3))
     assert "{cite:t}`boehm2022sgemm`" in table and "(shared memory)" in table
-    assert "boost clock" in gm.tables.unbounded_table(published.unbounded(chapter=3))
+    assert "boost clock" in gm.course.tables.unbounded_table(published.unbounded(chapter=3))
 
 
 def _record(gpu, run, value, unit):

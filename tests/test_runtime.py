@@ -9,7 +9,8 @@ import types
 import pytest
 
 import gpumodel as gm
-from gpumodel import compiler, gpu_runtime as runtime, recorded_runs as measurements, validate
+from gpumodel.cuda import compiler, runtime, validate
+from gpumodel.cuda import recorded_runs as measurements
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
@@ -44,7 +45,7 @@ def test_cupy_without_a_driver_falls_back_to_the_log_not_the_page(monkeypatch, f
     assert runtime.have_gpu() is False
     assert capsys.readouterr().out == ""
     assert "CuPy is installed but no GPU answers (CUDARuntimeError: cudaErrorNoDevice)" in caplog.text
-    notice = gm.chapter.gpu_notice().data
+    notice = gm.book.chapter.gpu_notice().data
     assert notice.startswith("> **Running without a GPU**") and "CUDARuntimeError" not in notice
 
 
@@ -114,11 +115,11 @@ def test_validate_quick_on_the_gpu(tmp_path):
 
 def test_recorded_measurements_load_and_none_are_made_up(tmp_path):
     assert measurements.rows("gemm_reg128", tmp_path) == []
-    record = {"gpu": {"name": "Example GPU"}, "date": "2026-01-01T00:00:00+00:00", "command": "python -m gpumodel.validate --out x",
+    record = {"gpu": {"name": "Example GPU"}, "date": "2026-01-01T00:00:00+00:00", "command": "python -m gpumodel.cuda.validate --out x",
               "kernels": [{"kernel": "gemm_reg128", "measured_s": 0.001}]}
     (tmp_path / "a.json").write_text(json.dumps(record))
     (row,) = measurements.rows("gemm_reg128", tmp_path)
-    assert row["gpu"] == "Example GPU" and row["command"].startswith("python -m gpumodel.validate")
+    assert row["gpu"] == "Example GPU" and row["command"].startswith("python -m gpumodel.cuda.validate")
     (tmp_path / "b.json").write_text("{}")
     with pytest.raises(ValueError, match="b.json is not a validation record"):
         measurements.load(tmp_path)
@@ -126,7 +127,7 @@ def test_recorded_measurements_load_and_none_are_made_up(tmp_path):
 
 def test_shipped_measurements_are_real_records():
     for record in measurements.load():
-        assert record["gpu"]["driver_version"] and record["command"].startswith("python -m gpumodel.validate")
+        assert record["gpu"]["driver_version"] and record["command"].startswith("python -m gpumodel.cuda.validate")
 
 
 @pytest.fixture

@@ -108,14 +108,14 @@ def test_kv_bytes_per_token():
 
 
 def test_waves_and_tails():
-    w = tc.waves(4096, 4096, (128, 128), "H100-SXM")
+    w = tc.wave_quantisation(4096, 4096, (128, 128), "H100-SXM")
     assert (w.tiles, w.slots, w.waves) == (1024, 132, 8)
     assert w.last == pytest.approx(100 / 132) and w.efficiency == pytest.approx(1024 / (8 * 132))
-    full = tc.waves(1056, 1024, (8, 1024), "H100-SXM")  # 132 tiles: one full wave
+    full = tc.wave_quantisation(1056, 1024, (8, 1024), "H100-SXM")  # 132 tiles: one full wave
     assert full.last == 1.0 and full.efficiency == 1.0
-    assert tc.waves(100, 100, (64, 64), "H100-SXM").tiles == 4  # partial tiles count
+    assert tc.wave_quantisation(100, 100, (64, 64), "H100-SXM").tiles == 4  # partial tiles count
     with pytest.raises(ValueError, match="block\\[0\\] must not exceed m"):
-        tc.waves(64, 64, (128, 64), "H100-SXM")
+        tc.wave_quantisation(64, 64, (128, 64), "H100-SXM")
 
 
 def test_split_k_and_stream_k():
@@ -135,14 +135,14 @@ def _is_hint(feedback, answer):
 def test_check_operand_n():
     ridge = 4096 / 128  # dense fp16 FLOP per clock per SM over shared-memory bytes per clock
     n = next(n for n in range(8, 257, 8) if 64 * n / (64 + n) >= ridge)  # brute force from the formula
-    assert tc.check_operand_n("H100-SXM", n)
+    assert gm.course.tensor_cores.check_operand_n("H100-SXM", n)
     for wrong in (n - 8, n + 8, 256):
-        feedback = tc.check_operand_n("H100-SXM", wrong)
+        feedback = gm.course.tensor_cores.check_operand_n("H100-SXM", wrong)
         assert _is_hint(feedback, n)
     for bad in ("fifty-six", [n], True):
-        feedback = tc.check_operand_n("H100-SXM", bad)
+        feedback = gm.course.tensor_cores.check_operand_n("H100-SXM", bad)
         assert not feedback and feedback.message.startswith("The answer should be")
-    assert "No answer yet" in tc.check_operand_n("H100-SXM", None).message
+    assert "No answer yet" in gm.course.tensor_cores.check_operand_n("H100-SXM", None).message
 
 
 def test_check_critical_batch():
@@ -150,28 +150,28 @@ def test_check_critical_batch():
     g = gm.gpu("H100-SXM")
     ridge = g.peak("fp16") / g.bandwidth("hbm")
     b = next(b for b in range(1, 5000) if 2 * b * w * w / (b_w * w * w + 4 * b * w) >= ridge)
-    assert tc.check_critical_batch("H100-SXM", w, "int4", b)
+    assert gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", b)
     for wrong in (b - 5, 4 * b, tc.critical_batch("H100-SXM", w, "fp16")):
-        assert _is_hint(tc.check_critical_batch("H100-SXM", w, "int4", wrong), b)
+        assert _is_hint(gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", wrong), b)
     for bad in ("80", None):
-        feedback = tc.check_critical_batch("H100-SXM", w, "int4", bad)
+        feedback = gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", bad)
         assert not feedback
-    assert tc.check_critical_batch("H100-SXM", w, "int4", "eighty").message.startswith("The answer should be")
+    assert gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", "eighty").message.startswith("The answer should be")
 
 
 def test_check_last_wave():
     tiles, sms = (6144 // 128) * (6144 // 256), 132
     right = (tiles % sms) / sms
-    assert tc.check_last_wave(6144, 6144, (128, 256), "H100-SXM", right)
-    assert tc.check_last_wave(6144, 6144, (128, 256), "H100-SXM", np.float32(right))
+    assert gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", right)
+    assert gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", np.float32(right))
     for wrong in (1 - right, tiles / sms % 1 + 0.2, 0.5):
-        feedback = tc.check_last_wave(6144, 6144, (128, 256), "H100-SXM", wrong)
+        feedback = gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", wrong)
         assert not feedback and f"{right:.3}" not in feedback.message and str(tiles % sms) not in feedback.message
-    percent = tc.check_last_wave(6144, 6144, (128, 256), "H100-SXM", 100 * right)
+    percent = gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", 100 * right)
     assert not percent and "not a percentage" in percent.message and f"{right:.3}" not in percent.message
     for bad in ("0.73", [right], None):
-        assert not tc.check_last_wave(6144, 6144, (128, 256), "H100-SXM", bad)
-    assert tc.check_last_wave(6144, 6144, (128, 256), "H100-SXM", "0.7").message.startswith("The answer should be")
+        assert not gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", bad)
+    assert gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", "0.7").message.startswith("The answer should be")
 
 
 @pytest.mark.parametrize("width", [4096, 8192, 16384])

@@ -9,7 +9,7 @@ import matplotlib
 import pytest
 
 import gpumodel as gm
-from gpumodel import widget_exercises as wx
+
 
 matplotlib.use("Agg")
 GPUS = ["V100", "A100-40GB", "H100-SXM"]
@@ -21,7 +21,7 @@ def player_data(player):
 
 
 def test_player_has_a_menu_per_control_and_a_state_per_combination():
-    p = gm.widgets.player(gm.plots.gemm_levels, {"block": [16, 128], "thread": [1, 8], "gpu": GPUS[1:]},
+    p = gm.course.widgets.player(gm.course.plots.gemm_levels, {"block": [16, 128], "thread": [1, 8], "gpu": GPUS[1:]},
                           title="tile", alt="Bars")
     html, data = p._repr_html_(), player_data(p)
     assert html.count("<select") == 3 and 'alt="Bars"' in html
@@ -33,20 +33,20 @@ def test_player_has_a_menu_per_control_and_a_state_per_combination():
 
 
 def test_an_animated_player_has_a_frame_per_step_and_a_play_button():
-    p = gm.widgets.player(gm.plots.pipes, {"kernel": ["vector_add"], "gpu": GPUS[:2]}, alt="Pipes", steps=3)
+    p = gm.course.widgets.player(gm.course.plots.pipes, {"kernel": ["vector_add"], "gpu": GPUS[:2]}, alt="Pipes", steps=3)
     data = player_data(p)
     assert all(len(frames) == 3 for frames in data["frames"]) and "data-play" in p._repr_html_()
     assert len(set(data["frames"][0])) == 3  # the dots move
 
 
 def test_identical_states_share_one_frame():
-    p = gm.widgets.player(lambda gpu, unused: gm.plots.preset_levels(gpu), {"gpu": GPUS, "unused": [1, 2]}, alt="x")
+    p = gm.course.widgets.player(lambda gpu, unused: gm.course.plots.preset_levels(gpu), {"gpu": GPUS, "unused": [1, 2]}, alt="x")
     data = player_data(p)
     assert len(data["states"]) == 6 and len(data["frames"]) == 3
 
 
 def test_every_preset_player_stays_small():
-    p = gm.widgets.player(gm.plots.preset_levels, {"gpu": gm.preset_names()}, alt="Bars")
+    p = gm.course.widgets.player(gm.course.plots.preset_levels, {"gpu": gm.preset_names()}, alt="Bars")
     assert p.nbytes < 1_000_000
 
 
@@ -56,7 +56,7 @@ def test_every_preset_player_stays_small():
 ])
 def test_player_refuses_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        gm.widgets.player(gm.plots.preset_levels, **{"controls": {"gpu": GPUS}, "alt": "x", **kwargs})
+        gm.course.widgets.player(gm.course.plots.preset_levels, **{"controls": {"gpu": GPUS}, "alt": "x", **kwargs})
 
 
 def test_explorer_redraws_through_its_callback():
@@ -66,9 +66,9 @@ def test_explorer_redraws_through_its_callback():
 
     def draw(gpu):
         drawn.append(gpu)
-        return gm.plots.preset_levels(gpu)
+        return gm.course.plots.preset_levels(gpu)
 
-    box = gm.widgets.explorer(draw, {"gpu": ["V100", "H100-SXM"]})
+    box = gm.course.widgets.explorer(draw, {"gpu": ["V100", "H100-SXM"]})
     (dropdown,) = box.children[0].children
     assert isinstance(dropdown, ipywidgets.Dropdown) and drawn == ["V100"]
     dropdown.value = "H100-SXM"
@@ -76,7 +76,7 @@ def test_explorer_redraws_through_its_callback():
 
 
 def test_the_tile_explorer_says_why_a_tile_cannot_launch(capsys):
-    box = gm.widgets.explorer(gm.plots.gemm_levels, {"block": [16, 128], "thread": [1, 8], "gpu": ["A100-40GB"]})
+    box = gm.course.widgets.explorer(gm.course.plots.gemm_levels, {"block": [16, 128], "thread": [1, 8], "gpu": ["A100-40GB"]})
     block, thread, _ = box.children[0].children
     block.value = 128  # with thread 1: 16,384 threads per block
     assert "Not available: 128x128 tiles with 1x1 per thread cannot launch" in capsys.readouterr().out
@@ -86,11 +86,11 @@ def test_the_tile_explorer_says_why_a_tile_cannot_launch(capsys):
 
 def test_show_picks_the_player_in_the_book_build(monkeypatch):
     monkeypatch.setenv("GPUMODEL_BUILD", "book")
-    assert isinstance(gm.widgets.show(gm.plots.preset_levels, {"gpu": GPUS}, alt="x"), gm.widgets.Player)
-    exercise = wx.seed_bounds()
+    assert isinstance(gm.course.widgets.show(gm.course.plots.preset_levels, {"gpu": GPUS}, alt="x"), gm.course.widgets.Player)
+    exercise = gm.course.hierarchy.seed_bounds()
     assert exercise.show() is exercise
     monkeypatch.delenv("GPUMODEL_BUILD")
-    assert not isinstance(gm.widgets.show(gm.plots.preset_levels, {"gpu": GPUS}, alt="x"), gm.widgets.Player)
+    assert not isinstance(gm.course.widgets.show(gm.course.plots.preset_levels, {"gpu": GPUS}, alt="x"), gm.course.widgets.Player)
     assert exercise.show() is not exercise
 
 
@@ -101,27 +101,27 @@ def smallest(options, ok):
 
 
 ANSWERS = {
-    "seed-bounds": lambda: sum(gm.predict(gm.seed_kernels()["gemm_reg128"], g).bound == "compute" for g in wx.GPUS),
-    "littles-law": lambda: smallest(wx.LITTLE_WARPS, lambda w: w * 32 * 2 * 16 * gm.gpu("A100-40GB").sms.value
+    "seed-bounds": lambda: sum(gm.predict(gm.seed_kernels()["gemm_reg128"], g).bound == "compute" for g in gm.course.widgets.GPUS),
+    "littles-law": lambda: smallest(gm.course.hierarchy.LITTLE_WARPS, lambda w: w * 32 * 2 * 16 * gm.gpu("A100-40GB").sms.value
                                     >= gm.gpu("A100-40GB").in_flight("hbm")),
     "stride-sectors": lambda: 16,  # a 32-byte sector holds 16 fp16 elements
-    "fused-chain": lambda: smallest(wx.CHAIN_OPS, lambda k: k / 4 * gm.gpu("H100-SXM").bandwidth("hbm")
+    "fused-chain": lambda: smallest(gm.course.intensity.CHAIN_OPS, lambda k: k / 4 * gm.gpu("H100-SXM").bandwidth("hbm")
                                     > gm.gpu("H100-SXM").peak_flops / 2),  # registers: 12 B per flop at 6 P
     "thread-tile": lambda: 8,
     "occupancy-limit": lambda: 64,  # 65,536 registers over 1,024 threads
-    "block-group": lambda: min(wx.GROUPS, key=lambda g: gm.waves.gemm_hbm(
+    "block-group": lambda: min(gm.course.roofline_levels.GROUPS, key=lambda g: gm.waves.gemm_hbm(
         8192, 8192, 8192, gpu="H100-SXM", blocks_per_sm=2, order="grouped", group=g).hbm),
-    "l2-overflow": lambda: smallest(wx.L2_SIZES, lambda n: 12 * n > gm.gpu("L4").capacity("l2")),
-    "attention-fit": lambda: smallest(wx.SEQS, lambda n: 2 * 32 * (4 * n * 128 + 2 * n * n)
+    "l2-overflow": lambda: smallest(gm.course.roofline_levels.L2_SIZES, lambda n: 12 * n > gm.gpu("L4").capacity("l2")),
+    "attention-fit": lambda: smallest(gm.course.flashattention.SEQS, lambda n: 2 * 32 * (4 * n * 128 + 2 * n * n)
                                       > gm.gpu("L4").capacity("hbm")),
     "flash-speedup": lambda: float(gm.predict(gm.attention(1, 32, 16384, 64, kind="standard"), "H100-SXM").time
                                    / gm.predict(gm.attention(1, 32, 16384, 64, kind="flash"), "H100-SXM").time),
-    "decode-batch": lambda: smallest(wx.DECODE_BATCHES, lambda b: 2 * b * 8192**2 / (8192**2 + 2 * 2 * b * 8192)
+    "decode-batch": lambda: smallest(gm.course.tensor_cores.DECODE_BATCHES, lambda b: 2 * b * 8192**2 / (8192**2 + 2 * 2 * b * 8192)
                                      >= gm.gpu("H100-SXM").peak("fp16") / gm.gpu("H100-SXM").bandwidth("hbm")),
-    "wave-tail": lambda: max(wx.WAVE_SIZES, key=lambda n: ((n // 128) ** 2 % 132 or 132)),
+    "wave-tail": lambda: max(gm.course.tensor_cores.WAVE_SIZES, key=lambda n: ((n // 128) ** 2 % 132 or 132)),
     "highest-ridge": lambda: max(gm.preset_names(), key=lambda g: gm.gpu(g).peak("fp16") / gm.gpu(g).bandwidth("hbm")),
 }
-EXERCISES = {make().key: make for make in wx.ALL}
+EXERCISES = {make().key: make for make in gm.course.widget_exercises()}
 
 
 def test_every_widget_exercise_has_its_answer_worked_out_here():
@@ -157,18 +157,18 @@ def test_every_control_changes_the_view(key):
 
 
 def test_an_exercise_refuses_what_cannot_launch():
-    tiles = wx.thread_tile()
+    tiles = gm.course.tiling.thread_tile()
     assert "cannot launch on the A100-40GB: 16384 threads per block" in tiles.render(gpu="A100-40GB", block=128,
                                                                                          thread=1)
     assert "cannot launch" in tiles.render(gpu="H100-SXM", block=128, thread=16)  # too many registers
-    warps = wx.littles_law()
+    warps = gm.course.hierarchy.littles_law()
     assert "keeps at most 48 warps per SM" in warps.render(gpu="RTX-4090", warps=64, width="float (4 B)", loads=1)
 
 
 def test_the_jupyter_widget_redraws_and_judges():
     import ipywidgets
 
-    box = wx.thread_tile().widget()
+    box = gm.course.tiling.thread_tile().widget()
     menus, view, (answer, button), verdict = box.children[0], box.children[1], box.children[2].children, box.children[3]
     gpu, block, thread = menus.children
     assert isinstance(gpu, ipywidgets.Dropdown) and "V100" in view.value
@@ -188,16 +188,16 @@ def test_the_jupyter_widget_redraws_and_judges():
 
 
 def test_the_site_exercise_carries_every_state_and_the_rules():
-    exercise = wx.l2_overflow()
+    exercise = gm.course.roofline_levels.l2_overflow()
     html = exercise._repr_html_()
     data = json.loads(re.search(r'<script type="application/json">(.*?)</script>', html).group(1))
     assert data["rules"] == exercise.rules and html.count("<select") == 2
-    assert len(data["states"]) == len(wx.GPUS) * len(wx.L2_SIZES)
+    assert len(data["states"]) == len(gm.course.widgets.GPUS) * len(gm.course.roofline_levels.L2_SIZES)
     assert 'id="gm-exercise-l2-overflow"' in html and 'type="submit"' in html
 
 
 def test_every_exercise_page_stays_light():
-    sizes = {make().key: len(make()._repr_html_().encode()) for make in wx.ALL}
+    sizes = {make().key: len(make()._repr_html_().encode()) for make in gm.course.widget_exercises()}
     assert max(sizes.values()) < 600_000, sizes
 
 
@@ -206,9 +206,9 @@ def test_every_exercise_page_stays_light():
 ])
 def test_number_rules_refuse_bad_input(bad, message):
     with pytest.raises(ValueError, match=message):
-        gm.exercises.number_rules(unit="x", **bad)
+        gm.course.checks.number_rules(unit="x", **bad)
 
 
 def test_choice_rules_refuse_the_answer_among_the_wrong_ones():
     with pytest.raises(ValueError, match="wrong must not hold the answer"):
-        gm.exercises.choice_rules("L4", {"l4": "no"})
+        gm.course.checks.choice_rules("L4", {"l4": "no"})

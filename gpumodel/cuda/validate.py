@@ -1,4 +1,4 @@
-"""`python -m gpumodel.validate --out DIR [--size quick]`: run every kernel at the chapters'
+"""`python -m gpumodel.cuda.validate --out DIR [--size quick]`: run every kernel at the chapters'
 sizes (or the quick ones) on this machine's GPU, check each result against CuPy, time it,
 and compare it with the model's prediction on the live device's `GPU` record. It first
 prints the GPU time it plans (the model's), then each row as it finishes, and writes the
@@ -20,14 +20,27 @@ import sys
 
 import numpy as np
 
-from . import kernel_plans as plans
-from . import presets
-from .gpu_runtime import (MIN_SAMPLE_S, SWEEP_BYTES_PER_LAUNCH, Runner, closest_preset, environment, gpu_status, gpu_sweep, kernel_attributes,
-                          live_gpu, run_plan, sm_clock_hz, sweep_passes, sweep_sizes)
-from .kernel_info import GEMM_LADDER, TRANSPOSES
-from .model import predict
-from .units import fmt_bandwidth, fmt_bytes, fmt_time
-from .waves import warm_read_time
+from .. import presets
+from ..kernel_info import GEMM_LADDER, TRANSPOSES
+from ..model import predict
+from ..units import fmt_bandwidth, fmt_bytes, fmt_time
+from ..waves import warm_read_time
+from . import plans
+from .runtime import (
+    MIN_SAMPLE_S,
+    SWEEP_BYTES_PER_LAUNCH,
+    Runner,
+    closest_preset,
+    environment,
+    gpu_status,
+    gpu_sweep,
+    kernel_attributes,
+    live_gpu,
+    run_plan,
+    sm_clock_hz,
+    sweep_passes,
+    sweep_sizes,
+)
 
 NO_GPU_STATUS = 2
 
@@ -90,7 +103,7 @@ def validate(size: str = "full", repeats: int = 10, out=None, say=print) -> dict
     cp = runner.cp
     device = live_gpu()
     record = {"gpu": environment(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "command": "python -m gpumodel.validate " + " ".join(sys.argv[1:]), "size": size,
+              "command": "python -m gpumodel.cuda.validate " + " ".join(sys.argv[1:]), "size": size,
               "live_gpu": {name: {"value": f.value, "kind": f.kind, "note": f.note}
                            for name, f in device.facts().items()},
               "kernels": [], "failures": []}
@@ -176,7 +189,7 @@ def table(record: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpumodel.validate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m gpumodel.cuda.validate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=pathlib.Path, help="folder for the JSON record and table")
     parser.add_argument("--size", choices=list(SIZES), default="full",
                         help="full: the chapters' sizes; quick: a smoke test in minutes; tiny: for the CPU stand-in")

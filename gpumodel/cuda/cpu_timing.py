@@ -1,6 +1,6 @@
 """Timings on the reader's own CPU: a bandwidth-versus-working-set sweep (NumPy), the
 fused and unfused elementwise chain, and a small timer. Chapters 1 and 2. The GPU's
-counterparts are in `gpumodel.gpu_runtime`.
+counterparts are in `gpumodel.cuda.runtime`.
 
 Nothing here is asserted in tests: timings vary with the machine. Tests check shapes,
 units and bad input; the numbers are what the reader's machine does.
@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from . import _check
+from .. import _check
 
 
 def seconds_per_call(fn, target: float = 0.05, repeats: int = 3) -> float:

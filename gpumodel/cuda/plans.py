@@ -11,9 +11,18 @@ from typing import Callable
 
 import numpy as np
 
-from . import _check
-from .kernel_info import GEMM_LADDER, TRANSPOSES, info, label
-from .workloads import TRANSPOSE_TILE, Workload, attention, elementwise_chain, gemm, strided_read, transpose, vector_add
+from .. import _check
+from ..kernel_info import GEMM_LADDER, TRANSPOSES, info, label
+from ..workloads import (
+    TRANSPOSE_TILE,
+    Workload,
+    attention,
+    elementwise_chain,
+    gemm,
+    strided_read,
+    transpose,
+    vector_add,
+)
 
 SCALE, BIAS = np.float32(0.5), np.float32(-0.25)
 FLASH_D, FLASH_BLOCK = 64, (64, 64)

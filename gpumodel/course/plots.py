@@ -16,13 +16,12 @@ try:  # in Jupyter and on the site, figures are SVG, so they read on a phone as 
 except ImportError:  # matplotlib outside IPython
     pass
 
-from .hardware import LEVELS
-from .model import BOUNDS, predict
-from . import presets
-from . import kernel_info
-from .tiles import is_legal
-from .units import LEVEL_NAMES, fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
-from .workloads import catalogue, gemm, gemm_requests, seed_kernels, strided_read
+from .. import kernel_info, presets
+from ..hardware import LEVELS
+from ..model import BOUNDS, predict
+from ..tiles import is_legal
+from ..units import LEVEL_NAMES, fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
+from ..workloads import catalogue, gemm, gemm_requests, seed_kernels, strided_read
 
 
 def hierarchy_figure(gpus=("V100", "A100-40GB", "H100-SXM")):
@@ -178,7 +177,7 @@ def published_staircase(comparisons: list):
     """Published read bandwidths against working set (the "read" records among
     `comparisons`, from `gpumodel.published`), each GPU's points beside the model's
     staircase for it: L2 bandwidth while the data fits in L2, HBM after. Chapter 1."""
-    from .waves import warm_read_time
+    from ..waves import warm_read_time
 
     reads = [c for c in comparisons if c.record.run["kind"] == "read"]
     if not reads:
@@ -343,7 +342,7 @@ def wave_traffic(gpu="A100-40GB", size: int = 8192, groups=(1, 2, 4, 8, 16, 32, 
     under the wave model, against the group size of the block order, for blocks of a wave
     drifting over all of K or over a fraction of it; row-major order and the bounds as
     lines."""
-    from .waves import gemm_hbm
+    from ..waves import gemm_hbm
 
     fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
     for j, frac in enumerate(drift_fractions):
@@ -368,7 +367,7 @@ def warm_reads(gpus=("A100-40GB", "H100-SXM"), recorded=()):
     """Chapter 4's "small benchmarks lie": the effective bandwidth of reading a buffer a
     second time, from L2 while it fits and from HBM after, for each preset; `recorded`
     sweeps (label, sizes, bandwidth) drawn beside."""
-    from .waves import warm_read_time
+    from ..waves import warm_read_time
 
     fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
     for i, g in enumerate(presets.gpu(g) for g in gpus):
@@ -387,7 +386,7 @@ def attention_memory(gpus=("A100-40GB", "H100-SXM", "B200"), batch: int = 8, hea
     """Chapter 5: HBM footprint of attention's forward pass against sequence length,
     standard (the N x N scores and probabilities stored) and flash, with each GPU's HBM
     capacity."""
-    from .workloads import attention_memory as footprint
+    from ..workloads import attention_memory as footprint
 
     n = 2.0 ** np.arange(9, 18)
     fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
@@ -403,7 +402,7 @@ def flash_hbm(seq: int = 4096, head_dim: int = 64, dtype: str = "fp16", sram=(16
     """Chapter 5: HBM bytes of one head's flash forward pass against the SRAM each block may
     use (KiB), the query block being the largest power of two whose Q, K, V and S tiles fit;
     standard attention as a line. Falls as 1/M: the N^2 d^2 / M of Dao et al."""
-    from .workloads import attention, flash_block
+    from ..workloads import attention, flash_block
 
     kib = np.asarray(sram, dtype=float)
     blocks = [flash_block(int(k * 1024), head_dim, dtype) for k in kib]
@@ -422,7 +421,7 @@ def attention_by_length(gpu="A100-40GB", batch: int = 8, heads: int = 32, head_d
                         dtype: str = "fp16", block=(128, 128)):
     """Chapter 5: predicted forward time of standard and flash attention against sequence
     length on one GPU, with the HBM bytes each moves."""
-    from .workloads import attention
+    from ..workloads import attention
 
     n = 2.0 ** np.arange(9, 16)
     g = presets.gpu(gpu)
@@ -490,7 +489,7 @@ def wave_map(rows: int = 16, cols: int = 16, wave: int = 40, group: int = 4):
     """Chapter 4's picture of waves: each tile of C coloured by the wave that computes it,
     row-major order beside grouped order, the first wave outlined, with the distinct row and
     column panels that wave needs."""
-    from .waves import block_coordinates
+    from ..waves import block_coordinates
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.4), layout="constrained")
     for ax, (order, title) in zip(axes, (("row", "row-major"), ("grouped", f"grouped by {group} rows"))):

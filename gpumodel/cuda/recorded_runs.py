@@ -1,4 +1,4 @@
-"""Runs recorded on real GPUs by `python -m gpumodel.validate` (ours), shipped with the
+"""Runs recorded on real GPUs by `python -m gpumodel.cuda.validate` (ours), shipped with the
 package in `gpumodel/data/measurements/*.json`. Chapters show them when no GPU answers.
 None is ever made up: where nothing was recorded, `recorded()` is empty and the chapters
 say so. Chapters 1 to 5.
@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import pathlib
 
-DATA_DIR = pathlib.Path(__file__).resolve().parent / "data" / "measurements"
+from ..presets import DATA
+
+DATA_DIR = DATA / "measurements"
 REQUIRED = ("gpu", "date", "command", "kernels")
 NONE_YET = ("No recorded measurement yet: none of the GPUs this course was run on has "
-            "recorded one. Run 'python -m gpumodel.validate --out DIR' on a GPU to make one.")
+            "recorded one. Run 'python -m gpumodel.cuda.validate --out DIR' on a GPU to make one.")
 
 
 def load(directory=DATA_DIR) -> list[dict]:

@@ -9,15 +9,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import presets, recorded_runs, simulate
-from .hardware import LEVELS, Fact
-from .kernel_info import info, label, threads_per_block
-from .model import predict
-from .occupancy import occupancy
-from .presets import preset_names
-from .units import (LEVEL_NAMES, fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_flops, fmt_number,
-                    fmt_percent, fmt_time)
-from .workloads import catalogue, gemm, gemm_requests
+from .. import presets, simulate
+from ..cuda import recorded_runs
+from ..hardware import LEVELS, Fact
+from ..kernel_info import info, label, threads_per_block
+from ..model import predict
+from ..occupancy import occupancy
+from ..presets import preset_names
+from ..units import (
+    LEVEL_NAMES,
+    fmt_bandwidth,
+    fmt_bound,
+    fmt_bytes,
+    fmt_capacity,
+    fmt_flops,
+    fmt_number,
+    fmt_percent,
+    fmt_time,
+)
+from ..workloads import catalogue, gemm, gemm_requests
 
 FACT_LABELS = {
     "sms": "SMs",
@@ -215,7 +225,7 @@ def prediction_table(kernel: str, gpus=("A100-40GB", "H100-SXM"), size: int = 40
 
 
 def runs_table(runs: list) -> str:
-    """Chapters 3 to 5: kernel runs (from `gpu_runtime.runs`: measured now, or recorded)
+    """Chapters 3 to 5: kernel runs (from `cuda.runtime.runs`: measured now, or recorded)
     against the model and, where it ran the same work, cuBLAS; or the line that says there
     are none. The rate is what the kernel achieved: flops per second, or HBM bytes per
     second (by the model's count) for a kernel without flops."""

@@ -11,7 +11,7 @@ every combination is a state (the controls are independent). The same function b
 
 A `WidgetExercise` is an explorer of the model with a question and an answer box: its view
 is HTML (bars drawn from the model's numbers), its answer judged by rules computed by
-`gpumodel.exercises` (`number_rules`, `choice_rules`), in Python in Jupyter and in the
+`gpumodel.course.checks` (`number_rules`, `choice_rules`), in Python in Jupyter and in the
 browser on the site. The site's script is `_vendor/widgets.js`.
 
 `show(...)` and `WidgetExercise.show()` pick: the static version while the book is built
@@ -24,13 +24,17 @@ import html
 import io
 import itertools
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Callable
 
 import matplotlib.pyplot as plt
 
-from .exercises import Feedback, verdict
+from ..model import BOUNDS, predict
+from ..units import fmt_time
+from .checks import Feedback, verdict
+from .plots import PART_LABELS
 
 _ids = itertools.count()
 
@@ -204,7 +208,7 @@ class WidgetExercise:
     """An exercise answered by exploring: `controls` (name -> values, independent), `view`
     (values -> HTML, the model's answer for them; a ValueError means that combination cannot
     run, and its message says why), and `rules` for the typed answer (see
-    `gpumodel.exercises.number_rules`). `prompt` labels the answer box."""
+    `gpumodel.course.checks.number_rules`). `prompt` labels the answer box."""
 
     key: str
     controls: dict
@@ -282,3 +286,22 @@ BAR_STYLE = ("<style>.gm-bar{display:flex;align-items:center;gap:.5em;margin:.15
              ".gm-track{flex:1 1 auto;height:1em;background:rgba(127,127,127,.18)}.gm-track>span{display:block;"
              "height:100%}.gm-caption{margin:.2em 0 .4em}</style>")
 """The bar charts' style, sent with each exercise (Jupyter loads no site CSS)."""
+
+
+GPUS = ("V100", "T4", "A100-40GB", "RTX-4090", "L4", "H100-SXM", "H200", "B200")
+"""The GPUs the explorers offer: one or two of each generation."""
+
+
+def _power(n: int) -> str:
+    """A power of two as a menu names it: `8,388,608 (2^23)`."""
+    return f"{n:,} (2^{int(math.log2(n))})"
+
+
+def prediction_view(workload, gpu, title: str) -> str:
+    """The model's answer as bars: the time each part needs, the bound's bar red."""
+    p = predict(workload, gpu)
+    times = {part: float(t) for part, t in p.times.items()}
+    rows = [(PART_LABELS[part], times[part], fmt_time(times[part]) if times[part] else "0", part == p.bound)
+            for part in BOUNDS]
+    return bars(f"{title} on the {p.gpu.name}: <b>{fmt_time(p.time)}</b>, bound by "
+                f"<b>{PART_LABELS[str(p.bound)]}</b>", rows)

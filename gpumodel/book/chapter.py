@@ -2,13 +2,14 @@
 the one line a chapter says when no GPU answers.
 
 In a Jupyter Book build, `glue("name", text)` makes `text` available to the prose as
-{glue:md}`name`. The learners' notebooks (`gpumodel.notebooks`) show the same values in
+{glue:md}`name`. The learners' notebooks (`gpumodel.book.notebooks`) show the same values in
 place, taken from `GLUED` when they are generated.
 """
 
 from __future__ import annotations
 
-from . import gpu_runtime, notebooks
+from ..cuda import runtime
+from . import notebooks
 
 GLUED: dict = {}
 """Everything glued in this kernel, by name."""
@@ -37,7 +38,7 @@ def colab_badge(chapter: str):
     from the site (which serves `notebooks/*.ipynb` at its root)."""
     from IPython.display import Markdown
 
-    from .widgets import building_book
+    from ..course.widgets import building_book
 
     colab = f"[Open this chapter in Colab]({notebooks.colab_url(chapter)}) (the first cell installs `gpumodel` there)"
     if not building_book():  # a notebook already: nothing to download
@@ -50,10 +51,10 @@ def gpu_notice():
     on, or that it shows the CPU path and recorded data (why no GPU answered goes to the log)."""
     from IPython.display import Markdown
 
-    from .widgets import building_book
+    from ..course.widgets import building_book
 
-    if gpu_runtime.have_gpu():
-        title, text = "Running on a GPU", (f"{gpu_runtime.gpu_status()[1]} answered: the kernels below run on it "
+    if runtime.have_gpu():
+        title, text = "Running on a GPU", (f"{runtime.gpu_status()[1]} answered: the kernels below run on it "
                                            "and are compared with the model.")
     else:
         title, text = "Running without a GPU", ("No GPU answered here, so this chapter shows the CPU path: the "

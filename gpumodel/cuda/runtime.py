@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import presets
+from .. import presets
+from ..hardware import GPU, Fact
 from .compiler import COMPILE_OPTIONS, kernel_source
-from .hardware import GPU, Fact
 
 FAMILY = {(7, 0): "V100", (7, 5): "T4", (8, 0): "A100-40GB", (8, 6): "RTX-A6000", (8, 9): "L4",
           (9, 0): "H100-SXM", (10, 0): "B200", (12, 0): "RTX-4090"}
@@ -69,7 +69,7 @@ def _why(err: Exception) -> str:
 
 def have_gpu() -> bool:
     """True when a GPU answers. Why not, when none does, goes to the log (logger
-    "gpumodel"), not to the reader: the chapters say it once (`gm.chapter.gpu_notice`)."""
+    "gpumodel"), not to the reader: the chapters say it once (`gm.book.chapter.gpu_notice`)."""
     ok, why = gpu_status()
     if not ok:
         log.info("no GPU: %s", why)
@@ -351,7 +351,7 @@ def gpu_sweep(sizes=None, budget_s: float = 30.0, repeats: int = 5,
     a GPU."""
     import time
 
-    from .kernel_plans import plan_sweep
+    from .plans import plan_sweep
 
     runner = Runner()
     l2 = runner.cp.cuda.Device().attributes["L2CacheSize"]
@@ -375,7 +375,7 @@ def run_plan(runner: Runner, plan, device: GPU, repeats: int = 10) -> dict:
     model's count). GEMMs are also timed through cuBLAS (`cupy.matmul`), standard attention
     through cuBLAS and a CuPy softmax. Seconds. One row of a validation record; the buffers
     are freed after."""
-    from .model import predict
+    from ..model import predict
 
     bufs = runner.buffers(plan)
     try:
@@ -401,7 +401,7 @@ def run_plan(runner: Runner, plan, device: GPU, repeats: int = 10) -> dict:
 
 def _library_baseline(cp, plan, bufs):
     """The same work through cuBLAS, as a function to time, where the plan has one."""
-    from .kernel_plans import attention_reference
+    from .plans import attention_reference
 
     if plan.file == "gemm.cu":
         c = cp.empty_like(bufs["C"])
@@ -427,6 +427,6 @@ def runs(plans) -> list:
 def gemm_runs(kernel: str, size: int = 4096) -> list:
     """GEMM `kernel` at size^3: measured now where a GPU answers, else recorded (see `runs`).
     Chapter 3."""
-    from .kernel_plans import plan_gemm
+    from .plans import plan_gemm
 
     return runs([plan_gemm(kernel, size, size, size)])

@@ -17,11 +17,13 @@ import os
 import pathlib
 import re
 
+from ..presets import DATA
+
 PLACEHOLDER = "https://github.com/YOUR-ACCOUNT/gpu-memory-hierarchy"
 """The repository a local build links to; a build on GitHub Actions uses its own (see `repository`)."""
 BRANCH = "main"
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-BIB = pathlib.Path(__file__).resolve().parent / "data" / "references.bib"
+ROOT = DATA.parent.parent
+BIB = DATA / "references.bib"
 REFERENCES = "chapters/99_appendix_presets.html#references"
 """Where the site lists every reference."""
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
@@ -232,7 +234,7 @@ def glued_values(path) -> tuple[dict, list]:
     nb = jupytext.read(path)
     nb.cells.append(nbformat.v4.new_code_cell(
         "import json as _json, gpumodel as _gm\n"
-        "print(_json.dumps({'glued': _gm.chapter.GLUED, 'varies': sorted(_gm.chapter.VARIES)}))"))
+        "print(_json.dumps({'glued': _gm.book.chapter.GLUED, 'varies': sorted(_gm.book.chapter.VARIES)}))"))
     nbclient.NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(path.parent)}}).execute()
     found = json.loads(nb.cells[-1].outputs[-1]["text"])
     return found["glued"], found["varies"]
@@ -259,11 +261,11 @@ def site_config(text: str, repo: str | None = None) -> str:
 
 
 def main(argv=None) -> None:
-    """`python -m gpumodel.notebooks [--site]`: regenerate `notebooks/`; with `--site` (the
+    """`python -m gpumodel.book.notebooks [--site]`: regenerate `notebooks/`; with `--site` (the
     Pages workflow) first point `_config.yml` at the repository being built."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m gpumodel.notebooks", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m gpumodel.book.notebooks", description=main.__doc__)
     parser.add_argument("--site", action="store_true", help="set _config.yml's repository from GITHUB_REPOSITORY")
     args = parser.parse_args(argv)
     if args.site:

@@ -12,8 +12,8 @@ import ctypes
 import datetime
 import functools
 import glob
-import json
 import importlib.util
+import json
 import os
 import pathlib
 import re
@@ -22,16 +22,18 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
+from ..presets import DATA
+
 COMPILE_OPTIONS = ("-std=c++17",)
 ARCHS = ("sm_80", "sm_90")
-RECORD = pathlib.Path(__file__).resolve().parent / "data" / "compiler_reports.json"
+RECORD = DATA / "compiler_reports.json"
 """The committed report of every kernel (`make reports`), shown where no compiler is found."""
 
 
 def kernel_dir() -> pathlib.Path:
     """The folder of `*.cu` sources: `gpumodel/kernels` in an installed package, else the
     repository's `kernels/` beside the package (a checkout or an editable install)."""
-    here = pathlib.Path(__file__).resolve().parent
+    here = DATA.parent
     for candidate in (here / "kernels", here.parent / "kernels"):
         if any(candidate.glob("*.cu")):
             return candidate

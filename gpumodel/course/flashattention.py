@@ -1,0 +1,82 @@
+"""Chapter `05_flashattention` (FlashAttention): its exercises' checkers and its widget exercises.
+
+A checker takes the learner's answer and returns `Feedback`; a widget exercise (`WIDGET_EXERCISES`)
+is an explorer of the model with an answer box."""
+
+from __future__ import annotations
+
+from .. import _check, presets
+from ..model import predict
+from ..units import fmt_bytes, fmt_capacity
+from ..workloads import attention, attention_memory, flash_block
+from .checks import Feedback, check_number, number_rules
+from .widgets import GPUS, WidgetExercise, _power, bars, prediction_view
+
+
+def check_attention_limit(head_dim: int, dtype: str, answer) -> Feedback:
+    """Chapter 5: the HBM intensity (FLOP/B) that standard attention approaches as N grows,
+    for `head_dim` and `dtype`: 4 N^2 d flops over the N^2 matrices' trips."""
+    w = attention(1, 1, 2**24, head_dim, dtype, "standard")
+    limit = float(w.flops / w.bytes["hbm"])
+    return check_number(answer, limit, "FLOP/B", rtol=0.01,
+                        explain=f"The N^2 terms win: 4 N^2 d flops over 4 trips of N^2 elements of "
+                        f"{_check.dtype_bytes(dtype)} bytes, d / s. Every preset's tensor-core HBM ridge is higher, "
+                        "so standard attention stays memory-bound at any length.",
+                        hint="Keep only the terms that grow as N^2: the flops of the two matmuls and the trips of the "
+                        "scores and probabilities.")
+
+
+def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Feedback:
+    """Chapter 5: the largest power-of-two block that fits `sram_bytes` (see flash_block)."""
+    expected = flash_block(sram_bytes, head_dim, dtype)
+    return check_number(answer, float(expected), "rows", rtol=0,
+                        explain=f"3 x {expected} x {head_dim} + {expected}^2 elements fit; twice that block does not.")
+
+
+SEQS = tuple(2**p for p in range(10, 18))
+
+
+def attention_fit(gpu: str = "L4", heads: int = 32, head_dim: int = 128) -> WidgetExercise:
+    """Chapter 5: the smallest power-of-two sequence length at which standard attention's
+    forward pass (batch 1, fp16) no longer fits in `gpu`'s memory."""
+    def view(gpu, seq, kind):
+        g = presets.gpu(gpu)
+        need = float(attention_memory(1, heads, seq, head_dim, "fp16", kind))
+        fits = need <= g.capacity("hbm")
+        return bars(f"{kind.capitalize()} attention, N = {seq:,}, {heads} heads, d = {head_dim}: "
+                    f"{fmt_bytes(need)} {'fits' if fits else '<b>does not fit</b>'} in the {gpu}'s memory",
+                    [("needed", need, fmt_bytes(need), not fits),
+                     ("HBM", g.capacity("hbm"), fmt_capacity(g.capacity("hbm")), False)])
+
+    capacity = presets.gpu(gpu).capacity("hbm")
+    first = next(n for n in SEQS if attention_memory(1, heads, n, head_dim, "fp16") > capacity)
+    return WidgetExercise(
+        "attention-fit", {"gpu": list(GPUS), "seq": list(SEQS), "kind": ["standard", "flash"]}, view,
+        number_rules(first, "tokens", 0, explain="The N x N scores and probabilities grow with N^2; FlashAttention "
+                     "never writes them, and at that length still needs "
+                     f"{fmt_bytes(float(attention_memory(1, heads, first, head_dim, 'fp16', 'flash')))}.",
+                     hint="Pick the GPU and standard attention, then double N until the red bar passes HBM."),
+        "sequence length", labels={"seq": _power})
+
+
+def flash_speedup(gpu: str = "H100-SXM", seq: int = 16384, head_dim: int = 64) -> WidgetExercise:
+    """Chapter 5: how many times faster flash attention is than standard in the model, on
+    `gpu` at `seq` tokens and `head_dim` (batch 1, 32 heads, fp16)."""
+    def workload(seq, head_dim, kind):
+        return attention(1, 32, seq, head_dim, "fp16", kind)
+
+    ratio = float(predict(workload(seq, head_dim, "standard"), gpu).time / predict(workload(seq, head_dim, "flash"),
+                                                                                   gpu).time)
+    return WidgetExercise(
+        "flash-speedup", {"gpu": list(GPUS), "seq": list(SEQS), "head_dim": [64, 128, 256],
+                          "kind": ["standard", "flash"]},
+        lambda gpu, seq, head_dim, kind: prediction_view(workload(seq, head_dim, kind), gpu,
+                                                         f"{kind.capitalize()} attention, N = {seq:,}, d = {head_dim}"),
+        number_rules(ratio, "times", 0.02, explain="Both are HBM-bound; flash reads K and V once per query block "
+                     "instead of writing and reading the N x N matrices, and its advantage shrinks as d grows.",
+                     hint="Read both times at the same GPU, N and d, and divide."),
+        "times faster", labels={"seq": _power})
+
+
+WIDGET_EXERCISES = (attention_fit, flash_speedup)
+"""This chapter's widget exercises, in the order it shows them."""

@@ -1,0 +1,28 @@
+"""Chapter `98_model_vs_measurements` (How good is the model): its exercises' checkers and its widget exercises.
+
+A checker takes the learner's answer and returns `Feedback`; a widget exercise (`WIDGET_EXERCISES`)
+is an explorer of the model with an answer box."""
+
+from __future__ import annotations
+
+from ..published import comparisons
+from .checks import Feedback, check_number
+
+
+def check_bound_fraction(gpu, what: str, answer) -> Feedback:
+    """Appendix "How good is the model?": the fraction (0 to 1) of the model's bound that
+    the published measurement `what` on preset `gpu` reached (`gpumodel.published`)."""
+
+    named = isinstance(gpu, str) and isinstance(what, str)
+    found = [c for c in comparisons() if named and c.record.gpu == gpu and c.record.what == what]
+    if not found:
+        raise ValueError(f"gpu and what must name a published record, got {gpu!r}, {what!r}")
+    c = found[0]
+    return check_number(answer, c.fraction, "of the bound", rtol=0.02,
+                        explain=f"The model's bound is set by {c.bound}; the run reached that share of it.",
+                        hint="Put the measurement and the model's figure in the same unit, then divide the "
+                        "measured rate by the model's (or the model's time by the measured time).")
+
+
+WIDGET_EXERCISES = ()
+"""This chapter's widget exercises, in the order it shows them."""

@@ -1,0 +1,91 @@
+"""Chapter `04_roofline_levels` (A roofline per level): its exercises' checkers and its widget exercises.
+
+A checker takes the learner's answer and returns `Feedback`; a widget exercise (`WIDGET_EXERCISES`)
+is an explorer of the model with an answer box."""
+
+from __future__ import annotations
+
+from .. import _check, presets
+from ..model import predict
+from ..units import fmt_bytes, fmt_capacity, fmt_intensity
+from ..waves import gemm_hbm, warm_read_time
+from ..workloads import gemm
+from .checks import Feedback, check_number, number_rules
+from .widgets import GPUS, WidgetExercise, _power, bars
+
+L2_TILES = (16, 32, 64, 128, 256, 512)
+
+
+def check_l2_tile(gpu, size: int, answer) -> Feedback:
+    """Chapter 4: the smallest square block tile (of L2_TILES) at which L2 stops binding an
+    fp16 size^3 tensor-core GEMM on `gpu`: L2 intensity about b / 2 against the L2 ridge."""
+    size = int(_check.size("size", size))
+    p = {b: predict(gemm(size, size, size, block=(b, b), thread=(min(b, 64),) * 2, dtype="fp16"), gpu)
+         for b in L2_TILES if b <= size}
+    fine = [b for b, q in p.items() if q.level_times["l2"] <= q.compute_time]
+    if not fine:
+        raise ValueError(f"size must allow a tile that escapes L2 on {presets.gpu(gpu).name}, got {size!r}")
+    b = fine[0]
+    return check_number(answer, b, "elements per side", rtol=0,
+                        explain=f"A {b} x {b} fp16 tile does about {b // 2} flops per byte it reads from L2 (b / s, "
+                        f"s = 2 bytes), past the {presets.gpu(gpu).name}'s fp16 L2 ridge of "
+                        f"{fmt_intensity(p[b].ridge['l2'])}; the tile half its size falls short.",
+                        hint="The L2 intensity of a b x b tile is about b / s; the ridge is the tensor peak over the L2 "
+                        "bandwidth. Take the next power of two.")
+
+
+GROUPS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def block_group(gpu: str = "H100-SXM", size: int = 8192) -> WidgetExercise:
+    """Chapter 4: the group size (of GROUPS) that minimises the HBM traffic of an fp16
+    size^3 GEMM with 128 x 128 tiles, two blocks per SM, blocks drifting over all of K."""
+    def traffic(gpu, group, drift):
+        return gemm_hbm(size, size, size, gpu=gpu, blocks_per_sm=2, order="grouped", group=group,
+                        drift_k=size if drift == "all of K" else size // 8)
+
+    def view(gpu, group, drift):
+        t = traffic(gpu, group, drift)
+        return bars(f"fp16 {size}^3 GEMM on the {gpu}, groups of {group} block rows: <b>{fmt_bytes(t.hbm)}</b> "
+                    f"through HBM, {t.rows_per_wave:.1f} rows x {t.cols_per_wave:.1f} columns of tiles per wave",
+                    [("this order", t.hbm, fmt_bytes(t.hbm), True), ("compulsory", t.compulsory, fmt_bytes(t.compulsory),
+                                                                     False),
+                     ("no reuse", t.no_reuse, fmt_bytes(t.no_reuse), False)])
+
+    moved = {g: traffic(gpu, g, "all of K").hbm for g in GROUPS}
+    best = min(moved, key=moved.get)
+    return WidgetExercise(
+        "block-group", {"gpu": ["A100-40GB", "H100-SXM"], "group": list(GROUPS), "drift": ["all of K", "1/8 of K"]},
+        view,
+        number_rules(best, "block rows", 0, explain="Groups of that many rows make a wave's tiles the squarest "
+                     "patch: the fewest distinct panels of A and B per wave, so the most reuse L2 can keep.",
+                     hint="Hold the GPU and the drift; step through the groups and watch the red bar."),
+        "group size")
+
+
+L2_SIZES = tuple(2**p for p in range(18, 27))
+
+
+def l2_overflow(gpu: str = "L4") -> WidgetExercise:
+    """Chapter 4: the smallest vector add (fp32 elements, a power of two) whose three
+    arrays no longer fit in `gpu`'s L2."""
+    def view(gpu, n):
+        g, nbytes = presets.gpu(gpu), 12 * n
+        fits = nbytes <= g.capacity("l2")
+        rate = nbytes / float(warm_read_time(g, nbytes))
+        return bars(f"Vector add of {n:,} floats on the {gpu}: {fmt_bytes(nbytes)} "
+                    f"{'fit' if fits else '<b>do not fit</b>'} in L2; a repeat run reads at {fmt_bytes(rate)}/s",
+                    [("working set", nbytes, fmt_bytes(nbytes), not fits),
+                     ("L2", g.capacity("l2"), fmt_capacity(g.capacity("l2")), False)])
+
+    first = next(n for n in L2_SIZES if 12 * n > presets.gpu(gpu).capacity("l2"))
+    return WidgetExercise(
+        "l2-overflow", {"gpu": list(GPUS), "n": list(L2_SIZES)}, view,
+        number_rules(first, "elements", 0, explain=f"{first:,} floats in each of three arrays is {fmt_bytes(12 * first)}, "
+                     "more than the L2 holds: from here a benchmark's second run reads HBM.",
+                     hint="Pick the GPU and walk the length up; type it as a plain number of elements."),
+        "elements", labels={"n": _power})
+
+
+WIDGET_EXERCISES = (block_group, l2_overflow)
+"""This chapter's widget exercises, in the order it shows them."""

@@ -1,0 +1,127 @@
+"""Chapter `06_tensor_cores` (Feeding the tensor cores): its exercises' checkers and its widget exercises.
+
+A checker takes the learner's answer and returns `Feedback`; a widget exercise (`WIDGET_EXERCISES`)
+is an explorer of the model with an answer box."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _check, presets
+from ..hardware import MATH
+from ..tensor_cores import WEIGHT_BYTES, critical_batch, decode_intensity, operand_intensity, wave_quantisation
+from ..units import fmt_intensity, fmt_percent
+from .checks import Feedback, _wrong_type, check_number, number_rules
+from .widgets import WidgetExercise, bars
+
+
+def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
+    """Chapter 6: the smallest n (a multiple of 8, as wgmma's N is) of an m x n warpgroup
+    tile whose operands, both read from shared memory, give at least the shared-memory
+    ridge of `gpu`'s tensor cores: 2mn / (s(m + n)) >= peak / W_smem."""
+    g = presets.gpu(gpu)
+    ridge = g.ridge("smem", _check.choice("dtype", dtype, MATH))
+    ns = np.arange(8, 257, 8)
+    enough = operand_intensity(m, ns, 16, dtype) >= ridge
+    if not enough.any():
+        raise ValueError(f"m must be large enough for some n up to 256 to reach the ridge, got {m!r}")
+    smallest = int(ns[enough.argmax()])
+    return check_number(answer, smallest, "columns", rtol=0,
+                        explain=f"With n = {smallest} the tile does {fmt_intensity(float(operand_intensity(m, smallest, 16, dtype)))}"
+                        f" of operands, past the {g.name}'s shared-memory ridge of {fmt_intensity(ridge)}; a narrower "
+                        "tile leaves the tensor cores waiting on shared memory.",
+                        hint="Write the flops (2mnk) and the operand bytes (s(mk + kn)); k cancels. Set the ratio equal "
+                        "to the peak over the shared-memory bandwidth, solve for n, and round up to a multiple of 8.")
+
+
+def check_critical_batch(gpu, width, weight: str, answer) -> Feedback:
+    """Chapter 6: the smallest batch at which a decode GEMM with `weight` weights (fp16
+    activations, fp16 tensor math) on `gpu` stops being HBM-bound (`critical_batch`)."""
+    smallest = critical_batch(gpu, width, weight)
+    g = presets.gpu(gpu)
+    return check_number(answer, smallest, "sequences", rtol=0.01,
+                        explain=f"At B = {smallest} the {weight} GEMM does "
+                        f"{fmt_intensity(float(decode_intensity(smallest, width, weight)))} of HBM traffic, past the "
+                        f"{g.name}'s ridge of {fmt_intensity(g.ridge('hbm', 'fp16'))}. Fewer bytes per "
+                        "weight, fewer sequences needed to reuse each one enough.",
+                        hint=f"The flops are 2Bw^2; the bytes are {WEIGHT_BYTES[weight]:g} per weight for w^2 weights "
+                        "plus 2 bytes per activation for the 2Bw activations in and out. Solve for B and round up.")
+
+
+def check_last_wave(m, n, block, gpu, answer) -> Feedback:
+    """Chapter 6: the occupancy of the last wave, (tiles mod SMs) / SMs as a fraction, of an
+    m x n output in `block` tiles, one block per SM of `gpu`."""
+    w = wave_quantisation(m, n, block, gpu)
+    if answer is None:
+        return Feedback(False, "No answer yet: replace None with a fraction between 0 and 1.")
+    value = _check.answer(answer)
+    if value is None:
+        return _wrong_type(answer, "a fraction between 0 and 1")
+    if 1 < value <= 100:
+        return Feedback(False, f"{value:g}: give the occupancy as a fraction between 0 and 1, not a percentage.")
+    return check_number(value, w.last, "of the SMs", rtol=0.01,
+                        explain=f"{w.tiles} tiles on {w.slots} SMs take {w.waves} waves; the last one keeps "
+                        f"{w.tiles % w.slots or w.slots} SMs busy, so the grid uses {w.efficiency:.1%} of the SMs' time.",
+                        hint="Count the tiles along each side (round up), multiply, and find what is left after as "
+                        "many full waves of one tile per SM as fit.")
+
+
+DECODE_BATCHES = (1, 8, 32, 64, 128, 192, 256, 320, 384, 512, 1024)
+
+
+WEIGHTS = ("fp16", "int8", "int4")
+
+
+def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192) -> WidgetExercise:
+    """Chapter 6: the smallest batch (of DECODE_BATCHES) at which the HBM intensity of a
+    decode step's weight GEMM with `weight` weights reaches `gpu`'s HBM ridge (the tensor
+    cores' fp16 peak over HBM bandwidth)."""
+
+    def view(gpu, weight, batch):
+        g = presets.gpu(gpu)
+        intensity, ridge = float(decode_intensity(batch, width, weight)), g.ridge("hbm", "fp16")
+        side = "below" if intensity < ridge else "at or past"
+        return bars(f"Decode GEMM, batch {batch}, {weight} weights, width {width:,} on the {gpu}: "
+                    f"<b>{fmt_intensity(intensity)}</b> per HBM byte, <b>{side}</b> the HBM ridge",
+                    [("intensity", intensity, fmt_intensity(intensity), intensity < ridge),
+                     ("HBM ridge", ridge, fmt_intensity(ridge), False)])
+
+    g = presets.gpu(gpu)
+    smallest = next(b for b in DECODE_BATCHES
+                    if decode_intensity(b, width, weight) >= g.ridge("hbm", "fp16"))
+    return WidgetExercise(
+        "decode-batch", {"gpu": ["A100-40GB", "H100-SXM", "H200", "L4"], "weight": list(WEIGHTS),
+                         "batch": list(DECODE_BATCHES)},
+        view,
+        number_rules(smallest, "sequences", 0, explain="Each weight is read once per step whatever the batch, so "
+                     "narrower weights cut the bytes and the batch the tensor cores need shrinks with them.",
+                     hint="Fix the GPU and the weights; raise the batch until the intensity bar passes the ridge."),
+        "batch")
+
+
+WAVE_SIZES = (2048, 3072, 4096, 5120, 6144, 7168, 8192)
+
+
+def wave_tail(gpu: str = "H100-SXM", block: int = 128) -> WidgetExercise:
+    """Chapter 6: the square output size (of WAVE_SIZES) whose `block` x `block` tiles fill
+    the most of their last wave on `gpu` (one block per SM)."""
+
+    def view(gpu, size, block):
+        w = wave_quantisation(size, size, (block, block), gpu)
+        return bars(f"{size:,} x {size:,} output in {block} x {block} tiles on the {gpu}: {w.tiles:,} tiles, "
+                    f"{w.waves} waves, the last <b>{fmt_percent(w.last, 3)}</b> full",
+                    [("last wave", w.last, fmt_percent(w.last, 3), w.last < 0.5),
+                     ("all waves", w.efficiency, fmt_percent(w.efficiency, 3), False)])
+
+    best = max(WAVE_SIZES, key=lambda n: wave_quantisation(n, n, (block, block), gpu).last)
+    return WidgetExercise(
+        "wave-tail", {"gpu": ["A100-40GB", "H100-SXM", "B200"], "size": list(WAVE_SIZES), "block": [128, 256]},
+        view,
+        number_rules(best, "elements per side", 0, explain="Its tile count is just under a multiple of the SMs, so "
+                     "the last wave keeps almost every SM busy; the others leave part of the GPU idle at the end.",
+                     hint="Hold the GPU and the tile; compare the last wave's bar across sizes."),
+        "size")
+
+
+WIDGET_EXERCISES = (decode_batch, wave_tail)
+"""This chapter's widget exercises, in the order it shows them."""
