@@ -263,7 +263,7 @@ SIGNATURES = {
                                                           "block": ((128, 256), tile((128, 256))),
                                                           "gpu": ("A100-40GB", GPU), "answer": (0.5, ANSWER)}),
     "published.comparisons": (gm.published.comparisons, {"chapter": (3, CHAPTER)}),
-    "published.unbounded": (gm.published.unbounded, {"chapter": (3, CHAPTER)}),
+    "published.violations": (gm.published.violations, {"chapter": (3, CHAPTER)}),
     "WidgetExercise.check": (EXERCISE.check, {"answer": ("3.0", ANSWER)}),
 }
 
