@@ -142,6 +142,7 @@ SIGNATURES = {
                                                            "thread": ((4, 4), tile((4, 4))),
                                                            "layout": ("warp_tiled", choice(gm.workloads.LAYOUTS))}),
     "simulate.bank_conflicts": (gm.simulate.bank_conflicts, {"addresses": (np.arange(32), ADDRESSES)}),
+    "simulate.wavefronts": (gm.simulate.wavefronts, {"addresses": (np.arange(32), ADDRESSES)}),
     "simulate.warp_addresses": (gm.simulate.warp_addresses, {"shape": ((32, 32), tile((32, 32))),
                                                              "pad": (1, integer(0, 2**20)),
                                                              "direction": ("column", choice(("row", "column"))),
