@@ -10,7 +10,9 @@ import numbers
 
 import numpy as np
 
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+DTYPES = ("fp32", "fp16", "bf16")
+"""The element types every workload builder takes; fp8 only a library GEMM (`gemm_ideal`)."""
 LARGEST = 2**53
 """The largest size: float64 counts every whole number up to it exactly."""
 
@@ -113,7 +115,7 @@ def pair(name: str, value) -> tuple[np.ndarray, np.ndarray]:
     return size(f"{name}[0]", value[0]), size(f"{name}[1]", value[1])
 
 
-def dtype_bytes(dtype: str, accepted=tuple(DTYPE_BYTES)) -> int:
+def dtype_bytes(dtype: str, accepted=DTYPES) -> int:
     """Bytes per element of `dtype`, one of `accepted`."""
     return DTYPE_BYTES[choice("dtype", dtype, accepted)]
 

@@ -7,9 +7,12 @@ A record may carry `also`: other figures the source prints beside the value (a u
 from `ALSO_UNITS` ending each name, as in `hbm_GB`), shown by the chapters, not compared.
 
 The model is a bound: `fraction` (the model's time over the measured time, or the measured
-rate over the model's) is at most 1 for every record the model can bound. A record it cannot
-yet bound says why in `unbounded`; one slower than the model by more than 1.5x says why
-in `reason`. Latency records are a cross-check of the presets' latencies, not a bound.
+rate over the model's) is at most 1 for every record. Every record is compared, none left
+out: one faster than the model is a violation, shown with its analysis in `violation`; one
+slower than the model by more than 1.5x says why in `reason`. A record whose value set a
+preset's figure names that figure in `sets_preset` (its 100 % is by construction); a record
+that set no preset and played no part in changing the model is marked `holdout`. Latency
+records are a cross-check of the presets' latencies, not a bound.
 Chapters 1 to 5 and the appendix "How good is the model?".
 """
 
@@ -31,9 +34,10 @@ SCALE = {"GB/s": 1e9, "TB/s": 1e12, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "ms": 1e-3,
 UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attention": ("GFLOP/s", "TFLOP/s", "ms"),
          "latency": ("cycles",)}
 """The units each kind of run may be measured in."""
-RUN_KEYS = {"read": {"bytes"}, "gemm": {"size", "dtype", "block", "thread", "ideal"},
+RUN_KEYS = {"read": {"bytes"}, "gemm": {"size", "dtype", "block", "thread", "layout", "ideal"},
             "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes"}, "latency": {"level"}}
-RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "unbounded", "also"}
+RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "violation", "sets_preset", "holdout",
+               "also"}
 ALSO_UNITS = ("GB", "GFLOP")
 """The units an `also` figure may be in; its name ends with one (`hbm_GB`, `work_GFLOP`)."""
 SLOW = 1.5
@@ -53,7 +57,9 @@ class Record:
     unit: str
     chapter: int
     reason: str = ""
-    unbounded: str = ""
+    violation: str = ""
+    sets_preset: str = ""
+    holdout: bool = False
     also: dict = field(default_factory=dict)
 
 
@@ -89,7 +95,7 @@ def records() -> tuple:
         reasons = data.get("reasons", {})  # reasons several records share, by name
         for i, entry in enumerate(data.get("record", [])):
             where = f"{path.name} record {i + 1}"
-            entry = {**entry, **{key: reasons.get(entry[key], entry[key]) for key in ("reason", "unbounded") if key in entry}}
+            entry = {**entry, **{key: reasons.get(entry[key], entry[key]) for key in ("reason", "violation") if key in entry}}
             _no_gaps(where, {"gpu", "what", "where", "run", "value", "unit", "chapter"} - set(entry),
                      set(entry) - RECORD_KEYS)
             kind = entry["run"].get("kind")
@@ -125,7 +131,8 @@ def _time(run: dict, gpu) -> tuple[float, float, str]:
         if run.get("ideal"):
             w = gemm_ideal(n, n, n, dtype)
         elif "block" in run:
-            w = gemm(n, n, n, block=tuple(run["block"]), thread=tuple(run["thread"]), dtype=dtype)
+            w = gemm(n, n, n, block=tuple(run["block"]), thread=tuple(run["thread"]), dtype=dtype,
+                     layout=run.get("layout", "strided"))
         else:
             w = gemm(n, n, n, dtype=dtype)
         p = predict(w, gpu)
@@ -151,9 +158,10 @@ def compare(record: Record) -> Comparison:
         return Comparison(record, "latency", preset, measured, preset / measured, level)
     if run["kind"] == "read":
         nbytes = run["bytes"]
-        model = nbytes / float(warm_read_time(g, nbytes))
+        seconds = float(warm_read_time(g, nbytes))
+        model = nbytes / seconds
         return Comparison(record, "bandwidth", model, measured, measured / model,
-                          "l2" if nbytes <= g.capacity("l2") else "hbm")
+                          "l2" if seconds * (1 - 1e-12) <= nbytes / g.bandwidth("l2") else "hbm")
     seconds, flops, bound = _time(run, g)
     measured_s = measured if record.unit == "ms" else flops / measured
     return Comparison(record, "time", seconds, measured_s, seconds / measured_s, bound)
@@ -166,12 +174,12 @@ def _chapter(chapter) -> None:
 
 
 def comparisons(chapter: int | None = None) -> list[Comparison]:
-    """Every record the model can compare (of `chapter`, when given)."""
+    """Every record against the model (of `chapter`, when given); none is left out."""
     _chapter(chapter)
-    return [compare(r) for r in records() if not r.unbounded and (chapter is None or r.chapter == chapter)]
+    return [compare(r) for r in records() if chapter is None or r.chapter == chapter]
 
 
-def unbounded(chapter: int | None = None) -> list[Record]:
-    """The records the model cannot bound yet, each with why (in `unbounded`)."""
-    _chapter(chapter)
-    return [r for r in records() if r.unbounded and (chapter is None or r.chapter == chapter)]
+def violations(chapter: int | None = None) -> list[Comparison]:
+    """The comparisons in which the measurement is faster than the model's bound (each says
+    why in its record's `violation`)."""
+    return [c for c in comparisons(chapter) if c.quantity != "latency" and c.fraction > 1 + 1e-9]

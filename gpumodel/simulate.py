@@ -24,7 +24,7 @@ import numpy as np
 from . import _check
 from .hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, SMEM_BANKS, VECTOR_WORDS, WARP, WAVEFRONT_BYTES
 from .presets import capabilities
-from .workloads import TRANSPOSE_TILE, WARP_GRID, gemm, operand_wavefronts
+from .workloads import LOAD_STEPS, TRANSPOSE_TILE, WARP_GRID, gemm, operand_wavefronts
 
 MAX_WORK = 2**26
 """The most multiply-adds (or elements held) a simulation takes on: about a second of NumPy."""
@@ -86,9 +86,11 @@ def _block(block) -> tuple:
 
 def operand_loads(block=(128, 128, 8), thread=(8, 8), layout="strided") -> list:
     """The word addresses of every warp load that reads an FP32 tiled GEMM's operands from
-    shared memory at one step of k (k = 0), one array per warp instruction: `As[m][k]` and
-    `Bs[k][n]` for the strided layout, `As[k][m]` and `Bs[k][n]` with 128-bit loads for the
-    warp-tiled one (see `gpumodel.workloads.operand_wavefronts`). Chapter 3."""
+    shared memory over `LOAD_STEPS[layout]` steps of k from k = 0, one array per warp
+    instruction (one row per lane, one column per word of a 128-bit load): `As[m][k]` and
+    `Bs[k][n]` for the strided layout, the same with A read 4 steps of k at a time for
+    "strided_a128", `As[k][m]` and `Bs[k][n]` with 128-bit loads for the warp-tiled one (see
+    `gpumodel.workloads.operand_wavefronts`). Chapter 3."""
     b_m, b_n, b_k = _block(block)
     t_m, t_n = (int(v) for v in _check.pair("thread", thread))
     operand_wavefronts(block, thread, layout)  # refuses the tiles and layouts the formula does
@@ -99,10 +101,15 @@ def operand_loads(block=(128, 128, 8), thread=(8, 8), layout="strided") -> list:
     _check.work("the block's threads", rows * cols, most, "threads")
     tid = np.arange(rows * cols)
     loads = []
-    if layout == "strided":
+    if layout != "warp_tiled":
+        steps = np.arange(LOAD_STEPS[layout])
         for warp in np.split(tid, np.arange(WARP, tid.size, WARP)):
             ty, tx = warp // cols, warp % cols
-            loads += [(ty + rows * i) * b_k for i in range(t_m)] + [tx + cols * j for j in range(t_n)]
+            if layout == "strided":
+                loads += [(ty + rows * i) * b_k for i in range(t_m)]
+            else:
+                loads += [((ty + rows * i) * b_k)[:, None] + steps for i in range(t_m)]
+            loads += [tx + cols * j + b_n * k for k in steps for j in range(t_n)]
         return loads
     grid_m, grid_n = WARP_GRID
     lane = np.arange(WARP)
@@ -145,7 +152,8 @@ def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32", layout="s
     if tensor:  # a warp's fragments (here `thread`), conflict-free
         operand_bytes = s * rows_t * cols_t * (t_m + t_n)
     else:
-        operand_bytes = WAVEFRONT_BYTES * sum(bank_conflicts(addr) for addr in operand_loads(block, thread, layout))
+        loads = operand_loads(block, thread, layout)
+        operand_bytes = WAVEFRONT_BYTES * sum(wavefronts(addr) for addr in loads) / LOAD_STEPS[layout]
     touched_a, touched_b = np.zeros(a.shape, bool), np.zeros(b.shape, bool)
     run = Run(np.zeros((m, n)))
     for i0 in range(0, m, b_m):
@@ -191,6 +199,30 @@ def bank_conflicts(addresses) -> int:
                          f"non-negative integers, got {addresses!r}")
     banks = addr % SMEM_BANKS
     return max(len(np.unique(addr[banks == bank])) for bank in np.unique(banks))
+
+
+def wavefronts(addresses) -> int:
+    """Wavefronts one warp's shared-memory load takes, from the word (4-byte) addresses of
+    each lane: shape (lanes,) for 32-bit loads or (lanes, w) for loads of w = 2 or 4 words
+    (LDS.64, LDS.128), up to 32 lanes. Two limits, the larger wins:
+
+    - banks: each bank serves one distinct word per wavefront (`bank_conflicts`);
+    - the return path: 128 bytes per clock, one 32-bit register per lane, so lanes x w
+      registers take lanes x w / 32 wavefronts; half as many when lanes n and n^1 (or n and
+      n^2) hold identical addresses for every lane, whose registers the hardware packs two per
+      slot (NVIDIA developer forum threads 77228 and 260900). A warp-uniform LDS.128 takes 2,
+      a warp-uniform LDS.64 or LDS.32 one. Chapters 1 and 3."""
+    addr = np.asarray(addresses)
+    lanes = addr.shape[0] if addr.ndim else 0
+    width = addr.shape[1] if addr.ndim == 2 else 1
+    if addr.ndim not in (1, 2) or not 0 < lanes <= WARP or width not in (1, 2, VECTOR_WORDS):
+        raise ValueError(f"addresses must be one warp load's word addresses, shape (lanes,) or (lanes, w) with "
+                         f"1 to {WARP} lanes and w in (1, 2, {VECTOR_WORDS}), got shape {addr.shape}")
+    per_lane = addr.reshape(lanes, width)
+    paired = lanes % 2 == 0 and any(
+        lanes % (2 * step) == 0 and np.array_equal(per_lane, per_lane[np.arange(lanes) ^ step]) for step in (1, 2))
+    registers = lanes * width / (2 if paired else 1)
+    return max(bank_conflicts(addr), int(np.ceil(registers / WARP)))
 
 
 def warp_addresses(shape=(32, 32), pad=0, direction="column", index=0) -> np.ndarray:

@@ -104,8 +104,11 @@ def gemm_hbm(m: int, n: int, k: int, block=(128, 128), dtype: str = "fp16", gpu=
 
 
 def warm_read_time(gpu, nbytes) -> np.ndarray:
-    """Seconds to read `nbytes` again right after reading it (a benchmark's second run):
-    from L2 while it fits, from HBM when it does not. Chapter 4's "small benchmarks lie"."""
+    """Seconds to read `nbytes` again right after reading it (a benchmark's second run), at
+    best: every byte crosses L2, and HBM supplies only what cannot have stayed in it,
+    `nbytes - L2 capacity`; the two overlap, so the slower sets the time. While the data fit
+    that is L2 alone; just past the capacity, mostly L2. Chapter 4's "small benchmarks lie"."""
     g = presets.gpu(gpu)
     nbytes = _check.size("nbytes", nbytes)
-    return _check.as_output(np.where(nbytes <= g.capacity("l2"), nbytes / g.bandwidth("l2"), nbytes / g.bandwidth("hbm")))
+    spill = np.maximum(nbytes - g.capacity("l2"), 0)
+    return _check.as_output(np.maximum(nbytes / g.bandwidth("l2"), spill / g.bandwidth("hbm")))

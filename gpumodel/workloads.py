@@ -95,16 +95,24 @@ def elementwise_chain(n, ops=3, fused=False, dtype="fp32") -> Workload:
 
 NAIVE_BLOCK = KERNELS["gemm_naive"].functions["gemm_naive"]
 """The naive kernel's thread block (16 x 16): one result per thread."""
-LAYOUTS = ("strided", "warp_tiled")
+LAYOUTS = ("strided", "strided_a128", "warp_tiled")
 """How an FP32 tiled GEMM's threads read their operands from shared memory (`gemm`)."""
+LOAD_STEPS = {"strided": 1, "strided_a128": VECTOR_WORDS, "warp_tiled": 1}
+"""Steps of k one round of a layout's operand loads covers (`gpumodel.simulate.operand_loads`)."""
 WARP_GRID = (4, 8)
 """The warp-tiled layout arranges a warp's 32 threads as 4 rows x 8 columns of thread tiles."""
+PAIRED_VECTOR_WAVEFRONTS = VECTOR_WORDS // 2
+"""Wavefronts of a 128-bit load whose lanes n and n^1 read the same address (a warp-uniform
+one included): the return path packs two lanes' registers per slot (`gpumodel.simulate.wavefronts`)."""
 
 
 def operand_wavefronts(block=(128, 128, 8), thread=(8, 8), layout: str = "strided"):
     """Shared-memory wavefronts one warp takes per step of k to read its threads' operands,
     for FP32 block tiles `block` = (bM, bN[, bK]) and thread tiles `thread` = (tM, tN).
-    Chapters 1 and 3; `gpumodel.simulate.operand_loads` gives the addresses behind it.
+    Shared memory returns 128 B per clock, one 32-bit register per lane, so a 128-bit load
+    takes 4 wavefronts, 2 when lanes n and n^1 share its address, and a bank holding several
+    distinct words the warp reads takes one wavefront per word. Chapters 1 and 3;
+    `gpumodel.simulate.operand_loads` gives the addresses behind it.
 
     - "strided" (this course's kernels): thread (ty, tx) of a (bM/tM) x (bN/tN) grid owns
       rows ty + (bM/tM) i and columns tx + (bN/tN) j and reads them one 4-byte word at a
@@ -112,9 +120,14 @@ def operand_wavefronts(block=(128, 128, 8), thread=(8, 8), layout: str = "stride
       and its rows read words bK apart, which share banks when the warp spans more rows than
       32 / gcd(bK, 32) (bK = 1 when not given); its columns read consecutive `Bs[k][n]` words.
       Exact for power-of-two tiles; with others a warp can straddle rows unevenly.
+    - "strided_a128": the same threads, but each reads its A words four steps of k at a time
+      (`As[m][k..k+3]`, one 128-bit load, as nvcc emits when it unrolls the k loop; bK a
+      multiple of 4). Lanes n and n^1 of one row share the address, so a load takes 2
+      wavefronts (or the bank ways, if more): A costs tM x max(2, ways) / 4 per step of k.
     - "warp_tiled": the warp's threads form a 4 x 8 grid (`WARP_GRID`) and read 128-bit loads
-      of 4 consecutive values, A stored transposed; a load brings the grid's 4 rows 16 bytes
-      each (64 B) or its 8 columns (128 B): one wavefront each, (tM + tN) / 4 in all.
+      of 4 consecutive values, A stored transposed. An A load's lanes n and n^1 (one grid row)
+      share an address: 2 wavefronts; a B load gives 8 columns 16 distinct bytes each: 4.
+      tM / 2 + tN in all.
     """
     if not isinstance(block, (tuple, list)) or len(block) not in (2, 3):
         raise ValueError(f"block must be (bM, bN) or (bM, bN, bK), got {block!r}")
@@ -122,18 +135,23 @@ def operand_wavefronts(block=(128, 128, 8), thread=(8, 8), layout: str = "stride
     b_k = _check.size("block[2]", block[2]) if len(block) == 3 else 1
     t_m, t_n = _check.pair("thread", thread)
     _check.choice("layout", layout, LAYOUTS)
-    if layout == "strided":
+    if layout != "warp_tiled":
         rows, cols = b_m / t_m, b_n / t_n
         warp_rows = np.minimum(np.ceil(WARP / cols), rows)  # distinct ty in one warp
         a_ways = np.ceil(warp_rows * np.gcd(np.int64(b_k), SMEM_BANKS) / SMEM_BANKS)
-        return t_m * a_ways + t_n
+        if layout == "strided":
+            return t_m * a_ways + t_n
+        if np.any(b_k % VECTOR_WORDS) or np.any(cols % 2):
+            raise ValueError(f"block[2] and block[1] / thread[1] must be multiples of {VECTOR_WORDS} and 2 for "
+                             f"layout='strided_a128', got {_show(b_k)} and {_show(cols)}")
+        return t_m * np.maximum(PAIRED_VECTOR_WAVEFRONTS, a_ways) / VECTOR_WORDS + t_n
     for name, t in (("thread[0]", t_m), ("thread[1]", t_n)):
         if np.any(t % VECTOR_WORDS):
             raise ValueError(f"{name} must be a multiple of {VECTOR_WORDS} for layout='warp_tiled' "
                              f"(128-bit loads of {VECTOR_WORDS} floats), got {_show(t)}")
     _check.divides("4 x thread[0]", WARP_GRID[0] * t_m, "block[0]", b_m)
     _check.divides("8 x thread[1]", WARP_GRID[1] * t_n, "block[1]", b_n)
-    return (t_m + t_n) / VECTOR_WORDS
+    return t_m / VECTOR_WORDS * PAIRED_VECTOR_WAVEFRONTS + t_n
 
 
 def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True, layout="strided") -> Workload:
@@ -238,9 +256,9 @@ def gemm_ideal(m, n, k, dtype="fp32") -> Workload:
     """The least any `C = A @ B` must do, whoever wrote it: 2mnk flops on the units `dtype`
     runs on (the tensor cores for fp16/bf16), each of A, B and C crossing L2 and HBM once,
     and nothing charged to shared memory or registers. A library GEMM (cuBLAS) is held
-    against this bound. Appendix "How good is the model?"."""
+    against this bound (fp8 too, on the tensor cores). Appendix "How good is the model?"."""
     m, n, k = _check.size("m", m), _check.size("n", n), _check.size("k", k)
-    s = _check.dtype_bytes(dtype)
+    s = _check.dtype_bytes(dtype, tuple(_check.DTYPE_BYTES))
     compulsory = s * (m * k + k * n + m * n)
     return Workload(f"ideal GEMM ({dtype})", flops=2 * m * n * k,
                     bytes={"registers": 0 * compulsory, "smem": 0 * compulsory, "l2": compulsory, "hbm": compulsory},

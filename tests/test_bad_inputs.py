@@ -142,6 +142,7 @@ SIGNATURES = {
                                                            "thread": ((4, 4), tile((4, 4))),
                                                            "layout": ("warp_tiled", choice(gm.workloads.LAYOUTS))}),
     "simulate.bank_conflicts": (gm.simulate.bank_conflicts, {"addresses": (np.arange(32), ADDRESSES)}),
+    "simulate.wavefronts": (gm.simulate.wavefronts, {"addresses": (np.arange(32), ADDRESSES)}),
     "simulate.warp_addresses": (gm.simulate.warp_addresses, {"shape": ((32, 32), tile((32, 32))),
                                                              "pad": (1, integer(0, 2**20)),
                                                              "direction": ("column", choice(("row", "column"))),
@@ -263,7 +264,7 @@ SIGNATURES = {
                                                           "block": ((128, 256), tile((128, 256))),
                                                           "gpu": ("A100-40GB", GPU), "answer": (0.5, ANSWER)}),
     "published.comparisons": (gm.published.comparisons, {"chapter": (3, CHAPTER)}),
-    "published.unbounded": (gm.published.unbounded, {"chapter": (3, CHAPTER)}),
+    "published.violations": (gm.published.violations, {"chapter": (3, CHAPTER)}),
     "WidgetExercise.check": (EXERCISE.check, {"answer": ("3.0", ANSWER)}),
 }
 

@@ -147,8 +147,8 @@ def test_a_wrong_type_gets_a_sentence(check, right, answer):
 
 
 def test_check_bound_fraction():
-    pcie = gm.gpu("H100-PCIe")
-    right = 1942e9 / pcie.bandwidth("hbm")
+    pcie, nbytes = gm.gpu("H100-PCIe"), 2**31  # a 2 GiB read: HBM serves what does not stay in L2
+    right = 1942e9 * (nbytes - pcie.capacity("l2")) / pcie.bandwidth("hbm") / nbytes
     assert gm.course.model_vs_measurements.check_bound_fraction("H100-PCIe", "stream read, 2 GiB (gpu-stream)", right)
     wrong = gm.course.model_vs_measurements.check_bound_fraction("H100-PCIe", "stream read, 2 GiB (gpu-stream)", 1 / right)
     assert not wrong and f"{right:.3g}" not in wrong.message

@@ -197,25 +197,62 @@ def test_online_softmax_equals_the_two_pass_softmax():
 
 
 def test_a_128_bit_warp_load_is_served_in_wavefronts_of_128_bytes():
+    """The return path carries one 32-bit register per lane per wavefront (NVIDIA developer
+    forum threads 77228 and 260900): counts derived by hand."""
     float4s = np.arange(32)[:, None] * 4 + np.arange(4)  # 32 threads, 16 consecutive bytes each: 512 B
-    assert sim.bank_conflicts(float4s) == 4
-    assert sim.bank_conflicts(float4s[:8]) == 1  # 8 threads' 128 B: every bank once
-    assert sim.bank_conflicts(np.tile(float4s[:4], (8, 1))) == 1  # 4 distinct float4s, broadcast to 32 threads
+    assert sim.bank_conflicts(float4s) == 4 and sim.wavefronts(float4s) == 4
+    assert sim.wavefronts(float4s[:8]) == 1  # 8 threads' 128 B: every bank once, 32 registers
+    # 4 distinct float4s repeated every 4 lanes (the forum's case): banks are fine, but no lane
+    # pairs n, n^1 or n, n^2 agree, so 128 registers come back in 4 wavefronts, not 1.
+    every_fourth = np.tile(float4s[:4], (8, 1))
+    assert sim.bank_conflicts(every_fourth) == 1 and sim.wavefronts(every_fourth) == 4
+    assert sim.wavefronts(np.repeat(float4s[:16], 2, axis=0)) == 2  # lanes n and n^1 agree
+    lane = np.arange(32)
+    assert sim.wavefronts(float4s[(lane & 1) | (lane >> 2 << 1)]) == 2  # lanes n and n^2 agree (16 float4s)
+    assert sim.wavefronts(float4s[(lane & 3) | (lane >> 3 << 2)]) == 4  # n and n^4 only: not packed
 
 
-@pytest.mark.parametrize("block, thread, strided, warp_tiled", [
-    ((128, 128, 8), (8, 8), 16, 4),   # chapter 1's kernel: 16 loads; 2 + 2 float4 loads
-    ((64, 64, 8), (4, 4), 8, 2),
-    ((128, 64, 8), (8, 4), 12, 3),
+@pytest.mark.parametrize("width, expected", [(1, 1), (2, 1), (4, 2)])
+def test_a_warp_uniform_load_returns_two_registers_per_lane_slot(width, expected):
+    """Every lane reads the same address: LDS.32 and LDS.64 take one wavefront, LDS.128 two."""
+    assert sim.wavefronts(np.tile(np.arange(width) + 8, (32, 1))) == expected
+
+
+@pytest.mark.parametrize("bad", [np.arange(33), np.zeros((32, 3), int), np.zeros((2, 2, 2), int), np.arange(0)])
+def test_wavefronts_bad_input(bad):
+    with pytest.raises(ValueError, match="addresses must be one warp load"):
+        sim.wavefronts(bad)
+
+
+@pytest.mark.parametrize("block, thread, expected", [
+    # strided: tM scalar A loads (broadcast within a row) + tN scalar B loads
+    # strided_a128: A's words for 4 steps of k in one 128-bit load, lane pairs agree: 2 per 4 steps
+    # warp_tiled: tM / 4 A loads shared by lane pairs (2 each) + tN / 4 B loads of 32 words (4 each)
+    ((128, 128, 8), (8, 8), {"strided": 16, "strided_a128": 8 * 2 / 4 + 8, "warp_tiled": 2 * 2 + 2 * 4}),
+    ((64, 64, 8), (4, 4), {"strided": 8, "strided_a128": 4 * 2 / 4 + 4, "warp_tiled": 1 * 2 + 1 * 4}),
+    ((128, 64, 8), (8, 4), {"strided": 12, "strided_a128": 8 * 2 / 4 + 4, "warp_tiled": 2 * 2 + 1 * 4}),
+    ((128, 128, 16), (8, 16), {"strided": 8 * 2 + 16,  # 4 rows 16 words apart: 2 ways
+      "strided_a128": 8 * 2 / 4 + 16, "warp_tiled": 2 * 2 + 4 * 4}),
 ])
-def test_operand_wavefronts_of_both_layouts(block, thread, strided, warp_tiled):
-    """Wavefronts per warp per step of k, from the formula and from the bank model over every
-    warp's addresses (divided by the warps); the counts above are derived by hand."""
+def test_operand_wavefronts_of_every_layout(block, thread, expected):
+    """Wavefronts per warp per step of k, from the formula and from the address-level count
+    over every warp's loads (divided by the warps and the steps a round of loads covers)."""
     warps = block[0] * block[1] // (thread[0] * thread[1]) // 32
-    for layout, expected in (("strided", strided), ("warp_tiled", warp_tiled)):
-        assert gm.workloads.operand_wavefronts(block, thread, layout) == expected
+    for layout in gm.workloads.LAYOUTS:
+        assert gm.workloads.operand_wavefronts(block, thread, layout) == expected[layout]
         loads = sim.operand_loads(block, thread, layout)
-        assert sum(sim.bank_conflicts(a) for a in loads) == expected * warps
+        counted = sum(sim.wavefronts(a) for a in loads) / gm.workloads.LOAD_STEPS[layout]
+        assert counted == expected[layout] * warps
+
+
+def test_strided_a128_rows_bk_words_apart_still_share_banks():
+    """(64, 32, 16) with 4 x 4 threads: a warp spans 4 rows of As 16 words apart, two float4s
+    per bank group: 2 ways, no more than the paired load's 2 wavefronts. With (32, 32, 32) and
+    1 x 4 threads, 4 rows 32 words apart land on one bank group: 4 ways beat the pairing."""
+    assert gm.workloads.operand_wavefronts((64, 32, 16), (4, 4), "strided_a128") == 4 * 2 / 4 + 4
+    assert gm.workloads.operand_wavefronts((32, 32, 32), (1, 4), "strided_a128") == 1 * 4 / 4 + 4
+    loads = sim.operand_loads((32, 32, 32), (1, 4), "strided_a128")
+    assert sum(sim.wavefronts(a) for a in loads) / 4 == (1 * 4 / 4 + 4) * 8
 
 
 def test_strided_rows_bk_words_apart_share_banks():
@@ -228,14 +265,15 @@ def test_strided_rows_bk_words_apart_share_banks():
 def test_warp_tiled_counts_equal_the_formula_and_the_result_is_right():
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((128, 40)), rng.standard_normal((40, 192))
-    run = sim.tiled_gemm(a, b, block=(64, 64, 8), thread=(4, 8), layout="warp_tiled")
-    assert np.allclose(run.result, a @ b)
-    assert_counts_equal(run, gm.gemm(128, 192, 40, block=(64, 64, 8), thread=(4, 8), layout="warp_tiled"))
+    for layout in ("warp_tiled", "strided_a128"):
+        run = sim.tiled_gemm(a, b, block=(64, 64, 8), thread=(4, 8), layout=layout)
+        assert np.allclose(run.result, a @ b)
+        assert_counts_equal(run, gm.gemm(128, 192, 40, block=(64, 64, 8), thread=(4, 8), layout=layout))
 
 
 def test_the_layout_decides_whether_the_h100_starves():
     """The verdict chapters 1 and 3 draw: 4-byte strided loads leave the H100's shared memory
-    the bound of the 128 x 128 / 8 x 8 kernel; the warp-tiled layout's 4x fewer wavefronts do not."""
+    the bound of the 128 x 128 / 8 x 8 kernel; the warp-tiled layout's 12 wavefronts (not 16) do not."""
     for layout, bound in (("strided", "smem"), ("warp_tiled", "compute")):
         w = gm.gemm(4096, 4096, 4096, block=(128, 128, 8), thread=(8, 8), layout=layout)
         assert gm.predict(w, "H100-SXM").bound == bound

@@ -84,11 +84,19 @@ def test_grouping_helps_and_drift_hurts():
     assert in_step.hbm < grouped.hbm < row.hbm
 
 
-def test_warm_reads_step_at_the_l2_capacity():
+def test_warm_reads_pay_hbm_only_for_what_cannot_stay_in_l2():
+    """A100 40 GB: L2 7.2192 TB/s, HBM 1.555 TB/s, 40 MiB. Just past the capacity the bound is
+    still L2's; HBM takes over once (bytes - 40 MiB) / HBM exceeds bytes / L2, at
+    40 MiB x 7.2192 / (7.2192 - 1.555) = 51.0 MiB by hand."""
     a100 = gm.gpu("A100-40GB")
-    fits, spills = a100.capacity("l2"), a100.capacity("l2") + 4
-    assert gm.waves.warm_read_time("A100-40GB", fits) == fits / a100.bandwidth("l2")
-    assert gm.waves.warm_read_time("A100-40GB", spills) == spills / a100.bandwidth("hbm")
+    cap, l2, hbm = a100.capacity("l2"), a100.bandwidth("l2"), a100.bandwidth("hbm")
+    for nbytes in (cap, cap + 4, cap * 6 // 5):
+        assert gm.waves.warm_read_time("A100-40GB", nbytes) == nbytes / l2
+    assert gm.waves.warm_read_time("A100-40GB", 2 * cap) == pytest.approx(cap / hbm)
+    edge = cap * l2 / (l2 - hbm)
+    assert edge / 2**20 == pytest.approx(51.0, abs=0.05)
+    past = int(1.01 * edge)
+    assert gm.waves.warm_read_time("A100-40GB", past) == (past - cap) / hbm
 
 
 def test_bad_input():

@@ -266,11 +266,12 @@ def published_table(comparisons: list) -> str:
     return markdown_table(["GPU", "run", "measured", "model (bound)", "of the bound", "source"], rows)
 
 
-def unbounded_table(records: list) -> str:
-    """Published measurements the model cannot bound yet, with why."""
-    return markdown_table(["GPU", "run", "measured", "why the model is not a bound here", "source"],
-                          [[r.gpu, r.what, f"{r.value:g} {r.unit}", r.unbounded, f"{{cite:t}}`{r.source}`, {r.where}"]
-                           for r in records])
+def violations_table(comparisons: list) -> str:
+    """Published measurements faster than the model's bound (`gpumodel.published.violations`),
+    each with its analysis."""
+    return markdown_table(["GPU", "run", "of the bound", "why the measurement beats the model", "source"],
+                          [[c.record.gpu, c.record.what, fmt_percent(c.fraction), c.record.violation,
+                            f"{{cite:t}}`{c.record.source}`, {c.record.where}"] for c in comparisons])
 
 
 def _gpus(gpus) -> list:
