@@ -1,4 +1,5 @@
-// What a phone needs that the theme does not give (loaded through html_js_files in _config.yml).
+// What a phone needs that the theme does not give (loaded through html_js_files in _config.yml):
+// drawers that open, readable figures, and MathJax only once the reader nears a formula.
 (function () {
   "use strict";
 
@@ -62,7 +63,23 @@
     });
   }
 
+  // gpumodel/site.py holds a page's MathJax script (type text/x-gm-lazy); it starts when a
+  // formula comes within a screen of the view, and typesets the whole page.
+  function lazyMath() {
+    var held = document.querySelector('script[type="text/x-gm-lazy"]'), math = document.querySelectorAll(".math");
+    if (!held || !math.length) return;
+    var near = new IntersectionObserver(function (entries) {
+      if (!entries.some(function (e) { return e.isIntersecting; })) return;
+      near.disconnect();
+      var script = document.createElement("script");
+      script.src = held.src;
+      document.head.appendChild(script);
+    }, { rootMargin: "100% 0px" });
+    math.forEach(function (m) { near.observe(m); });
+  }
+
   function start() {
+    lazyMath();
     drawers();
     figures();
   }
