@@ -362,10 +362,10 @@ def test_the_drawers_open_and_close(site, browser, width):
             sidebar = page.locator("#pst-primary-sidebar")
             assert sidebar.is_visible() and sidebar.get_by_role("link", name="Tiling").count() >= 1
             button.click()
-            page.wait_for_function("() => document.querySelector('#pst-primary-sidebar').offsetWidth === 0",
-                                   timeout=3000)  # "the menu button does not fold the chapters away"
+            shown = "() => getComputedStyle(document.querySelector('#pst-primary-sidebar')).visibility === 'visible'"
+            page.wait_for_function(f"() => !({shown})()", timeout=3000)  # the menu button folds the chapters away
             button.click()
-            page.wait_for_function("() => document.querySelector('#pst-primary-sidebar').offsetWidth > 0", timeout=3000)
+            page.wait_for_function(shown, timeout=3000)
             continue
         if not button.count():
             assert width >= 992, f"no {toggle} button at {width} px"
