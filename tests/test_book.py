@@ -92,3 +92,30 @@ def test_hierarchy_figure_draws_each_gpu_at_each_level():
     a100_smem = bw.patches[4 + 1].get_height()
     assert a100_smem == pytest.approx(gm.gpu("A100-40GB").bandwidth("smem") / 1e12)
     assert bw.get_yscale() == cap.get_yscale() == "log"
+
+
+def test_the_landing_page_maps_every_chapter_of_the_book():
+    """intro.md's list names every chapter of _toc.yml, in order, each with what it promises
+    (its "you will be able to" list), a time, and whether it runs kernels on a GPU, which is
+    the case exactly for the chapters that include the GPU note."""
+    from gpumodel.book import syllabus
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    entries = syllabus.chapters()
+    assert [f"chapters/{c['name']}" for c in entries] == files
+    for c in entries:
+        text = (ROOT / "chapters" / f"{c['name']}.md").read_text()
+        assert len(c["promises"]) >= 3 and all(p.split()[0] in text for p in c["promises"]), c["name"]
+        assert c["reading_min"] > 0 and c["exercise_min"] == c["exercises"] * syllabus.MINUTES_PER_EXERCISE > 0
+        assert c["gpu"] == ("{include} _gpu_optional.md" in text), c["name"]
+    listed = syllabus.start_here()
+    assert listed.count("{doc}`chapters/") == len(files) and listed.count("its kernels run on a GPU") == 5
+    assert "Markdown(syllabus.start_here())" in (ROOT / "intro.md").read_text()
+
+
+def test_the_validate_command_is_a_code_block_where_no_run_is_recorded():
+    """Where no run is recorded, the chapters' tables say how to record one in a code block,
+    so `--out` is copied as typed (prose would set it as a dash)."""
+    text = gm.course.tables.runs_table([])
+    assert f"```bash\n{gm.cuda.recorded_runs.COMMAND}\n```" in text and "--out" in gm.cuda.recorded_runs.COMMAND

@@ -102,7 +102,8 @@ def test_every_page_in_a_real_browser(site, browser):
             assert alt.strip(), f"{rel}: image {src} has no alt text"
         searches = page.locator(".search-button-field:visible").count()
         assert searches <= 1, f"{rel}: {searches} search boxes"
-        if page.locator("article .math").count():
+        if page.locator("article .math").count():  # MathJax starts when a formula nears the view
+            page.locator("article .math").first.scroll_into_view_if_needed()
             page.wait_for_selector("mjx-container", timeout=15000)
             assert page.locator("article .math mjx-container").count() == page.locator("article .math").count(), rel
         if page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():
@@ -247,3 +248,161 @@ def test_search_finds_what_the_chapters_teach(site, browser, query):
     page.wait_for_selector("#search-results ul.search li", timeout=15000)
     assert page.locator("#search-results ul.search li").count() >= 1
     assert errors == [] and outside == []
+
+
+PHONE = {"width": 390, "height": 844}
+MIN_TEXT_PX = 9
+MAX_PAGE_BYTES = 2_500_000
+LONG_TABLE_ROWS = 20
+
+# The smallest text (CSS px) of every SVG the article shows, as drawn: an SVG in an <img> is
+# parsed and each font size scaled by the image's drawn width over its viewBox's width; an
+# SVG in the page is measured by the browser. [smallest px, where] or null when none.
+SMALLEST_SVG_TEXT = """() => {
+  let best = null;
+  const note = (px, where) => { if (best === null || px < best[0]) best = [px, where]; };
+  const svgOf = async (img) => {
+    const src = img.currentSrc || img.src;
+    if (src.startsWith("data:image/svg+xml")) return decodeURIComponent(src.slice(src.indexOf(",") + 1));
+    return (await fetch(src)).text();
+  };
+  const images = [...document.querySelectorAll(".bd-article img")].filter(img => {
+    const src = img.currentSrc || img.src;
+    return img.getBoundingClientRect().width > 0 && (src.split("?")[0].endsWith(".svg") || src.startsWith("data:image/svg+xml"));
+  });
+  return Promise.all(images.map(async (img) => {
+    const doc = new DOMParser().parseFromString(await svgOf(img), "image/svg+xml");
+    const box = doc.documentElement.getAttribute("viewBox").trim().split(/[\\s,]+/).map(Number);
+    const scale = img.getBoundingClientRect().width / box[2];
+    for (const el of doc.querySelectorAll("[style*='font-size'], [font-size]")) {
+      const m = /font-size:\\s*([\\d.]+)/.exec(el.getAttribute("style") || "");
+      const size = parseFloat(m ? m[1] : el.getAttribute("font-size"));
+      note(size * scale, (img.closest("[id]") || {}).id + ": " + (el.textContent || "").trim().slice(0, 30));
+    }
+  })).then(() => {
+    for (const t of document.querySelectorAll(".bd-article svg text")) {
+      if (t.getBoundingClientRect().width > 0)
+        note(parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a, "inline: " + t.textContent.slice(0, 30));
+    }
+    return best;
+  });
+}"""
+
+# Visible elements wider than the window, or poking out of it, that no box of theirs scrolls
+# sideways; and controls (menus, fields, buttons) wider than the box they sit in.
+TOO_WIDE = """() => {
+  const W = document.documentElement.clientWidth, out = [];
+  const scrolls = (el) => { for (let a = el.parentElement; a; a = a.parentElement) {
+    const o = getComputedStyle(a).overflowX; if (o === "auto" || o === "scroll") return true; } return false; };
+  const name = (el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className && el.className.baseVal === undefined ? "." + String(el.className).trim().split(/\\s+/).join(".") : "");
+  for (const el of document.querySelectorAll(".bd-main *")) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || getComputedStyle(el).visibility === "hidden") continue;
+    if ((r.right > W + 1 || r.left < -1) && !scrolls(el)) out.push(`${name(el)} spans ${Math.round(r.left)}..${Math.round(r.right)} px`);
+  }
+  for (const c of document.querySelectorAll(".bd-article select, .bd-article input, .bd-article button")) {
+    const r = c.getBoundingClientRect(), box = c.parentElement.closest("div, form, fieldset").getBoundingClientRect();
+    if (r.width > 0 && (r.right > box.right + 1 || r.width > box.width + 1)) out.push(`${name(c)} is ${Math.round(r.width)} px in a ${Math.round(box.width)} px box`);
+  }
+  return out;
+}"""
+
+# Bytes the page took, uncompressed: the document and every resource it loaded.
+# (A figure phone.js reads again comes from the cache: each address counts once.) MathJax
+# comes only once a formula is near the view, so a page's first screen decides whether it counts.
+PAGE_BYTES = """() => Object.values(Object.fromEntries(performance.getEntriesByType("navigation")
+  .concat(performance.getEntriesByType("resource")).map(e => [e.name, e.decodedBodySize])))
+  .reduce((sum, size) => sum + size, 0)"""
+
+
+def phone_page(browser, url):
+    page = browser.new_page(viewport=PHONE)
+    page.goto(url, wait_until="networkidle")
+    page.wait_for_timeout(300)  # phone.js fits the figures once their SVG has arrived
+    return page
+
+
+def test_on_a_phone_every_figure_is_readable_nothing_is_too_wide_and_no_page_is_heavy(site, browser):
+    """At 390 px: the smallest text of every figure and player is at least 9 CSS px as drawn
+    (a figure too wide for the column scrolls in its own box), no element pokes out of the
+    window unless a box of its own scrolls, no control is wider than its box, and a page
+    (with everything it loads) weighs at most 2.5 MB. Writes the smallest text per page and
+    each page's weight to phone-report.txt beside the screenshots."""
+    html, base = site
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    report, problems = [], []
+    for rel in pages(html):
+        page = phone_page(browser, f"{base}/{rel}")
+        smallest = page.evaluate(SMALLEST_SVG_TEXT)
+        weight = page.evaluate(PAGE_BYTES)
+        report.append(f"{rel}: smallest SVG text {'none' if smallest is None else f'{smallest[0]:.1f} px ({smallest[1]})'}; "
+                      f"{weight / 1e6:.2f} MB")
+        if smallest is not None and smallest[0] < MIN_TEXT_PX - 0.05:
+            problems.append(f"{rel}: SVG text {smallest[0]:.1f} px < {MIN_TEXT_PX} px at {smallest[1]}")
+        problems += [f"{rel}: {what}" for what in page.evaluate(TOO_WIDE)]
+        if weight > MAX_PAGE_BYTES:
+            problems.append(f"{rel} weighs {weight / 1e6:.2f} MB > {MAX_PAGE_BYTES / 1e6} MB")
+        page.close()
+    (SHOTS / "phone-report.txt").write_text("\n".join(report) + "\n")
+    print("\n".join(report))
+    assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_the_drawers_open_and_close(site, browser, width):
+    """The menu (chapters) and "contents" buttons a reader sees open their drawers on a phone;
+    on a desktop the chapters stay in view and the menu button folds them away."""
+    _, base = site
+    page = browser.new_page(viewport={"width": width, "height": 844 if width < 992 else 900})
+    page.goto(f"{base}/chapters/03_tiling.html", wait_until="networkidle")
+    for toggle, dialog in ((".primary-toggle", "#pst-primary-sidebar-modal"),
+                           (".secondary-toggle", "#pst-secondary-sidebar-modal")):
+        button = page.locator(f"{toggle}:visible").first
+        if width >= 992 and toggle == ".primary-toggle":
+            sidebar = page.locator("#pst-primary-sidebar")
+            assert sidebar.is_visible() and sidebar.get_by_role("link", name="Tiling").count() >= 1
+            button.click()
+            shown = "() => getComputedStyle(document.querySelector('#pst-primary-sidebar')).visibility === 'visible'"
+            page.wait_for_function(f"() => !({shown})()", timeout=3000)  # the menu button folds the chapters away
+            button.click()
+            page.wait_for_function(shown, timeout=3000)
+            continue
+        if not button.count():
+            assert width >= 992, f"no {toggle} button at {width} px"
+            continue
+        button.click()
+        page.wait_for_selector(f"{dialog}[open]", timeout=3000)
+        links = page.locator(f"{dialog} a:visible")
+        assert links.count() >= 3, f"the {toggle} drawer opened empty"
+        page.screenshot(path=str(SHOTS / f"drawer-{width}-{toggle.strip('.')}.png"))
+        page.keyboard.press("Escape")
+        page.wait_for_selector(f"{dialog}[open]", state="detached", timeout=3000)
+        assert page.locator(dialog).is_hidden()
+    page.close()
+
+
+def test_long_tables_keep_their_key_column_in_view_on_a_phone(site, browser):
+    """A long table (the model against every published measurement, the presets) scrolls
+    sideways in its own box at 390 px with its first column, which names the row, pinned: at
+    either end of the scroll the first column and the far column are both in view."""
+    html, base = site
+    long_tables = 0
+    for rel in ("chapters/98_model_vs_measurements.html", "chapters/99_appendix_presets.html"):
+        page = phone_page(browser, f"{base}/{rel}")
+        for table in page.locator(".bd-article table").all():
+            if table.locator("tbody tr").count() < LONG_TABLE_ROWS:
+                continue
+            long_tables += 1
+            row = table.locator("tbody tr").nth(0)
+            for end in ("0", "el.scrollWidth"):
+                table.evaluate(f"el => {{ el.scrollLeft = {end}; }}")
+                box = table.bounding_box()
+                first = row.locator("td, th").first.bounding_box()
+                assert box["x"] - 1 <= first["x"] and first["x"] + first["width"] <= box["x"] + box["width"] + 1, \
+                    f"{rel}: the first column left the view at scroll {end}"
+                assert box["x"] + box["width"] <= PHONE["width"] + 1, f"{rel}: the table box is wider than the phone"
+            last = row.locator("td, th").last.bounding_box()
+            assert last["x"] + last["width"] <= box["x"] + box["width"] + 1, f"{rel}: the last column cannot be reached"
+        page.screenshot(path=str(SHOTS / ("phone-table-" + rel.split("/")[-1].removesuffix(".html") + ".png")))
+        page.close()
+    assert long_tables >= 2

@@ -61,5 +61,5 @@ def gpu_notice():
                                                 "model, simulations that count every byte, measurements of this "
                                                 "CPU, and runs recorded on real GPUs.")
     if building_book():
-        return Markdown(f":::{{note}} {title}\n{text}\n:::")
+        return Markdown(f":::{{admonition}} {title}\n:class: note\n\n{text}\n:::")  # {note} takes no title
     return Markdown(f"> **{title}**\n>\n> {text}")

@@ -50,7 +50,7 @@ def _summary(path: pathlib.Path) -> str:
     """The first sentence of a module's docstring."""
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     text = " ".join(doc.split())
-    match = re.match(r"(.+?\.)(\s|$)", text)
+    match = re.match(r"(.+?[^.]\.)(\s+[A-Z`]|$)", text)  # a full stop, not an ellipsis, then a new sentence
     return (match.group(1) if match else text).rstrip(".")
 
 

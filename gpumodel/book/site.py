@@ -4,16 +4,59 @@ Jupyter Book 1.x always loads sphinx-thebe, whose inline configuration script la
 on every page, so every page threw "Identifier 'THEBE_JS_URL' has already been declared".
 The site launches no live kernels (its explorers are precomputed players), so thebe is
 never configured and its scripts are never added.
+
+pydata-sphinx-theme loads Font Awesome's JavaScript (1.5 MB, every icon there is) on every
+page only to swap its icons for SVGs; its stylesheet already draws the same icons from the
+web fonts, which a browser fetches only for the icons a page shows. So the built pages do
+not load the script, and it is not shipped.
+
+MathJax (1.2 MB) is loaded when a formula comes within a screen of the reader, not with every
+page that has one: its script tag is held (type LAZY_MATH) and phone.js starts it.
 """
 
 from __future__ import annotations
 
+import pathlib
+import re
+
 THEBE_EVENTS = ("env-before-read-docs", "doctree-resolved")
 """The events at which sphinx-thebe adds its scripts to pages."""
+
+
+FONTAWESOME = "_static/scripts/fontawesome.js"
+"""The theme's Font Awesome script, relative to the site's root."""
+
+
+def drop_fontawesome(app, exception):
+    """Take Font Awesome's script out of every built page and out of the site."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = pathlib.Path(app.outdir)
+    tag = re.compile(r'<script[^>]*src="[^"]*' + re.escape(FONTAWESOME) + r'[^"]*"[^>]*></script>\s*')
+    for page in out.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        if FONTAWESOME in html:
+            page.write_text(tag.sub("", html), encoding="utf-8")
+    for path in out.glob(FONTAWESOME + "*"):
+        path.unlink()
+
+
+LAZY_MATH = "text/x-gm-lazy"
+"""The type of the held MathJax script tag, which a browser neither fetches nor runs."""
+
+
+def hold_mathjax(app, pagename, templatename, context, doctree):
+    """Hold the MathJax script that sphinx.ext.mathjax put on a page with math."""
+    files = context.get("script_files", [])
+    for i, js in enumerate(files):
+        if js.filename == app.config.mathjax_path:
+            files[i] = type(js)(js.filename, priority=js.priority, type=LAZY_MATH)
 
 
 def setup(app):
     for event in THEBE_EVENTS:
         listeners = app.events.listeners.get(event, [])
         listeners[:] = [ls for ls in listeners if not ls.handler.__module__.startswith("sphinx_thebe")]
+    app.connect("html-page-context", hold_mathjax, priority=900)  # after sphinx.ext.mathjax's
+    app.connect("build-finished", drop_fontawesome)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

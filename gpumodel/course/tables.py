@@ -230,7 +230,7 @@ def runs_table(runs: list) -> str:
     are none. The rate is what the kernel achieved: flops per second, or HBM bytes per
     second (by the model's count) for a kernel without flops."""
     if not runs:
-        return recorded_runs.NONE_YET
+        return recorded_runs.NONE_YET_MARKDOWN
     rows = []
     for r in runs:
         when = f"recorded {r['date'][:10]}" if "date" in r else "measured now"

@@ -13,8 +13,13 @@ from ..presets import DATA
 
 DATA_DIR = DATA / "measurements"
 REQUIRED = ("gpu", "date", "command", "kernels")
-NONE_YET = ("No recorded measurement yet: none of the GPUs this course was run on has "
-            "recorded one. Run 'python -m gpumodel.cuda.validate --out DIR' on a GPU to make one.")
+COMMAND = "python -m gpumodel.cuda.validate --out DIR"
+"""The command that records a run on a GPU."""
+_NONE = "No recorded measurement yet: none of the GPUs this course was run on has recorded one."
+NONE_YET = f"{_NONE} Run '{COMMAND}' on a GPU to make one."
+NONE_YET_MARKDOWN = f"{_NONE} To make one, run this on a GPU:\n\n```bash\n{COMMAND}\n```\n"
+"""NONE_YET as Markdown, the command in a code block that copies as typed (prose would set
+its `--` as a dash)."""
 
 
 def load(directory=DATA_DIR) -> list[dict]:
