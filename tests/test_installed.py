@@ -138,7 +138,8 @@ def colab(wheel, tmp_path_factory):
         assert cell.source == book.install_source(book.LOCAL_SPEC), f"{path.name}: the install cell comes first"
         cell.source = book.install_source(spec)  # the published cell, for this wheel rather than a commit
         nbformat.write(nb, folder / path.name)
-    return python, before, _freeze(python, env), _run_notebooks(python, folder, env)
+    errors = _run_notebooks(python, folder, env)
+    return python, before, _freeze(python, env), errors
 
 
 def test_colab_like_environment_has_colabs_pins(colab):
