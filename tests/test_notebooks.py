@@ -103,30 +103,62 @@ def test_run_all_reproduces_the_numbers_and_shows_no_solution(chapter):
     assert "Right." not in outputs and "No answer yet" in outputs
 
 
-def test_the_install_cell_installs_from_the_repository():
+def test_a_local_build_installs_from_the_clone():
+    """The committed notebooks are for a clone: their install cell installs the clone they sit in."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["repository"]["url"] == book.PLACEHOLDER == book.repository({})
-    assert f"gpumodel[book] @ git+{book.PLACEHOLDER}" in book.install_source()
-    assert book.colab_url("99_appendix_presets").endswith("/blob/main/notebooks/99_appendix_presets.ipynb")
+    assert book.install_spec({}) == book.LOCAL_SPEC and repr(book.LOCAL_SPEC) in book.install_source(book.install_spec({}))
+    assert book.colab_url("99_appendix_presets").endswith("/blob/notebooks/notebooks/99_appendix_presets.ipynb")
 
 
-def test_a_fork_links_to_itself_on_the_pages_build(monkeypatch):
-    """What the Pages workflow does (`python -m gpumodel.book.notebooks --site`), with
-    GITHUB_REPOSITORY set as GitHub Actions sets it."""
+PLACEHOLDERS = ("YOUR-ACCOUNT", "your-account")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_published_notebooks_name_the_repository_being_built(chapter, monkeypatch):
+    """What the Pages workflow publishes (`python -m gpumodel.book.notebooks` with GITHUB_REPOSITORY
+    and GITHUB_SHA set as GitHub Actions sets them): every link and the install line name that
+    repository and commit; no placeholder is left."""
+    monkeypatch.setenv("GITHUB_REPOSITORY", "Some-Fork/gpu-course")
+    monkeypatch.setenv("GITHUB_SHA", "0123abc")
+    meta = _stored(chapter).metadata["gpumodel"]
+    text = json.dumps(book.learner_notebook(chapter, meta["glued"], meta["varies"]))
+    assert not [p for p in PLACEHOLDERS if p in text]
+    links = re.findall(r"https?://[^\s)\]\"'<>\\]+", text)
+    ours = [u for u in links if "github" in u or "colab" in u]
+    assert all("some-fork" in u.lower() and "gpu-course" in u for u in ours), ours
+    assert "gpumodel[book] @ git+https://github.com/Some-Fork/gpu-course@0123abc" in text
+
+
+def test_the_sites_buttons_name_the_repository_being_built(monkeypatch):
     monkeypatch.setenv("GITHUB_REPOSITORY", "some-fork/gpu-course")
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")
     fork = "https://github.com/some-fork/gpu-course"
-    assert book.repository() == fork
-    config = yaml.safe_load(book.site_config((ROOT / "_config.yml").read_text()))
-    assert config["repository"]["url"] == fork
     assert book.colab_url("01_hierarchy") == \
-        "https://colab.research.google.com/github/some-fork/gpu-course/blob/main/notebooks/01_hierarchy.ipynb"
-    assert f"git+{fork}" in book.install_source()
+        "https://colab.research.google.com/github/some-fork/gpu-course/blob/notebooks/notebooks/01_hierarchy.ipynb"
     assert book.cite("dao2022flashattention").startswith("([Dao et al. 2022](https://some-fork.github.io/gpu-course/")
-    assert "some-fork" in str(gm.book.chapter.colab_badge("01_hierarchy").data)
+    assert book.colab_url("01_hierarchy") in str(gm.book.chapter.colab_badge("01_hierarchy").data)
+    from gpumodel.book import site
+
+    config = type("Config", (), {"html_theme_options": {"repository_url": book.PLACEHOLDER}})()
+    monkeypatch.setenv("JUPYTERHUB_URL", "https://hub.example.edu")
+    site.configure(None, config)
+    assert config.html_theme_options == {"repository_url": fork,
+                                         "launch_buttons": {"jupyterhub_url": "https://hub.example.edu"}}
+    context = {"header_buttons": [{"label": "launch-buttons", "buttons": [
+        {"url": "https://mybinder.org/v2/gh/some-fork/gpu-course/main?urlpath=lab/tree/chapters/03_tiling.md"}]}]}
+    site.launch_notebooks(None, "chapters/03_tiling", "page.html", context, None)
+    assert context["header_buttons"][0]["buttons"][0]["url"].endswith("urlpath=lab/tree/notebooks/03_tiling.ipynb")
 
 
-def test_the_install_cell_runs_off_colab_and_does_nothing():
-    done = subprocess.run([sys.executable, "-c", book.install_source()], capture_output=True, text=True)
+def test_a_notebook_shows_no_colab_link():
+    """In a notebook the kernel cannot know the repository, so the badge shows nothing."""
+    assert gm.book.chapter.colab_badge("01_hierarchy") is None
+
+
+def test_the_install_cell_installs_nothing_where_gpumodel_imports():
+    done = subprocess.run([sys.executable, "-c", book.install_source("no-such-package-anywhere")],
+                          capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
 
 
@@ -169,7 +201,8 @@ def test_the_pages_workflow_is_valid():
     steps = [s.get("run", "") for s in flow["jobs"]["build"]["steps"]]
     assert any("make book" in s for s in steps)
     assert flow["jobs"]["deploy"]["needs"] == "build"
-    assert json.dumps(flow["permissions"]) == json.dumps({"contents": "read", "pages": "write", "id-token": "write"})
+    assert json.dumps(flow["permissions"]) == json.dumps({"contents": "write", "pages": "write", "id-token": "write"})
+    assert any(f"git push -f" in s and " notebooks" in s for s in steps), "the notebooks branch Colab opens"
 
 
 def test_chapter_3_runs_with_no_compiler(tmp_path):

@@ -34,15 +34,16 @@ def glue(name: str, text: str, varies: bool = False) -> None:
 
 
 def colab_badge(chapter: str):
-    """A Markdown link that opens the chapter's notebook in Colab, and one to download it
-    from the site (which serves `notebooks/*.ipynb` at its root)."""
+    """On the site: a Markdown link that opens the chapter's published notebook in Colab, and
+    one to download it (the site serves `notebooks/*.ipynb` at its root). In a notebook
+    (already open, its repository unknown to the kernel): None, which shows nothing."""
     from IPython.display import Markdown
 
     from ..course.widgets import building_book
 
+    if not building_book():
+        return None
     colab = f"[Open this chapter in Colab]({notebooks.colab_url(chapter)}) (the first cell installs `gpumodel` there)"
-    if not building_book():  # a notebook already: nothing to download
-        return Markdown(colab + ".")
     return Markdown(f'{colab} or <a href="../{chapter}.ipynb" download>download it as a notebook</a>.')
 
 

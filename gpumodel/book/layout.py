@@ -23,6 +23,7 @@ TOP = {
     "_vendor/": "the site's own CSS and JS, and MathJax (see VENDORED.txt)",
     "README.md  CONTRIBUTING.md": "this file; how a chapter is written and where things go",
     "Makefile  requirements.txt  pyproject.toml": "the two commands and their set-up; the package",
+    "binder/": "the repo2docker environment for BinderHub or a class's JupyterHub (binder/README.md)",
     ".ci/  .github/": "CI (`.ci/run`) and the Pages workflow",
 }
 """The repository's top level; a test holds it to the tracked files."""

@@ -6,7 +6,12 @@ chapter is executed once to compute them), citations as "(Author Year)" linked t
 reference list on the site, `{doc}` links point to the sibling notebook, admonitions become
 quoted blocks with a bold title, exercises headed blocks, and each solution (its prose and
 its code) sits closed inside `<details>`, so Run All neither runs nor shows it. Cells hidden
-on the site keep their code, collapsed (`jupyter.source_hidden`), so every cell still runs.
+on the site keep their code, collapsed (`jupyter.source_hidden` for JupyterLab, a `#@title`
+line and `cellView: "form"` for Colab), so every cell still runs.
+
+The notebooks committed in `notebooks/` are for a clone: their install cell installs the clone
+they sit in. The Pages workflow generates them for the repository and commit it builds and
+pushes them to the branch `BRANCH`, where the site's Colab links open them.
 """
 
 from __future__ import annotations
@@ -20,13 +25,20 @@ import re
 from ..presets import DATA
 
 PLACEHOLDER = "https://github.com/YOUR-ACCOUNT/gpu-memory-hierarchy"
-"""The repository a local build links to; a build on GitHub Actions uses its own (see `repository`)."""
-BRANCH = "main"
+"""The repository a local build's site links to; a build on GitHub Actions uses its own (see `repository`)."""
+BRANCH = "notebooks"
+"""The branch the Pages workflow pushes the learners' notebooks to, generated for the repository
+and commit it builds (`.github/workflows/pages.yml`): Colab opens notebooks from GitHub only."""
+LOCAL_SPEC = "..[book]"
+"""What a local build's install cell installs: the clone the notebook sits in (`notebooks/..`)."""
 ROOT = DATA.parent.parent
 BIB = DATA / "references.bib"
 REFERENCES = "chapters/99_appendix_presets.html#references"
 """Where the site lists every reference."""
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+HIDDEN_TITLE = "#@title Code hidden on the site (double-click to show it)"
+"""The first line of a hidden cell: Colab collapses a cell to this title when its metadata
+says `cellView: "form"` (it ignores `jupyter.source_hidden`, which JupyterLab honours)."""
 FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
 ROLE = re.compile(r"\{(?P<role>glue:md|glue:text|glue|cite:p|cite:t|cite|doc|numref|ref|math)\}`(?P<text>[^`]*)`")
 SOLUTION_START = re.compile(r"^(`{3,})\{solution-start\}.*?\n\1[ \t]*$\n?", re.M | re.S)
@@ -41,6 +53,11 @@ def repository(environ=os.environ) -> str:
     return f"https://github.com/{name}" if name else PLACEHOLDER
 
 
+def published(environ=os.environ) -> bool:
+    """True on GitHub Actions, where the notebooks are generated for the repository being built."""
+    return bool(environ.get("GITHUB_REPOSITORY", "").strip())
+
+
 def site_url(repo: str | None = None) -> str:
     """Where GitHub Pages publishes the site of `repo` (https://OWNER.github.io/NAME/)."""
     owner, name = (repo or repository()).removeprefix("https://github.com/").split("/")[:2]
@@ -48,20 +65,31 @@ def site_url(repo: str | None = None) -> str:
 
 
 def colab_url(chapter: str, repo: str | None = None) -> str:
-    """Where Colab opens `notebooks/<chapter>.ipynb` of `repo`."""
+    """Where Colab opens the published `notebooks/<chapter>.ipynb` of `repo` (branch `BRANCH`)."""
     path = (repo or repository()).removeprefix("https://github.com/")
     return f"https://colab.research.google.com/github/{path}/blob/{BRANCH}/notebooks/{chapter}.ipynb"
 
 
-def install_source(repo: str | None = None) -> str:
-    """The first cell of every notebook: on Colab only, install gpumodel from `repo`."""
-    return f"""# Colab only: install gpumodel, with its CUDA kernels, from the course's repository.
+def install_spec(environ=os.environ) -> str:
+    """What the install cell installs: on GitHub Actions the repository and commit being built
+    (`GITHUB_SHA`), so Colab runs the code the site was built from; else `LOCAL_SPEC`."""
+    if not published(environ):
+        return LOCAL_SPEC
+    sha = environ.get("GITHUB_SHA", "").strip()
+    return f"gpumodel[book] @ git+{repository(environ)}" + (f"@{sha}" if sha else "")
+
+
+def install_source(spec: str | None = None) -> str:
+    """The first cell of every notebook: install gpumodel (`spec`, a pip requirement) where
+    it is not importable yet (Colab, a JupyterHub, a fresh kernel); do nothing where it is."""
+    return f"""#@title Install gpumodel, the course's package, where it is missing (Colab, a fresh kernel)
+import importlib.util
+import subprocess
 import sys
 
-if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "gpumodel[book] @ git+{repo or repository()}"], check=True)"""
+if importlib.util.find_spec("gpumodel") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", {(spec or install_spec())!r}], check=True)
+    importlib.invalidate_caches()"""
 
 
 @functools.cache
@@ -163,10 +191,11 @@ def _hidden(cell) -> bool:
     return bool(HIDDEN_TAGS & set(cell.metadata.get("tags", [])))
 
 
-def learner_notebook(path, glued: dict, varies=(), repo: str | None = None):
+def learner_notebook(path, glued: dict, varies=(), repo: str | None = None, spec: str | None = None):
     """The notebook of the MyST chapter at `path` as learners get it (see the module doc),
-    with `glued` (name -> MyST text) the values its cells glue and `varies` the names whose
-    value depends on the reader's machine."""
+    with `glued` (name -> MyST text) the values its cells glue, `varies` the names whose
+    value depends on the reader's machine, `repo` the repository its links name and `spec`
+    what its install cell installs (both by default from the environment: see `install_spec`)."""
     import jupytext
     import nbformat
 
@@ -177,7 +206,8 @@ def learner_notebook(path, glued: dict, varies=(), repo: str | None = None):
         name = cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
         if name:
             chapter.figures[name] = len(chapter.figures) + 1
-    cells = [nbformat.v4.new_code_cell(install_source(repo), metadata={"tags": ["hide-output"], "jupyter": {"source_hidden": True}})]
+    hidden = {"jupyter": {"source_hidden": True}, "cellView": "form"}
+    cells = [nbformat.v4.new_code_cell(install_source(spec), metadata={"tags": ["hide-output"], **hidden})]
     solution = None  # the parts of the solution being collected
     for cell in source.cells:
         if cell.cell_type == "code":
@@ -186,8 +216,9 @@ def learner_notebook(path, glued: dict, varies=(), repo: str | None = None):
                 continue
             metadata = {"tags": cell.metadata.get("tags", [])} if cell.metadata.get("tags") else {}
             if _hidden(cell):
-                metadata["jupyter"] = {"source_hidden": True}
-            cells.append(nbformat.v4.new_code_cell(cell.source, metadata=metadata))
+                metadata.update(hidden)
+            cells.append(nbformat.v4.new_code_cell(f"{HIDDEN_TITLE}\n{cell.source}" if _hidden(cell) else cell.source,
+                                                   metadata=metadata))
             figure = cell.metadata.get("mystnb", {}).get("figure", {})
             if figure.get("caption"):
                 number = chapter.figures.get(figure.get("name"), "")
@@ -255,23 +286,13 @@ def write_notebooks(chapters="chapters", out="notebooks", repo: str | None = Non
     return written
 
 
-def site_config(text: str, repo: str | None = None) -> str:
-    """`_config.yml`'s text with its repository URL (the placeholder) set to `repo`."""
-    return text.replace(PLACEHOLDER, repo or repository())
-
-
 def main(argv=None) -> None:
-    """`python -m gpumodel.book.notebooks [--site]`: regenerate `notebooks/`; with `--site` (the
-    Pages workflow) first point `_config.yml` at the repository being built."""
+    """`python -m gpumodel.book.notebooks`: regenerate `notebooks/`, for the repository and commit
+    being built on GitHub Actions (`GITHUB_REPOSITORY`, `GITHUB_SHA`), else for a local clone."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m gpumodel.book.notebooks", description=main.__doc__)
-    parser.add_argument("--site", action="store_true", help="set _config.yml's repository from GITHUB_REPOSITORY")
-    args = parser.parse_args(argv)
-    if args.site:
-        config = ROOT / "_config.yml"
-        config.write_text(site_config(config.read_text()))
-        print(f"_config.yml: repository {repository()}")
+    argparse.ArgumentParser(prog="python -m gpumodel.book.notebooks", description=main.__doc__).parse_args(argv)
+    print(f"notebooks for {repository() if published() else 'a local clone'}: installing {install_spec()!r}")
     print(*write_notebooks(ROOT / "chapters", ROOT / "notebooks"), sep="\n")
 
 

@@ -12,12 +12,21 @@ not load the script, and it is not shipped.
 
 MathJax (1.2 MB) is loaded when a formula comes within a screen of the reader, not with every
 page that has one: its script tag is held (type LAZY_MATH) and phone.js starts it.
+
+The repository button and the launch buttons follow the repository being built
+(`GITHUB_REPOSITORY` on GitHub Actions, else `_config.yml`'s placeholder), so a fork's site
+links to the fork with no edit; the JupyterHub button appears where `JUPYTERHUB_URL` names a
+hub (the Pages workflow reads it from the repository variable of that name). BinderHub and
+JupyterHub open the chapter's notebook (`notebooks/<chapter>.ipynb`), not its MyST source.
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
+
+from . import notebooks
 
 THEBE_EVENTS = ("env-before-read-docs", "doctree-resolved")
 """The events at which sphinx-thebe adds its scripts to pages."""
@@ -53,10 +62,34 @@ def hold_mathjax(app, pagename, templatename, context, doctree):
             files[i] = type(js)(js.filename, priority=js.priority, type=LAZY_MATH)
 
 
+CHAPTER_SOURCE = re.compile(r"chapters/(\w+)\.md")
+
+
+def configure(app, config) -> None:
+    """Point the repository and launch buttons at the repository being built (see the module doc)."""
+    theme = config.html_theme_options
+    if notebooks.published():
+        theme["repository_url"] = notebooks.repository()
+    hub = os.environ.get("JUPYTERHUB_URL", "").strip()
+    if hub:
+        theme.setdefault("launch_buttons", {})["jupyterhub_url"] = hub
+
+
+def launch_notebooks(app, pagename, templatename, context, doctree) -> None:
+    """Make each launch button open `notebooks/<chapter>.ipynb` rather than the MyST source."""
+    for group in context.get("header_buttons", []):
+        if group.get("label") == "launch-buttons":
+            for button in group["buttons"]:
+                if "url" in button:
+                    button["url"] = CHAPTER_SOURCE.sub(r"notebooks/\1.ipynb", button["url"])
+
+
 def setup(app):
     for event in THEBE_EVENTS:
         listeners = app.events.listeners.get(event, [])
         listeners[:] = [ls for ls in listeners if not ls.handler.__module__.startswith("sphinx_thebe")]
     app.connect("html-page-context", hold_mathjax, priority=900)  # after sphinx.ext.mathjax's
     app.connect("build-finished", drop_fontawesome)
+    app.connect("config-inited", configure)
+    app.connect("html-page-context", launch_notebooks, priority=502)  # after the theme adds them (501)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
