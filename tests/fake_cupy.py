@@ -57,6 +57,7 @@ class Control:
 
     def __init__(self, emulator, device: str, promotion: int):
         self.emulator, self.device, self.promotion = emulator, device, promotion
+        self.attributes = dict(DEVICES[device][3])  # what Device().attributes reports
         self.pending: list = []  # callables the stream has not run yet
         self.capture: list | None = None  # a stream capture in progress
         self.sticky: str | None = None
@@ -315,7 +316,7 @@ def make(build_dir, device: str = "H100", promotion: int = 14):
     class Device:
         def __init__(self, device=None):
             self.id = 0
-            self.attributes = dict(attributes)
+            self.attributes = dict(control.attributes)
             self.compute_capability = f"{capability[0]}{capability[1]}"
             self.pci_bus_id = "0000:3B:00.0"
 

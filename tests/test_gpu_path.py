@@ -157,9 +157,10 @@ def test_defect_2_short_kernels_are_timed_in_a_graph_over_copies_beyond_the_l2(s
     """Many launches to a sample go into one CUDA graph (no host launch gaps), and cycle
     over copies of the buffers that together are twice the L2 or more, so that each launch
     reads its inputs from HBM as the model says."""
-    monkeypatch.setattr(runtime, "MIN_SAMPLE_S", 1.0)  # forces many launches a sample on the emulator
+    monkeypatch.setattr(runtime, "launches_per_sample", lambda one_launch_s: 16)  # as for a microsecond kernel
+    strict._fake.attributes["L2CacheSize"] = 64 * 1024  # so that a few copies of a small plan are twice the L2
     runner = runtime.Runner()
-    plan = plans.plan_vector_add(2**16)
+    plan = plans.plan_vector_add(1024)
     seen = []
     launch = strict._fake.emulator.launch
     monkeypatch.setattr(strict._fake.emulator, "launch", lambda code, name, grid, block, args: (
@@ -168,8 +169,8 @@ def test_defect_2_short_kernels_are_timed_in_a_graph_over_copies_beyond_the_l2(s
     begin = strict.cuda.Stream.begin_capture
     monkeypatch.setattr(strict.cuda.Stream, "begin_capture", lambda self, mode=None: (captured.append(1), begin(self, mode))[-1])
     timing = runner.time_plan(plan, runner.buffers(plan), repeats=1, warmup=0)
-    assert timing.launches > 1 and captured
-    per_copy = 3 * 4 * 2**16
+    assert timing.launches == 16 and captured == [1]
+    per_copy = 3 * 4 * 1024
     l2 = strict.cuda.Device().attributes["L2CacheSize"]
     assert len(set(seen)) * per_copy >= 2 * l2
 
