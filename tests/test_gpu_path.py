@@ -3,6 +3,7 @@ strictness, then one test per defect a line-by-line read against CuPy 13 and 14 
 (issue 25), each of which the lenient stand-in let through."""
 
 import json
+import os
 import pathlib
 import sys
 import types
@@ -253,3 +254,50 @@ def test_defect_5_validate_prints_no_planned_time_it_cannot_keep(strict, tmp_pat
     monkeypatch.setattr(validate, "gpu_sweep", lambda *a, **k: (np.array([]), np.array([])))
     validate.main(["--out", str(tmp_path), "--size", "tiny", "--repeats", "1"])
     assert "planned" not in capsys.readouterr().out
+
+
+# `make gpu-check` end to end on the strict stand-in.
+
+def test_gpu_check_end_to_end_on_the_strict_stand_in(tmp_path):
+    """Every Python process gpu_check starts gets the stand-in (a sitecustomize on its
+    path): each step runs or is skipped with its reason, one archive is written outside
+    the checkout, and nothing is written into it."""
+    import subprocess
+    import tarfile
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\nimport fake_cupy\n"
+        f"sys.modules['cupy'] = fake_cupy.make({str(tmp_path)!r}, device='T4')\n")
+    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{ROOT}"}
+    before = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=ROOT, capture_output=True, text=True).stdout
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "gpumodel.gpu_check", "--out", str(out), "--validate-sizes", "tiny", "tiny",
+                           "--vector-exponents", "6", "8"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (archive,) = out.iterdir()
+    with tarfile.open(archive) as tar:
+        names = {pathlib.PurePath(n).name for n in tar.getnames()}
+        summary = json.load(tar.extractfile(next(m for m in tar.getmembers() if m.name.endswith("summary.json"))))
+    steps = {s["step"]: s["status"] for s in summary["steps"]}
+    assert set(steps) == {"environment", "compile", "tests", "vector_add", "validate_tiny"}
+    assert all(status == "ok" for status in steps.values()), steps
+    assert {"environment.log", "compile.log", "vector_add.log"} <= names and any(n.endswith(".json") and "Tesla" in n for n in names)
+    assert "Tesla T4" in done.stdout and "gemm_reg128" in done.stdout
+    after = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert after == before
+
+
+def test_gpu_check_skips_a_step_without_the_time_for_it(tmp_path, monkeypatch, capsys):
+    from gpumodel import gpu_check
+
+    ran = []
+    monkeypatch.setattr(gpu_check, "_run", lambda name, command, limit, folder: (
+        ran.append(name), {"step": name, "status": "ok"})[-1])
+    parsed = types.SimpleNamespace(out=tmp_path, budget_s=100.0, limit_scale=1.0, validate_sizes=["quick"], vector_exponents=[10])
+    gpu_check.check(parsed)
+    assert ran == ["environment", "compile", "vector_add", "validate_quick"]  # each fits in the 100 s left
+    assert "skipped: 100 s left of the budget, the step may take 120 s" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="--out must be outside the checkout"):
+        gpu_check.check(types.SimpleNamespace(**{**vars(parsed), "out": ROOT / "x"}))

@@ -17,7 +17,7 @@ LAYERS = {
     "model": ("core", 3), "simulate": ("core", 3), "occupancy": ("core", 3),
     "waves": ("core", 4), "tiles": ("core", 4), "published": ("core", 5),
     "compiler": ("gpu", 5), "kernel_plans": ("gpu", 5), "cpu_timing": ("gpu", 5), "recorded_runs": ("gpu", 5),
-    "literature": ("gpu", 5), "gpu_runtime": ("gpu", 6), "validate": ("gpu", 7),
+    "literature": ("gpu", 5), "gpu_runtime": ("gpu", 6), "validate": ("gpu", 7), "gpu_check": ("gpu", 8),
     "notebooks": ("rendering", 8), "chapter": ("rendering", 9), "tables": ("rendering", 9),
     "plots": ("rendering", 9), "widgets": ("rendering", 9), "site": ("rendering", 9), "exercises": ("rendering", 9),
     "widget_exercises": ("rendering", 10), "tensor_cores": ("rendering", 9),
