@@ -301,3 +301,18 @@ def test_gpu_check_skips_a_step_without_the_time_for_it(tmp_path, monkeypatch, c
     assert "skipped: 100 s left of the budget, the step may take 120 s" in capsys.readouterr().out
     with pytest.raises(ValueError, match="--out must be outside the checkout"):
         gpu_check.check(types.SimpleNamespace(**{**vars(parsed), "out": ROOT / "x"}))
+
+
+@pytest.mark.parametrize("device", ["T4", "H100"])
+def test_every_launch_at_the_chapters_sizes_fits_the_devices_limits(tmp_path, device):
+    """Each launch of `validate --size full` (the chapters' sizes) passes the stand-in's
+    launch checks on a T4 and an H100: block and grid limits, registers, static shared
+    memory, scalar types. Queued, never run (the arrays are stand-ins of one element)."""
+    cupy = fake_cupy.make(tmp_path, device=device)
+    modules = {}
+    for plan in validate.chapter_plans("full"):
+        module = modules.setdefault(plan.file, cupy.RawModule(code=compiler.kernel_source(plan.file)))
+        for step in plan.steps:
+            args = tuple(cupy.zeros(1, cupy.float32) if isinstance(a, str) else a for a in step.args)
+            module.get_function(step.kernel)(tuple(step.grid), tuple(step.block), args)
+    assert len(cupy._fake.pending) == sum(len(p.steps) for p in validate.chapter_plans("full"))
