@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SHELL := /bin/bash
 
-.PHONY: book test lab bench mutation vendor notebooks reports clean
+.PHONY: book test lab bench mutation vendor notebooks reports clean gpu-check
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
@@ -32,6 +32,14 @@ notebooks: $(STAMP)
 ## gpumodel/data/compiler_reports.json, shown where no compiler is found (a test fails when it is stale).
 reports: $(STAMP)
 	$(PY) -m gpumodel.cuda.compiler
+
+## The first minutes on a GPU (README, "On a GPU"): environment, every kernel compiled, the GPU
+## tests, vector add at three sizes, validate quick and full; each step under its own limit.
+## Installs nothing (no $(STAMP)): the Python of .venv where there is one, else $(PYTHON). Writes
+## one archive to $(GPU_CHECK_OUT), outside the checkout. On a T4: GPU_CHECK_ARGS=--limit-scale=1.6
+GPU_CHECK_OUT ?= $(HOME)/gpu-check
+gpu-check:
+	$(if $(wildcard $(PY)),$(PY),$(PYTHON)) -B -m gpumodel.cuda.gpu_check --out $(GPU_CHECK_OUT) $(GPU_CHECK_ARGS)
 
 ## Open the learners' notebooks in JupyterLab.
 lab: $(STAMP)

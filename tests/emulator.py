@@ -60,10 +60,11 @@ class Emulator:
             cpp = self.build_dir / f"{key}.cpp"
             cpp.write_text(wrapper(source))
             lib = self.build_dir / f"{key}.so"
-            subprocess.run(
-                ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", f"-I{HERE}", str(cpp), "-o", str(lib)],
-                check=True, capture_output=True, text=True,
-            )
+            if not lib.exists():  # built by an earlier process in the same folder
+                subprocess.run(
+                    ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", f"-I{HERE}", str(cpp), "-o", str(lib)],
+                    check=True, capture_output=True, text=True,
+                )
             self.libraries[key] = ctypes.CDLL(str(lib))
         return self.libraries[key]
 

@@ -19,7 +19,7 @@ import zipfile
 import nbformat
 import pytest
 
-from gpumodel import notebooks as book
+from gpumodel.book import notebooks as book
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -132,8 +132,8 @@ def test_shipped_measurements_are_real_records():
 
 @pytest.fixture
 def stand_in(monkeypatch, tmp_path):
-    """CuPy replaced by tests/fake_cupy.py (NumPy arrays, kernels on the CPU emulator, an
-    H100's attributes), and a GPU that answers."""
+    """CuPy replaced by tests/fake_cupy.py (as strict as CuPy 14: kernels on the CPU
+    emulator, an H100's attributes), and a GPU that answers."""
     import fake_cupy
 
     cupy = fake_cupy.make(tmp_path)
@@ -156,7 +156,7 @@ def test_the_gpu_code_path_on_a_cpu_stand_in(stand_in, tmp_path):
         assert row["launches_per_sample"] >= 1 and row["spread_s"][0] <= row["measured_s"] <= row["spread_s"][1]
     reg128 = next(r for r in record["kernels"] if r["kernel"] == "gemm_reg128")
     assert {"pct_of_cublas", "predicted_s", "error_pct", "achieved_flops"} <= set(reg128)
-    assert reg128["driver"]["gemm_reg128"]["registers"] == 32 and reg128["driver"]["gemm_reg128"]["nvrtc_registers"] > 0
+    assert reg128["driver"]["gemm_reg128"]["registers"] == reg128["driver"]["gemm_reg128"]["nvrtc_registers"] > 0
     assert "cublas_s" in next(r for r in record["kernels"] if r["kernel"] == "attention_standard")
     assert record["gpu"]["name"].startswith("NVIDIA H100") and record["live_gpu"]["sms"]["value"] == 132
     assert record["gpu"]["matmul_compute_type"] == "fp32" and record["gpu"]["max_sm_clock_hz"] == 1.98e9

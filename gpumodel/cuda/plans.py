@@ -194,7 +194,8 @@ def attention_reference(xp, i, dtype="float64"):
     reference in float64; in float32 on a GPU, standard attention as a library runs it
     (batched matmuls in cuBLAS, the n x n matrices through HBM)."""
     q, k, v = (i[name].astype(dtype, copy=False) for name in "QKV")
-    scores = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
+    scale = np.dtype(dtype).type(1 / np.sqrt(q.shape[-1]))  # in `dtype`: a float64 scalar would widen FP32 under NEP 50 (CuPy 14)
+    scores = (q @ k.swapaxes(-1, -2)) * scale
     weights = xp.exp(scores - scores.max(axis=-1, keepdims=True))
     return (weights / weights.sum(axis=-1, keepdims=True)) @ v
 

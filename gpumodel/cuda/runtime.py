@@ -59,6 +59,10 @@ def _probe() -> tuple[bool, str]:
         (ones @ ones).sum().item()
     except Exception as err:  # ImportError when libcublas is missing  # noqa: BLE001
         return False, f"{name} answers, but cuBLAS does not ({_why(err)}): pip install nvidia-cublas-cu12"
+    try:  # NVRTC 12.2 and later need the CUDA runtime headers, which CuPy does not bring
+        cupy.RawModule(code=kernel_source("elementwise.cu"), options=COMPILE_OPTIONS).get_function("relu")
+    except Exception as err:  # CompileException  # noqa: BLE001
+        return False, f"{name} answers, but CuPy cannot compile a kernel ({_why(err)}): pip install nvidia-cuda-runtime-cu12"
     return True, name
 
 
@@ -144,7 +148,7 @@ def device_info() -> dict:
 
 def live_gpu(clock_hz: float | None = None) -> GPU:
     """The GPU this process runs on, as a `GPU` record (see `gpu_from_attributes`); at
-    `clock_hz` (an SM clock observed under load, see `sm_clock_hz`) instead of the maximum
+    `clock_hz` (an SM clock observed under load, see `NvmlSampler`) instead of the maximum
     the device reports, when given."""
     import dataclasses
 
@@ -159,34 +163,66 @@ def live_gpu(clock_hz: float | None = None) -> GPU:
     return g
 
 
-def sm_clock_hz() -> float | None:
-    """The SM clock this GPU runs at now, in Hz, through NVML (`nvidia-ml-py`); None where
-    NVML is not installed or does not answer. Under a long load a GPU can run well below
-    the maximum clock it reports (a T4 at 70 W sustains about 1.1 to 1.3 GHz of 1.59)."""
-    try:
-        import pynvml
+class NvmlSampler:
+    """The SM clock (Hz) and board power (W) of CuPy's device, read through NVML
+    (`nvidia-ml-py`) every `period_s` seconds in a background thread while the `with` block
+    runs (a timed loop): `median()` is {"sm_clock_hz", "power_w", "nvml_samples"}, empty
+    where NVML is not installed or does not answer. The device is found by its PCI bus id,
+    as NVML's index need not be CUDA's (CUDA_VISIBLE_DEVICES). Under a long load a GPU can
+    run well below the maximum clock it reports (a T4 at 70 W sustains about 1.1 to 1.3 GHz
+    of 1.59)."""
 
-        pynvml.nvmlInit()
+    def __init__(self, period_s: float = 0.01):
+        import threading
+
+        self.period_s, self.samples, self._stop = period_s, [], threading.Event()
+
+    def __enter__(self):
+        import threading
+
+        import cupy
+
         try:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(_device_id())
-            return 1e6 * pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception as err:  # ImportError, NVMLError  # noqa: BLE001
-        log.info("no SM clock from NVML: %s", _why(err))
-        return None
+            import pynvml
 
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            self._handle = pynvml.nvmlDeviceGetHandleByPciBusId(cupy.cuda.Device().pci_bus_id)
+        except Exception as err:  # ImportError, NVMLError  # noqa: BLE001
+            log.info("no SM clock from NVML: %s", _why(err))
+            self._nvml = None
+            return self
+        self._read()  # one sample as the loop starts, however short it is
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
 
-def _device_id() -> int:
-    import cupy
+    def _read(self):
+        nvml, h = self._nvml, self._handle
+        self.samples.append((1e6 * nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM), nvml.nvmlDeviceGetPowerUsage(h) / 1e3))
 
-    return cupy.cuda.Device().id
+    def _run(self):
+        while not self._stop.wait(self.period_s):
+            self._read()
+
+    def __exit__(self, *exc):
+        if self._nvml is not None:
+            self._stop.set()
+            self._thread.join()
+            self._nvml.nvmlShutdown()
+        return False
+
+    def median(self) -> dict:
+        if not self.samples:
+            return {}
+        clocks, watts = zip(*self.samples)
+        return {"sm_clock_hz": statistics.median(clocks), "power_w": statistics.median(watts), "nvml_samples": len(self.samples)}
 
 
 def environment() -> dict:
     """What a measurement depends on: the device (`device_info`), cuBLAS's version, the
     compute type CuPy's FP32 matmuls use (CUPY_TF32=1 makes them TF32, several times
-    faster, so a record says which), and the maximum SM clock the device reports."""
+    faster, so a record says which: CuPy's rule, any positive integer), and the maximum SM clock the device reports."""
     import os
 
     import cupy
@@ -198,22 +234,18 @@ def environment() -> dict:
         info["cublas_version"] = cublas.getVersion(cupy.cuda.device.get_cublas_handle())
     except Exception as err:  # noqa: BLE001
         info["cublas_version"] = f"unavailable ({_why(err)})"
-    info["matmul_compute_type"] = "tf32" if os.environ.get("CUPY_TF32", "0") == "1" else "fp32"
+    info["matmul_compute_type"] = "tf32" if int(os.environ.get("CUPY_TF32", "0")) > 0 else "fp32"
     info["max_sm_clock_hz"] = 1e3 * cupy.cuda.Device().attributes.get("ClockRate", 0)
     return info
 
 
-def kernel_attributes(runner, file: str, function: str, threads: int) -> dict:
-    """What the driver says of a compiled kernel (cuFuncGetAttribute): registers per
-    thread, local memory per thread (spills), static shared memory per block; and the
-    blocks of `threads` threads one SM keeps resident (the occupancy API)."""
-    driver = runner.cp.cuda.driver
+def kernel_attributes(runner, file: str, function: str) -> dict:
+    """What the driver says of a compiled kernel (cuFuncGetAttribute, through CuPy's
+    `RawKernel`): registers per thread, local memory per thread (spills, bytes), static
+    shared memory per block (bytes), and the most threads a block may have."""
     f = runner.function(file, function)
-    attribute = {"registers": driver.CU_FUNC_ATTRIBUTE_NUM_REGS, "local_bytes": driver.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
-                 "smem_bytes": driver.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES}
-    out = {name: int(driver.funcGetAttribute(a, f.ptr)) for name, a in attribute.items()}
-    out["resident_blocks"] = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(f.ptr, threads, 0))
-    return out
+    return {"registers": int(f.num_regs), "local_bytes": int(f.local_size_bytes), "smem_bytes": int(f.shared_size_bytes),
+            "max_threads_per_block": int(f.max_threads_per_block)}
 
 
 class Runner:
@@ -224,11 +256,15 @@ class Runner:
 
         self.cp = cupy
         self.modules: dict = {}
+        self.kernels: dict = {}
 
     def function(self, file: str, kernel: str):
+        """The compiled `kernel` of `file`, looked up once (a driver call) and kept."""
         if file not in self.modules:
             self.modules[file] = self.cp.RawModule(code=kernel_source(file), options=COMPILE_OPTIONS)
-        return self.modules[file].get_function(kernel)
+        if (file, kernel) not in self.kernels:
+            self.kernels[file, kernel] = self.modules[file].get_function(kernel)
+        return self.kernels[file, kernel]
 
     def buffers(self, plan) -> dict:
         cp = self.cp
@@ -257,30 +293,62 @@ class Runner:
         assert ok, f"{plan.label}: result differs from the reference by up to {err:.3g}"
         return err
 
-    def time(self, launch, repeats: int = 10, warmup: int = 2, flush: bool = True) -> "Timing":
+    def time(self, launch, repeats: int = 10, warmup: int = 2, flush: bool = True, batch=None) -> "Timing":
         """Seconds per `launch()`, over `repeats` samples after `warmup` runs. A sample is
         enough back-to-back launches between one pair of CUDA events for at least
-        `MIN_SAMPLE_S` of GPU work, so that launch gaps do not count; before each sample
-        (unless `flush` is False, to measure data that stays in L2) a read of twice the L2
-        evicts what the last sample left there, without dirtying it."""
+        `MIN_SAMPLE_S` of GPU work, so that launch gaps do not count; `batch(launches)`, where
+        given, returns one function that makes those launches (a CUDA graph, see `time_plan`).
+        Before each sample (unless `flush` is False, to measure data that stays in L2) a read
+        of twice the L2 evicts what the last sample left there, without dirtying it."""
         cp = self.cp
         for _ in range(warmup):
             launch()
         start, end = cp.cuda.Event(), cp.cuda.Event()
 
-        def sample(launches: int) -> float:
+        def sample(run, launches: int) -> float:
             if flush:
                 self._flush()
             start.record()
-            for _ in range(launches):
-                launch()
+            run()
             end.record()
             end.synchronize()
             return cp.cuda.get_elapsed_time(start, end) / 1e3 / launches
 
-        launches = launches_per_sample(sample(1))
-        times = sorted(sample(launches) for _ in range(repeats))
+        launches = launches_per_sample(sample(launch, 1))
+
+        def many():
+            for _ in range(launches):
+                launch()
+
+        run = batch(launches) if batch is not None and launches > 1 else many
+        times = sorted(sample(run, launches) for _ in range(repeats))
         return Timing(statistics.median(times), times[0], times[-1], launches, repeats)
+
+    def time_plan(self, plan, buffers: dict, repeats: int = 10, warmup: int = 2) -> "Timing":
+        """Seconds per run of `plan` (see `time`). Short runs are batched in one CUDA graph
+        (one host launch a sample, so host launch gaps do not count), cycling over copies of
+        the buffers that together hold twice the L2 or more, so that each run reads its
+        inputs from HBM, as after a flush, and not from the L2 the last run left them in."""
+        cp = self.cp
+        nbytes = sum(b.nbytes for b in buffers.values())
+        l2 = cp.cuda.Device().attributes["L2CacheSize"]
+        copies = [buffers]
+
+        def batch(launches: int):
+            copies.extend({n: b.copy() for n, b in buffers.items()}
+                          for _ in range(min(launches, -(-2 * l2 // nbytes)) - 1))
+            stream = cp.cuda.Stream(non_blocking=True)
+            with stream:
+                stream.begin_capture()
+                for i in range(launches):
+                    self.launch(plan, copies[i % len(copies)])
+                graph = stream.end_capture()
+            return graph.launch  # on the current stream, where the timing events are recorded
+
+        try:
+            return self.time(lambda: self.launch(plan, buffers), repeats, warmup, batch=batch)
+        finally:
+            copies.clear()
 
     def _flush(self) -> None:
         """Read (never write) a buffer twice the L2's size."""
@@ -380,7 +448,7 @@ def run_plan(runner: Runner, plan, device: GPU, repeats: int = 10) -> dict:
     bufs = runner.buffers(plan)
     try:
         err = runner.check(plan, bufs)
-        t = runner.time(lambda: runner.launch(plan, bufs), repeats)
+        t = runner.time_plan(plan, bufs, repeats)
         row = {"kernel": plan.kernel, "file": plan.file, "sizes": plan.sizes, "measured_s": t.median_s,
                "spread_s": [t.min_s, t.max_s], "launches_per_sample": t.launches, "max_abs_error": err}
         if plan.workload is not None:
