@@ -106,6 +106,8 @@ class GPU:
     measured; `tensor` maps "fp16", "bf16", "fp8" or "fp4" to the dense tensor-core peak
     (FLOP/s, FP32 accumulate). `tensor_clock`, where the source states one, is the lower clock
     those peaks are rated at (the H100's 1.83 GHz against its 1.98 GHz boost); see `running`.
+    `max_clock`, where a source shows the part running above its rated boost `clock`, is the
+    highest SM clock it reaches; see `bound`.
     """
 
     name: str
@@ -119,6 +121,7 @@ class GPU:
     tensor: dict = field(default_factory=dict)
     latency: dict = field(default_factory=dict)
     tensor_clock: Fact | None = None
+    max_clock: Fact | None = None
 
     @property
     def fp32_lanes_per_sm(self) -> Fact:
@@ -152,15 +155,36 @@ class GPU:
         """L2 bandwidth in bytes per clock, whichever way the source states it."""
         return self.l2_bandwidth.value if self.l2_bandwidth.unit == "B/clk" else self.l2_bandwidth.value / self.clock.value
 
+    def _at(self, clock: Fact) -> GPU:
+        """A copy whose on-chip rates run at `clock`: shared memory, the SFUs and the L2 (an L2
+        rate stated in B/s is per clock at the boost `clock`, where its source measured or
+        stated it, and scales with the SMs' clock like the rest of the chip); HBM does not."""
+        l2 = self.l2_bandwidth
+        if l2.unit != "B/clk":
+            l2 = replace(l2, value=self.l2_bytes_per_clock, unit="B/clk")
+        return replace(self, clock=clock, l2_bandwidth=l2)
+
     def running(self, math: str = "fp32") -> GPU:
         """This GPU at the clock it runs `math` at: for tensor-core math on a GPU whose
         tensor peaks are rated at a lower `tensor_clock`, a copy at that clock (shared memory,
-        L2 per clock and the SFUs slow with it; HBM does not); else the GPU itself. A ridge
-        of tensor math against on-chip bandwidth at the boost clock would mix two clocks."""
+        the L2 and the SFUs slow with it; HBM does not); else the GPU itself. A ridge of
+        tensor math against on-chip bandwidth at the boost clock would mix two clocks."""
         if _check.choice("math", math, MATH) == "fp32" or self.tensor_clock is None:
             return self
         self.peak(math)  # refuses a math type this GPU lacks
-        return replace(self, clock=self.tensor_clock)
+        return self._at(self.tensor_clock)
+
+    def bound(self) -> GPU:
+        """This GPU at the highest rates the part reaches, the inputs of a bound: every on-chip
+        rate at `max_clock` (the boost `clock` where no higher one is shown), the tensor peaks
+        scaled to it from the clock they are rated at, `tensor_clock` gone (one clock for all
+        math). HBM stays as stated (its file gives the exact or highest measured figure).
+        Predictions at the rated clocks are `running`'s. Chapter 98."""
+        top = self.max_clock or self.clock
+        rated = (self.tensor_clock or self.clock).value
+        tensor = {m: replace(f, value=f.value * top.value / rated, kind="derived" if top.value != rated else f.kind)
+                  for m, f in self.tensor.items()}
+        return replace(self._at(top), tensor=tensor, tensor_clock=None, max_clock=None)
 
     def ridge(self, level: str, math: str = "fp32") -> float:
         """The ridge point of `level` for `math` in FLOP/B: the peak over the level's
@@ -214,8 +238,7 @@ class GPU:
             "smem_per_sm", "l2_capacity", "hbm_capacity")}
         out.update({f"tensor_{k}": v for k, v in self.tensor.items()})
         out.update({f"latency_{k}": v for k, v in self.latency.items()})
-        if self.tensor_clock is not None:
-            out["tensor_clock"] = self.tensor_clock
+        out.update({name: getattr(self, name) for name in ("tensor_clock", "max_clock") if getattr(self, name) is not None})
         return out
 
     def in_flight(self, level: str) -> float:

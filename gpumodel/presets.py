@@ -44,9 +44,10 @@ FACTS = {
     "l2_capacity": ("B",), "hbm_capacity": ("B",),
 }
 """The facts every GPU file states. `l2_bandwidth` is per clock or per second, as its source states it."""
-OPTIONAL_FACTS = {"tensor_clock": ("Hz",)}
+OPTIONAL_FACTS = {"tensor_clock": ("Hz",), "max_clock": ("Hz",)}
 """Facts a GPU file states where its source does: the clock the tensor peaks are rated at,
-when it is below the boost clock."""
+when it is not the boost clock; the highest SM clock the part is shown to reach, when it is
+above the boost clock (a bound's clock, `GPU.bound`)."""
 TABLES = {"tensor": (("fp16", "bf16", "fp8", "fp4"), ("FLOP/s",)), "latency": (("smem", "l2", "hbm"), ("cycle",))}
 """Optional tables of facts: dense tensor-core peaks by input type, measured latencies by level."""
 FACT_KEYS = {"value", "unit", "kind", "source", "where", "note"}

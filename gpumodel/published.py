@@ -2,7 +2,8 @@
 source (a `references.bib` key), records of published measurements (and `[reasons]` that
 several records share, by name): the GPU, what was run
 and where in the source it is (figure, table, file and commit), the value with its unit,
-and the run as a `gpumodel` workload. `comparisons()` predicts each on its GPU's preset.
+and the run as a `gpumodel` workload. `comparisons()` predicts each on its GPU's preset at
+the highest rates the part reaches (`GPU.bound`), or at its rated clocks (`rated=True`).
 A record may carry `also`: other figures the source prints beside the value (a unit
 from `ALSO_UNITS` ending each name, as in `hbm_GB`), shown by the chapters, not compared.
 
@@ -146,9 +147,11 @@ def _time(run: dict, gpu) -> tuple[float, float, str]:
     return sum(float(p.time) for p in parts), attention_flops(run), bounds
 
 
-def compare(record: Record) -> Comparison:
-    """`record` against the model on its GPU's preset."""
+def compare(record: Record, rated: bool = False) -> Comparison:
+    """`record` against the model on its GPU's preset at the highest rates it reaches
+    (`GPU.bound`), or at its rated clocks when `rated`."""
     g, run = presets.gpu(record.gpu), record.run
+    g = g if rated else g.bound()
     measured = record.value * SCALE[record.unit]
     if run["kind"] == "latency":
         level = run["level"]
@@ -173,10 +176,11 @@ def _chapter(chapter) -> None:
         _check.integer("chapter", chapter, 1, 99)
 
 
-def comparisons(chapter: int | None = None) -> list[Comparison]:
-    """Every record against the model (of `chapter`, when given); none is left out."""
+def comparisons(chapter: int | None = None, rated: bool = False) -> list[Comparison]:
+    """Every record against the model (of `chapter`, when given; at the rated clocks when
+    `rated`, see `compare`); none is left out."""
     _chapter(chapter)
-    return [compare(r) for r in records() if chapter is None or r.chapter == chapter]
+    return [compare(r, rated) for r in records() if chapter is None or r.chapter == chapter]
 
 
 def violations(chapter: int | None = None) -> list[Comparison]:

@@ -2,12 +2,14 @@
 whitepapers the data files cite, so that a slip in a data file or in the loader's units (an
 L2 1,024 times too small, a clock doubled, a tensor peak in the wrong unit) fails a test."""
 
+import numpy as np
 import pytest
 
 import gpumodel as gm
 
 # name: SMs, boost clock (MHz), L2 (MiB), memory (GB), memory bandwidth (GB/s), FP32 lanes per
-# SM, dense fp16 tensor peak with FP32 accumulate (TFLOP/s)
+# SM, dense fp16 tensor peak with FP32 accumulate (TFLOP/s). The H100 PCIe's memory bandwidth
+# is gpu-benches' highest measurement (gpu-stream), above the datasheet's rounded 2 TB/s.
 FIGURES = {
     "V100": (80, 1530, 6, 16, 900, 64, 125),
     "T4": (40, 1590, 4, 16, 320, 64, 65),
@@ -18,7 +20,7 @@ FIGURES = {
     "L4": (58, 2040, 48, 24, 300, 128, 121),
     "H100-SXM": (132, 1980, 50, 80, 3350, 128, 989.4),
     "H200": (132, 1980, 50, 141, 4800, 128, 989.4),
-    "H100-PCIe": (114, 1755, 50, 80, 2000, 128, 756.5),
+    "H100-PCIe": (114, 1755, 50, 80, 2018, 128, 756.5),
     "B200": (148, 1980, 126, 180, 7700, 128, 2250),
 }
 
@@ -47,7 +49,7 @@ LOW_PRECISION = {
     "H100-PCIe": ({"fp8": 1513}, 1620),
     "H200": ({"fp8": 1978.9}, 1830),
     "L4": ({"fp8": 242.5}, None),
-    "B200": ({"fp8": 4500, "fp4": 9000}, None),
+    "B200": ({"fp8": 4500, "fp4": 9000}, 1855.8),
 }
 
 
@@ -57,3 +59,60 @@ def test_low_precision_peaks_and_tensor_clocks(name):
     g = gm.gpu(name)
     assert {m: g.peak(m) / 1e12 for m in ("fp8", "fp4") if m in g.tensor} == pytest.approx(peaks)
     assert (g.tensor_clock and g.tensor_clock.value) == (mhz and pytest.approx(mhz * 1e6))
+
+
+# Dense tensor FLOP per clock per SM is a power of two on every part (fp16 and bf16; fp8 twice
+# that, fp4 four times): a peak that is not, at the clock the file rates it at, is rated at a
+# clock the file does not name.
+INPUT_WIDTH = {"fp16": 1, "bf16": 1, "fp8": 2, "fp4": 4}
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_tensor_peaks_at_the_clock_the_file_names(name):
+    g = gm.gpu(name)
+    clock = (g.tensor_clock or g.clock).value
+    for math, fact in g.tensor.items():
+        per_clock = fact.value / (g.sms.value * clock * INPUT_WIDTH[math])
+        assert per_clock == pytest.approx(2 ** round(np.log2(per_clock)), rel=5e-3), (math, per_clock)
+
+
+# name: the highest SM clock a source shows the part reaching, where above its boost (MHz)
+MAX_CLOCK = {"RTX-A6000": 2100, "RTX-4090": 2655}
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_bound_runs_everything_at_the_highest_clock(name):
+    g, top = gm.gpu(name), MAX_CLOCK.get(name, FIGURES[name][1]) * 1e6
+    b = g.bound()
+    assert (g.max_clock.value if g.max_clock else None) == (pytest.approx(top) if name in MAX_CLOCK else None)
+    assert b.clock.value == pytest.approx(top) and b.tensor_clock is None and b.running("fp16" if b.tensor else "fp32") is b
+    assert b.peak_flops == pytest.approx(g.peak_flops * top / g.clock.value)
+    assert b.bandwidth("l2") == pytest.approx(g.bandwidth("l2") * top / g.clock.value)
+    assert b.bandwidth("hbm") == g.bandwidth("hbm")
+    for math in g.tensor:  # rated at tensor_clock (or the boost), bounded at the top clock
+        assert b.peak(math) == pytest.approx(g.peak(math) * top / (g.tensor_clock or g.clock).value)
+        assert b.peak(math) >= g.peak(math)
+
+
+def test_seed_gpus_bound_at_their_rated_clocks():
+    for name in ("A100-40GB", "H100-SXM"):  # the seed figures: their boost is their highest clock
+        assert gm.gpu(name).bound().peak_flops == gm.gpu(name).peak_flops
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_one_clock_per_ratio(name):
+    """Tensor math against the SFUs, shared memory and the L2: both sides at the clock the
+    tensor peak is rated at (an L2 stated in B/s scales with the SM clock like the rest)."""
+    g = gm.gpu(name)
+    for math in g.tensor:
+        r, clock = g.running(math), (g.tensor_clock or g.clock).value
+        per_clock = g.peak(math) / clock
+        assert g.peak(math) / r.special_rate == pytest.approx(per_clock / (g.sms.value * g.capability.special_functions_per_sm))
+        assert g.ridge("l2", math) == pytest.approx(per_clock / g.l2_bytes_per_clock)
+        assert g.ridge("smem", math) == pytest.approx(per_clock / (g.sms.value * 128))
+
+
+def test_h100_tensor_over_sfu_is_256_at_one_clock():
+    h100 = gm.gpu("H100-SXM")
+    assert round(h100.peak("fp16") / h100.running("fp16").special_rate) == 256
+    assert round(gm.gpu("B200").ridge("smem", "fp16")) == 64

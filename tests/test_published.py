@@ -67,8 +67,10 @@ def test_comparisons_are_computed_from_the_model():
     assert read.model == pytest.approx(h200.bandwidth("hbm") * nbytes / (nbytes - h200.capacity("l2")))
     assert read.fraction == pytest.approx(read.record.value * 1e9 / read.model)
     cublas = next(c for c in BOUNDED if c.record.what == "cuBLAS SGEMM")
-    a6000 = gm.gpu("RTX-A6000")
-    assert cublas.model == pytest.approx(2 * 4096**3 / a6000.peak_flops) and cublas.bound == "compute"
+    a6000 = gm.gpu("RTX-A6000")  # bounded at the highest clock it reaches, predicted beside it at its boost
+    assert cublas.model == pytest.approx(2 * 4096**3 / a6000.bound().peak_flops) and cublas.bound == "compute"
+    assert published.compare(cublas.record, rated=True).model == pytest.approx(2 * 4096**3 / a6000.peak_flops)
+    assert a6000.bound().peak_flops == pytest.approx(a6000.peak_flops * 2100 / 1800)
     assert cublas.measured == pytest.approx(2 * 4096**3 / 23249.6e9)
 
 
@@ -150,8 +152,9 @@ def test_a_gemm_record_is_its_workload_on_its_gpu():
     # No tiles named: the workload gm.gemm builds without them, in the record's dtype.
     # (On the H100 the naive kernel's fp16 and fp32 times differ: L2-bound in fp32, compute-bound in fp16.)
     plain = published.compare(_record("H100-SXM", {"kind": "gemm", "size": 4096, "dtype": "fp16"}, 20, "ms"))
-    assert plain.model == gm.predict(gm.gemm(4096, 4096, 4096, dtype="fp16"), "H100-SXM").time
-    assert plain.model != gm.predict(gm.gemm(4096, 4096, 4096, dtype="fp32"), "H100-SXM").time
+    h100 = gm.gpu("H100-SXM").bound()
+    assert plain.model == gm.predict(gm.gemm(4096, 4096, 4096, dtype="fp16"), h100).time
+    assert plain.model != gm.predict(gm.gemm(4096, 4096, 4096, dtype="fp32"), h100).time
 
 
 @pytest.mark.parametrize("passes, factor", [("forward", 1.0), ("forward+backward", 3.5)])
@@ -162,9 +165,10 @@ def test_an_attention_record_runs_the_flash_kernels_with_l2_reuse(passes, factor
     assert published.attention_flops(run) == flops
     c = published.compare(_record("H100-SXM", run, 100, "TFLOP/s"))
     args = (2, 4, 8192, 64, "bf16", "flash")
-    parts = [gm.predict(gm.attention(*args, l2_reuse=True), "H100-SXM")]
+    h100 = gm.gpu("H100-SXM").bound()
+    parts = [gm.predict(gm.attention(*args, l2_reuse=True), h100)]
     if passes == "forward+backward":
-        parts.append(gm.predict(gm.workloads.attention_backward(*args, l2_reuse=True), "H100-SXM"))
+        parts.append(gm.predict(gm.workloads.attention_backward(*args, l2_reuse=True), h100))
     assert c.model == pytest.approx(sum(p.time for p in parts)) and c.measured == pytest.approx(flops / 100e12)
     assert c.bound == "+".join(dict.fromkeys(str(p.bound) for p in parts))
 

@@ -44,6 +44,7 @@ FACT_LABELS = {
     "tensor_fp8": "fp8 tensor peak",
     "tensor_fp4": "fp4 tensor peak",
     "tensor_clock": "tensor-core clock",
+    "max_clock": "highest SM clock",
     "latency_smem": "shared-memory latency",
     "latency_l2": "L2 hit latency",
     "latency_hbm": "HBM latency",
