@@ -3,6 +3,7 @@ the explorers' callbacks, each widget exercise's answer (right, wrong with a hin
 type) and its ipywidgets operated from Python. The browser side is in test_browser.py."""
 
 import json
+import pathlib
 import re
 
 import matplotlib
@@ -114,8 +115,9 @@ ANSWERS = {
     "l2-overflow": lambda: smallest(gm.course.roofline_levels.L2_SIZES, lambda n: 12 * n > gm.gpu("L4").capacity("l2")),
     "attention-fit": lambda: smallest(gm.course.flashattention.SEQS, lambda n: 2 * 32 * (4 * n * 128 + 2 * n * n)
                                       > gm.gpu("L4").capacity("hbm")),
+    # standard attention's HBM time over flash's tensor math (4 N^2 d per head), L2 serving K and V re-reads
     "flash-speedup": lambda: float(gm.predict(gm.attention(1, 32, 16384, 64, kind="standard"), "H100-SXM").time
-                                   / gm.predict(gm.attention(1, 32, 16384, 64, kind="flash"), "H100-SXM").time),
+                                   / (4 * 16384**2 * 64 * 32 / gm.gpu("H100-SXM").peak("fp16"))),
     "decode-batch": lambda: smallest(gm.course.tensor_cores.DECODE_BATCHES, lambda b: 2 * b * 8192**2 / (8192**2 + 2 * 2 * b * 8192)
                                      >= gm.gpu("H100-SXM").peak("fp16") / gm.gpu("H100-SXM").bandwidth("hbm")),
     "wave-tail": lambda: max(gm.course.tensor_cores.WAVE_SIZES, key=lambda n: ((n // 128) ** 2 % 132 or 132)),
@@ -212,3 +214,13 @@ def test_number_rules_refuse_bad_input(bad, message):
 def test_choice_rules_refuse_the_answer_among_the_wrong_ones():
     with pytest.raises(ValueError, match="wrong must not hold the answer"):
         gm.course.checks.choice_rules("L4", {"l4": "no"})
+
+
+def test_the_flash_explorer_assumes_what_the_chapter_text_does():
+    """Exercise 5.4's explorer and chapter 5's text: L2 serves FlashAttention's re-reads of K and V."""
+    chapter = pathlib.Path(__file__).resolve().parent.parent.joinpath("chapters/05_flashattention.md").read_text()
+    assert gm.course.flashattention.FLASH_L2_REUSE and chapter.count('"flash", l2_reuse=True') >= 2
+    exercise = gm.course.flashattention.flash_speedup()
+    flash = gm.predict(gm.attention(1, 32, 16384, 64, "fp16", "flash", l2_reuse=True), "H100-SXM")
+    assert flash.bound == "compute" and "L2 serving" in exercise.rules["right"]
+    assert exercise.check(float(gm.predict(gm.attention(1, 32, 16384, 64, "fp16", "standard"), "H100-SXM").time / flash.time))
