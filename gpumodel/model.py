@@ -57,8 +57,9 @@ class Prediction:
 
     @property
     def no_overlap_time(self) -> np.ndarray:
-        """The time if no part overlapped another: the sum of the parts' times, the model's
-        upper bound where `time` (their maximum, perfect overlap) is the lower one."""
+        """The time if no part overlapped another: the sum of the parts' times. It bounds a
+        kernel whose parts take turns; a byte streaming through several levels is charged at
+        each, so a pipelined kernel can beat it. `time` (their maximum) is the lower bound."""
         return sum(self.times.values())
 
 

@@ -222,6 +222,16 @@ def split_k_bytes(m, n, splits, partial_bytes: int = 4):
     return _check.as_output(2 * splits * m * n * _check.size("partial_bytes", partial_bytes))
 
 
+def split_k_time(m, n, splits, gpu, math: str = "fp16", partial_bytes: int = 4) -> tuple:
+    """(seconds, level): the time split-K's partial sums (`split_k_bytes`: written by the
+    slices, read back by the reduction) take at the level that holds them, L2 when one set of
+    them fits in it, else HBM, at the clock `math` runs at. Chapter 6."""
+    g = presets.gpu(gpu).running(math)
+    nbytes = split_k_bytes(m, n, splits, partial_bytes)
+    level = "l2" if nbytes / 2 <= g.capacity("l2") else "hbm"
+    return nbytes / g.bandwidth(level), level
+
+
 def stream_k(tiles, k_steps, sms) -> dict:
     """Stream-K against one tile per block: the time (in K steps of one tile) of the busiest
     SM when `tiles` tiles of `k_steps` steps each are dealt out whole, in waves, or as an even

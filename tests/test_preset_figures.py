@@ -2,6 +2,8 @@
 whitepapers the data files cite, so that a slip in a data file or in the loader's units (an
 L2 1,024 times too small, a clock doubled, a tensor peak in the wrong unit) fails a test."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -113,6 +115,8 @@ def test_one_clock_per_ratio(name):
 
 
 def test_h100_tensor_over_sfu_is_256_at_one_clock():
-    h100 = gm.gpu("H100-SXM")
-    assert round(h100.peak("fp16") / h100.running("fp16").special_rate) == 256
+    """Chapter 5's ratio: 4096 fp16 flops per clock per SM over 16 SFU results, at one clock."""
+    assert gm.course.flashattention.tensor_over_sfu("H100-SXM") == pytest.approx(256, rel=1e-4)
+    chapter = (pathlib.Path(__file__).resolve().parent.parent / "chapters/05_flashattention.md").read_text()
+    assert 'glue("tensor_over_sfu", f"{gm.course.flashattention.tensor_over_sfu(' in chapter
     assert round(gm.gpu("B200").ridge("smem", "fp16")) == 64

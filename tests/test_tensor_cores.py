@@ -184,3 +184,13 @@ def test_fp8_math_halves_the_bytes_and_doubles_the_peak(width):
     assert tc.critical_batch(h100, width, "fp8") < tc.critical_batch(h100, width)  # widened to fp16: fewer bytes only
     with pytest.raises(ValueError, match="A100-40GB has no fp8"):
         tc.critical_batch("A100-40GB", width, "fp8", math="fp8", act_bytes=1)
+
+
+def test_split_k_partial_sums_cost_at_the_level_that_holds_them():
+    """Chapter 6: 1024 x 1024 fp32 partial sums in two slices fit the H100's L2 and cost at its
+    bandwidth (at the tensor clock); sums larger than the L2 cost at HBM."""
+    h100 = gm.gpu("H100-SXM")
+    seconds, level = tc.split_k_time(1024, 1024, 2, h100)
+    assert level == "l2" and seconds == pytest.approx(2 * 2 * 1024**2 * 4 / h100.running("fp16").bandwidth("l2"))
+    seconds, level = tc.split_k_time(8192, 8192, 2, h100)
+    assert level == "hbm" and seconds == pytest.approx(2 * 2 * 8192**2 * 4 / h100.bandwidth("hbm"))

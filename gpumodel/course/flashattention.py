@@ -13,6 +13,13 @@ from .checks import Feedback, check_number, number_rules
 from .widgets import GPUS, WidgetExercise, _power, bars, prediction_view
 
 
+def tensor_over_sfu(gpu="H100-SXM", math: str = "fp16") -> float:
+    """Chapter 5: tensor-core flops of `math` per special-function result, both at one clock
+    (the clock the tensor peak is rated at, `GPU.running`)."""
+    g = presets.gpu(gpu).running(math)
+    return g.peak(math) / g.special_rate
+
+
 def check_attention_limit(head_dim: int, dtype: str, answer) -> Feedback:
     """Chapter 5: the HBM intensity (FLOP/B) that standard attention approaches as N grows,
     for `head_dim` and `dtype`: 4 N^2 d flops over the N^2 matrices' trips."""
