@@ -161,7 +161,10 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True, layout
     the FP32 lanes whatever the dtype. Its threads request 2sMNK bytes (`gemm_requests`),
     but that is not a bound: at best the L1 cache keeps what the threads of one block share,
     so L2 must supply each block's rows of A and columns of B once, as for a tile of the
-    naive kernel's block shape (`NAIVE_BLOCK`); that is what is charged.
+    naive kernel's block shape (`NAIVE_BLOCK`); that is what is charged at L2. Every load
+    and store still passes the SM's L1/shared-memory data path (one SRAM, one return path
+    of one 32-bit register per lane per clock), whatever the cache keeps: each warp's
+    instruction is at least one 128 B wavefront there, 2K + 1 per warp, charged as `smem`.
 
     `block=(bM, bN)` or `(bM, bN, bK)` stages bM x bK tiles of A and bK x bN tiles of B in
     shared memory; each thread keeps a `thread=(tM, tN)` tile of results in registers.
@@ -195,16 +198,18 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True, layout
         b_m, b_n = NAIVE_BLOCK
         rows, cols = _tiles(m, b_m), _tiles(n, b_n)
         l2 = s * k * (rows * b_m * cols + cols * b_n * rows) + s * m * n
+        l1 = WAVEFRONT_BYTES * np.ceil(m * n / WARP) * (2 * k + 1)  # two loads per FMA, one store
         return Workload(
             f"naive GEMM ({dtype})",
             flops=flops,
             bytes={
                 "registers": REGISTER_BYTES_PER_FLOP * flops,
-                "smem": 0 * flops,
+                "smem": l1,
                 "l2": l2,
                 "hbm": compulsory if l2_reuse else l2,
             },
-            note="at best: L1 keeps what a block's threads share, so L2 supplies its rows and columns once",
+            note="at best: L1 keeps what a block's threads share, so L2 supplies its rows and columns once; "
+                 "every load and store a wavefront of the L1/shared-memory path",
         )
     if not isinstance(block, (tuple, list)) or len(block) not in (2, 3):
         raise ValueError(f"block must be None, (bM, bN) or (bM, bN, bK), got {block!r}")

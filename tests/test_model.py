@@ -130,10 +130,13 @@ def test_partial_tiles_count_as_whole_tiles():
 
 def test_naive_gemm_charges_what_must_cross_l2_at_best():
     """Each 16 x 16 block's rows of A and columns of B once (L1 keeps what its threads
-    share); the request count, 2sMNK, is a separate estimate, 16 times more here."""
+    share); the request count, 2sMNK, is a separate estimate, 16 times more here. Every
+    warp's load and store is a 128 B wavefront of the L1/shared-memory path, whatever the
+    dtype (one 32-bit register per lane)."""
     w = gm.gemm(256, 512, 128)
     assert w.bytes["l2"] == 4 * (128 * (256 * 512 / 16) * 2 + 256 * 512)
-    assert w.bytes["smem"] == 0 and w.bytes["hbm"] == 4 * (256 * 128 + 128 * 512 + 256 * 512)
+    assert w.bytes["hbm"] == 4 * (256 * 128 + 128 * 512 + 256 * 512)
+    assert w.bytes["smem"] == 128 * (256 * 512 / 32) * (2 * 128 + 1) == gm.gemm(256, 512, 128, dtype="fp16").bytes["smem"]
     requests = gm.gemm_requests(256, 512, 128)
     assert requests.bytes["l2"] == 4 * (2 * 256 * 512 * 128 + 256 * 512)
     assert gm.predict(requests, A100).bound == "l2" and gm.predict(w, A100).time < gm.predict(requests, A100).time

@@ -16,6 +16,15 @@ from .checks import Feedback, _wrong_type, check_number, number_rules
 from .widgets import GPUS, WidgetExercise, bars, prediction_view
 
 
+def smem_bytes_per_flop(block: int, thread: int) -> tuple:
+    """Chapter 1: (tile copies, operand reads) in shared-memory bytes per FP32 flop of a GEMM
+    with block x block tiles and thread x thread results per thread, conflict-free: each
+    element of A and B written once per `block` uses, 2 (1/bM + 1/bN); each multiply-add
+    reading 4-byte operands reused `thread` times, 2 (tM + tN) / (tM tN)."""
+    b, t = _check.size("block", block), _check.size("thread", thread)
+    return 2 * (2 / b), 2 * (2 * t) / (t * t)
+
+
 def check_bound(kernel: str, gpu, answer) -> Feedback:
     """Chapter 1: which part bounds one of chapter 1's kernels (`gm.seed_kernels()`) on
     `gpu`: "compute", "registers", "smem", "l2" or "hbm". A wrong bound is told how long its
