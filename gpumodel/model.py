@@ -57,9 +57,9 @@ class Prediction:
 
     @property
     def no_overlap_time(self) -> np.ndarray:
-        """The time if no part overlapped another: the sum of the parts' times. It bounds a
-        kernel whose parts take turns; a byte streaming through several levels is charged at
-        each, so a pipelined kernel can beat it. `time` (their maximum) is the lower bound."""
+        """The time if no part overlapped another: the sum of the parts' times, an estimate
+        (not a bound) for a kernel whose parts take turns. A byte streaming through several
+        levels is charged at each, so a pipelined kernel can beat it. `time` is the bound."""
         return sum(self.times.values())
 
 
