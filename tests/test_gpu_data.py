@@ -1,7 +1,6 @@
 """The GPU data files: every file loads; the loader refuses an incomplete or wrong file,
 naming the file and the key; adding a GPU is adding one file."""
 
-import pathlib
 import shutil
 
 import pytest
