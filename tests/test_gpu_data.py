@@ -1,7 +1,6 @@
 """The GPU data files: every file loads; the loader refuses an incomplete or wrong file,
 naming the file and the key; adding a GPU is adding one file."""
 
-import pathlib
 import shutil
 
 import pytest
@@ -153,13 +152,6 @@ def test_gpu_accepts_a_record_or_a_name_and_refuses_anything_else():
 ])
 def test_every_analysis_takes_a_record_as_well_as_a_name(call):
     assert call("H100-SXM") == call(gm.gpu("H100-SXM"))
-
-
-def test_the_data_ships_with_the_package():
-    root = pathlib.Path(__file__).resolve().parent.parent
-    pyproject = (root / "pyproject.toml").read_text()
-    for pattern in ("data/gpus/*.toml", "data/capabilities.toml", "data/references.bib"):
-        assert pattern in pyproject, pattern
 
 
 def test_a_value_below_one_in_a_larger_unit_loads(tmp_path, good):
