@@ -180,6 +180,7 @@ def comparisons(chapter: int | None = None, rated: bool = False) -> list[Compari
     """Every record against the model (of `chapter`, when given; at the rated clocks when
     `rated`, see `compare`); none is left out."""
     _chapter(chapter)
+    rated = _check.flag("rated", rated)
     return [compare(r, rated) for r in records() if chapter is None or r.chapter == chapter]
 
 
