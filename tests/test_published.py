@@ -205,3 +205,21 @@ def test_a_records_dtype_reaches_its_workload():
 def test_a_read_of_exactly_the_l2_capacity_is_an_l2_read():
     l2 = gm.gpu("A100-40GB").capacity("l2")  # 40 MiB
     assert published.compare(_record("A100-40GB", {"kind": "read", "bytes": l2}, 5, "TB/s")).bound == "l2"
+
+
+def test_the_bound_uses_the_highest_rates_and_the_rated_prediction_stays_beside_it():
+    """Item 3 of issue 27: against every record, the bound's inputs (the highest clock a part
+    reaches, tensor peaks scaled to it) never make the model slower than the rated figures do,
+    and they make it faster exactly where a preset runs above its rating and something on
+    chip (not HBM alone) binds."""
+    bound, rated = published.comparisons(), published.comparisons(rated=True)
+    assert [c.record for c in bound] == [r.record for r in rated]
+    for c, r in zip(bound, rated):
+        if c.quantity == "latency":
+            continue
+        g = gm.gpu(c.record.gpu)
+        above = g.max_clock is not None or (g.tensor_clock is not None and c.record.run.get("dtype", "fp16") != "fp32"
+                                            and c.record.run["kind"] in ("gemm", "attention"))
+        assert c.fraction <= r.fraction + 1e-12
+        on_chip = any(part != "hbm" for part in r.bound.split("+"))
+        assert (c.fraction < r.fraction) == (above and on_chip), (c.record.gpu, c.record.what)
