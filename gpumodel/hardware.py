@@ -156,9 +156,10 @@ class GPU:
         return self.l2_bandwidth.value if self.l2_bandwidth.unit == "B/clk" else self.l2_bandwidth.value / self.clock.value
 
     def _at(self, clock: Fact) -> GPU:
-        """A copy whose on-chip rates run at `clock`: shared memory, the SFUs and the L2 (an L2
-        rate stated in B/s is per clock at the boost `clock`, where its source measured or
-        stated it, and scales with the SMs' clock like the rest of the chip); HBM does not."""
+        """A copy whose on-chip rates run at `clock`: shared memory, the SFUs and the L2. The
+        L2 is taken in the SMs' clock domain, as NVIDIA states its rate (bytes per GPU clock:
+        the A100's 5120 B/clk), so a rate measured in B/s at the boost `clock` becomes bytes
+        per clock first; HBM, on its own memory clock, does not scale."""
         l2 = self.l2_bandwidth
         if l2.unit != "B/clk":
             l2 = replace(l2, value=self.l2_bytes_per_clock, unit="B/clk")
