@@ -83,3 +83,18 @@ def test_no_term_is_used_before_its_chapter_without_a_link(path):
         if first and TERMS[term] > number and not (term in links and links[term] < first.start()):
             unlinked.append(f"{term!r} (chapter {TERMS[term]}): ...{first.string[first.start() - 40:first.end() + 20]!r}")
     assert not unlinked, f"{path.name} uses, before linking: {', '.join(unlinked)}"
+
+
+def test_a_term_link_in_a_notebook_opens_the_term_in_the_sites_glossary():
+    """The learners' notebooks link `{term}` roles to the anchor Sphinx gives the term."""
+    from sphinx.util.nodes import _make_id
+
+    from gpumodel.book import notebooks
+
+    chapter = notebooks._Chapter(ROOT / "chapters" / "01_hierarchy.md", {}, repo="https://github.com/a/b")
+    text = chapter.markdown("the {term}`tensor cores <tensor core>` and {term}`occupancy`; see {doc}`../glossary`")
+    assert text == ("the [tensor cores](https://a.github.io/b/glossary.html#term-tensor-core) and "
+                    "[occupancy](https://a.github.io/b/glossary.html#term-occupancy); "
+                    "see [Glossary](https://a.github.io/b/glossary.html)")
+    for term in TERMS:
+        assert notebooks.glossary_link(term).endswith("#" + _make_id(f"term-{term}")), term
