@@ -14,10 +14,16 @@ from ..hardware import WARP
 from .checks import Feedback, check_number
 
 
+MAX_BLOCK = 1024
+"""The most threads a block may have on every GPU of the course (compute capability 3.0 on)."""
+MAX_ELEMENT = 16
+"""The widest element one thread loads in one instruction, bytes (a float4)."""
+
+
 def check_blocks(n, threads: int, answer) -> Feedback:
     """Chapter 0: how many blocks of `threads` threads a one-thread-per-element kernel
     launches over `n` elements (the grid rounds up; the bounds check idles the rest)."""
-    n, threads = int(_check.size("n", n)), int(_check.size("threads", threads))
+    n, threads = _check.integer("n", n, 1, 2**53), _check.integer("threads", threads, 1, MAX_BLOCK)
     blocks = math.ceil(n / threads)
     idle = blocks * threads - n
     return check_number(answer, blocks, "blocks", rtol=0,
@@ -30,7 +36,8 @@ def check_blocks(n, threads: int, answer) -> Feedback:
 def warp_load_sectors(elem_bytes: int, stride: int = 1) -> int:
     """Chapter 0: the 32-byte sectors one warp's load touches when thread t reads element
     t x `stride` of an array of `elem_bytes`-byte elements (counted from the addresses)."""
-    elem_bytes, stride = int(_check.size("elem_bytes", elem_bytes)), int(_check.size("stride", stride))
+    elem_bytes = _check.integer("elem_bytes", elem_bytes, 1, MAX_ELEMENT)
+    stride = _check.integer("stride", stride, 1, 2**32)
     return sectors_touched(np.arange(WARP) * stride * elem_bytes)
 
 
