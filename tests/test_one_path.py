@@ -80,3 +80,12 @@ def test_an_exercises_rule_is_taught_before_it(label):
     where = RULE[label]
     assert where in SECTIONS, f"{label}: no section {where[1]!r} in {where[0]}"
     assert SECTIONS[where] < EXERCISES[label], f"{label} comes before the section that teaches its rule, {where}"
+
+
+@pytest.mark.parametrize("name", [n for n in book_order() if int(n.split("_")[0]) < 98])
+def test_each_chapter_ends_with_what_to_read_next(name):
+    """The last section of a chapter is "What to read next", citing its sources from references.bib."""
+    text = (ROOT / "chapters" / f"{name}.md").read_text()
+    last = re.split(r"^## ", text, flags=re.M)[-1]
+    assert last.startswith("What to read next\n"), f"{name} ends with {last.splitlines()[0]!r}"
+    assert re.search(r"\{cite:[pt]\}`", last), f"{name}: what to read next cites no source"
