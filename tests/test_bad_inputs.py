@@ -199,6 +199,12 @@ SIGNATURES = {
     "course.checks.verdict": (gm.course.checks.verdict, {"rules": (gm.course.checks.number_rules(3.0, "ms"), RULES), "answer": (3.0, ANSWER)}),
     "course.checks.check_number": (gm.course.checks.check_number, {"answer": (3.0, ANSWER), "expected": (3.0, REAL), "unit": ("ms", TEXT),
                                                  "rtol": (0.02, NOT_NEGATIVE), "explain": ("", TEXT), "hint": ("", TEXT)}),
+    "course.programming_model.check_blocks": (gm.course.programming_model.check_blocks, {
+        "n": (1000, SIZE), "threads": (256, SIZE), "answer": (4, ANSWER)}),
+    "course.programming_model.warp_load_sectors": (gm.course.programming_model.warp_load_sectors, {
+        "elem_bytes": (4, SIZE), "stride": (2, SIZE)}),
+    "course.programming_model.check_sectors": (gm.course.programming_model.check_sectors, {
+        "elem_bytes": (4, SIZE), "stride": (2, SIZE), "answer": (8, ANSWER)}),
     "course.hierarchy.check_bound": (gm.course.hierarchy.check_bound, {"kernel": ("gemm_reg128", choice(gm.seed_kernels())),
                                                "gpu": ("A100-40GB", GPU), "answer": ("compute", ANSWER)}),
     "course.hierarchy.check_fmas_per_load": (gm.course.hierarchy.check_fmas_per_load, {"gpu": ("A100-40GB", GPU), "answer": (14, ANSWER)}),

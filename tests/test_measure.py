@@ -66,3 +66,18 @@ def test_diagrams_draw_what_they_say():
     assert counts[1][0] + counts[1][1] < counts[0][0] + counts[0][1]
     assert len(gm.course.plots.tiled_gemm_diagram(4, 4).axes[0].patches) > 16
     assert len(gm.course.plots.flash_diagram(8).axes[0].patches) > 64
+
+
+@pytest.mark.parametrize("gpu", ["A100-40GB", "H100-SXM", "T4"])
+def test_the_machine_and_the_data_path_show_the_gpus_own_figures(gpu):
+    """Chapter 0's machine map labels each SM with the GPU's register file and shared memory and
+    names its SM count; chapter 6's data path labels each level with the GPU's rate at the tensor clock."""
+    g = gm.gpu(gpu)
+    texts = " ".join(t.get_text() for t in gm.course.plots.machine_map(gpu).axes[0].texts)
+    assert f"SM {int(g.sms.value) - 1}" in texts and f"all {int(g.sms.value)} SMs" in texts
+    assert gm.fmt_capacity(g.register_file_per_sm.value) in texts and gm.fmt_capacity(g.smem_per_sm.value) in texts
+    texts = " ".join(t.get_text() for t in gm.course.plots.tensor_data_path(gpu).axes[0].texts)
+    tensor = g.running("fp16")
+    for level in ("hbm", "l2", "smem"):
+        assert gm.fmt_bandwidth(tensor.bandwidth(level)) in texts, level
+    assert gm.fmt_flops(tensor.peak("fp16")) in texts

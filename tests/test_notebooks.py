@@ -44,7 +44,7 @@ def test_no_stray_notebooks():
     assert {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")} == {p.stem for p in CHAPTERS}
 
 
-RAW_MYST = ("{glue", "{cite", "{doc}", "{numref}", "```{", ":::{", ":label:", ":class:")
+RAW_MYST = ("{glue", "{cite", "{doc}", "{numref}", "{term}", "```{", ":::{", ":label:", ":class:")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)

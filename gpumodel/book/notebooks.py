@@ -3,7 +3,8 @@
 
 Every Markdown cell is plain Markdown and HTML: glued numbers appear as their values (the
 chapter is executed once to compute them), citations as "(Author Year)" linked to the
-reference list on the site, `{doc}` links point to the sibling notebook, admonitions become
+reference list on the site, `{doc}` links point to the sibling notebook (or, for a page that
+is no chapter, to the site), `{term}` links to the term in the site's glossary, admonitions become
 quoted blocks with a bold title, exercises headed blocks, and each solution (its prose and
 its code) sits closed inside `<details>`, so Run All neither runs nor shows it. Cells hidden
 on the site keep their code, collapsed (`jupyter.source_hidden` for JupyterLab, a `#@title`
@@ -35,12 +36,14 @@ ROOT = DATA.parent.parent
 BIB = DATA / "references.bib"
 REFERENCES = "chapters/99_appendix_presets.html#references"
 """Where the site lists every reference."""
+GLOSSARY = "glossary.html"
+"""Where the site defines every term (`glossary.md`)."""
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 HIDDEN_TITLE = "#@title Code hidden on the site (double-click to show it)"
 """The first line of a hidden cell: Colab collapses a cell to this title when its metadata
 says `cellView: "form"` (it ignores `jupyter.source_hidden`, which JupyterLab honours)."""
 FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
-ROLE = re.compile(r"\{(?P<role>glue:md|glue:text|glue|cite:p|cite:t|cite|doc|numref|ref|math)\}`(?P<text>[^`]*)`")
+ROLE = re.compile(r"\{(?P<role>glue:md|glue:text|glue|cite:p|cite:t|cite|doc|numref|ref|math|term)\}`(?P<text>[^`]*)`")
 SOLUTION_START = re.compile(r"^(`{3,})\{solution-start\}.*?\n\1[ \t]*$\n?", re.M | re.S)
 SOLUTION_END = re.compile(r"^(`{3,})\{solution-end\}.*?\n\1[ \t]*$\n?", re.M | re.S)
 ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention", "danger", "error", "seealso"}
@@ -114,6 +117,14 @@ def cite(keys: str, repo: str | None = None) -> str:
     return "(" + "; ".join(f"[{_bibliography()[k.strip()]}]({link})" for k in keys.split(",")) + ")"
 
 
+def glossary_link(term: str, repo: str | None = None) -> str:
+    """The address of `term` in the site's glossary: Sphinx's anchor for a glossary term is
+    "term-" and the term with every run of characters other than letters, digits, "." and "_"
+    made one "-"."""
+    anchor = re.sub(r"-+$", "", re.sub(r"[^a-zA-Z0-9._]+", "-", f"term-{term.strip()}"))
+    return f"{site_url(repo)}{GLOSSARY}#{anchor}"
+
+
 class _Chapter:
     """What converting one chapter needs: its glued values, its figures' numbers, its exercises."""
 
@@ -123,9 +134,9 @@ class _Chapter:
         self.exercises = 0
         self.figures: dict = {}
 
-    def title(self, stem: str) -> str:
-        """The first heading of chapter `stem`."""
-        text = (self.path.parent / f"{stem}.md").read_text()
+    def title(self, page: pathlib.Path) -> str:
+        """The first heading of the page at `page` (a path without its ".md")."""
+        text = page.with_name(f"{page.name}.md").read_text()
         return re.search(r"^# (.+)$", text, re.M).group(1)
 
     def role(self, match: re.Match) -> str:
@@ -140,8 +151,14 @@ class _Chapter:
             return cite(text, self.repo)
         if role == "doc":
             label, target = re.fullmatch(r"(?:(.*?)\s*<)?([^<>]+)>?", text).groups()
-            stem = pathlib.PurePosixPath(target).name
-            return f"[{label or self.title(stem)}]({stem}.ipynb)"
+            page = self.path.parent / target
+            if page.parent.resolve() == self.path.parent.resolve():  # a chapter: its notebook
+                return f"[{label or self.title(page)}]({page.name}.ipynb)"
+            where = page.resolve().relative_to(ROOT.resolve()).as_posix()  # another page: the site's
+            return f"[{label or self.title(page)}]({site_url(self.repo)}{where}.html)"
+        if role == "term":
+            label, target = re.fullmatch(r"(.*?)\s*(?:<([^<>]+)>)?", text).groups()
+            return f"[{label}]({glossary_link(target or label, self.repo)})"
         if role == "numref":
             if text not in self.figures:
                 raise ValueError(f"{self.path.name} refers to {text!r}, which is no figure of it")

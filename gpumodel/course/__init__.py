@@ -11,7 +11,7 @@ from .._lazy import submodules
 
 __getattr__ = submodules(__name__, __file__)
 
-CHAPTERS = ("hierarchy", "intensity", "tiling", "roofline_levels", "flashattention", "tensor_cores",
+CHAPTERS = ("programming_model", "hierarchy", "intensity", "tiling", "roofline_levels", "flashattention", "tensor_cores",
             "model_vs_measurements", "appendix_presets")
 """The chapters' exercise modules, in reading order."""
 

@@ -538,3 +538,84 @@ def flash_diagram(blocks: int = 8):
     ax.set_aspect("equal")
     ax.axis("off")
     return fig
+
+
+def _box(ax, x, y, width, height, text, color, fontsize=8):
+    """A labelled box for the block diagrams."""
+    ax.add_patch(plt.Rectangle((x, y), width, height, facecolor=color, alpha=0.3, edgecolor=color, lw=1.5))
+    ax.text(x + width / 2, y + height / 2, text, ha="center", va="center", fontsize=fontsize)
+
+
+def machine_map(gpu="A100-40GB", sms: int = 4):
+    """Chapter 0's picture of the machine: on the left a grid of blocks, one block cut into
+    warps of 32 threads; on the right the GPU, `sms` of its SMs (each with its register file,
+    shared memory and FP32 lanes), the L2 all SMs share, and HBM, labelled with `gpu`'s sizes."""
+    g = presets.gpu(gpu)
+    n_sms = int(g.sms.value)
+    fig, ax = plt.subplots(figsize=(9, 4.6), layout="constrained")
+    # The program's side: a grid of 3 x 4 blocks, one of them as 8 warps of 32 threads.
+    _grid(ax, 0, 2.2, 2.4, 1.8, 3, 4, color="#e8f0fa", edge="tab:blue")
+    ax.add_patch(plt.Rectangle((0.6, 3.4), 0.6, 0.6, facecolor="tab:blue", alpha=0.5))
+    ax.text(1.2, 4.15, "grid of blocks (one kernel launch)", ha="center", fontsize=8)
+    _grid(ax, 0, 0, 2.4, 1.6, 8, 1, color="#fdebd3", edge="tab:orange")
+    ax.text(1.2, 1.7, "one block: warps of 32 threads", ha="center", fontsize=8)
+    for w in range(8):
+        ax.text(1.2, 1.5 - w * 0.2, f"warp {w}: threads {32 * w}-{32 * w + 31}", ha="center", va="center", fontsize=6.5)
+    ax.annotate("", (1.2, 1.62), (0.9, 3.38), arrowprops={"arrowstyle": "->", "color": "tab:blue"})
+    # The machine's side: SMs, L2, HBM.
+    x0, width = 3.2, 5.6
+    sm_w = width / sms
+    for s in range(sms):
+        x = x0 + s * sm_w + 0.05
+        label = f"SM {s}" if s < sms - 1 else f"... SM {n_sms - 1}"
+        ax.add_patch(plt.Rectangle((x, 1.9), sm_w - 0.1, 2.2, facecolor="white", edgecolor="grey"))
+        ax.text(x + (sm_w - 0.1) / 2, 3.95, label, ha="center", va="center", fontsize=8)
+        _box(ax, x + 0.08, 3.15, sm_w - 0.26, 0.6, f"registers\n{fmt_capacity(g.register_file_per_sm.value)}", "tab:red", 7)
+        _box(ax, x + 0.08, 2.5, sm_w - 0.26, 0.55, f"shared mem.\n{fmt_capacity(g.smem_per_sm.value)}", "tab:orange", 7)
+        _box(ax, x + 0.08, 2.0, sm_w - 0.26, 0.4, f"{g.fp32_lanes_per_sm.value:g} FP32 lanes", "tab:purple", 7)
+    _box(ax, x0, 1.0, width, 0.7, f"L2 cache, {fmt_capacity(g.capacity('l2'))}: shared by all {n_sms} SMs", "tab:green")
+    _box(ax, x0, 0.0, width, 0.8, f"HBM, {fmt_capacity(g.capacity('hbm'))}: every array a kernel reads or writes",
+         "tab:blue")
+    ax.annotate("", (x0 + 0.1, 3.0), (1.9, 3.0), arrowprops={"arrowstyle": "->", "color": "black"})
+    ax.text(2.6, 3.1, "each block\nruns on one SM", ha="center", fontsize=7)
+    ax.set_title(f"The program (left) and the machine it runs on (right): the {g.name}", fontsize=9)
+    ax.set_xlim(-0.1, x0 + width + 0.1)
+    ax.set_ylim(-0.1, 4.4)
+    ax.axis("off")
+    return fig
+
+
+def tensor_data_path(gpu="H100-SXM"):
+    """Chapter 6's data path of a tensor-core GEMM: global memory (HBM, through L2), the copy
+    engine (TMA on Hopper, `cp.async` before), shared memory, registers (and Blackwell's tensor
+    memory), the tensor cores, with `gpu`'s bandwidth at each level (at its tensor clock) and
+    the instruction that moves the data across each arrow."""
+    g = presets.gpu(gpu).running("fp16")
+    fig, ax = plt.subplots(figsize=(10, 3.2), layout="constrained")
+    stages = [
+        ("global (HBM)", f"{fmt_bandwidth(g.bandwidth('hbm'))}", "tab:blue"),
+        ("L2", f"{fmt_bandwidth(g.bandwidth('l2'))}", "tab:green"),
+        ("TMA\n(copy engine)", "one thread asks\nfor a whole tile", "tab:gray"),
+        ("shared memory", f"{fmt_bandwidth(g.bandwidth('smem'))}", "tab:orange"),
+        ("registers /\ntensor memory", "accumulators\n(A operand)", "tab:red"),
+        ("tensor cores", f"{fmt_flops(g.peak('fp16'))}\nfp16", "tab:purple"),
+    ]
+    moves = ["", "", "cp.async.bulk\n(Ampere: cp.async)", "swizzled\ntile", "ldmatrix\n(Ampere)", "mma.sync (Ampere)\nwgmma (Hopper)"]
+    width, gap = 1.25, 0.45
+    for i, (name, figure, color) in enumerate(stages):
+        x = i * (width + gap)
+        _box(ax, x, 1.0, width, 1.0, name, color, 8.5)
+        ax.text(x + width / 2, 0.85, figure, ha="center", va="top", fontsize=7.5)
+        if i:
+            ax.annotate("", (x, 1.5), (x - gap, 1.5), arrowprops={"arrowstyle": "->", "lw": 1.5})
+            ax.text(x - gap / 2, 2.1, moves[i], ha="center", va="bottom", fontsize=7)
+    smem_x, tc_x = 3 * (width + gap) + width / 2, 5 * (width + gap) + width / 2
+    ax.annotate("", (tc_x, 2.0), (smem_x, 2.0), arrowprops={"arrowstyle": "->", "ls": "--", "color": "tab:purple",
+                                                           "connectionstyle": "arc3,rad=-0.35"})
+    ax.text((smem_x + tc_x) / 2, 2.75, "wgmma reads B (and A) straight from shared memory", ha="center", fontsize=7,
+            color="tab:purple")
+    ax.set_title(f"How an operand reaches the tensor cores, with the {g.name}'s rate at each step", fontsize=9)
+    ax.set_xlim(-0.1, len(stages) * (width + gap))
+    ax.set_ylim(0, 3.1)
+    ax.axis("off")
+    return fig
