@@ -83,7 +83,7 @@ class Sequence:
     """A sequence of kernels as the host launches them: `time` (s) from the first launch to
     the last kernel's end, `device` (the kernels' own times, summed), `host` (the launches,
     summed), and `bound`: "overhead" when the GPU waits on the host for longer than the
-    last launch takes (time > L + device), else "device"."""
+    last launch takes (time > L + device), else "kernels"."""
 
     time: float
     device: float
@@ -107,10 +107,10 @@ def sequence_time(kernel_times, launch: float, graph: bool = False) -> Sequence:
     _check.flag("graph", graph)
     device = float(t.sum())
     if graph:
-        return Sequence(launch + device, device, launch, "device")
+        return Sequence(launch + device, device, launch, "kernels")
     rest = np.cumsum(t[::-1])[::-1]  # t_j + ... + t_N for j = 1 .. N
     time = float(np.max(launch * np.arange(1, t.size + 1) + rest))
-    bound = "overhead" if time > (launch + device) * (1 + 1e-12) else "device"
+    bound = "overhead" if time > (launch + device) * (1 + 1e-12) else "kernels"
     return Sequence(time, device, launch * t.size, bound)
 
 
