@@ -101,8 +101,6 @@ def sequence_time(kernel_times, launch: float, graph: bool = False) -> Sequence:
     the host in `launch` seconds (see the module doc); with `graph`, the whole sequence is
     one launch. Chapter 7."""
     t = _check.amount("kernel_times", kernel_times).astype(float).ravel()
-    if t.size == 0:
-        raise ValueError("kernel_times must hold at least one kernel's time")
     launch = _check.real("launch", launch, least=0)
     _check.flag("graph", graph)
     device = float(t.sum())
@@ -118,8 +116,8 @@ def predict_sequence(workloads, gpu, path: str = "driver", graph: bool = False) 
     """`sequence_time` of `workloads` (a list of `Workload`s, each one kernel) on `gpu`, each
     kernel's time the model's (`predict`) and each launch the published cost of `path` on
     that GPU (`launch_cost`). Chapter 7."""
-    if isinstance(workloads, Workload) or not all(isinstance(w, Workload) for w in workloads):
-        raise TypeError("workloads must be a list of Workloads (gm.vector_add, gm.gemm, ...), one per kernel")
+    if not isinstance(workloads, (list, tuple)) or not workloads or not all(isinstance(w, Workload) for w in workloads):
+        raise TypeError(f"workloads must be a non-empty list of Workloads (gm.vector_add, gm.gemm, ...), one per kernel, got {workloads!r}")
     times = [float(predict(w, gpu).time) for w in workloads]
     return sequence_time(times, launch_cost(gpu, path).seconds, graph)
 

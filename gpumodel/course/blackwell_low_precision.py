@@ -6,7 +6,7 @@ is an explorer of the model with an answer box."""
 
 from __future__ import annotations
 
-from .. import presets
+from .. import _check, presets
 from ..blackwell import pair_intensity
 from ..low_precision import bytes_per_element
 from ..model import predict
@@ -22,6 +22,8 @@ from .widgets import WidgetExercise, bars
 def check_launch_bound(kernels: int, kernel_time: float, answer, gpu: str = "B200") -> Feedback:
     """Chapter 7: the time, in microseconds, of `kernels` kernels of `kernel_time` seconds
     each launched one by one on `gpu` by the CUDA driver (`sequence_time`)."""
+    kernels = _check.integer("kernels", kernels, 1, 10**6)
+    kernel_time = _check.real("kernel_time", kernel_time, least=0)
     launch = launch_cost(gpu).seconds
     expected = sequence_time([kernel_time] * kernels, launch).time * 1e6
     return check_number(answer, expected, "us", rtol=0.01,
