@@ -1,4 +1,6 @@
-"""Blackwell (sm_100) as the course counts it: the small formulas of chapter 7.
+"""Blackwell (sm_100) as the course counts it, in the small formulas of chapter 7.
+
+They are:
 
 - where the accumulator lives: registers per thread for a warpgroup's fp32 accumulator on
   Hopper (`accumulator_registers`), Tensor Memory columns on Blackwell (`tmem_columns`);

@@ -1,4 +1,6 @@
-"""Low precision in practice, as bytes and flops: the small formulas of chapter 7.
+"""Low precision in practice, as bytes and flops, in the small formulas of chapter 7.
+
+They are:
 
 - wgmma's K step holds 32 bytes of each row, so k = 16 for fp16 and 32 for fp8 (`wgmma_k`);
 - Hopper's fp8 wgmma accumulates with limited precision, so DeepSeek-V3 promotes its partial
