@@ -9,10 +9,11 @@ They are:
 - the MMA rate per SM per clock and the shared-memory ridge it sets (`mma_per_clock`,
   `smem_ridge`);
 - the exponentials of a softmax against the MMAs (`tensor_per_exp`, `exp_over_mma`), and
-  what moving some of them onto the FMA units as a polynomial buys (`emulated_share`).
+  what moving some of them onto the FMA units as a polynomial buys (`emulated_share`);
+- persistent scheduling, static or by cluster launch control (`tile_schedule`).
 
 Sources: the PTX ISA and CUTLASS's tcgen05 guide (TMEM, the 2-CTA MMA), Tilus's tcgen05
-pages (TMEM's 128 lanes x 512 columns), the FlashAttention-4 paper (the B200's 8192 MMA
+pages (TMEM's 128 lanes x 512 columns), CUTLASS's cluster launch control page, the FlashAttention-4 paper (the B200's 8192 MMA
 FLOP, 128 shared-memory bytes and 16 exponentials per clock per SM). NumPy only.
 """
 
@@ -110,3 +111,24 @@ def emulated_share(gpu, fma_per_exp):
     cost = _check.real("fma_per_exp", fma_per_exp, least=1)
     cap = presets.gpu(gpu).capability
     return cap.fp32_lanes_per_sm / (cap.fp32_lanes_per_sm + cap.special_functions_per_sm * cost)
+
+
+def tile_schedule(tiles, sms, late_sms: int = 0, delay: float = 0.0, dynamic: bool = False) -> float:
+    """The time, in tile-times, a persistent GEMM of `tiles` equal tiles takes on `sms` SMs
+    of which `late_sms` are held by another kernel for `delay` tile-times. Static (CUTLASS's
+    persistent scheduler): one worker per SM, worker i takes tiles i, i + sms, ...; the late
+    workers start after the delay. Dynamic (Blackwell's cluster launch control): whichever
+    SM is free takes the next tile, so the time is the `tiles`-th earliest tile end over all
+    SMs. Chapter 7."""
+    tiles = int(_check.size("tiles", tiles, most=2**24))
+    sms = int(_check.size("sms", sms, most=2**16))
+    late = _check.integer("late_sms", late_sms, 0, sms)
+    delay = _check.real("delay", delay, least=0)
+    _check.flag("dynamic", dynamic)
+    start = np.where(np.arange(sms) < sms - late, 0.0, delay)  # when each SM is first free
+    if not dynamic:
+        share = tiles // sms + (np.arange(sms) < tiles % sms)
+        return float(np.max(np.where(share > 0, start + share, 0.0)))
+    rounds = -(-tiles // (sms - late or sms)) + 1  # enough tile ends per SM to hold the answer
+    ends = (start[:, None] + np.arange(1, rounds + 1)[None, :]).ravel()
+    return float(np.partition(ends, tiles - 1)[tiles - 1])

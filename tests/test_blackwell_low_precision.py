@@ -133,6 +133,18 @@ def test_the_pair_mma_halves_each_sms_share_of_b():
         bw.pair_tile(255, 256, 64)
 
 
+def test_cluster_launch_control_against_the_static_scheduler():
+    """CUTLASS's example: 400 tiles on 100 SMs, 20 held by another kernel for 4 tile-times.
+    Static: the 20 late workers each still own 4 tiles, ending at 4 + 4 = 8. Dynamic: 80 SMs
+    do 320 tiles by time 4, then all 100 do the last 80 by 5."""
+    assert bw.tile_schedule(400, 100, 20, 4.0) == 8 and bw.tile_schedule(400, 100, 20, 4.0, dynamic=True) == 5
+    assert bw.tile_schedule(400, 100, 20, 10.0, dynamic=True) == 5  # the early 80 finish alone
+    assert bw.tile_schedule(401, 100) == 5 == bw.tile_schedule(401, 100, dynamic=True)  # equal tiles: the same tail
+    assert bw.tile_schedule(5, 100, 100, 3.0, dynamic=True) == 4
+    with pytest.raises(ValueError, match="late_sms must be an integer from 0 to 100"):
+        bw.tile_schedule(400, 100, 101)
+
+
 # Warp specialisation and low precision.
 
 
