@@ -13,7 +13,8 @@ slower than the model by more than 1.5x says why in `reason`. A record whose val
 preset's figure names that figure in `sets_preset` (its 100 % is by construction); a record
 that set no preset and played no part in changing the model is marked `holdout`. A launch
 record (host time per kernel) is held against the published launch cost of its path on its
-GPU (`gpumodel.overhead`), the least that path costs. Latency records are a cross-check of the presets' latencies, not a bound.
+GPU (`gpumodel.overhead`), the least that path costs. Latency records are a cross-check of
+the presets' latencies, not a bound.
 Chapters 1 to 5 and 7 and the appendix "How good is the model?".
 """
 
