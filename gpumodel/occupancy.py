@@ -76,3 +76,27 @@ def occupancy(gpu, threads, registers, smem=0) -> Occupancy:
     out = _check.as_output
     return Occupancy(out(blocks), out(warps), out(warps / lim.max_warps_per_sm), out(limiter),
                      {k: out(np.broadcast_to(v, blocks.shape)) for k, v in per_resource.items()})
+
+
+SETMAXNREG = (24, 256, 8)
+"""setmaxnreg: a warpgroup's registers per thread go from 24 to 256 in steps of 8 (PTX ISA)."""
+
+
+def consumer_registers(gpu, producer_registers, consumers: int = 2, producers: int = 1) -> int:
+    """The most registers per thread the `consumers` warpgroups of a warp-specialised block
+    can raise themselves to with setmaxnreg once the `producers` warpgroups have lowered
+    themselves to `producer_registers`, one block per SM: the register file's registers per
+    128 threads, less the producers', shared among the consumers, rounded down to a multiple
+    of 8 and at most 256. Chapter 7."""
+    least, most, step = SETMAXNREG
+    lim = limits(gpu)
+    rp = _check.integer("producer_registers", producer_registers, least, most)
+    if rp % step:
+        raise ValueError(f"producer_registers must be a multiple of {step}, got {rp!r}")
+    consumers = _check.integer("consumers", consumers, 1, 8)
+    producers = _check.integer("producers", producers, 1, 8)
+    per_thread = lim.registers_per_sm // (4 * WARP)  # registers per thread of one warpgroup's 128 threads
+    share = (per_thread - producers * rp) // consumers // step * step
+    if share < least:
+        raise ValueError(f"producer_registers leaves the {consumers} consumers fewer than {least} registers each")
+    return min(most, share)

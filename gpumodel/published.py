@@ -12,9 +12,11 @@ rate over the model's) is at most 1 for every record. Every record is compared, 
 out: one faster than the model is a violation, shown with its analysis in `violation`; one
 slower than the model by more than 1.5x says why in `reason`. A record whose value set a
 preset's figure names that figure in `sets_preset` (its 100 % is by construction); a record
-that set no preset and played no part in changing the model is marked `holdout`. Latency
-records are a cross-check of the presets' latencies, not a bound.
-Chapters 1 to 5 and the appendix "How good is the model?".
+that set no preset and played no part in changing the model is marked `holdout`. A launch
+record (host time per kernel) is held against the published launch cost of its path on its
+GPU (`gpumodel.overhead`), the least that path costs. Latency records are a cross-check of
+the presets' latencies, not a bound.
+Chapters 1 to 5 and 7 and the appendix "How good is the model?".
 """
 
 from __future__ import annotations
@@ -25,18 +27,20 @@ from dataclasses import dataclass, field
 from . import _check, presets
 from .hardware import LEVELS
 from .model import predict
+from .overhead import launch_cost
 from .presets import DataError, _no_gaps, _read
 from .waves import warm_read_time
 from .workloads import attention, attention_backward, gemm, gemm_ideal
 
 DATA = presets.DATA / "published"
-SCALE = {"GB/s": 1e9, "TB/s": 1e12, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "ms": 1e-3, "cycles": 1.0}
+SCALE = {"GB/s": 1e9, "TB/s": 1e12, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "ms": 1e-3, "us": 1e-6, "cycles": 1.0}
 """Each accepted unit in SI (bytes/s, FLOP/s, seconds, cycles)."""
 UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attention": ("GFLOP/s", "TFLOP/s", "ms"),
-         "latency": ("cycles",)}
+         "latency": ("cycles",), "launch": ("us",)}
 """The units each kind of run may be measured in."""
 RUN_KEYS = {"read": {"bytes"}, "gemm": {"size", "dtype", "block", "thread", "layout", "ideal"},
-            "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes"}, "latency": {"level"}}
+            "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes"}, "latency": {"level"},
+            "launch": {"path"}}
 RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "violation", "sets_preset", "holdout",
                "also"}
 ALSO_UNITS = ("GB", "GFLOP")
@@ -66,7 +70,7 @@ class Record:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A record against the model: `model` and `measured` in `quantity` ("time" in seconds,
+    """A record against the model: `model` and `measured` in `quantity` ("time" in seconds (a launch's host time included),
     "bandwidth" in bytes/s, "latency" in cycles), `fraction` of the model's bound reached,
     and the model's bound (a part, or "L2"/"HBM" for a read)."""
 
@@ -159,6 +163,9 @@ def compare(record: Record, rated: bool = False) -> Comparison:
             raise DataError(f"{record.gpu} has no preset latency for run.level {level!r}")
         preset = g.latency[level].value
         return Comparison(record, "latency", preset, measured, preset / measured, level)
+    if run["kind"] == "launch":
+        model = launch_cost(g, run["path"]).seconds
+        return Comparison(record, "time", model, measured, model / measured, "overhead")
     if run["kind"] == "read":
         nbytes = run["bytes"]
         seconds = float(warm_read_time(g, nbytes))

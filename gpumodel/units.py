@@ -97,8 +97,9 @@ LEVEL_NAMES = {"registers": "registers", "smem": "shared memory", "l2": "L2", "h
 
 def fmt_bound(bound) -> str:
     """A bound as prose names it: "smem" -> `shared memory`, "hbm" -> `HBM`, "sfu" -> `the
-    special-function units`."""
-    names = {"compute": "compute", "sfu": "the special-function units", **LEVEL_NAMES}
+    special-function units`; a sequence of kernels (chapter 7) is bound by "overhead" or "kernels"."""
+    names = {"compute": "compute", "sfu": "the special-function units", "overhead": "launch overhead",
+             "kernels": "the kernels themselves", **LEVEL_NAMES}
     if str(bound) not in names:
         raise ValueError(f"bound must be one of {tuple(names)}, got {bound!r}")
     return names[str(bound)]

@@ -277,6 +277,49 @@ SIGNATURES = {
                                                           "block": ((128, 256), tile((128, 256))),
                                                           "gpu": ("A100-40GB", GPU), "answer": (0.5, ANSWER)}),
     "published.comparisons": (gm.published.comparisons, {"chapter": (3, CHAPTER), "rated": (False, FLAG)}),
+    "occupancy.consumer_registers": (gm.occupancy.consumer_registers, {"gpu": ("H100-SXM", GPU),
+                                                                       "producer_registers": (40, integer(24, 256)),
+                                                                       "consumers": (2, integer(1, 8)),
+                                                                       "producers": (1, integer(1, 8))}),
+    "overhead.launch_cost": (gm.overhead.launch_cost, {"gpu": ("B200", GPU), "path": ("driver", choice(gm.overhead.PATHS))}),
+    "overhead.sequence_time": (gm.overhead.sequence_time, {"kernel_times": ([1e-6, 2e-6], AMOUNT), "launch": (3e-6, NOT_NEGATIVE),
+                                                           "graph": (False, FLAG)}),
+    "overhead.predict_sequence": (gm.overhead.predict_sequence, {
+        "workloads": ([gm.vector_add(64)] * 3, st.sampled_from(["gemm", None, 5, {}, [], gm.vector_add(4), [None],
+                                                                 (gm.vector_add, )])),
+        "gpu": ("B200", GPU), "path": ("driver", choice(gm.overhead.PATHS)), "graph": (False, FLAG)}),
+    "blackwell.accumulator_registers": (gm.blackwell.accumulator_registers, {"m": (128, SIZE), "n": (256, SIZE),
+                                                                             "threads": (128, SIZE)}),
+    "blackwell.tmem_columns": (gm.blackwell.tmem_columns, {"m": (128, SIZE), "n": (256, SIZE)}),
+    **{f"blackwell.{f.__name__}": (f, {"m": (256, SIZE), "n": (256, SIZE), "k": (64, SIZE),
+                                       "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))})
+       for f in (gm.blackwell.pair_tile, gm.blackwell.pair_intensity)},
+    **{f"blackwell.{f.__name__}": (f, {"gpu": ("B200", GPU), "math": ("fp16", choice(MATH))})
+       for f in (gm.blackwell.mma_per_clock, gm.blackwell.smem_ridge, gm.blackwell.tensor_per_exp)},
+    "blackwell.exp_over_mma": (gm.blackwell.exp_over_mma, {"gpu": ("B200", GPU), "head_dim": (128, SIZE),
+                                                           "math": ("fp16", choice(MATH))}),
+    "blackwell.emulated_share": (gm.blackwell.emulated_share, {"gpu": ("B200", GPU),
+                                                               "fma_per_exp": (8, st.one_of(REAL, st.floats(max_value=0.99)))}),
+    "blackwell.tile_schedule": (gm.blackwell.tile_schedule, {"tiles": (400, SIZE.filter(lambda v: not (isinstance(v, int) and v > 2**24))),
+                                                             "sms": (100, SIZE.filter(lambda v: not (isinstance(v, int) and v > 2**16))),
+                                                             "late_sms": (20, integer(0, 100)), "delay": (4.0, NOT_NEGATIVE),
+                                                             "dynamic": (True, FLAG)}),
+    "low_precision.wgmma_k": (gm.low_precision.wgmma_k, {"dtype": ("fp8", choice(gm.low_precision.ELEMENT_BYTES))}),
+    "low_precision.promotion_flops": (gm.low_precision.promotion_flops, {"k": (4096, SIZE), "interval": (128, SIZE)}),
+    "low_precision.bytes_per_element": (gm.low_precision.bytes_per_element, {"fmt": ("nvfp4", choice(gm.low_precision.FORMATS))}),
+    "low_precision.block_scaled_bytes": (gm.low_precision.block_scaled_bytes, {"elements": (100, SIZE),
+                                                                               "fmt": ("mxfp8", choice(gm.low_precision.FORMATS))}),
+    "low_precision.dequant_ops_per_flop": (gm.low_precision.dequant_ops_per_flop, {"batch": (8, SIZE),
+                                                                                   "ops_per_weight": (4, NOT_NEGATIVE)}),
+    "low_precision.swap_ab_use": (gm.low_precision.swap_ab_use, {"batch": (16, SIZE), "swapped": (True, FLAG)}),
+    "course.blackwell_low_precision.check_launch_bound": (gm.course.blackwell_low_precision.check_launch_bound, {
+        "kernels": (100, integer(1, 10**6)), "kernel_time": (1e-6, NOT_NEGATIVE), "answer": (301, ANSWER), "gpu": ("B200", GPU)}),
+    "course.blackwell_low_precision.check_pair_intensity": (gm.course.blackwell_low_precision.check_pair_intensity, {
+        "answer": (128, ANSWER), "m": (256, SIZE), "n": (256, SIZE)}),
+    "course.blackwell_low_precision.check_consumer_registers": (gm.course.blackwell_low_precision.check_consumer_registers, {
+        "answer": (232, ANSWER), "producer_registers": (40, integer(24, 256)), "gpu": ("H100-SXM", GPU)}),
+    "course.blackwell_low_precision.check_nvfp4_bytes": (gm.course.blackwell_low_precision.check_nvfp4_bytes, {
+        "answer": (0.5625, ANSWER)}),
     "published.violations": (gm.published.violations, {"chapter": (3, CHAPTER)}),
     "WidgetExercise.check": (EXERCISE.check, {"answer": ("3.0", ANSWER)}),
 }
@@ -291,11 +334,12 @@ EXCLUDED = {
 """Public callables that take input but no learner's value, with the reason."""
 EXCLUDED |= {f"course.{make.__module__.split('.')[-1]}.{make.__name__}": "a widget exercise's constructor: not swept yet "
              "(issue 26 adds them)" for make in gm.course.widget_exercises()}
-RESULTS = {"model.Prediction", "simulate.Run", "occupancy.Occupancy", "waves.WaveTraffic", "hardware.Capability",
+RESULTS = {"overhead.LaunchCost", "overhead.Sequence", "model.Prediction", "simulate.Run", "occupancy.Occupancy", "waves.WaveTraffic", "hardware.Capability",
            "hardware.GPU", "tensor_cores.Pipeline", "tensor_cores.WaveQuantisation", "course.checks.Feedback", "published.Record",
            "published.Comparison", "presets.DataError"}
 """Records the package returns (and its error class), not built from a learner's values."""
 MODULES = ("workloads", "model", "simulate", "occupancy", "waves", "tiles", "hardware", "presets", "units", "tensor_cores",
+           "overhead", "blackwell", "low_precision",
            "published", "kernel_info", "course.checks", *(f"course.{chapter}" for chapter in gm.course.CHAPTERS))
 
 

@@ -110,7 +110,7 @@ def test_the_landing_page_maps_every_chapter_of_the_book():
         assert c["reading_min"] > 0 and c["exercise_min"] == c["exercises"] * syllabus.MINUTES_PER_EXERCISE > 0
         assert c["gpu"] == ("{include} _gpu_optional.md" in text), c["name"]
     listed = syllabus.start_here()
-    assert listed.count("{doc}`chapters/") == len(files) and listed.count("its kernels run on a GPU") == sum(c["gpu"] for c in entries) == 6
+    assert listed.count("{doc}`chapters/") == len(files) and listed.count("its kernels run on a GPU") == sum(c["gpu"] for c in entries) > 0
     assert "Markdown(syllabus.start_here())" in (ROOT / "intro.md").read_text()
 
 

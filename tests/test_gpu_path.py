@@ -316,3 +316,10 @@ def test_every_launch_at_the_chapters_sizes_fits_the_devices_limits(tmp_path, de
             args = tuple(cupy.zeros(1, cupy.float32) if isinstance(a, str) else a for a in step.args)
             module.get_function(step.kernel)(tuple(step.grid), tuple(step.block), args)
     assert len(cupy._fake.pending) == sum(len(p.steps) for p in validate.chapter_plans("full"))
+
+
+def test_launch_costs_time_single_launches_and_a_graph(strict):
+    """Chapter 7's measurement on the stand-in: one launch at a time and one graph, each a
+    positive time per kernel."""
+    costs = runtime.Runner().launch_costs(kernels=20, repeats=2)
+    assert costs["kernels"] == 20 and costs["stream"] > 0 and costs["graph"] > 0

@@ -45,6 +45,8 @@ RULE = {  # exercise label: (chapter, the heading of the section that teaches it
     "ex-measured-stream": ("98_model_vs_measurements", "Every comparison"),
     "ex-presets-hbm-per-clock": ("99_appendix_presets", "How a preset becomes four bandwidths"),
     "ex-presets-explore-ridge": ("02_intensity", "The roofline"),
+    "ex-bw-explore-launch": ("07_blackwell_low_precision", "The third regime: overhead"),
+    "ex-bw-explore-tile": ("07_blackwell_low_precision", "Blackwell: the accumulator leaves the registers"),
 }
 
 

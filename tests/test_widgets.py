@@ -121,6 +121,9 @@ ANSWERS = {
     "decode-batch": lambda: smallest(gm.course.tensor_cores.DECODE_BATCHES, lambda b: 2 * b * 8192**2 / (8192**2 + 2 * 2 * b * 8192)
                                      >= gm.gpu("H100-SXM").peak("fp16") / gm.gpu("H100-SXM").bandwidth("hbm")),
     "wave-tail": lambda: max(gm.course.tensor_cores.WAVE_SIZES, key=lambda n: ((n // 128) ** 2 % 132 or 132)),
+    "launch-bound": lambda: smallest(gm.course.blackwell_low_precision.VECTOR_SIZES,
+                                     lambda n: 12 * n / gm.gpu("B200").bandwidth("hbm") >= 3.0e-6),  # 12 B per float, a 3 us launch
+    "tile-ridge": lambda: smallest(gm.course.blackwell_low_precision.TILE_NS, lambda n: 128 * n / (128 + n) >= 64),
     "highest-ridge": lambda: max(gm.preset_names(), key=lambda g: gm.gpu(g).peak("fp16") / gm.gpu(g).bandwidth("hbm")),
 }
 EXERCISES = {make().key: make for make in gm.course.widget_exercises()}

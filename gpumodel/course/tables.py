@@ -255,7 +255,7 @@ def _measure(quantity: str, value: float) -> str:
 def published_table(comparisons: list) -> str:
     """Published measurements against the model (`gpumodel.published.comparisons`): what
     ran where, the measured value, the model's bound (and what sets it), the fraction of the
-    bound reached, and the source with figure, table or file. Chapters 1 to 5 and the
+    bound reached, and the source with figure, table or file. Chapters 1 to 5, 7 and the
     appendix; a latency row compares the preset's latency (another source) instead."""
     rows = []
     for c in comparisons:

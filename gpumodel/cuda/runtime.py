@@ -350,6 +350,41 @@ class Runner:
         finally:
             copies.clear()
 
+    def launch_costs(self, kernels: int = 1000, repeats: int = 5) -> dict:
+        """Seconds per kernel, on the host's clock, of `kernels` launches of a one-block
+        kernel (relu on 32 floats) from Python, one at a time (`"stream"`) and replayed as one
+        captured CUDA graph (`"graph"`): the median of `repeats` runs, each from the first
+        launch to the end of the last kernel. Chapter 7 (the overhead regime)."""
+        import time
+
+        cp = self.cp
+        relu = self.function("elementwise.cu", "relu")
+        x, y = cp.ones(32, cp.float32), cp.zeros(32, cp.float32)
+        args = (x, y, np.int32(32))
+
+        def one_by_one():
+            for _ in range(kernels):
+                relu((1,), (32,), args)
+
+        stream = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            stream.begin_capture()
+            one_by_one()
+            graph = stream.end_capture()
+
+        def seconds(run) -> float:
+            run()  # warm-up
+            cp.cuda.Device().synchronize()
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                run()
+                cp.cuda.Device().synchronize()
+                times.append((time.perf_counter() - start) / kernels)
+            return statistics.median(times)
+
+        return {"stream": seconds(one_by_one), "graph": seconds(graph.launch), "kernels": kernels}
+
     def _flush(self) -> None:
         """Read (never write) a buffer twice the L2's size."""
         if not hasattr(self, "_scratch"):

@@ -1,0 +1,125 @@
+"""Chapter `07_blackwell_low_precision` (Overhead, Blackwell and low precision): its
+checkpoints' checkers and its widget exercises.
+
+A checker takes the learner's answer and returns `Feedback`; a widget exercise (`WIDGET_EXERCISES`)
+is an explorer of the model with an answer box."""
+
+from __future__ import annotations
+
+from .. import _check, presets
+from ..blackwell import pair_intensity
+from ..low_precision import bytes_per_element
+from ..model import predict
+from ..occupancy import consumer_registers
+from ..overhead import launch_cost, sequence_time
+from ..tensor_cores import operand_intensity
+from ..units import fmt_intensity, fmt_time
+from ..workloads import vector_add
+from .checks import Feedback, check_number, number_rules
+from .widgets import WidgetExercise, bars
+
+
+def check_launch_bound(kernels: int, kernel_time: float, answer, gpu: str = "B200") -> Feedback:
+    """Chapter 7: the time, in microseconds, of `kernels` kernels of `kernel_time` seconds
+    each launched one by one on `gpu` by the CUDA driver (`sequence_time`)."""
+    kernels = _check.integer("kernels", kernels, 1, 10**6)
+    kernel_time = _check.real("kernel_time", kernel_time, least=0)
+    launch = launch_cost(gpu).seconds
+    expected = sequence_time([kernel_time] * kernels, launch).time * 1e6
+    return check_number(answer, expected, "us", rtol=0.01,
+                        explain=f"Each kernel is shorter than a launch ({fmt_time(launch)}), so the GPU waits on "
+                        "the host: N launches, then the last kernel.",
+                        hint="Which is longer, a kernel or a launch? The longer one sets the pace; add what the "
+                        "other contributes once, at the start or the end.")
+
+
+def check_pair_intensity(answer, m: int = 256, n: int = 256) -> Feedback:
+    """Chapter 7: the FLOP per shared-memory byte each CTA of a 2-CTA fp16 MMA of m x n reads."""
+    expected = float(pair_intensity(m, n, 64))
+    return check_number(answer, expected, "FLOP/B", rtol=0.01,
+                        explain=f"Each CTA computes {m // 2} x {n} of the result from {m // 2} rows of A and "
+                        f"{n // 2} columns of B: the pair shares B, so each SM reads half of it.",
+                        hint="Per CTA: the flops are 2 (m/2) n k; the bytes are 2 bytes times (m/2) k of A plus "
+                        "k (n/2) of B. k cancels.")
+
+
+def check_consumer_registers(answer, producer_registers: int = 40, gpu: str = "H100-SXM") -> Feedback:
+    """Chapter 7: the registers per thread each of two consumer warpgroups may take with
+    setmaxnreg once one producer warpgroup has lowered itself to `producer_registers`."""
+    expected = consumer_registers(gpu, producer_registers)
+    return check_number(answer, expected, "registers", rtol=0,
+                        explain="The register file holds 512 registers per thread of one warpgroup; what the "
+                        "producer gives up, the two consumers share, in steps of 8.",
+                        hint="Divide the SM's 65,536 registers by 128 threads, take away the producer's, halve, "
+                        "and round down to a multiple of 8.")
+
+
+def check_nvfp4_bytes(answer) -> Feedback:
+    """Chapter 7: the bytes one NVFP4 weight costs, its share of the block scale included."""
+    return check_number(answer, bytes_per_element("nvfp4"), "bytes", rtol=0.001,
+                        explain="Half a byte for the value, and one scale byte shared by sixteen values.",
+                        hint="Four bits per value; one FP8 scale per block of 16 values.")
+
+
+VECTOR_SIZES = (2**10, 2**14, 2**18, 2**20, 2**22, 2**24)
+
+
+def launch_bound(gpu: str = "B200") -> WidgetExercise:
+    """Chapter 7: the smallest vector add (of VECTOR_SIZES, fp32) that outlasts a launch by
+    the CUDA driver on `gpu`, so that back-to-back launches keep the GPU busy."""
+    launch = launch_cost(gpu).seconds
+
+    def view(elements, kernels):
+        kernel = float(predict(vector_add(elements), gpu).time)
+        s = sequence_time([kernel] * kernels, launch)
+        return bars(f"{kernels} vector adds of {elements:,} floats on the {gpu}, one launch each "
+                    f"({fmt_time(launch)}): <b>{fmt_time(s.time)}</b>, bound by <b>{s.bound}</b>, "
+                    f"the GPU idle {s.idle:.0%} of it",
+                    [("one kernel", kernel, fmt_time(kernel), kernel < launch),
+                     ("one launch", launch, fmt_time(launch), False),
+                     ("sequence", s.time, fmt_time(s.time), s.bound == "overhead"),
+                     ("as a graph", sequence_time([kernel] * kernels, launch, graph=True).time,
+                      fmt_time(sequence_time([kernel] * kernels, launch, graph=True).time), False)])
+
+    smallest = next(n for n in VECTOR_SIZES if float(predict(vector_add(n), gpu).time) >= launch)
+    return WidgetExercise(
+        "launch-bound", {"elements": list(VECTOR_SIZES), "kernels": [10, 100, 1000]}, view,
+        number_rules(smallest, "elements", 0, explain="From there on each kernel takes longer on the GPU than the "
+                     "host takes to launch the next, so the launches hide behind the work.",
+                     hint="Raise the size until the kernel's bar is at least as long as the launch's."),
+        "elements")
+
+
+TILES = {"m64 (wgmma)": (64, False), "m128 (tcgen05, 1 CTA)": (128, False), "m256 (tcgen05, 2 CTAs)": (256, True)}
+TILE_NS = (32, 64, 96, 128, 192, 256)
+
+
+def tile_ridge(gpu: str = "B200", tile: str = "m128 (tcgen05, 1 CTA)") -> WidgetExercise:
+    """Chapter 7: the smallest N (of TILE_NS) at which an fp16 MMA tile of `tile` reads few
+    enough shared-memory bytes per FLOP to keep `gpu`'s tensor cores busy."""
+
+    def intensity(tile, n):
+        m, pair = TILES[tile]
+        return float(pair_intensity(m, n, 64) if pair else operand_intensity(m, n, 16))
+
+    def view(gpu, tile, n):
+        ridge = presets.gpu(gpu).ridge("smem", "fp16")
+        value = intensity(tile, n)
+        side = "below" if value < ridge else "at or past"
+        return bars(f"{tile}, N = {n} on the {gpu}: <b>{fmt_intensity(value)}</b> per shared-memory byte per SM, "
+                    f"<b>{side}</b> the ridge",
+                    [("tile", value, fmt_intensity(value), value < ridge),
+                     ("smem ridge", ridge, fmt_intensity(ridge), False)])
+
+    ridge = presets.gpu(gpu).ridge("smem", "fp16")
+    smallest = next(n for n in TILE_NS if intensity(tile, n) >= ridge)
+    return WidgetExercise(
+        "tile-ridge", {"gpu": ["H100-SXM", "B200"], "tile": list(TILES), "n": list(TILE_NS)}, view,
+        number_rules(smallest, "columns", 0, explain="A wider tile reuses each row of A across more columns; on "
+                     "the B200 the ridge is twice the H100's, so a tile needs twice the reuse.",
+                     hint="Fix the GPU and the tile; raise N until the tile's bar passes the ridge."),
+        "N")
+
+
+WIDGET_EXERCISES = (launch_bound, tile_ridge)
+"""This chapter's widget exercises, in the order it shows them."""
