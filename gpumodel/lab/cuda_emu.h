@@ -2,9 +2,8 @@
 // tested without a GPU: every thread of a block is a real std::thread, __syncthreads() is a
 // barrier, __shared__ arrays are statics (blocks run one after another). It cannot show
 // warp-level timing, races the hardware would hide, or anything about speed.
-// With GM_LAB_TRACE defined (the lab's traced build, gpumodel/lab/tracer.py), __shared__ arrays
-// go to one section the tracer can find, and the launch and barrier live in
-// trace_runtime.cpp, which is compiled without the instrumentation.
+// With GM_LAB_TRACE defined (the lab's traced build, gpumodel/lab/tracer.py), the launch and
+// the barrier live in trace_runtime.cpp, which is compiled without the instrumentation.
 #pragma once
 #include <algorithm>
 #include <barrier>
@@ -27,11 +26,7 @@ inline std::barrier<>* emu_block_barrier = nullptr;
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#ifdef GM_LAB_TRACE
-#define __shared__ static __attribute__((section("gm_shared")))
-#else
 #define __shared__ static
-#endif
 #define __launch_bounds__(...)
 using std::max;
 using std::min;

@@ -10,10 +10,11 @@ instruction is one access site executed for the k-th time by the warp's threads 
 fewer lanes than the warp's threads is a divergent instruction. The run is a subprocess with a
 time limit, so a crash or an endless loop leaves the notebook running.
 
-Levels: `l2` is every global sector requested (32 B each, loads and stores); `hbm` is each
-distinct sector once (the compulsory traffic: L2 keeps all the kernel touches) and
-`hbm_no_reuse` every requested sector (nothing kept); the model's L2 is not simulated block by
-block. `smem` is shared-memory wavefronts x 128 B (`gpumodel.simulate.wavefronts`' rules).
+Levels (32-byte sectors): `l1` is every sector the warps request (loads and stores); `l2` what
+leaves L1 if L1 keeps what a block loads while it runs (each sector a block loads once, every
+sector stored); `hbm` each distinct sector of the run once (the compulsory traffic: L2 keeps all
+the kernel touches) and `hbm_no_reuse` = `l2` (L2 keeps nothing). No cache is simulated beyond
+these bounds. `smem` is shared-memory wavefronts x 128 B (`gpumodel.simulate.wavefronts`' rules).
 Registers are not memory and are not traced: the workload takes them from the FLOPs the caller
 states. Chapter 2's lab introduces it.
 """
@@ -87,6 +88,7 @@ class Trace:
     block: tuple
     sites: list
     distinct_sectors: int
+    l2_sectors: int
     local_accesses: int
     blocks_traced: int
     blocks: int
@@ -120,9 +122,9 @@ class Trace:
     @property
     def bytes(self) -> dict:
         """Bytes per level (see the module's docstring); `hbm_no_reuse` beside them."""
-        l2 = SECTOR_BYTES * self._sum("sectors", "global")
-        return {"smem": WAVEFRONT_BYTES * self._sum("wavefronts", "shared"), "l2": l2,
-                "hbm": SECTOR_BYTES * self.distinct_sectors * self.scale, "hbm_no_reuse": l2}
+        l2 = SECTOR_BYTES * self.l2_sectors * self.scale
+        return {"smem": WAVEFRONT_BYTES * self._sum("wavefronts", "shared"), "l1": SECTOR_BYTES * self._sum("sectors", "global"),
+                "l2": l2, "hbm": SECTOR_BYTES * self.distinct_sectors * self.scale, "hbm_no_reuse": l2}
 
     def workload(self, flops: float = 0.0) -> Workload:
         """A `gm.Workload` of the traced bytes, with `flops` (FP32) the caller counts."""
@@ -159,7 +161,7 @@ class Trace:
         out.append(f"worst: line {worst.line} ({worst.kind})")
         b = self.bytes
         out.append("bytes: " + ", ".join(f"{k} {v:,.0f}" for k, v in b.items())
-                   + " (hbm: each sector once; hbm_no_reuse: every sector requested)")
+                   + " (l1: sectors requested; l2: each sector once per block; hbm: once per run)")
         work = self.workload(flops)
         for gpu in gpus or preset_names():
             p = predict(work, gpu)
@@ -321,11 +323,11 @@ def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source) -> Tra
     for r in sites:
         n = [int(v) for v in r[2:]]
         found.append(Site(where[r[1]], ("global", "shared")[n[0]], bool(n[1]), *n[2:10]))
-    other = {r[0]: int(r[1]) for r in rows if r[0] in ("distinct_sectors", "local")}
+    other = {r[0]: int(r[1]) for r in rows if r[0] in ("distinct_sectors", "l2_sectors", "local")}
     for r in rows:
         if r[0] == "oob":
             _out_of_bounds(r, where[r[2]], kernel, spec, source)
-    return Trace(kernel, grid[:3], block[:3], found, other["distinct_sectors"], other["local"], traced, blocks,
+    return Trace(kernel, grid[:3], block[:3], found, other["distinct_sectors"], other["l2_sectors"], other["local"], traced, blocks,
                  [v for k, v in spec if k == "P"])
 
 
@@ -341,3 +343,23 @@ def _out_of_bounds(row, line, kernel, spec, source) -> None:
         place = "an address in none of its arrays"
     raise LabError(f"{kernel} {what} out of bounds at line {line}: thread {thread} of block {block} {what} {place}; "
                    f"{count} such accesses in all. Guard the index (if (i < n)).")
+
+
+def trace_plan(plan) -> list:
+    """Trace every step of a `gpumodel.cuda.plans.Plan` (a course kernel at a size), in
+    order, on the plan's inputs: one `Trace` per step. Chapter 2's lab."""
+    from ..cuda.compiler import kernel_source
+
+    source = kernel_source(plan.file)
+    buffers = {name: np.ascontiguousarray(a, dtype=np.float32).copy() for name, a in plan.inputs.items()}
+    buffers.update({name: np.zeros(shape, np.float32) for name, shape in plan.outputs.items()})
+    traces = []
+    for step in plan.steps:
+        args = [buffers[a] if isinstance(a, str) else a.item() for a in step.args]
+        traces.append(trace(source, step.kernel, step.grid, step.block, args))
+    return traces
+
+
+def total_bytes(traces: list) -> dict:
+    """Bytes per level summed over the steps' traces."""
+    return {level: sum(t.bytes[level] for t in traces) for level in traces[0].bytes}
