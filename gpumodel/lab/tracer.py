@@ -244,7 +244,7 @@ def _arguments(source: str, kernel: str, args) -> list:
                          f"got {len(args)}")
     spec = []
     for (t, name), arg in zip(params, args):
-        base = t.replace("const", "").replace("__restrict__", "").replace("*", "").strip()
+        base = t.replace("const", "").replace("volatile", "").replace("__restrict__", "").replace("*", "").strip()
         if "*" in t:
             if not isinstance(arg, np.ndarray) or not arg.flags.c_contiguous or base not in POINTEES \
                     or (base != "float4" and arg.dtype != POINTEES[base]) or (base == "float4" and arg.dtype != np.float32):
