@@ -209,3 +209,16 @@ def test_trace_refuses_bad_input():
         trace(HAND, "copy", 1, (64, 32), [x, x, 1])
     with pytest.raises(ValueError, match="kernel must name a kernel"):
         trace(HAND, "nothing", 1, 32, [x, x, 1])
+
+
+def test_chapter_2s_lab_scores_the_starter_and_the_solution():
+    from gpumodel.course import intensity
+
+    starter = intensity.check_coalesced_kernel(intensity.LAB_STARTER)
+    assert not starter and "sectors per load request where 4.00 would do (line 6)" in starter.message
+    solution = intensity.LAB_STARTER.replace("y[t * per + k] = 2.0f * x[t * per + k]",
+                                             "y[k * (n / per) + t] = 2.0f * x[k * (n / per) + t]")
+    assert intensity.check_coalesced_kernel(solution)
+    wrong = intensity.check_coalesced_kernel(solution.replace("2.0f", "3.0f"))
+    assert not wrong and "y must be 2 x" in wrong.message
+    assert "does not compile" in intensity.check_coalesced_kernel("__global__ void scale_by_two(").message

@@ -23,6 +23,8 @@ CTYPES = {"int": ctypes.c_int, "float": ctypes.c_float}
 def parameters(source: str, kernel: str) -> list[tuple[str, str]]:
     """(type, name) of each parameter of `kernel` in `source`."""
     match = re.search(rf"void\s+(?:__launch_bounds__\([^)]*\)\s+)?{kernel}\s*\(([^)]*)\)", source)
+    if match is None:
+        raise ValueError(f"source must define `void {kernel}(...)` with its parameters")
     params = []
     for part in match.group(1).split(","):
         words = part.replace("*", " * ").split()

@@ -280,6 +280,10 @@ def trace(source: str, kernel: str, grid, block, args, *, timeout: float = 30.0,
     threads = int(np.prod(block))
     if threads > MAX_BLOCK:
         raise ValueError(f"block must hold at most {MAX_BLOCK} threads, got {block} = {threads}")
+    try:
+        parameters(source, kernel)
+    except ValueError as error:
+        raise LabError(f"the kernel does not compile: {error}") from None
     spec = _arguments(source, kernel, args)
     blocks = int(np.prod(grid))
     traced = max(1, min(blocks, int(max_threads) // threads))
