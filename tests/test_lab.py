@@ -222,3 +222,13 @@ def test_chapter_2s_lab_scores_the_starter_and_the_solution():
     wrong = intensity.check_coalesced_kernel(solution.replace("2.0f", "3.0f"))
     assert not wrong and "y must be 2 x" in wrong.message
     assert "does not compile" in intensity.check_coalesced_kernel("__global__ void scale_by_two(").message
+
+
+def test_memory_stays_bounded_a_phase_too_large_is_refused():
+    source = """__global__ void k(const float* x, float* y) {
+        float s = 0.0f;
+        for (int j = 0; j < (1 << 19); ++j) s += x[j % 32];
+        y[threadIdx.x] = s;
+    }"""
+    with pytest.raises(LabError, match="more than 8,388,608 accesses in one block between two __syncthreads"):
+        trace(source, "k", 1, 32, [np.ones(32, np.float32), np.zeros(32, np.float32)])

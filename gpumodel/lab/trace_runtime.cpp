@@ -5,7 +5,8 @@
 // cuda_emu.h), and at the end of each block groups each warp's accesses per instruction
 // (its address in the code and the how-many-th time this thread runs it) and counts sectors,
 // requests and shared-memory wavefronts with the model's rules (gpumodel/simulate.py). Memory
-// holds one block's accesses at a time, plus a set of the distinct sectors.
+// holds the accesses of one block between two barriers (counted at each __syncthreads, at most
+// MAX_RECORDS), plus a set of the distinct sectors.
 //
 // Usage: run SPEC STATS. SPEC lines: "grid x y z", "block x y z", "blocks b0 b1 ..." (linear
 // ids to run), then one "arg P bytes path" (an array, read from and written back to path),
@@ -36,7 +37,15 @@ constexpr int WARP = 32, BANKS = 32, SECTOR = 32, WAVEFRONT = 128;
 constexpr uintptr_t GUARD = 1 << 16;  // bytes of padding either side of each array
 
 struct Access { uintptr_t pc, addr; uint32_t size; bool write; };
-struct Log { std::vector<Access> accesses; uint64_t local = 0; uintptr_t stack_lo = 0, stack_hi = 0; };
+constexpr size_t MAX_RECORDS = 1 << 23;  // accesses held at once, in one block between two barriers
+struct Log {
+    std::vector<Access> accesses;  // since the last barrier
+    std::unordered_map<uintptr_t, uint32_t> runs;  // times this thread has run each access site
+    uint64_t local = 0;
+    uintptr_t stack_lo = 0, stack_hi = 0;
+    size_t cap = MAX_RECORDS;
+    bool overflow = false;
+};
 struct Array { char* base; size_t bytes; std::string path; };
 struct Site {  // totals over every warp instruction issued from one access in the code
     int space = 0; bool write = false; uint32_t size = 0;
@@ -63,6 +72,10 @@ void record(void* p, uint32_t size, bool write, void* pc) {
     if (!log) return;  // not a CUDA thread (static constructors)
     const auto a = reinterpret_cast<uintptr_t>(p);
     const auto at = reinterpret_cast<uintptr_t>(pc) - 1;  // inside the call
+    if (log->accesses.size() >= log->cap) {
+        log->overflow = true;
+        return;
+    }
     if (is_shared(a)) {
         log->accesses.push_back({at, a, size, write});
         return;
@@ -88,7 +101,9 @@ void record(void* p, uint32_t size, bool write, void* pc) {
                                  {blockIdx.x, blockIdx.y, blockIdx.z}};
 }
 
-std::barrier<>* block_barrier = nullptr;
+struct Phase { void operator()() noexcept; };  // runs when every thread has reached the barrier
+std::barrier<Phase>* block_barrier = nullptr;
+std::vector<Log>* block_logs = nullptr;
 std::unordered_map<uintptr_t, Site> sites;
 std::unordered_set<uintptr_t> distinct_sectors, block_sectors;  // over the run; over this block's loads
 uint64_t l2_sectors = 0;  // what leaves L1: each sector a block loads once (L1 keeps it), every sector stored
@@ -117,56 +132,71 @@ std::pair<uint64_t, uint64_t> wavefronts(const std::vector<const Access*>& lanes
     return {std::max(worst, ideal), ideal};
 }
 
+struct Issue {  // one warp instruction: an access site, run for the k-th time
+    uintptr_t pc;
+    uint32_t k;
+    bool operator==(const Issue& o) const { return pc == o.pc && k == o.k; }
+};
+struct IssueHash { size_t operator()(const Issue& i) const { return std::hash<uintptr_t>()(i.pc * 1000003u + i.k); } };
+
 void count_warp(const std::vector<Log*>& threads, uint32_t live) {
-    // lanes of each instruction: (site, how many times this thread ran it before) -> accesses
-    std::unordered_map<uintptr_t, std::vector<std::vector<const Access*>>> issued;
-    for (auto* t : threads) {
-        std::unordered_map<uintptr_t, uint32_t> runs;
-        for (const Access& x : t->accesses) {
-            auto& per_run = issued[x.pc];
-            const uint32_t k = runs[x.pc]++;
-            if (per_run.size() <= k) per_run.resize(k + 1);
-            per_run[k].push_back(&x);
+    std::unordered_map<Issue, std::vector<const Access*>, IssueHash> issued;  // -> the lanes' accesses
+    for (auto* t : threads)
+        for (const Access& x : t->accesses) issued[{x.pc, t->runs[x.pc]++}].push_back(&x);
+    for (auto& [issue, lanes] : issued) {
+        Site& s = sites[issue.pc];
+        const Access& first = *lanes[0];
+        const bool shared = is_shared(first.addr);
+        s.space = shared ? 1 : 0;
+        s.write = first.write;
+        s.size = first.size;
+        s.instructions += 1;
+        s.lanes += lanes.size();
+        s.divergent += lanes.size() < live;
+        s.bytes += lanes.size() * first.size;
+        if (shared) {
+            auto [w, ideal] = wavefronts(lanes);
+            s.wavefronts += w;
+            s.ideal_wavefronts += ideal;
+        } else {
+            std::vector<uintptr_t> touched;
+            for (auto* x : lanes) {
+                touched.push_back(x->addr / SECTOR);
+                touched.push_back((x->addr + x->size - 1) / SECTOR);
+            }
+            std::sort(touched.begin(), touched.end());
+            touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+            s.sectors += touched.size();
+            s.ideal_sectors += (lanes.size() * first.size + SECTOR - 1) / SECTOR;
+            distinct_sectors.insert(touched.begin(), touched.end());
+            for (auto sector : touched) l2_sectors += first.write || block_sectors.insert(sector).second;
         }
     }
-    for (auto& [pc, per_run] : issued)
-        for (auto& lanes : per_run) {
-            Site& s = sites[pc];
-            const Access& first = *lanes[0];
-            const bool shared = is_shared(first.addr);
-            s.space = shared ? 1 : 0;
-            s.write = first.write;
-            s.size = first.size;
-            s.instructions += 1;
-            s.lanes += lanes.size();
-            s.divergent += lanes.size() < live;
-            s.bytes += lanes.size() * first.size;
-            if (shared) {
-                auto [w, ideal] = wavefronts(lanes);
-                s.wavefronts += w;
-                s.ideal_wavefronts += ideal;
-            } else {
-                std::vector<uintptr_t> touched;
-                for (auto* x : lanes) {
-                    touched.push_back(x->addr / SECTOR);
-                    touched.push_back((x->addr + x->size - 1) / SECTOR);
-                }
-                std::sort(touched.begin(), touched.end());
-                touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-                s.sectors += touched.size();
-                s.ideal_sectors += (lanes.size() * first.size + SECTOR - 1) / SECTOR;
-                distinct_sectors.insert(touched.begin(), touched.end());
-                for (auto sector : touched) l2_sectors += first.write || block_sectors.insert(sector).second;
-            }
-        }
 }
+
+bool overflow = false;
+
+void count_phase() {  // the block's accesses since the last barrier, warp by warp
+    std::vector<Log>& logs = *block_logs;
+    const unsigned n = logs.size();
+    for (unsigned w = 0; w * WARP < n; ++w) {
+        std::vector<Log*> warp;
+        for (unsigned t = w * WARP; t < std::min(n, (w + 1) * WARP); ++t) warp.push_back(&logs[t]);
+        count_warp(warp, warp.size());
+    }
+    for (auto& l : logs) l.accesses.clear();
+}
+
+void Phase::operator()() noexcept { count_phase(); }
 
 void run_block(dim3 grid, dim3 block, unsigned linear, void** args) {
     const unsigned n = block.x * block.y * block.z;
     const unsigned bx = linear % grid.x, by = linear / grid.x % grid.y, bz = linear / (grid.x * grid.y);
     std::vector<Log> logs(n);
+    for (auto& l : logs) l.cap = MAX_RECORDS / n;
     block_sectors.clear();
-    std::barrier<> barrier(n);
+    block_logs = &logs;
+    std::barrier<Phase> barrier(n);
     block_barrier = &barrier;
     std::vector<std::thread> threads;
     threads.reserve(n);
@@ -188,12 +218,11 @@ void run_block(dim3 grid, dim3 block, unsigned linear, void** args) {
             barrier.arrive_and_drop();
         });
     for (auto& t : threads) t.join();
-    for (unsigned w = 0; w * WARP < n; ++w) {
-        std::vector<Log*> warp;
-        for (unsigned t = w * WARP; t < std::min(n, (w + 1) * WARP); ++t) warp.push_back(&logs[t]);
-        count_warp(warp, warp.size());
+    count_phase();
+    for (auto& l : logs) {
+        local_accesses += l.local;
+        overflow = overflow || l.overflow;
     }
-    for (auto& l : logs) local_accesses += l.local;
 }
 
 }  // namespace
@@ -281,6 +310,7 @@ int main(int argc, char** argv) {
                      s.wavefronts, s.ideal_wavefronts, s.bytes);
     std::fprintf(out, "distinct_sectors %zu\nl2_sectors %lu\nlocal %lu\n", distinct_sectors.size(), l2_sectors,
                  local_accesses);
+    if (overflow) std::fprintf(out, "overflow %zu\n", MAX_RECORDS);
     if (oob.count)
         std::fprintf(out, "oob %lu %lx %d %d %ld %u %u %u %u %u %u\n", oob.count, (unsigned long)(oob.pc - base),
                      (int)oob.write, oob.array, oob.offset, oob.thread[0], oob.thread[1], oob.thread[2], oob.block[0],

@@ -329,6 +329,9 @@ def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source) -> Tra
         found.append(Site(where[r[1]], ("global", "shared")[n[0]], bool(n[1]), *n[2:10]))
     other = {r[0]: int(r[1]) for r in rows if r[0] in ("distinct_sectors", "l2_sectors", "local")}
     for r in rows:
+        if r[0] == "overflow":
+            raise LabError(f"{kernel} makes more than {int(r[1]):,} accesses in one block between two "
+                           "__syncthreads(): trace it at a smaller size")
         if r[0] == "oob":
             _out_of_bounds(r, where[r[2]], kernel, spec, source)
     return Trace(kernel, grid[:3], block[:3], found, other["distinct_sectors"], other["l2_sectors"], other["local"], traced, blocks,
