@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -193,23 +194,32 @@ def _runtime(folder: pathlib.Path) -> pathlib.Path:
     return obj
 
 
-def _body(kernel: str, params: list) -> str:
-    """`gm_body(args)`: calls the kernel with its arguments, itself not instrumented."""
-    values = [f"({t})a[{i}]" if "*" in t else f"*({t}*)a[{i}]" for i, (t, _) in enumerate(params)]
-    return (f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(void** a) {{ '
-            f'{kernel}({", ".join(values)}); }}\n')
+def kernels(source: str) -> list:
+    """The names of the `__global__` functions `source` defines, in order."""
+    return re.findall(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(", source)
 
 
-def build(source: str, kernel: str) -> pathlib.Path:
-    """The traced executable for `kernel` of `source` (cached by content). Raises `LabError`
-    with g++'s messages when the source does not compile."""
+def _body(source: str) -> str:
+    """`gm_body(i, args)`: calls the i-th kernel of `source` with its arguments, itself not
+    instrumented (g++ does not inline across that difference)."""
+    cases = []
+    for i, kernel in enumerate(kernels(source)):
+        params = parameters(source, kernel)
+        values = [f"({t})a[{j}]" if "*" in t else f"*({t}*)a[{j}]" for j, (t, _) in enumerate(params)]
+        cases.append(f"case {i}: {kernel}({', '.join(values)}); break;")
+    return (f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(int kernel, void** a) {{\n'
+            f'    switch (kernel) {{ {" ".join(cases)} }}\n}}\n')
+
+
+def build(source: str) -> pathlib.Path:
+    """The traced executable for the kernels of `source` (cached by content). Raises
+    `LabError` with g++'s messages when the source does not compile."""
     if not shutil.which("g++"):
         raise RuntimeError("the kernel lab needs g++ (C++20) on the machine")
     folder = _build_dir()
     runtime = _runtime(folder)
-    params = parameters(source, kernel)
     text = (f'#define GM_LAB_TRACE\n#include "cuda_emu.h"\n#line 1 "{SOURCE_NAME}"\n{source}\n'
-            f'#line 1 "gm_body.cpp"\n{_body(kernel, params)}')
+            f'#line 1 "gm_body.cpp"\n{_body(source)}')
     key = hashlib.sha1((text + str(KERNEL_FLAGS) + runtime.name).encode()).hexdigest()[:16]
     exe = folder / f"trace-{key}"
     if not exe.exists():
@@ -274,7 +284,7 @@ def trace(source: str, kernel: str, grid, block, args, *, timeout: float = 30.0,
     blocks runs (the result says so; the arrays are then only partly computed). Raises
     `LabError` when the kernel does not compile, crashes, runs past `timeout` seconds, or
     touches memory outside its arrays. Chapter 2's lab."""
-    if not isinstance(source, str) or not isinstance(kernel, str) or f"{kernel}(" not in source.replace(" (", "("):
+    if not isinstance(source, str) or not isinstance(kernel, str) or kernel not in source:
         raise ValueError(f"kernel must name a kernel defined in source, got {kernel!r}")
     grid, block = _dims("grid", grid), _dims("block", block)
     threads = int(np.prod(block))
@@ -282,16 +292,17 @@ def trace(source: str, kernel: str, grid, block, args, *, timeout: float = 30.0,
         raise ValueError(f"block must hold at most {MAX_BLOCK} threads, got {block} = {threads}")
     try:
         parameters(source, kernel)
-    except ValueError as error:
-        raise LabError(f"the kernel does not compile: {error}") from None
+        which = kernels(source).index(kernel)
+    except ValueError:
+        raise LabError(f"the kernel does not compile: no `__global__ void {kernel}(...)` found in source") from None
     spec = _arguments(source, kernel, args)
     blocks = int(np.prod(grid))
     traced = max(1, min(blocks, int(max_threads) // threads))
     chosen = np.unique(np.linspace(0, blocks - 1, traced).round().astype(np.int64))
-    exe = build(source, kernel)
+    exe = build(source)
     with tempfile.TemporaryDirectory(prefix="gm-lab-") as tmp:
         tmp = pathlib.Path(tmp)
-        lines = [f"grid {grid[0]} {grid[1]} {grid[2]}", f"block {block[0]} {block[1]} {block[2]}",
+        lines = [f"kernel {which}", f"grid {grid[0]} {grid[1]} {grid[2]}", f"block {block[0]} {block[1]} {block[2]}",
                  "blocks " + " ".join(map(str, chosen))]
         for i, (kind, value) in enumerate(spec):
             if kind == "P":
