@@ -223,13 +223,15 @@ def build(source: str) -> pathlib.Path:
     key = hashlib.sha1((text + str(KERNEL_FLAGS) + runtime.name).encode()).hexdigest()[:16]
     exe = folder / f"trace-{key}"
     if not exe.exists():
-        cpp, obj = folder / f"trace-{key}.cpp", folder / f"trace-{key}.{os.getpid()}.o"
+        cpp, obj, tmp = (folder / f"trace-{key}.{os.getpid()}{end}" for end in (".cpp", ".o", ""))
         cpp.write_text(text)
-        _compile([*KERNEL_FLAGS, f"-I{HERE}", "-c", str(cpp), "-o", str(obj)], "the kernel")
-        tmp = exe.with_suffix(f".{os.getpid()}")
-        _compile([str(obj), str(runtime), "-pthread", "-o", str(tmp)], "the traced kernel")
-        obj.unlink()
-        tmp.replace(exe)
+        try:
+            _compile([*KERNEL_FLAGS, f"-I{HERE}", "-c", str(cpp), "-o", str(obj)], "the kernel")
+            _compile([str(obj), str(runtime), "-pthread", "-o", str(tmp)], "the traced kernel")
+            tmp.replace(exe)  # atomic: a process building the same source at once finds a whole file
+        finally:
+            for path in (cpp, obj):
+                path.unlink(missing_ok=True)
     return exe
 
 
