@@ -232,3 +232,13 @@ def test_memory_stays_bounded_a_phase_too_large_is_refused():
     }"""
     with pytest.raises(LabError, match="more than 8,388,608 accesses in one block between two __syncthreads"):
         trace(source, "k", 1, 32, [np.ones(32, np.float32), np.zeros(32, np.float32)])
+
+
+def test_the_figure_has_a_pair_of_bars_per_access():
+    x, y = np.arange(32 * 8, dtype=np.float32), np.zeros(32, np.float32)
+    t = trace(HAND, "copy", 1, 32, [x, y, 8])
+    fig = gm.course.plots.lab_sites(t)
+    (ax,) = fig.axes
+    widths = sorted(round(p.get_width(), 2) for p in ax.patches)
+    assert widths == [4, 4, 4, 32] and [tick.get_text() for tick in ax.get_yticklabels()] == [
+        "line 4: global load 32-bit", "line 4: global store 32-bit"]
