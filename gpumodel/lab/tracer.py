@@ -41,10 +41,12 @@ from ..workloads import Workload
 from .emulator import parameters
 
 HERE = pathlib.Path(__file__).resolve().parent
-KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fsanitize=thread", "-pthread"]
+KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fsanitize=thread", "-pthread", "-fPIE"]
 """-O1 keeps values in registers as a GPU compiler would; no vectorizer, which would merge a
-thread's loads; DWARF 4 so addr2line (binutils 2.40) reads the lines; -fsanitize=thread inserts the hooks."""
-RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread"]
+thread's loads; DWARF 4 so addr2line (binutils 2.40) reads the lines; -fsanitize=thread inserts the hooks.
+Position-independent (and linked -pie), so a code offset from the start of the executable is
+the address addr2line reads."""
+RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread", "-fPIE"]
 MAX_THREADS = 2**16
 """The most CUDA threads a trace runs (each a std::thread, about 10 us to start); a larger
 launch runs an evenly spaced sample of its blocks and scales the counts."""
@@ -227,7 +229,7 @@ def build(source: str) -> pathlib.Path:
         cpp.write_text(text)
         try:
             _compile([*KERNEL_FLAGS, f"-I{HERE}", "-c", str(cpp), "-o", str(obj)], "the kernel")
-            _compile([str(obj), str(runtime), "-pthread", "-o", str(tmp)], "the traced kernel")
+            _compile([str(obj), str(runtime), "-pthread", "-pie", "-o", str(tmp)], "the traced kernel")
             tmp.replace(exe)  # atomic: a process building the same source at once finds a whole file
         finally:
             for path in (cpp, obj):
