@@ -252,7 +252,7 @@ def lab_sites(trace):
     ax.invert_yaxis()
     ax.set_xlabel("sectors (global) or wavefronts (shared) per warp request")
     ax.set_title(f"{trace.kernel}: each access, traced on the CPU", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))  # beside the bars, never over them
     return fig
 
 
