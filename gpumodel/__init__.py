@@ -8,6 +8,7 @@ The folders are the layers, lowest first (a test holds every import to them):
   workloads, the model, the simulations that count bytes, occupancy, tiles, waves,
   tensor-core formulas, units, others' measurements (`published`);
 - `gpumodel/cuda/`: compiles, launches and times the kernels (CuPy, lazily); recorded runs;
+- `gpumodel/lab/`: the kernel lab, any kernel traced on the CPU (the emulator, g++);
 - `gpumodel/course/`: each chapter's exercises, plots, tables, widgets;
 - `gpumodel/book/`: the chapters' glue, the learners' notebooks, the site's Sphinx hook.
 """
@@ -50,7 +51,7 @@ from .workloads import (
 )
 
 __getattr__ = submodules(__name__, __file__)
-"""Submodules and subpackages (`gm.occupancy`, `gm.course`, `gm.cuda`, `gm.book`) load on first use."""
+"""Submodules and subpackages (`gm.occupancy`, `gm.course`, `gm.cuda`, `gm.lab`, `gm.book`) load on first use."""
 
 
 __all__ = [

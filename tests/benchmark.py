@@ -1,7 +1,9 @@
 """`make bench`: times the model and the chapters (a benchmark, not a test).
 
 Prints a table of medians over repeats: a 10^5-configuration `predict` sweep (target: well
-under 100 ms on one core) and the execution of each chapter as a notebook.
+under 100 ms on one core), the kernel lab's traced run of the flash-attention kernel (accesses
+per second and the run's peak memory; built once before timing) and the execution of each
+chapter as a notebook.
 Run as `python tests/benchmark.py [--repeats N]`.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import resource
 import statistics
 import time
 
@@ -43,6 +46,15 @@ def sweep():
     return p
 
 
+def lab_trace() -> int:
+    """Trace the flash-attention kernel at n = 256 (8.7 million accesses): the accesses traced."""
+    from gpumodel.cuda import plans
+    from gpumodel.lab.tracer import trace_plan
+
+    traces = trace_plan(plans.plan_attention("flash", 1, 256))
+    return sum(s.lanes for t in traces for s in t.sites)
+
+
 def run_chapter(path: pathlib.Path):
     """Execute one chapter's notebook (`notebooks/`, as the tests and Colab run it)."""
     nb = nbformat.read(path, as_version=4)
@@ -54,6 +66,10 @@ def main():
     parser.add_argument("--repeats", type=int, default=5, help="runs per item (median reported)")
     args = parser.parse_args()
     rows = [("predict, 10^5 GEMM configurations", median_time(sweep, max(args.repeats, 5)))]
+    accesses = lab_trace()  # builds the traced executable
+    seconds = median_time(lab_trace, args.repeats)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
+    rows.append((f"lab: trace flash attention, {accesses / seconds:,.0f} accesses/s, peak {peak:.0f} MiB", seconds))
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         rows.append((f"chapter {path.stem}", median_time(lambda: run_chapter(path), args.repeats)))
     width = max(len(r[0]) for r in rows)

@@ -25,7 +25,7 @@ import types
 
 import numpy as np
 
-from emulator import Emulator, parameters
+from gpumodel.lab.emulator import Emulator, parameters
 from gpumodel import presets
 from gpumodel.cuda import compiler
 

@@ -330,6 +330,8 @@ EXCLUDED = {
     "presets.load_gpu": "reads a data file; its errors name the file and key (tests/test_presets.py, test_gpu_data.py)",
     "published.compare": "takes a Record of published.records(), checked when the data file is loaded",
     "published.attention_flops": "takes the run table of a checked published record",
+    "course.intensity.check_coalesced_kernel": "compiles and runs a learner's kernel (seconds a call); its sources that "
+                                               "do not compile, crash, loop or compute wrong are tests/test_lab.py's",
 }
 """Public callables that take input but no learner's value, with the reason."""
 EXCLUDED |= {f"course.{make.__module__.split('.')[-1]}.{make.__name__}": "a widget exercise's constructor: not swept yet "

@@ -13,9 +13,8 @@ import pytest
 import gpumodel as gm
 from gpumodel.cuda import compiler
 from gpumodel.cuda import plans as launches
+from gpumodel.lab.emulator import Emulator
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from emulator import Emulator  # noqa: E402
 
 HOT = {"vector_add", "relu_scale_bias", "strided_read", "sweep_read", "gemm_reg128_raster", "gemm_smem16", "gemm_reg128", "transpose_padded", "flash_attn_d64"}
 ODD = [  # sizes that are not multiples of any tile

@@ -1,5 +1,5 @@
-"""The folders are the layers, and imports go one way: core (`gpumodel/*.py`) <- `cuda/` <-
-`course/` <- `book/`. The core imports only NumPy (and the standard library); nothing but
+"""The folders are the layers, and imports go one way: core (`gpumodel/*.py`) <- `cuda/` <- `lab/`
+<- `course/` <- `book/`. The core imports only NumPy (and the standard library); nothing but
 `cuda/` reaches CuPy; nothing below `course/` reaches matplotlib, ipywidgets or IPython.
 Function-level imports count too. A module's layer is its folder."""
 
@@ -10,11 +10,12 @@ import sys
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "gpumodel"
-LAYERS = ("core", "cuda", "course", "book")
+LAYERS = ("core", "cuda", "lab", "course", "book")
 """Lowest first: a module may import its own layer or a lower one."""
 THIRD_PARTY = {
     "core": {"numpy", "tomli"},
     "cuda": {"numpy", "cupy", "cupy_backends", "pynvml"},
+    "lab": {"numpy"},
     "course": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython"},
     "book": {"numpy", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient"},
 }

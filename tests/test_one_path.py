@@ -47,6 +47,7 @@ RULE = {  # exercise label: (chapter, the heading of the section that teaches it
     "ex-presets-explore-ridge": ("02_intensity", "The roofline"),
     "ex-bw-explore-launch": ("07_blackwell_low_precision", "The third regime: overhead"),
     "ex-bw-explore-tile": ("07_blackwell_low_precision", "Blackwell: the accumulator leaves the registers"),
+    "ex-intensity-lab-coalesce": ("02_intensity", "Coalescing: bytes requested versus sectors moved"),
 }
 
 

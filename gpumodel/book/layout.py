@@ -37,6 +37,8 @@ GUIDE = (
     ("a workload (flops and bytes per level)", "gpumodel/workloads.py", "with a simulation in `simulate.py` that counts the same bytes"),
     ("a model term", "gpumodel/model.py", "or the core module it belongs to; NumPy only"),
     ("a kernel", "kernels/", "its CUDA C; its launch plan in `gpumodel/cuda/plans.py`, its id in `gpumodel/kernel_info.py`"),
+    ("a CUDA feature the CPU emulator and the lab lack", "gpumodel/lab/cuda_emu.h",
+     "the kernels' tests and `gm.lab.trace` both build on it; `tests/test_lab.py` holds the traced counts"),
     ("an exercise, checkpoint or widget exercise", "gpumodel/course/", "in the file named for its chapter"),
     ("a figure", "gpumodel/course/plots.py", "a function returning a matplotlib figure"),
     ("a table", "gpumodel/course/tables.py", "a function returning Markdown"),

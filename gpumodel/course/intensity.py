@@ -5,6 +5,9 @@ is an explorer of the model with an answer box."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..lab import LabError, trace
 from ..model import predict
 from ..units import fmt_percent
 from ..workloads import elementwise_chain, warp_sectors
@@ -23,6 +26,40 @@ def check_fusion_limit(gpu, dtype: str, answer) -> Feedback:
                         f"{fused.bound} instead, so the gain stops growing at the ratio of those two per-op costs.",
                         hint="A long fused chain is no longer HBM-bound: find what bounds it, and divide the per-op "
                         "costs.")
+
+
+LAB_N, LAB_GRID, LAB_BLOCK = 2**14, 4, 128
+"""The lab's launch: n floats over 4 blocks of 128 threads, 32 elements per thread."""
+LAB_STARTER = r"""
+__global__ void scale_by_two(const float* x, float* y, int n) {
+    // each thread takes a contiguous chunk of the array, as a CPU thread would
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    int per = n / (gridDim.x * blockDim.x);
+    for (int k = 0; k < per; ++k) y[t * per + k] = 2.0f * x[t * per + k];
+}
+"""
+
+
+def check_coalesced_kernel(source: str, kernel: str = "scale_by_two") -> Feedback:
+    """Chapter 2's lab: `kernel(x, y, n)` of the CUDA C `source`, launched as `LAB_GRID` x
+    `LAB_BLOCK` over `LAB_N` floats, must compute y = 2x with its global loads touching no
+    more sectors per request than the ideal (traced on the CPU by `gm.lab.trace`)."""
+    x = np.arange(LAB_N, dtype=np.float32)
+    y = np.zeros_like(x)
+    try:
+        traced = trace(source, kernel, LAB_GRID, LAB_BLOCK, [x, y, LAB_N])
+    except LabError as error:
+        return Feedback(False, str(error))
+    wrong = np.flatnonzero(y != 2 * x)
+    if wrong.size:
+        return Feedback(False, f"y must be 2 x: y[{wrong[0]}] is {y[wrong[0]]:g}, not {2 * x[wrong[0]]:g} "
+                        f"({wrong.size} elements wrong). Every element needs exactly one thread.")
+    loads = traced.counts()["global loads"]
+    got, ideal = loads["sectors"] / loads["requests"], loads["ideal"] / loads["requests"]
+    if got <= ideal:
+        return Feedback(True, f"{got:.2f} sectors per load request, the ideal: each warp reads 32 consecutive floats.")
+    return Feedback(False, f"{got:.2f} sectors per load request where {ideal:.2f} would do (line {traced.hottest().line}). "
+                    "At each step of the loop, neighbouring threads must read neighbouring floats.")
 
 
 STRIDES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)

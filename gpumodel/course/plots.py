@@ -238,6 +238,24 @@ def coalescing(strides=range(1, 33), gpu="A100-40GB", measured: dict | None = No
     return fig
 
 
+def lab_sites(trace):
+    """Sectors (global) or wavefronts (shared) per request of each load and store in a traced
+    kernel (`gm.lab.trace`), beside the ideal, by source line. Chapter 2's lab."""
+    sites = sorted(trace.sites, key=lambda s: (s.line, s.space, s.write))
+    got = [(s.sectors if s.space == "global" else s.wavefronts) / s.instructions for s in sites]
+    ideal = [(s.ideal_sectors if s.space == "global" else s.ideal_wavefronts) / s.instructions for s in sites]
+    y = np.arange(len(sites))
+    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(sites)), layout="constrained")
+    ax.barh(y + 0.2, got, 0.4, label="traced")
+    ax.barh(y - 0.2, ideal, 0.4, color="grey", label="ideal")
+    ax.set_yticks(y, [f"line {s.line}: {s.kind}" for s in sites])
+    ax.invert_yaxis()
+    ax.set_xlabel("sectors (global) or wavefronts (shared) per warp request")
+    ax.set_title(f"{trace.kernel}: each access, traced on the CPU", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))  # beside the bars, never over them
+    return fig
+
+
 def tile_traffic(gpus=("A100-40GB", "H100-SXM"), n: int = 4096, tiles=(8, 16, 32, 64, 128, 256)):
     """Bytes per level and the time each level needs against the block tile b (b x b
     tiles, 8 x 8 per thread where they fit) for an n^3 FP32 GEMM. Chapter 3."""

@@ -2,6 +2,8 @@
 // tested without a GPU: every thread of a block is a real std::thread, __syncthreads() is a
 // barrier, __shared__ arrays are statics (blocks run one after another). It cannot show
 // warp-level timing, races the hardware would hide, or anything about speed.
+// With GM_LAB_TRACE defined (the lab's traced build, gpumodel/lab/tracer.py), the launch and
+// the barrier live in trace_runtime.cpp, which is compiled without the instrumentation.
 #pragma once
 #include <algorithm>
 #include <barrier>
@@ -29,6 +31,9 @@ inline std::barrier<>* emu_block_barrier = nullptr;
 using std::max;
 using std::min;
 
+#ifdef GM_LAB_TRACE
+void __syncthreads();
+#else
 inline void __syncthreads() { emu_block_barrier->arrive_and_wait(); }
 
 inline void emu_launch(dim3 grid, dim3 block, const std::function<void()>& body) {
@@ -54,3 +59,4 @@ inline void emu_launch(dim3 grid, dim3 block, const std::function<void()>& body)
                 for (auto& t : threads) t.join();
             }
 }
+#endif

@@ -1,6 +1,7 @@
 """Runs a `gpumodel.cuda.plans.Plan` on the CPU: the kernel's own CUDA source, compiled by
-g++ against `cuda_emu.h`, one std::thread per CUDA thread. For testing kernel logic where
-no GPU answers; it measures nothing."""
+g++ against `cuda_emu.h`, one std::thread per CUDA thread. It checks kernel logic where no GPU
+answers (the tests, the fake CuPy) and measures nothing; the traced run (`tracer`) builds on it.
+Chapter 2's lab."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import subprocess
 
 import numpy as np
 
-from gpumodel.cuda import compiler
+from ..cuda import compiler
 
 HERE = pathlib.Path(__file__).resolve().parent
 CTYPES = {"int": ctypes.c_int, "float": ctypes.c_float}
@@ -22,6 +23,8 @@ CTYPES = {"int": ctypes.c_int, "float": ctypes.c_float}
 def parameters(source: str, kernel: str) -> list[tuple[str, str]]:
     """(type, name) of each parameter of `kernel` in `source`."""
     match = re.search(rf"void\s+(?:__launch_bounds__\([^)]*\)\s+)?{kernel}\s*\(([^)]*)\)", source)
+    if match is None:
+        raise ValueError(f"source must define `void {kernel}(...)` with its parameters")
     params = []
     for part in match.group(1).split(","):
         words = part.replace("*", " * ").split()

@@ -1,0 +1,12 @@
+"""The kernel lab: any CUDA C kernel run on the CPU, its every global and shared-memory access
+traced and turned into the bytes, sectors and wavefronts of each level and the model's time.
+
+Add here: the CPU emulator (`emulator`, header `cuda_emu.h`), the traced run (`tracer`:
+`gm.lab.trace(source, kernel, grid, block, args)`, runtime `trace_runtime.cpp`), the report a
+learner reads (`report`).
+"""
+
+from .._lazy import submodules
+from .tracer import LabError, Trace, trace
+
+__getattr__ = submodules(__name__, __file__)

@@ -1,0 +1,387 @@
+"""A traced run of any CUDA C kernel on the CPU: its global and shared-memory accesses grouped
+per warp instruction and counted in sectors, requests and wavefronts, as bytes per level.
+
+The route (DESIGN.md, "The kernel lab"): g++ compiles the learner's source unchanged with
+`-fsanitize=thread`, which makes it call `__tsan_readN`/`__tsan_writeN(address)` before each
+load and store it keeps; `trace_runtime.cpp` defines those hooks (no libtsan is linked), runs
+each CUDA thread as a std::thread (`cuda_emu.h`), and knows whose access it is from the
+thread's `threadIdx`/`blockIdx` and which instruction from the hook's return address. A warp
+instruction is one access site executed for the k-th time by the warp's threads (lockstep);
+fewer lanes than the warp's threads is a divergent instruction. The run is a subprocess with a
+time limit, so a crash or an endless loop leaves the notebook running.
+
+Levels (32-byte sectors): `l1` is every sector the warps request (loads and stores); `l2` what
+leaves L1 if L1 keeps what a block loads while it runs (each sector a block loads once, every
+sector stored); `hbm` each distinct sector of the run once (the compulsory traffic: L2 keeps all
+the kernel touches) and `hbm_no_reuse` = `l2` (L2 keeps nothing). No cache is simulated beyond
+these bounds. `smem` is shared-memory wavefronts x 128 B (`gpumodel.simulate.wavefronts`' rules).
+Registers are not memory and are not traced: the workload takes them from the FLOPs the caller
+states. Chapter 2's lab introduces it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _check
+from ..hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WARP, WAVEFRONT_BYTES
+from ..model import predict
+from ..presets import preset_names
+from ..workloads import Workload
+from .emulator import parameters
+
+HERE = pathlib.Path(__file__).resolve().parent
+KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fsanitize=thread", "-pthread", "-fPIE"]
+"""-O1 keeps values in registers as a GPU compiler would; no vectorizer, which would merge a
+thread's loads; DWARF 4 so addr2line (binutils 2.40) reads the lines; -fsanitize=thread inserts the hooks.
+Position-independent (and linked -pie), so a code offset from the start of the executable is
+the address addr2line reads."""
+RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread", "-fPIE"]
+MAX_THREADS = 2**16
+"""The most CUDA threads a trace runs (each a std::thread, about 10 us to start); a larger
+launch runs an evenly spaced sample of its blocks and scales the counts."""
+MAX_BLOCK = 1024
+SCALARS = {"int": ("I", int), "float": ("F", float)}
+POINTEES = {"float": np.float32, "float4": np.float32, "int": np.int32, "double": np.float64, "unsigned": np.uint32}
+SOURCE_NAME = "kernel.cu"
+
+
+class LabError(RuntimeError):
+    """The learner's kernel did not compile, crashed, ran too long or went out of bounds."""
+
+
+@dataclass
+class Site:
+    """One load or store in the source, summed over the warp instructions that ran it."""
+
+    line: int
+    space: str  # "global" or "shared"
+    write: bool
+    size: int  # bytes per thread
+    instructions: int
+    lanes: int
+    divergent: int  # instructions with fewer active lanes than the warp has threads
+    sectors: int
+    ideal_sectors: int
+    wavefronts: int
+    ideal_wavefronts: int
+
+    @property
+    def kind(self) -> str:
+        return f"{self.space} {'store' if self.write else 'load'} {self.size * 8}-bit"
+
+
+@dataclass
+class Trace:
+    """What `trace` found: `sites` (one per load or store in the source), the launch, the
+    blocks traced out of all (`scale` = all / traced) and the arrays after the run."""
+
+    kernel: str
+    grid: tuple
+    block: tuple
+    sites: list
+    distinct_sectors: int
+    l2_sectors: int
+    local_accesses: int
+    blocks_traced: int
+    blocks: int
+    arrays: list = field(default_factory=list)
+
+    @property
+    def scale(self) -> float:
+        return self.blocks / self.blocks_traced
+
+    @property
+    def sampled(self) -> bool:
+        return self.blocks_traced < self.blocks
+
+    def _sum(self, attr: str, space: str, write=None) -> float:
+        return self.scale * sum(getattr(s, attr) for s in self.sites
+                                if s.space == space and (write is None or s.write == write))
+
+    def counts(self) -> dict:
+        """Per space and direction: requests (warp instructions), sectors or wavefronts, the
+        ideal (no wasted sector, no conflict) and bytes the threads asked for; scaled."""
+        rows = {}
+        for space, unit in (("global", "sectors"), ("shared", "wavefronts")):
+            for write in (False, True):
+                name = f"{space} {'stores' if write else 'loads'}"
+                rows[name] = {"requests": self._sum("instructions", space, write),
+                              unit: self._sum(unit, space, write),
+                              "ideal": self._sum(f"ideal_{unit}", space, write),
+                              "divergent": self._sum("divergent", space, write)}
+        return rows
+
+    @property
+    def bytes(self) -> dict:
+        """Bytes per level (see the module's docstring); `hbm_no_reuse` beside them."""
+        l2 = SECTOR_BYTES * self.l2_sectors * self.scale
+        return {"smem": WAVEFRONT_BYTES * self._sum("wavefronts", "shared"), "l1": SECTOR_BYTES * self._sum("sectors", "global"),
+                "l2": l2, "hbm": SECTOR_BYTES * self.distinct_sectors * self.scale, "hbm_no_reuse": l2}
+
+    def workload(self, flops: float = 0.0) -> Workload:
+        """A `gm.Workload` of the traced bytes, with `flops` (FP32) the caller counts."""
+        flops = float(_check.amount("flops", flops))
+        b = self.bytes
+        return Workload(f"{self.kernel} (traced)", flops,
+                        {"registers": REGISTER_BYTES_PER_FLOP * flops, "smem": b["smem"], "l2": b["l2"], "hbm": b["hbm"]},
+                        note="bytes from a traced run on the CPU")
+
+    def hottest(self) -> Site:
+        """The site that costs the most sectors or wavefronts over its ideal (ties: the most)."""
+        def waste(s):
+            got, ideal = (s.sectors, s.ideal_sectors) if s.space == "global" else (s.wavefronts, s.ideal_wavefronts)
+            return (got - ideal, got)
+        return max(self.sites, key=waste)
+
+    def report(self, flops: float = 0.0, gpus=None) -> str:
+        """The text a learner reads: per level, per access, the worst line, the model's time."""
+        out = [f"{self.kernel}<<<{self.grid}, {self.block}>>>: {self.blocks_traced} of {self.blocks} blocks traced"
+               + (f" (a sample; counts scaled by {self.scale:.3g})" if self.sampled else "")]
+        out.append(f"{'access':34} {'requests':>10} {'sectors/wavefr.':>16} {'per request':>12} {'ideal':>8} {'divergent':>10}")
+        for name, row in self.counts().items():
+            unit = "sectors" if name.startswith("global") else "wavefronts"
+            if row["requests"]:
+                out.append(f"{name:34} {row['requests']:10.0f} {row[unit]:16.0f} {row[unit] / row['requests']:12.2f} "
+                           f"{row['ideal'] / row['requests']:8.2f} {row['divergent']:10.0f}")
+        out.append("by line:")
+        for s in sorted(self.sites, key=lambda s: (s.line, s.space, s.write)):
+            got, ideal, unit = ((s.sectors, s.ideal_sectors, "sectors") if s.space == "global"
+                                else (s.wavefronts, s.ideal_wavefronts, "wavefronts"))
+            out.append(f"  line {s.line:4}: {s.kind:24} {s.instructions:8} requests, {got / s.instructions:6.2f} "
+                       f"{unit}/request (ideal {ideal / s.instructions:.2f})")
+        worst = self.hottest()
+        out.append(f"worst: line {worst.line} ({worst.kind})")
+        b = self.bytes
+        out.append("bytes: " + ", ".join(f"{k} {v:,.0f}" for k, v in b.items())
+                   + " (l1: sectors requested; l2: each sector once per block; hbm: once per run)")
+        work = self.workload(flops)
+        for gpu in gpus or preset_names():
+            p = predict(work, gpu)
+            out.append(f"  {gpu:14} {float(p.time) * 1e6:10.2f} us, bound by {p.bound}")
+        return "\n".join(out)
+
+
+def _build_dir() -> pathlib.Path:
+    folder = pathlib.Path(tempfile.gettempdir()) / f"gpumodel-lab-{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def _compile(args: list, what: str) -> None:
+    done = subprocess.run(["g++", *args], capture_output=True, text=True)
+    if done.returncode:
+        errors = [line for line in done.stderr.splitlines() if "error" in line or SOURCE_NAME in line]
+        raise LabError(f"{what} does not compile:\n" + "\n".join(errors[:20] or done.stderr.splitlines()[:20]))
+
+
+def _runtime(folder: pathlib.Path) -> pathlib.Path:
+    """The runtime's object file, built once per version of its sources."""
+    sources = (HERE / "trace_runtime.cpp").read_bytes() + (HERE / "cuda_emu.h").read_bytes()
+    obj = folder / f"runtime-{hashlib.sha1(sources + str(RUNTIME_FLAGS).encode()).hexdigest()[:12]}.o"
+    if not obj.exists():
+        tmp = obj.with_suffix(f".{os.getpid()}.o")
+        _compile([*RUNTIME_FLAGS, f"-I{HERE}", "-c", str(HERE / "trace_runtime.cpp"), "-o", str(tmp)], "the lab's runtime")
+        tmp.replace(obj)
+    return obj
+
+
+def kernels(source: str) -> list:
+    """The names of the `__global__` functions `source` defines, in order."""
+    return re.findall(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(", source)
+
+
+def _body(source: str) -> str:
+    """`gm_body(i, args)`: calls the i-th kernel of `source` with its arguments, itself not
+    instrumented (g++ does not inline across that difference)."""
+    cases = []
+    for i, kernel in enumerate(kernels(source)):
+        params = parameters(source, kernel)
+        values = [f"({t})a[{j}]" if "*" in t else f"*({t}*)a[{j}]" for j, (t, _) in enumerate(params)]
+        cases.append(f"case {i}: {kernel}({', '.join(values)}); break;")
+    return (f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(int kernel, void** a) {{\n'
+            f'    switch (kernel) {{ {" ".join(cases)} }}\n}}\n')
+
+
+def build(source: str) -> pathlib.Path:
+    """The traced executable for the kernels of `source` (cached by content). Raises
+    `LabError` with g++'s messages when the source does not compile."""
+    if not shutil.which("g++"):
+        raise RuntimeError("the kernel lab needs g++ (C++20) on the machine")
+    folder = _build_dir()
+    runtime = _runtime(folder)
+    text = (f'#define GM_LAB_TRACE\n#include "cuda_emu.h"\n#line 1 "{SOURCE_NAME}"\n{source}\n'
+            f'#line 1 "gm_body.cpp"\n{_body(source)}')
+    key = hashlib.sha1((text + str(KERNEL_FLAGS) + runtime.name).encode()).hexdigest()[:16]
+    exe = folder / f"trace-{key}"
+    if not exe.exists():
+        cpp, obj, tmp = (folder / f"trace-{key}.{os.getpid()}{end}" for end in (".cpp", ".o", ""))
+        cpp.write_text(text)
+        try:
+            _compile([*KERNEL_FLAGS, f"-I{HERE}", "-c", str(cpp), "-o", str(obj)], "the kernel")
+            _compile([str(obj), str(runtime), "-pthread", "-pie", "-o", str(tmp)], "the traced kernel")
+            tmp.replace(exe)  # atomic: a process building the same source at once finds a whole file
+        finally:
+            for path in (cpp, obj):
+                path.unlink(missing_ok=True)
+    return exe
+
+
+def _lines(exe: pathlib.Path, offsets: list) -> dict:
+    """The kernel source's line of each code offset (the innermost frame in kernel.cu)."""
+    if not offsets:
+        return {}
+    done = subprocess.run(["addr2line", "-e", str(exe), "-i", "-a", *offsets], capture_output=True, text=True, check=True)
+    lines, current = {}, None
+    for row in done.stdout.splitlines():
+        if row.startswith("0x"):
+            current = f"{int(row, 16):x}"
+        elif current not in lines and SOURCE_NAME in row:
+            lines[current] = int(row.rsplit(":", 1)[1].split()[0])
+    return {o: lines.get(o, 0) for o in offsets}
+
+
+def _arguments(source: str, kernel: str, args) -> list:
+    params = parameters(source, kernel)
+    if len(args) != len(params):
+        raise ValueError(f"args must hold one value per parameter of {kernel} ({', '.join(n for _, n in params)}), "
+                         f"got {len(args)}")
+    spec = []
+    for (t, name), arg in zip(params, args):
+        base = t.replace("const", "").replace("volatile", "").replace("__restrict__", "").replace("*", "").strip()
+        if "*" in t:
+            if not isinstance(arg, np.ndarray) or not arg.flags.c_contiguous or base not in POINTEES \
+                    or (base != "float4" and arg.dtype != POINTEES[base]) or (base == "float4" and arg.dtype != np.float32):
+                raise TypeError(f"args: {name} ({t}) must be a C-contiguous NumPy array of "
+                                f"{np.dtype(POINTEES.get(base, np.float32)).name}, got {type(arg).__name__}"
+                                f"{' of ' + str(arg.dtype) if isinstance(arg, np.ndarray) else ''}")
+            spec.append(("P", arg))
+        elif base in SCALARS:
+            kind, convert = SCALARS[base]
+            spec.append((kind, convert(arg)))
+        else:
+            raise TypeError(f"args: the lab passes int, float and pointers; {name} is {t}")
+    return spec
+
+
+def _dims(name: str, value) -> tuple:
+    value = (value,) if np.isscalar(value) else tuple(value)
+    if not 1 <= len(value) <= 3:
+        raise ValueError(f"{name} must be an int or 1 to 3 ints, got {value!r}")
+    return tuple(int(_check.size(f"{name}[{i}]", v)) for i, v in enumerate(value)) + (1,) * (3 - len(value))
+
+
+def trace(source: str, kernel: str, grid, block, args, *, timeout: float = 30.0, max_threads: int = MAX_THREADS) -> Trace:
+    """Run `kernel` of the CUDA C `source` on the CPU over `grid` x `block` with `args` (NumPy
+    arrays for pointers, written back after the run; ints and floats), tracing every global
+    and shared-memory access. More than `max_threads` threads: an evenly spaced sample of the
+    blocks runs (the result says so; the arrays are then only partly computed). Raises
+    `LabError` when the kernel does not compile, crashes, runs past `timeout` seconds, or
+    touches memory outside its arrays. Chapter 2's lab."""
+    if not isinstance(source, str) or not isinstance(kernel, str) or kernel not in source:
+        raise ValueError(f"kernel must name a kernel defined in source, got {kernel!r}")
+    grid, block = _dims("grid", grid), _dims("block", block)
+    threads = int(np.prod(block))
+    if threads > MAX_BLOCK:
+        raise ValueError(f"block must hold at most {MAX_BLOCK} threads, got {block} = {threads}")
+    try:
+        parameters(source, kernel)
+        which = kernels(source).index(kernel)
+    except ValueError:
+        raise LabError(f"the kernel does not compile: no `__global__ void {kernel}(...)` found in source") from None
+    spec = _arguments(source, kernel, args)
+    blocks = int(np.prod(grid))
+    traced = max(1, min(blocks, int(max_threads) // threads))
+    chosen = np.unique(np.linspace(0, blocks - 1, traced).round().astype(np.int64))
+    exe = build(source)
+    with tempfile.TemporaryDirectory(prefix="gm-lab-") as tmp:
+        tmp = pathlib.Path(tmp)
+        lines = [f"kernel {which}", f"grid {grid[0]} {grid[1]} {grid[2]}", f"block {block[0]} {block[1]} {block[2]}",
+                 "blocks " + " ".join(map(str, chosen))]
+        for i, (kind, value) in enumerate(spec):
+            if kind == "P":
+                path = tmp / f"arg{i}.bin"
+                value.tofile(path)
+                lines.append(f"arg P {value.nbytes} {path}")
+            else:
+                lines.append(f"arg {kind} {value!r}")
+        (tmp / "spec").write_text("\n".join(lines) + "\n")
+        try:
+            done = subprocess.run([str(exe), str(tmp / "spec"), str(tmp / "stats")], capture_output=True, text=True,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise LabError(f"{kernel} ran past the time limit of {timeout:g} s: an endless loop, or a __syncthreads() "
+                           "that not every thread of the block reaches?") from None
+        if done.returncode:
+            why = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
+                   else f"exit status {done.returncode}")
+            raise LabError(f"{kernel} crashed ({why}): an access far outside its arrays, or a bad pointer?\n"
+                           + done.stderr[-2000:])
+        stats = (tmp / "stats").read_text().split("\n")
+        for i, (kind, value) in enumerate(spec):
+            if kind == "P":
+                value[...] = np.fromfile(tmp / f"arg{i}.bin", dtype=value.dtype).reshape(value.shape)
+    return _parse(stats, exe, kernel, grid, block, len(chosen), blocks, spec, source)
+
+
+def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source) -> Trace:
+    rows = [r.split() for r in stats if r]
+    sites = [r for r in rows if r[0] == "site"]
+    where = _lines(exe, [r[1] for r in sites] + [r[2] for r in rows if r[0] == "oob"])
+    found = []
+    for r in sites:
+        n = [int(v) for v in r[2:]]
+        found.append(Site(where[r[1]], ("global", "shared")[n[0]], bool(n[1]), *n[2:10]))
+    other = {r[0]: int(r[1]) for r in rows if r[0] in ("distinct_sectors", "l2_sectors", "local")}
+    for r in rows:
+        if r[0] == "overflow":
+            raise LabError(f"{kernel} makes more than {int(r[1]):,} accesses in one block between two "
+                           "__syncthreads(): trace it at a smaller size")
+        if r[0] == "oob":
+            _out_of_bounds(r, where[r[2]], kernel, spec, source)
+    return Trace(kernel, grid[:3], block[:3], found, other["distinct_sectors"], other["l2_sectors"], other["local"], traced, blocks,
+                 [v for k, v in spec if k == "P"])
+
+
+def _out_of_bounds(row, line, kernel, spec, source) -> None:
+    count, write, array, offset = int(row[1]), bool(int(row[3])), int(row[4]), int(row[5])
+    thread, block = tuple(int(v) for v in row[6:9]), tuple(int(v) for v in row[9:12])
+    what = "writes" if write else "reads"
+    names = [n for (t, n) in parameters(source, kernel) if "*" in t]
+    if array >= 0:
+        nbytes = [v for k, v in spec if k == "P"][array].nbytes
+        place = f"byte {offset} of {names[array]}, which holds bytes 0 to {nbytes - 1}"
+    else:
+        place = "an address in none of its arrays"
+    raise LabError(f"{kernel} {what} out of bounds at line {line}: thread {thread} of block {block} {what} {place}; "
+                   f"{count} such accesses in all. Guard the index (if (i < n)).")
+
+
+def trace_plan(plan) -> list:
+    """Trace every step of a `gpumodel.cuda.plans.Plan` (a course kernel at a size), in
+    order, on the plan's inputs: one `Trace` per step. Chapter 2's lab."""
+    from ..cuda.compiler import kernel_source
+
+    source = kernel_source(plan.file)
+    buffers = {name: np.ascontiguousarray(a, dtype=np.float32).copy() for name, a in plan.inputs.items()}
+    buffers.update({name: np.zeros(shape, np.float32) for name, shape in plan.outputs.items()})
+    traces = []
+    for step in plan.steps:
+        args = [buffers[a] if isinstance(a, str) else a.item() for a in step.args]
+        traces.append(trace(source, step.kernel, step.grid, step.block, args))
+    return traces
+
+
+def total_bytes(traces: list) -> dict:
+    """Bytes per level summed over the steps' traces."""
+    return {level: sum(t.bytes[level] for t in traces) for level in traces[0].bytes}

@@ -1,0 +1,256 @@
+"""The kernel lab's tracer: hand-made kernels whose counts are derived by hand (and by
+`gm.simulate`'s rules), the course's kernels against their analytic workloads, and a learner's
+kernel that does not compile, crashes, loops or writes out of bounds."""
+
+import numpy as np
+import pytest
+
+import gpumodel as gm
+from gpumodel.cuda import plans
+from gpumodel.lab import LabError, trace
+from gpumodel.lab.tracer import total_bytes, trace_plan
+
+HAND = r"""
+__global__ void copy(const float* x, float* y, int stride) {
+    int t = threadIdx.x;
+    y[t] = x[t * stride];
+}
+__global__ void banks(const float* x, float* y, int step) {
+    __shared__ float s[1024];
+    int t = threadIdx.x;
+    for (int i = t; i < 1024; i += 32) s[i] = x[i];
+    __syncthreads();
+    y[t] = s[(t * step) % 1024];
+}
+__global__ void wide(const float4* x, float4* y) {
+    __shared__ float4 s[32];
+    int t = threadIdx.x;
+    s[t] = x[t];
+    __syncthreads();
+    y[31 - t] = s[t];
+}
+__global__ void branch(const float* x, float* y) {
+    int t = threadIdx.x;
+    if (t % 2) y[t] = x[t];
+    else y[t] = -1.0f;
+}
+__global__ void reverse(const float* x, float* y) {
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = x[t];
+    __syncthreads();
+    y[t] = s[63 - t];
+}
+__global__ void guarded(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i];
+}
+"""
+
+
+def site(t, space, write):
+    (s,) = [s for s in t.sites if s.space == space and s.write == write]
+    return s
+
+
+@pytest.mark.parametrize("stride, sectors", [(1, 4), (2, 8), (8, 32), (100, 32)])
+def test_a_warps_read_touches_the_sectors_its_addresses_span(stride, sectors):
+    x, y = np.arange(32 * stride, dtype=np.float32), np.zeros(32, np.float32)
+    t = trace(HAND, "copy", 1, 32, [x, y, stride])
+    load = site(t, "global", False)
+    assert (load.instructions, load.sectors, load.ideal_sectors) == (1, sectors, 4)
+    assert sectors == gm.simulate.sectors_touched(np.arange(32) * stride * 4)
+    np.testing.assert_array_equal(y, x[::stride])
+    assert load.line == 4 and t.bytes["l1"] == 32 * (sectors + 4)
+
+
+@pytest.mark.parametrize("step, ways", [(1, 1), (2, 2), (32, 32), (0, 1)])  # 0: every lane reads s[0], a broadcast
+def test_shared_loads_take_the_wavefronts_of_their_bank_conflicts(step, ways):
+    x, y = np.arange(1024, dtype=np.float32), np.zeros(32, np.float32)
+    t = trace(HAND, "banks", 1, 32, [x, y, step])
+    load = site(t, "shared", False)
+    assert (load.instructions, load.wavefronts, load.ideal_wavefronts) == (1, ways, 1)
+    assert ways == gm.simulate.wavefronts(np.arange(32) * step % 1024)
+    store = site(t, "shared", True)
+    assert store.instructions == store.wavefronts == 32
+    np.testing.assert_array_equal(y, x[np.arange(32) * step % 1024])
+
+
+def test_128_bit_loads_take_four_wavefronts_and_sixteen_sectors():
+    x, y = np.arange(128, dtype=np.float32), np.zeros(128, np.float32)
+    t = trace(HAND, "wide", 1, 32, [x, y])
+    words = np.arange(128).reshape(32, 4)
+    assert site(t, "shared", False).wavefronts == gm.simulate.wavefronts(words) == 4
+    assert site(t, "global", False).sectors == 16 and site(t, "global", False).size == 16
+    np.testing.assert_array_equal(y.reshape(32, 4), x.reshape(32, 4)[::-1])
+
+
+def test_a_divergent_branch_issues_each_side_with_half_the_lanes():
+    x, y = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
+    t = trace(HAND, "branch", 1, 32, [x, y])
+    stores = [s for s in t.sites if s.space == "global" and s.write]
+    assert len(stores) == 2 and all((s.instructions, s.lanes, s.divergent) == (1, 16, 1) for s in stores)
+    assert site(t, "global", False).lanes == 16
+
+
+def test_syncthreads_separates_the_phases():
+    x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    t = trace(HAND, "reverse", 1, 64, [x, y])
+    np.testing.assert_array_equal(y, x[::-1])
+    assert site(t, "shared", True).instructions == 2 and site(t, "shared", False).wavefronts == 2
+
+
+def test_an_out_of_bounds_guard_keeps_the_last_warp_partial():
+    x, y = np.arange(40, dtype=np.float32), np.zeros(40, np.float32)
+    t = trace(HAND, "guarded", 2, 32, [x, y, 40])
+    load = site(t, "global", False)
+    assert (load.instructions, load.lanes, load.divergent, load.sectors) == (2, 40, 1, 4 + 1)
+    np.testing.assert_array_equal(y, x)
+
+
+def test_a_large_launch_is_sampled_and_scaled():
+    n = 64 * 256
+    x, y = np.ones(n, np.float32), np.zeros(n, np.float32)
+    full = trace(HAND, "guarded", 64, 256, [x, y, n])
+    part = trace(HAND, "guarded", 64, 256, [x, y, n], max_threads=8 * 256)
+    assert not full.sampled and part.sampled and (part.blocks_traced, part.scale) == (8, 8)
+    assert part.bytes == full.bytes == {"smem": 0, "l1": 8 * n, "l2": 8 * n, "hbm": 8 * n, "hbm_no_reuse": 8 * n}
+    assert "a sample" in part.report()
+
+
+def test_the_report_names_the_worst_line_and_the_models_time():
+    x, y = np.arange(32 * 8, dtype=np.float32), np.zeros(32, np.float32)
+    t = trace(HAND, "copy", 1, 32, [x, y, 8])
+    assert t.hottest().line == 4 and not t.hottest().write
+    text = t.report(gpus=["H100-SXM"])
+    assert "worst: line 4" in text and "H100-SXM" in text and "bound by" in text
+    work = t.workload(flops=0)
+    assert work.bytes["l2"] == 32 * (32 + 4) and gm.predict(work, "T4").bound == "hbm"
+
+
+# Course kernels at small sizes: the traced bytes equal the analytic workload exactly (the
+# tolerance is 0) at sizes that fill whole warps and tiles.
+EXACT = [
+    (lambda: plans.plan_vector_add(1024), ("l2", "hbm")),
+    (lambda: plans.plan_chain(1024, fused=False), ("l2", "hbm")),
+    (lambda: plans.plan_chain(1024, fused=True), ("l2", "hbm")),
+    (lambda: plans.plan_strided(1024, 4), ("l2", "hbm")),
+    (lambda: plans.plan_gemm("gemm_naive", 64, 64, 32), ("l2", "hbm")),
+    (lambda: plans.plan_gemm("gemm_smem16", 64, 64, 32), ("smem", "l2", "hbm")),
+    (lambda: plans.plan_gemm("gemm_reg128", 128, 128, 16), ("smem", "l2", "hbm")),
+    (lambda: plans.plan_transpose("transpose_smem", 64), ("smem", "l2", "hbm")),
+    (lambda: plans.plan_transpose("transpose_padded", 64), ("smem", "l2", "hbm")),
+    (lambda: plans.plan_attention("standard", 1, 64), ("hbm",)),
+]
+
+
+@pytest.mark.parametrize("make, levels", EXACT, ids=lambda v: "" if callable(v) else "-".join(v))
+def test_course_kernels_traced_equal_their_workloads(make, levels):
+    plan = make()
+    got = total_bytes(trace_plan(plan))
+    for level in levels:
+        assert got[level] == float(plan.workload.bytes[level]), (plan.label, level)
+
+
+def test_the_naive_gemm_pays_one_l1_wavefront_per_global_request():
+    """The naive GEMM has no shared memory; the model charges its loads and stores the L1 and
+    shared-memory data path they share, one 128 B wavefront per warp request (chapter 3).
+    The trace counts those requests."""
+    plan = plans.plan_gemm("gemm_naive", 64, 64, 32)
+    (t,) = trace_plan(plan)
+    counts = t.counts()
+    requests = sum(row["requests"] for name, row in counts.items() if name.startswith("global"))
+    assert 128 * requests == float(plan.workload.bytes["smem"]) > 0
+    assert not any(row["requests"] for name, row in counts.items() if name.startswith("shared"))
+
+
+def test_a_partial_last_warp_reads_only_its_live_lanes():
+    """gm.strided_read counts a partial last warp as a whole one; the kernel's guard means
+    its dead lanes load nothing, so the trace is lower by those lanes' sectors."""
+    n, stride = 1000, 4
+    got = total_bytes(trace_plan(plans.plan_strided(n, stride)))
+    dead_sectors = 32 * stride * 4 // 32 - (n % 32) * stride * 4 // 32
+    assert got["l2"] == float(gm.strided_read(n, stride).bytes["l2"]) - 32 * dead_sectors
+
+
+def test_flash_attention_writes_o_a_row_per_thread():
+    """The course's flash kernel reads Q and writes O one row per thread: 32 sectors per
+    request where 4 would do. L2 sees every stored sector, so its L2 bytes exceed the model's
+    (which assumes coalesced tiles); its HBM bytes lie between the compulsory traffic and the
+    model's no-reuse count."""
+    plan = plans.plan_attention("flash", 1, 128)
+    (t,) = trace_plan(plan)
+    o_store = site(t, "global", True)
+    assert o_store.sectors == 32 * o_store.instructions
+    model = plan.workload.bytes
+    assert t.bytes["hbm"] <= float(model["hbm"]) <= t.bytes["hbm_no_reuse"]
+    assert t.bytes["l2"] > float(model["l2"])
+
+
+def test_a_kernel_that_does_not_compile_says_where():
+    with pytest.raises(LabError, match=r"does not compile:[\s\S]*kernel.cu:3"):
+        trace("__global__ void k(float* y) {\n  int t = threadIdx.x;\n  y[t] = undefined_name;\n}", "k", 1, 32,
+              [np.zeros(32, np.float32)])
+
+
+def test_a_crash_is_reported_and_python_goes_on():
+    source = "__global__ void k(float* y) { float* p = nullptr; p[threadIdx.x + (1 << 28)] = y[0]; }"
+    with pytest.raises(LabError, match="crashed \\(signal SIGSEGV\\)"):
+        trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
+
+
+def test_an_endless_loop_hits_the_time_limit():
+    source = "__global__ void k(volatile float* y) { while (y[0] == 0.0f) {} }"
+    with pytest.raises(LabError, match="time limit of 2 s"):
+        trace(source, "k", 1, 32, [np.zeros(32, np.float32)], timeout=2)
+
+
+def test_an_out_of_bounds_write_names_the_line_thread_and_array():
+    source = "__global__ void k(const float* x, float* y) {\n    int i = threadIdx.x;\n    y[i] = x[i];\n}"
+    with pytest.raises(LabError, match=r"writes out of bounds at line 3: thread \(32, 0, 0\).*byte 128 of y"):
+        trace(source, "k", 1, 40, [np.zeros(40, np.float32), np.zeros(32, np.float32)])
+
+
+def test_trace_refuses_bad_input():
+    x = np.zeros(32, np.float32)
+    with pytest.raises(ValueError, match="args must hold one value per parameter"):
+        trace(HAND, "copy", 1, 32, [x, x])
+    with pytest.raises(TypeError, match="x .* must be a C-contiguous NumPy array of float32"):
+        trace(HAND, "copy", 1, 32, [x.astype(np.float64), x, 1])
+    with pytest.raises(ValueError, match="block must hold at most 1024 threads"):
+        trace(HAND, "copy", 1, (64, 32), [x, x, 1])
+    with pytest.raises(ValueError, match="kernel must name a kernel"):
+        trace(HAND, "nothing", 1, 32, [x, x, 1])
+
+
+def test_chapter_2s_lab_scores_the_starter_and_the_solution():
+    from gpumodel.course import intensity
+
+    starter = intensity.check_coalesced_kernel(intensity.LAB_STARTER)
+    assert not starter and "sectors per load request where 4.00 would do (line 6)" in starter.message
+    solution = intensity.LAB_STARTER.replace("y[t * per + k] = 2.0f * x[t * per + k]",
+                                             "y[k * (n / per) + t] = 2.0f * x[k * (n / per) + t]")
+    assert intensity.check_coalesced_kernel(solution)
+    wrong = intensity.check_coalesced_kernel(solution.replace("2.0f", "3.0f"))
+    assert not wrong and "y must be 2 x" in wrong.message
+    assert "does not compile" in intensity.check_coalesced_kernel("__global__ void scale_by_two(").message
+
+
+def test_memory_stays_bounded_a_phase_too_large_is_refused():
+    source = """__global__ void k(const float* x, float* y) {
+        float s = 0.0f;
+        for (int j = 0; j < (1 << 19); ++j) s += x[j % 32];
+        y[threadIdx.x] = s;
+    }"""
+    with pytest.raises(LabError, match="more than 8,388,608 accesses in one block between two __syncthreads"):
+        trace(source, "k", 1, 32, [np.ones(32, np.float32), np.zeros(32, np.float32)])
+
+
+def test_the_figure_has_a_pair_of_bars_per_access():
+    x, y = np.arange(32 * 8, dtype=np.float32), np.zeros(32, np.float32)
+    t = trace(HAND, "copy", 1, 32, [x, y, 8])
+    fig = gm.course.plots.lab_sites(t)
+    (ax,) = fig.axes
+    widths = sorted(round(p.get_width(), 2) for p in ax.patches)
+    assert widths == [4, 4, 4, 32] and [tick.get_text() for tick in ax.get_yticklabels()] == [
+        "line 4: global load 32-bit", "line 4: global store 32-bit"]
