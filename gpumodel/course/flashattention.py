@@ -9,7 +9,7 @@ from .. import _check, presets
 from ..model import predict
 from ..units import fmt_bytes, fmt_capacity
 from ..workloads import attention, attention_memory, flash_block
-from .checks import Feedback, check_number, number_rules
+from .checks import FLOPS_AND_BYTES, Feedback, check_number, number_rules
 from .widgets import GPUS, WidgetExercise, _power, bars, prediction_view
 
 
@@ -18,7 +18,11 @@ def check_attention_limit(head_dim: int, dtype: str, answer) -> Feedback:
     for `head_dim` and `dtype`: 4 N^2 d flops over the N^2 matrices' trips."""
     w = attention(1, 1, 2**24, head_dim, dtype, "standard")
     limit = float(w.flops / w.bytes["hbm"])
-    return check_number(answer, limit, "FLOP/B", rtol=0.01,
+    s = _check.dtype_bytes(dtype)
+    return check_number(answer, limit, "FLOP/B", rtol=0.01, key=f"check_attention_limit({head_dim}, {dtype})",
+                        doubled=FLOPS_AND_BYTES,
+                        mistakes=[(limit * s, "That is flops per element; the question asks per byte.")]
+                        if s != 2 else [],
                         explain=f"The N^2 terms win: 4 N^2 d flops over 4 trips of N^2 elements of "
                         f"{_check.dtype_bytes(dtype)} bytes, d / s. Every preset's tensor-core HBM ridge is higher, "
                         "so standard attention stays memory-bound at any length.",
@@ -30,6 +34,11 @@ def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Fee
     """Chapter 5: the largest power-of-two block that fits `sram_bytes` (see flash_block)."""
     expected = flash_block(sram_bytes, head_dim, dtype)
     return check_number(answer, float(expected), "rows", rtol=0,
+                        key=f"check_flash_block({sram_bytes}, {head_dim}, {dtype})",
+                        doubled="the largest power of two that fits is asked; count the Q, K and V blocks and the "
+                        "block of scores, each element of its dtype's bytes.",
+                        hint="Write the elements a block of B rows needs (three B x d blocks and B x B scores), times "
+                        "the bytes per element, and find the largest power of two B that fits.",
                         explain=f"3 x {expected} x {head_dim} + {expected}^2 elements fit; twice that block does not.")
 
 
@@ -44,8 +53,8 @@ def attention_fit(gpu: str = "L4", heads: int = 32, head_dim: int = 128) -> Widg
         need = float(attention_memory(1, heads, seq, head_dim, "fp16", kind))
         fits = need <= g.capacity("hbm")
         return bars(f"{kind.capitalize()} attention, N = {seq:,}, {heads} heads, d = {head_dim}: "
-                    f"{fmt_bytes(need)} {'fits' if fits else '<b>does not fit</b>'} in the {gpu}'s memory",
-                    [("needed", need, fmt_bytes(need), not fits),
+                    f"{fmt_capacity(need)} {'fits' if fits else '<b>does not fit</b>'} in the {gpu}'s memory",
+                    [("needed", need, fmt_capacity(need), not fits),
                      ("HBM", g.capacity("hbm"), fmt_capacity(g.capacity("hbm")), False)])
 
     capacity = presets.gpu(gpu).capacity("hbm")

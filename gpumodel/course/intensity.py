@@ -8,7 +8,8 @@ from __future__ import annotations
 from ..model import predict
 from ..units import fmt_percent
 from ..workloads import elementwise_chain, warp_sectors
-from .checks import Feedback, check_number, number_rules
+from .. import presets
+from .checks import FLOPS_AND_BYTES, Feedback, check_number, number_rules
 from .widgets import GPUS, WidgetExercise, bars, prediction_view
 
 
@@ -18,7 +19,11 @@ def check_fusion_limit(gpu, dtype: str, answer) -> Feedback:
     ops = 10**6  # long enough that both are past their turning points
     unfused, fused = (predict(elementwise_chain(2**26, ops, f, dtype), gpu) for f in (False, True))
     gain = float(unfused.time / fused.time)
-    return check_number(answer, gain, "times", rtol=0.02,
+    balance = presets.gpu(gpu).ridge("hbm")
+    return check_number(answer, gain, "times", rtol=0.02, key=f"check_fusion_limit({gpu}, {dtype})",
+                        units={"x": 1, "×": 1}, doubled=FLOPS_AND_BYTES,
+                        mistakes=[(balance, "That is the machine balance, flops per byte; the gain compares the time "
+                                   "of one op unfused (its bytes through HBM) with its time fused.")],
                         explain=f"Unfused, every op costs a trip through HBM; fused, a long chain is bound by "
                         f"{fused.bound} instead, so the gain stops growing at the ratio of those two per-op costs.",
                         hint="A long fused chain is no longer HBM-bound: find what bounds it, and divide the per-op "
@@ -67,7 +72,8 @@ def fused_chain(gpu: str = "H100-SXM", dtype: str = "fp16") -> WidgetExercise:
         number_rules(shortest, "ops", 0, explain=f"Fused, {shortest} one-flop ops on {dtype} elements make "
                      f"{shortest} flops per {2 * (2 if dtype != 'fp32' else 4)} bytes of HBM, past the point where "
                      "the ALUs (and the register traffic they need) take longer than the trip through HBM.",
-                     hint="Fix the GPU, fused and the dtype; double the ops until the red bar leaves HBM."),
+                     hint="Fix the GPU, fused and the dtype; double the ops until the red bar leaves HBM.",
+                     doubled=FLOPS_AND_BYTES),
         "ops")
 
 

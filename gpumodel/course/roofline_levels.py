@@ -10,7 +10,7 @@ from ..model import predict
 from ..units import fmt_bytes, fmt_capacity, fmt_intensity
 from ..waves import gemm_hbm, warm_read_time
 from ..workloads import gemm
-from .checks import Feedback, check_number, number_rules
+from .checks import FLOPS_AND_BYTES, Feedback, check_number, number_rules
 from .widgets import GPUS, WidgetExercise, _power, bars
 
 L2_TILES = (16, 32, 64, 128, 256, 512)
@@ -26,7 +26,10 @@ def check_l2_tile(gpu, size: int, answer) -> Feedback:
     if not fine:
         raise ValueError(f"size must allow a tile that escapes L2 on {presets.gpu(gpu).name}, got {size!r}")
     b = fine[0]
-    return check_number(answer, b, "elements per side", rtol=0,
+    return check_number(answer, b, "elements per side", rtol=0, key=f"check_l2_tile({presets.gpu(gpu).name}, {size})",
+                        doubled=FLOPS_AND_BYTES,
+                        mistakes=[(b // 2, "A tile that size still reads more L2 bytes per flop than the ridge allows: "
+                                   "an fp16 element is two bytes.")] if b // 2 in L2_TILES else [],
                         explain=f"A {b} x {b} fp16 tile does about {b // 2} flops per byte it reads from L2 (b / s, "
                         f"s = 2 bytes), past the {presets.gpu(gpu).name}'s fp16 L2 ridge of "
                         f"{fmt_intensity(p[b].ridge['l2'])}; the tile half its size falls short.",
@@ -73,15 +76,15 @@ def l2_overflow(gpu: str = "L4") -> WidgetExercise:
         g, nbytes = presets.gpu(gpu), 12 * n
         fits = nbytes <= g.capacity("l2")
         rate = nbytes / float(warm_read_time(g, nbytes))
-        return bars(f"Vector add of {n:,} floats on the {gpu}: {fmt_bytes(nbytes)} "
+        return bars(f"Vector add of {n:,} floats on the {gpu}: {fmt_capacity(nbytes)} "
                     f"{'fit' if fits else '<b>do not fit</b>'} in L2; a repeat run reads at {fmt_bytes(rate)}/s",
-                    [("working set", nbytes, fmt_bytes(nbytes), not fits),
+                    [("working set", nbytes, fmt_capacity(nbytes), not fits),
                      ("L2", g.capacity("l2"), fmt_capacity(g.capacity("l2")), False)])
 
     first = next(n for n in L2_SIZES if 12 * n > presets.gpu(gpu).capacity("l2"))
     return WidgetExercise(
         "l2-overflow", {"gpu": list(GPUS), "n": list(L2_SIZES)}, view,
-        number_rules(first, "elements", 0, explain=f"{first:,} floats in each of three arrays is {fmt_bytes(12 * first)}, "
+        number_rules(first, "elements", 0, explain=f"{first:,} floats in each of three arrays is {fmt_capacity(12 * first)}, "
                      "more than the L2 holds: from here a benchmark's second run reads HBM.",
                      hint="Pick the GPU and walk the length up; type it as a plain number of elements."),
         "elements", labels={"n": _power})

@@ -12,7 +12,7 @@ from ..simulate import bank_conflicts, warp_addresses
 from ..tiles import is_legal
 from ..units import fmt_intensity
 from ..workloads import gemm
-from .checks import Feedback, _wrong_type, check_number, number_rules
+from .checks import FLOPS_AND_BYTES, Feedback, _wrong_type, check_number, judge, number_rules
 from .widgets import GPUS, WidgetExercise, bars, prediction_view
 
 
@@ -22,7 +22,10 @@ def check_operand_tile(gpu, answer) -> Feedback:
     g = presets.gpu(gpu)
     ridge = g.ridge("smem")
     t = 4 * ridge
-    return check_number(answer, t, "results per side", rtol=0.01,
+    return check_number(answer, t, "results per side", rtol=0.01, key=f"check_operand_tile({g.name})",
+                        doubled=FLOPS_AND_BYTES,
+                        mistakes=[(ridge, "That sets t equal to the ridge: a float is four bytes, and a thread reads "
+                                   "a column of A and a row of B for its t^2 FMAs.")],
                         explain=f"The ridge is {g.fp32_lanes_per_sm.value:g} lanes x 2 flops over 32 banks x 4 B = "
                         f"{fmt_intensity(ridge)}; t / 4 meets it at t = {t:g}. The tile copies add bytes, so a tile "
                         "exactly at the ridge still lands on the shared-memory side.",
@@ -30,28 +33,33 @@ def check_operand_tile(gpu, answer) -> Feedback:
                         "clock, which cancel.")
 
 
-def check_padding(rows: int, cols: int, answer) -> Feedback:
-    """Chapter 3: the padding, in 4-byte words per row, that makes a warp's column read of a
-    `rows` x `cols` float tile conflict-free (the smallest such padding is asked for)."""
-
+def padding_rules(rows: int, cols: int) -> dict:
+    """Chapter 3: the rules of "the smallest padding, in 4-byte words per row, that makes a
+    warp's column read of a `rows` x `cols` float tile conflict-free": every padding up to a
+    bank cycle is judged by the conflicts it leaves."""
     rows, cols = int(_check.size("rows", rows)), int(_check.size("cols", cols))
     if rows < 32:
         raise ValueError(f"rows must be at least 32 (a warp reads 32 rows of a column), got {rows!r}")
-    if answer is None:
-        return Feedback(False, "No answer yet: replace None with a number of words.")
-    value = _check.answer(answer)
-    if value is None or value < 0 or value != int(value):
-        return _wrong_type(answer, "a whole number of words, 0 or more")
-    answer = int(value)
-    if answer > 32:
-        return Feedback(False, f"{answer} words of padding per row is more than a bank cycle of 32 words; a few words do.")
-    degree = bank_conflicts(warp_addresses((rows, cols), answer, "column"))
-    smallest = next(p for p in range(33) if bank_conflicts(warp_addresses((rows, cols), p, "column")) == 1)
-    if degree > 1:
-        return Feedback(False, f"With {answer} words of padding the column read is still {degree}-way conflicted.")
-    if answer > smallest:
-        return Feedback(False, "Conflict-free, but less padding would do, and padding costs shared memory.")
-    return Feedback(True, f"Rows of {cols + answer} words put the 32 elements of a column in 32 different banks.")
+    degree = {p: bank_conflicts(warp_addresses((rows, cols), p, "column")) for p in range(33)}
+    smallest = next(p for p in range(33) if degree[p] == 1)
+    mistakes = [(p, f"With that padding the column read is still {degree[p]}-way conflicted." if degree[p] > 1
+                 else "Conflict-free, but less padding would do, and padding costs shared memory.")
+                for p in range(33) if p != smallest]
+    return number_rules(smallest, "words", 0, whole=True, mistakes=mistakes,
+                        ranges=[(33, 1e308, "That is more than a bank cycle of 32 words; a few words do.")],
+                        explain=f"Rows of {cols + smallest} words put the 32 elements of a column in 32 different banks.",
+                        hint="A column's 32 elements are a row apart: a row of w words moves the bank by w mod 32.")
+
+
+def check_padding(rows: int, cols: int, answer) -> Feedback:
+    """Chapter 3: the padding, in 4-byte words per row, that makes a warp's column read of a
+    `rows` x `cols` float tile conflict-free (the smallest such padding is asked for)."""
+    rules = padding_rules(rows, cols)
+    if answer is not None and not isinstance(answer, str):
+        value = _check.answer(answer)
+        if value is None or value < 0 or value != int(value):
+            return _wrong_type(answer, "a whole number of words, 0 or more")
+    return judge(rules, answer, "a whole number of words, 0 or more", f"check_padding({rows}, {cols})")
 
 
 def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Feedback:
@@ -60,7 +68,15 @@ def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Fee
 
     o = occupancy(gpu, threads, registers, smem)
     limits = ", ".join(f"{k} allow {v:g} blocks" for k, v in o.per_resource.items())
-    return check_number(answer, float(o.warps), "warps", rtol=0,
+    per_block = threads // 32 + (threads % 32 > 0)
+    mistakes = {float(v * per_block): f"That is what the {k} limit alone allows; another limit binds first."
+                for k, v in o.per_resource.items() if v * per_block != o.warps and k != "blocks"}
+    if o.blocks != o.warps:
+        mistakes[float(o.blocks)] = "That counts blocks; the question asks for warps (32 threads each)."
+    return check_number(answer, float(o.warps), "warps", rtol=0, key=f"check_occupancy({gpu}, {threads}, {registers}, {smem})",
+                        mistakes=list(mistakes.items()),
+                        hint="Work out how many blocks each resource allows (threads, registers, shared memory, "
+                        "blocks); the smallest count binds.",
                         explain=f"{limits}; the {o.limiter} limit binds: {o.blocks:g} blocks of "
                         f"{threads // 32 + (threads % 32 > 0)} warps.")
 
