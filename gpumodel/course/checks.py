@@ -76,7 +76,7 @@ FLOPS_AND_BYTES = "is every flop counted (an FMA is two), and every byte (reads 
 """What a factor-of-two miss suggests where an exercise counts flops and bytes."""
 
 _NUM = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?"
-NUMBER_SYNTAX = re.compile(rf"([+-]?{_NUM})(?:(?:x|\*|×)({_NUM}))?(?:(?:\^|\*\*)([+-]?{_NUM}))?")
+NUMBER_SYNTAX = re.compile(rf"([+-]?{_NUM})(?:(?:x|\*|×)({_NUM}))?(?:(?:\^|\*\*)([+-]?{_NUM}))?", re.ASCII)
 """A typed number once spaces are gone and case is lowered: a number (commas between groups of
 three digits, an exponent), optionally times a base raised to a power: "8,388,608", "8e6",
 "2^23", "2**23", "1.5x2^20". widgets.js holds the same pattern."""
@@ -116,6 +116,19 @@ def _units(unit: str, extra: dict | None) -> dict:
     key = _key(unit)
     units = {key: 1.0, key[:-1]: 1.0} if key.endswith("s") and len(key) > 2 else {key: 1.0}
     return {**units, **{_key(u): float(f) for u, f in (extra or {}).items()}}
+
+
+BYTES = {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+"""Byte units a typed size may carry, in bytes."""
+
+TIMES = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+"""Time units a typed duration may carry, in seconds."""
+
+
+def units_as(unit: str, table: dict) -> dict:
+    """Every unit of `table` (BYTES, TIMES) as a factor into `unit`, one of them: for
+    `number_rules(units=...)`, so "48 MiB" and "50.3 MB" both read where MiB is asked."""
+    return {name: size / table[unit] for name, size in table.items()}
 
 
 def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = "", hint: str = "", *,

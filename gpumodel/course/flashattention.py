@@ -9,8 +9,8 @@ from .. import _check, presets
 from ..model import predict
 from ..units import fmt_bytes, fmt_capacity
 from ..workloads import attention, attention_memory, flash_block
-from .checks import FLOPS_AND_BYTES, Feedback, check_number, number_rules
-from .widgets import GPUS, WidgetExercise, _power, bars, prediction_view
+from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, number_rules, units_as
+from .widgets import GPUS, Checkpoint, WidgetExercise, _power, bars, prediction_view
 
 
 def check_attention_limit(head_dim: int, dtype: str, answer) -> Feedback:
@@ -89,3 +89,34 @@ def flash_speedup(gpu: str = "H100-SXM", seq: int = 16384, head_dim: int = 64) -
 
 WIDGET_EXERCISES = (attention_fit, flash_speedup)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def cp_scores(seq: int = 16384, dtype: str = "fp16") -> Checkpoint:
+    """Chapter 5, "The score matrix in bytes": one head's N x N scores, in MiB."""
+    s = _check.dtype_bytes(dtype)
+    return Checkpoint(
+        "cp-flash-scores",
+        f"One attention head over N = {seq:,} tokens in {dtype}: how many MiB does its N x N score matrix take?",
+        number_rules(seq * seq * s / 2**20, "MiB", 0.01, units=units_as("MiB", BYTES),
+                     doubled=f"an {dtype} element is {s} bytes.",
+                     explain="It grows with N^2: double the tokens, four times the bytes.",
+                     hint="Elements times bytes per element, then divide by 2^20."),
+        "scores")
+
+
+def cp_trips() -> Checkpoint:
+    """Chapter 5, "Standard attention, pass by pass": the N x N matrices' trips through HBM."""
+    n = 2**20  # long enough that the N^2 terms are all of the bytes, to the nearest trip
+    trips = round(float(attention(1, 1, n, 64, "fp16", "standard").bytes["hbm"]) / (n * n * 2))
+    return Checkpoint(
+        "cp-flash-trips",
+        "Standard attention's forward pass writes the scores S = QK^T, reads them for the softmax, writes the "
+        "probabilities P, and reads P for PV. How many times does an N x N matrix cross HBM in all?",
+        number_rules(float(trips), "trips", 0, doubled="count each matrix's write and its read.",
+                     explain="Four trips of N^2 elements: the terms that make standard attention memory-bound.",
+                     hint="List the passes, and for each the N x N matrix it writes or reads."),
+        "trips")
+
+
+CHECKPOINTS = {"cp-flash-scores": cp_scores, "cp-flash-trips": cp_trips}
+"""This chapter's checkpoints, in the order it shows them."""

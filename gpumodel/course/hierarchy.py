@@ -10,10 +10,10 @@ import math
 from .. import _check, presets
 from ..kernel_info import label
 from ..model import BOUNDS, TIE_RTOL, predict
-from ..units import fmt_bytes, fmt_intensity, fmt_percent, fmt_time
+from ..units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_intensity, fmt_percent, fmt_time
 from ..workloads import seed_kernels
-from .checks import FLOPS_AND_BYTES, Feedback, check_number, choice_rules, judge, number_rules
-from .widgets import GPUS, WidgetExercise, bars, prediction_view
+from .checks import BYTES, FLOPS_AND_BYTES, TIMES, Feedback, check_number, choice_rules, judge, number_rules, units_as
+from .widgets import GPUS, Checkpoint, WidgetExercise, bars, prediction_view
 
 
 def _call(name: str, *args) -> str:
@@ -125,3 +125,46 @@ def littles_law(gpu: str = "A100-40GB", width: str = "float4 (16 B)", loads: int
 
 WIDGET_EXERCISES = (seed_bounds, littles_law)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def cp_time() -> Checkpoint:
+    """Chapter 1, "One formula for a kernel's time": the model's time of a kernel from its
+    flops and HBM bytes on the A100: the larger of F/P and B/W, not their sum."""
+    g, flops, nbytes = presets.gpu("A100-40GB"), 1e12, 2e11
+    compute, memory = flops / g.peak_flops, nbytes / g.bandwidth("hbm")
+    return Checkpoint(
+        "cp-hierarchy-time",
+        f"A kernel does {fmt_count(flops)} of FP32 work and moves {fmt_bytes(nbytes)} through HBM on the {g.name} "
+        f"(peak {fmt_flops(g.peak_flops, 4)}, HBM {fmt_bandwidth(g.bandwidth('hbm'), 4)}). How long does the model "
+        "say it takes, in ms?",
+        number_rules(1e3 * max(compute, memory), "ms", 0.02, units=units_as("ms", TIMES),
+                     explain=f"{'HBM' if memory > compute else 'The arithmetic'} needs longer, and the parts work "
+                     "at once: the slower sets the time.",
+                     hint="Work out the time each part needs on its own.",
+                     mistakes=[(1e3 * (compute + memory), "That adds the two times; the parts work at the same time, "
+                                "so the slower one alone sets the kernel's time."),
+                               (1e3 * min(compute, memory), "That is the faster part's time; the slower one sets the "
+                                "kernel's.")]),
+        "time")
+
+
+def cp_little() -> Checkpoint:
+    """Chapter 1, "Latency": Little's law for the A100's HBM: bytes in flight = bandwidth x latency."""
+    g = presets.gpu("A100-40GB")
+    cycles = g.latency["hbm"].value
+    need = g.in_flight("hbm")
+    return Checkpoint(
+        "cp-hierarchy-little",
+        f"The {g.name}'s HBM answers a load after about {cycles:g} cycles at {g.clock.value / 1e9:.3g} GHz and "
+        f"serves {fmt_bandwidth(g.bandwidth('hbm'), 4)}. How many kB must the whole GPU keep in flight to use all "
+        "of that bandwidth?",
+        number_rules(need / 1e3, "kB", 0.02, units=units_as("kB", BYTES),
+                     explain="Bandwidth times latency: fewer bytes in flight, and HBM waits on requests.",
+                     hint="Turn the latency into seconds first (cycles over the clock), then use Little's law.",
+                     mistakes=[(g.bandwidth("hbm") * cycles / 1e3, "That multiplies by the latency in cycles; turn "
+                                "it into seconds with the clock first.")]),
+        "bytes in flight")
+
+
+CHECKPOINTS = {"cp-hierarchy-time": cp_time, "cp-hierarchy-little": cp_little}
+"""This chapter's checkpoints, in the order it shows them."""

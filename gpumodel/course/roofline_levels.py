@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from .. import _check, presets
 from ..model import predict
-from ..units import fmt_bytes, fmt_capacity, fmt_intensity
+from ..units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_intensity
 from ..waves import gemm_hbm, warm_read_time
 from ..workloads import gemm
-from .checks import FLOPS_AND_BYTES, Feedback, check_number, number_rules
-from .widgets import GPUS, WidgetExercise, _power, bars
+from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, number_rules, units_as
+from .widgets import GPUS, Checkpoint, WidgetExercise, _power, bars
 
 L2_TILES = (16, 32, 64, 128, 256, 512)
 
@@ -92,3 +92,37 @@ def l2_overflow(gpu: str = "L4") -> WidgetExercise:
 
 WIDGET_EXERCISES = (block_group, l2_overflow)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def cp_l2_ridge(gpu: str = "H100-SXM") -> Checkpoint:
+    """Chapter 4, "One roof per level": the fp16 tensor-core ridge against L2."""
+    g = presets.gpu(gpu)
+    return Checkpoint(
+        "cp-levels-l2-ridge",
+        f"The {g.name}'s tensor cores peak at {fmt_flops(g.peak('fp16'), 4)} (fp16) and its L2 serves "
+        f"{fmt_bandwidth(g.bandwidth('l2'), 4)}. Where is the ridge of its L2 roof, in FLOP/B?",
+        number_rules(g.ridge("l2", "fp16"), "FLOP/B", 0.02,
+                     explain="A kernel needs that many flops per byte it reads from L2 before the tensor cores, "
+                     "not L2, bound it.",
+                     hint="A ridge is a peak over a bandwidth; put both in base units.",
+                     mistakes=[(g.ridge("l2"), "That uses the FP32 peak; the question is about the tensor cores."),
+                               (g.ridge("hbm", "fp16"), "That is the HBM ridge; use the L2 bandwidth.")]),
+        "ridge")
+
+
+def cp_working_set(n: int = 2**22) -> Checkpoint:
+    """Chapter 4, "Small benchmarks lie": a vector add's working set, three fp32 arrays, in MiB."""
+    return Checkpoint(
+        "cp-levels-working-set",
+        f"A benchmark adds two fp32 vectors of {n:,} elements into a third. How many MiB do its three arrays take "
+        "together (is that more than an L2)?",
+        number_rules(12 * n / 2**20, "MiB", 0.01, units=units_as("MiB", BYTES),
+                     explain="Three arrays of 4-byte floats; small enough to stay in some GPUs' L2 between runs.",
+                     hint="Bytes per element times elements times arrays, then divide by 2^20.",
+                     mistakes=[(4 * n / 2**20, "That is one array; the benchmark touches three."),
+                               (8 * n / 2**20, "That is the two inputs; the output is written too.")]),
+        "working set")
+
+
+CHECKPOINTS = {"cp-levels-l2-ridge": cp_l2_ridge, "cp-levels-working-set": cp_working_set}
+"""This chapter's checkpoints, in the order it shows them."""

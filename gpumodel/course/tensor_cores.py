@@ -14,7 +14,7 @@ from ..hardware import MATH
 from ..tensor_cores import WEIGHT_BYTES, critical_batch, decode_intensity, operand_intensity, wave_quantisation
 from ..units import fmt_intensity, fmt_percent
 from .checks import FLOPS_AND_BYTES, Feedback, check_number, judge, number_rules
-from .widgets import WidgetExercise, bars
+from .widgets import Checkpoint, WidgetExercise, bars
 
 
 def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
@@ -138,3 +138,37 @@ def wave_tail(gpu: str = "H100-SXM", block: int = 128) -> WidgetExercise:
 
 WIDGET_EXERCISES = (decode_batch, wave_tail)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def cp_decode(width: int = 8192) -> Checkpoint:
+    """Chapter 6, "Decode, and narrower numbers": a batch-1 decode GEMM's HBM intensity."""
+    intensity = float(decode_intensity(1, width, "fp16"))
+    return Checkpoint(
+        "cp-tc-decode",
+        f"Decoding one sequence (batch 1) multiplies a {width:,}-wide activation by a {width:,} x {width:,} fp16 "
+        "weight matrix read from HBM. About how many flops per HBM byte is that?",
+        number_rules(intensity, "FLOP/B", 0.02, doubled="an fp16 weight is two bytes, and each is used in one FMA "
+                     "of two flops.",
+                     explain="Each weight is read once and used once: far below any GPU's ridge, so decode at batch 1 is "
+                     "HBM-bound.",
+                     hint="Count the flops (2 per weight) and the bytes of the weights; the activations are few."),
+        "intensity")
+
+
+def cp_waves(tiles: int = 300, gpu: str = "H100-SXM") -> Checkpoint:
+    """Chapter 6, "Waves and tails": the waves of `tiles` one-per-SM tiles on `gpu`."""
+    sms = int(presets.gpu(gpu).sms.value)
+    waves = math.ceil(tiles / sms)
+    return Checkpoint(
+        "cp-tc-waves",
+        f"A GEMM's grid has {tiles} tiles, and the {gpu}'s {sms} SMs each run one at a time. How many waves does "
+        "the grid take?",
+        number_rules(float(waves), "waves", 0, whole=True,
+                     explain="The last, partial wave takes as long as a full one: its idle SMs are the tail.",
+                     hint="Divide the tiles by the SMs.",
+                     mistakes=[(float(tiles // sms), "A partial wave still takes a wave: round up.")]),
+        "waves")
+
+
+CHECKPOINTS = {"cp-tc-decode": cp_decode, "cp-tc-waves": cp_waves}
+"""This chapter's checkpoints, in the order it shows them."""

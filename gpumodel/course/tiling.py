@@ -13,7 +13,7 @@ from ..tiles import is_legal
 from ..units import fmt_intensity
 from ..workloads import gemm
 from .checks import FLOPS_AND_BYTES, Feedback, _wrong_type, check_number, judge, number_rules
-from .widgets import GPUS, WidgetExercise, bars, prediction_view
+from .widgets import GPUS, Checkpoint, WidgetExercise, bars, prediction_view
 
 
 def check_operand_tile(gpu, answer) -> Feedback:
@@ -141,3 +141,52 @@ def occupancy_limit(gpu: str = "H100-SXM", threads: int = 256, smem_kib: int = 3
 
 WIDGET_EXERCISES = (thread_tile, occupancy_limit)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def cp_tile_intensity(b: int = 64, dtype: str = "fp16") -> Checkpoint:
+    """Chapter 3, "Why tiling raises intensity": a b x b tile's intensity, b / s FLOP/B."""
+    s = _check.dtype_bytes(dtype)
+    return Checkpoint(
+        "cp-tiling-intensity",
+        f"A GEMM on {dtype} elements is cut into {b} x {b} tiles. What intensity, in FLOP/B, does each triple of "
+        "tiles give against the memory the tiles are read from?",
+        number_rules(b / s, "FLOP/B", 0.02, explain=f"2b^3 flops over 2b^2 elements of {s} bytes: b / s.",
+                     hint="Count the flops of one tile triple and the bytes of the two input tiles it reads.",
+                     mistakes=[(float(b), "That is flops per element; divide by the bytes of an element.")]),
+        "intensity")
+
+
+def cp_banks(stride: int = 2) -> Checkpoint:
+    """Chapter 3, "Bank conflicts": the wavefronts of a warp's strided shared-memory read."""
+    degree = float(bank_conflicts([stride * t for t in range(32)]))
+    return Checkpoint(
+        "cp-tiling-banks",
+        f"The 32 threads of a warp read the 4-byte words 0, {stride}, {2 * stride}, ... of shared memory (thread t "
+        f"reads word {stride}t). How many wavefronts does the read take?",
+        number_rules(degree, "wavefronts", 0, explain="Word w sits in bank w mod 32: even words use half the banks, "
+                     "each bank twice.",
+                     hint="Write down the bank of each thread's word (word mod 32) and count the most words in one bank.",
+                     mistakes=[(1.0, "That would be conflict-free; check which banks the words land in."),
+                               (32.0, "Not every thread hits the same bank; count per bank.")]),
+        "wavefronts")
+
+
+def cp_register_blocks(gpu: str = "A100-40GB", threads: int = 256, registers: int = 128) -> Checkpoint:
+    """Chapter 3, "Occupancy": the blocks the register file alone allows on one SM."""
+    g = presets.gpu(gpu)
+    blocks = float(occupancy(gpu, threads, registers, 0).per_resource["registers"])
+    file = g.capability.registers_per_sm
+    return Checkpoint(
+        "cp-tiling-registers",
+        f"Blocks of {threads} threads use {registers} registers per thread on the {g.name}, whose SMs hold "
+        f"{file:,} registers each. How many blocks fit on one SM by registers alone?",
+        number_rules(blocks, "blocks", 0, whole=True,
+                     explain="Each block needs threads x registers of the register file; whole blocks only.",
+                     hint="Divide the registers of an SM by what one block uses, and keep the whole part.",
+                     mistakes=[(blocks * threads // 32, "That counts warps; the question asks for blocks.")]),
+        "blocks")
+
+
+CHECKPOINTS = {"cp-tiling-intensity": cp_tile_intensity, "cp-tiling-banks": cp_banks,
+               "cp-tiling-registers": cp_register_blocks}
+"""This chapter's checkpoints, in the order it shows them."""
