@@ -145,8 +145,8 @@ def cp_decode(width: int = 8192) -> Checkpoint:
     intensity = float(decode_intensity(1, width, "fp16"))
     return Checkpoint(
         "cp-tc-decode",
-        f"Decoding one sequence (batch 1) multiplies a {width:,}-wide activation by a {width:,} x {width:,} fp16 "
-        "weight matrix read from HBM. About how many flops per HBM byte is that?",
+        f"Decoding one sequence (batch 1) multiplies one activation row by a {width:,} x {width:,} fp16 weight "
+        "matrix read from HBM. About how many flops per HBM byte is that?",
         number_rules(intensity, "FLOP/B", 0.02, doubled="an fp16 weight is two bytes, and each is used in one FMA "
                      "of two flops.",
                      explain="Each weight is read once and used once: far below any GPU's ridge, so decode at batch 1 is "

@@ -299,19 +299,25 @@ class Checkpoint:
     rules: dict
     prompt: str
 
+    @property
+    def label(self) -> str:
+        """The answer box's label: the prompt, with the unit asked for."""
+        unit = self.rules.get("unit", "")
+        return f"{self.prompt} ({unit})" if unit and unit != self.prompt else self.prompt
+
     def check(self, answer) -> Feedback:
         """Judge a typed answer or a number by the rules, and note it in this session's progress."""
         return record(self.key, verdict(self.rules, answer))
 
     def _repr_html_(self) -> str:
-        return answer_box(self.rules, self.prompt, self.key, f"<b>Checkpoint.</b> {html.escape(self.question)}")
+        return answer_box(self.rules, self.label, self.key, f"<b>Checkpoint.</b> {html.escape(self.question)}")
 
     def widget(self):
         """The checkpoint as ipywidgets."""
         import ipywidgets as w
 
         asked = w.HTML(f"<p><b>Checkpoint.</b> {html.escape(self.question)}</p>")
-        return w.VBox([asked, *_answer_widgets(self.prompt, self.check)])
+        return w.VBox([asked, *_answer_widgets(self.label, self.check)])
 
     def show(self):
         """The static box while the book is built, the live widget elsewhere."""
