@@ -101,7 +101,7 @@ def test_the_landing_page_maps_every_chapter_of_the_book():
     from gpumodel.book import syllabus
 
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"] if c["file"].startswith("chapters/")]
     entries = syllabus.chapters()
     assert [f"chapters/{c['name']}" for c in entries] == files
     for c in entries:
