@@ -210,3 +210,9 @@ def test_the_progress_page_lists_every_exercise_and_checkpoint():
     assert set(listed) == labels | set(gm.course.checkpoints())
     html = gm.book.progress.page()._repr_html_()
     assert html.count("<li ") == len(listed) and 'href="chapters/01_hierarchy.html#ex-hierarchy-bound"' in html
+
+
+def test_a_slip_that_gives_the_answer_is_no_mistake():
+    rules = checks.number_rules(10, "words", 0, mistakes=[(10, "same"), (5, "half")])
+    assert rules["mistakes"] == [[5.0, "half"]] and checks.verdict(rules, "10").correct
+    assert checks.verdict(rules, "5").message == "half"

@@ -137,7 +137,8 @@ def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = 
     """How a numeric answer is judged, as data (JSON), so that Python (`verdict`) and the
     static site's answer boxes judge alike: right within `rtol` of `expected` (in `unit`);
     otherwise the first of these that holds names the mistake: `mistakes` ((value, hint):
-    an answer a known slip gives, matched within `rtol`), `ranges` ((low, high, hint) of the
+    an answer a known slip gives, matched within `rtol`; a slip that gives the answer itself is
+    dropped), `ranges` ((low, high, hint) of the
     answer itself), bands of `value / expected` (a wrong sign, a power of ten, a factor of two,
     where `doubled` says what such a miss suggests, close), a fraction where `whole` asks for
     a whole number, else "too high" or "too low".
@@ -155,9 +156,7 @@ def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = 
         bands.append([10 ** (decades - 0.05), 10 ** (decades + 0.05), f"Too {direction} {POWER_OF_TEN}"])
     bands += [[1.95, 2.05, f"Too high {twice}"], [0.4875, 0.5125, f"Too low {twice}"],
               [0.9, 1.0, "Close, but a little too low" + rounding], [1.0, 1.1, "Close, but a little too high" + rounding]]
-    for value, _ in mistakes:
-        if math.isclose(value, expected, rel_tol=max(rtol, 1e-9)):
-            raise ValueError(f"mistakes must not hold the answer {expected!r}")
+    mistakes = [(value, text) for value, text in mistakes if not _close(value, expected, max(rtol, 1e-9))]
     suffix = f" {hint}" if hint else ""
     return {"kind": "number", "answer": expected, "unit": unit, "rtol": rtol, "whole": bool(whole),
             "units": _units(unit, units), "right": f"That is {closeness}. {explain}".strip(),
