@@ -465,6 +465,8 @@ def test_every_answer_box_judges_as_python_does_and_progress_survives_a_reload(s
         field.press("Enter")
         assert box.locator(".gm-verdict").inner_text().startswith("Right."), (key, _typed_right(rules))
         keys.append(key)
+    for explorer in page.locator(".gm-exercise").all():  # a widget exercise is kept under its exercise's label
+        assert explorer.get_attribute("data-question").startswith("ex-"), explorer.get_attribute("id")
     page.reload(wait_until="networkidle")
     for i in range(boxes.count()):
         assert "gm-done" in boxes.nth(i).get_attribute("class"), f"{keys[i]} forgot after a reload"
