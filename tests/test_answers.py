@@ -3,7 +3,6 @@ checkers' rules), the widget exercises and the checkpoints. One way to read a ty
 (the same table drives widgets.js in tests/test_browser.py), hints that never hold the
 answer, a text keyboard for names, checkpoints in chapters 1-6, and progress kept."""
 
-import ast
 import json
 import pathlib
 import re
