@@ -1,6 +1,7 @@
 // The site's players and widget exercises (gpumodel/course/widgets.py writes their HTML and data).
-// Every state was computed at build time; this script only looks them up, and judges a
-// typed answer by the rules gpumodel.course.checks computed (number_rules, choice_rules).
+// Every state was computed at build time; this script only looks them up, judges a typed
+// answer by the rules gpumodel.course.checks computed (number_rules, choice_rules), keeps
+// which questions were answered right (localStorage) and shows them on the progress page.
 (function () {
   "use strict";
 
@@ -50,6 +51,30 @@
     onChange(root, show);
   }
 
+  // A typed number, read as gpumodel.course.checks.read_number reads it: spaces and case
+  // ignored, a unit of `units` (unit -> factor) stripped from the end, then NUMBER.
+  var NUM = "(?:(?:\\d{1,3}(?:,\\d{3})+|\\d+)(?:\\.\\d*)?|\\.\\d+)(?:e[+-]?\\d+)?";
+  var NUMBER = new RegExp("^([+-]?" + NUM + ")(?:(?:x|\\*|\u00d7)(" + NUM + "))?(?:(?:\\^|\\*\\*)([+-]?" + NUM + "))?$");
+  function readNumber(text, units) {
+    var t = String(text).toLowerCase().replace(/\u2212/g, "-").replace(/\s+/g, ""), factor = 1;
+    var names = Object.keys(units || {}).sort(function (a, b) { return b.length - a.length; });
+    for (var i = 0; i < names.length; i++) {
+      var u = names[i];
+      if (u && t.length > u.length && t.slice(-u.length) === u) { t = t.slice(0, -u.length); factor = units[u]; break; }
+    }
+    var m = NUMBER.exec(t);
+    if (!m) return null;
+    var g = [m[1], m[2], m[3]].map(function (x) { return x === undefined ? null : Number(x.replace(/,/g, "")); });
+    var value;
+    if (g[2] === null) value = g[1] === null ? g[0] : null;
+    else if (g[1] === null) value = (g[0] || g[2] > 0) ? Math.pow(g[0], g[2]) : null;
+    else value = (g[1] || g[2] > 0) ? g[0] * Math.pow(g[1], g[2]) : null;
+    if (value === null || !isFinite(value)) return null;
+    return value * factor;
+  }
+
+  function close(a, b, rtol) { return Math.abs(a - b) <= rtol * Math.max(Math.abs(a), Math.abs(b)); }
+
   // Judge `text` by `r`, exactly as gpumodel.course.checks.verdict does: [right, message].
   function verdict(r, text) {
     if (r.kind === "choice") {
@@ -57,36 +82,102 @@
       if (key === r.answer) return [true, r.right];
       return [false, r.wrong.hasOwnProperty(key) ? r.wrong[key] : r.not_number];
     }
-    var t = text.trim(), value = Number(t);
-    if (t === "" || !isFinite(value)) return [false, r.not_number];
-    if (Math.abs(value - r.answer) <= r.rtol * Math.max(Math.abs(value), Math.abs(r.answer))) return [true, r.right];
+    var value = readNumber(text, r.units), i;
+    if (value === null) return [false, r.not_number];
+    if (close(value, r.answer, r.rtol)) return [true, r.right];
+    for (i = 0; i < r.mistakes.length; i++) {
+      if (close(value, r.mistakes[i][0], Math.max(r.rtol, 1e-9))) return [false, r.mistakes[i][1]];
+    }
+    for (i = 0; i < r.ranges.length; i++) {
+      if (r.ranges[i][0] <= value && value <= r.ranges[i][1]) return [false, r.ranges[i][2]];
+    }
     if (r.answer !== 0) {
       var ratio = value / r.answer;
-      for (var i = 0; i < r.bands.length; i++) {
+      for (i = 0; i < r.bands.length; i++) {
         if (r.bands[i][0] <= ratio && ratio < r.bands[i][1]) return [false, r.bands[i][2]];
       }
     }
+    if (r.whole && value !== Math.trunc(value)) return [false, r.not_number];
     return [false, value > r.answer ? r.high : r.low];
   }
 
-  function exercise(root) {
-    var d = data(root), view = root.querySelector(".gm-view"), out = root.querySelector(".gm-verdict");
+  // Progress, kept in this browser: {page: {key: true}} for every question answered right.
+  var STORE = "gpumodel-progress";
+  function progress() {
+    try { return JSON.parse(localStorage.getItem(STORE)) || {}; } catch (e) { return {}; }
+  }
+  function page() { return location.pathname.split("/").pop().replace(/\.html$/, ""); }
+  function remember(key) {
+    var all = progress(), here = all[page()] || (all[page()] = {});
+    here[key] = true;
+    try { localStorage.setItem(STORE, JSON.stringify(all)); } catch (e) { /* storage refused: nothing kept */ }
+  }
+
+  // The key a box is kept under: its own (a checkpoint), else the exercise it follows.
+  function questionKey(root) {
+    if (root.dataset.key) return root.dataset.key;
+    for (var el = root.closest(".cell") || root; el; el = el.previousElementSibling) {
+      if (el.matches(".exercise[id]")) return el.id;
+      if (el !== root && el.matches("section, h1, h2, h3")) break;
+    }
+    return null;
+  }
+
+
+  function answerBox(root) {
+    var rules = data(root).rules, out = root.querySelector(".gm-verdict");
     var form = root.querySelector("form.gm-answer"), input = form.querySelector("input");
-    onChange(root, function () {
-      view.innerHTML = d.views[d.states[stateKey(root)]];
-    });
+    var key = questionKey(root);
+    if (key) root.dataset.question = key;
+    if (key && (progress()[page()] || {})[key]) {
+      root.classList.add("gm-done");
+      out.textContent = "Answered right before (kept in this browser).";
+    }
     form.addEventListener("submit", function (event) {
       event.preventDefault();
-      var v = verdict(d.rules, input.value);
+      var v = verdict(rules, input.value);
       out.innerHTML = "<b>" + (v[0] ? "Right." : "Not yet.") + "</b> ";
       out.appendChild(document.createTextNode(v[1]));
       out.className = "gm-verdict " + (v[0] ? "gm-right" : "gm-wrong");
+      if (v[0] && key) { remember(key); root.classList.add("gm-done"); }
     });
   }
+
+  function exercise(root) {
+    var d = data(root), view = root.querySelector(".gm-view");
+    onChange(root, function () {
+      view.innerHTML = d.views[d.states[stateKey(root)]];
+    });
+  }
+
+  // The "your progress" page: each listed question's state from this browser's store.
+  function fillProgress(root) {
+    var all = progress(), right = 0, items = root.querySelectorAll("[data-page][data-key]");
+    items.forEach(function (li) {
+      var done = !!(all[li.dataset.page] || {})[li.dataset.key];
+      right += done;
+      li.classList.toggle("gm-done", done);
+      li.querySelector(".gm-state").textContent = done ? "right" : "not yet";
+    });
+    var total = root.querySelector(".gm-total");
+    if (total) total.textContent = right + " of " + items.length + " answered right in this browser.";
+  }
+  function progressPage(root) {
+    fillProgress(root);
+    var reset = root.querySelector("button[data-reset]");
+    if (reset) reset.addEventListener("click", function () {
+      try { localStorage.removeItem(STORE); } catch (e) { /* nothing kept */ }
+      fillProgress(root);
+    });
+  }
+
+  window.gmCourse = { readNumber: readNumber, verdict: verdict, progress: progress };
 
   function start() {
     document.querySelectorAll(".gm-player").forEach(player);
     document.querySelectorAll(".gm-exercise").forEach(exercise);
+    document.querySelectorAll(".gm-exercise, .gm-question").forEach(answerBox);
+    document.querySelectorAll(".gm-progress").forEach(progressPage);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -11,6 +11,7 @@ installs it).
 
 import functools
 import http.server
+import json
 import os
 import pathlib
 import subprocess
@@ -406,3 +407,96 @@ def test_long_tables_keep_their_key_column_in_view_on_a_phone(site, browser):
         page.screenshot(path=str(SHOTS / ("phone-table-" + rel.split("/")[-1].removesuffix(".html") + ".png")))
         page.close()
     assert long_tables >= 2
+
+
+def test_typed_numbers_read_in_the_browser_as_in_python(site, browser):
+    """widgets.js reads every typed answer of the shared table as checks.read_number does."""
+    from test_answers import PARSE_CASES, UNITS
+
+    _, base = site
+    page, errors, _ = open_page(browser, f"{base}/chapters/01_hierarchy.html")
+    read = page.evaluate("([cases, units]) => cases.map(t => window.gmCourse.readNumber(t, units))",
+                         [[typed for typed, _ in PARSE_CASES], UNITS])
+    for (typed, value), got in zip(PARSE_CASES, read):
+        assert got == pytest.approx(value, rel=1e-12) if value is not None else got is None, (typed, got)
+    assert errors == []
+
+
+QUESTION_PAGES = ["01_hierarchy", "02_intensity", "03_tiling", "04_roofline_levels", "05_flashattention",
+                  "06_tensor_cores", "98_model_vs_measurements", "99_appendix_presets"]
+
+
+def _typed_right(rules: dict) -> str:
+    """The right answer as a reader might type it: thousands separated, a name in capitals."""
+    if rules["kind"] == "choice":
+        return rules["answer"].upper()
+    answer = rules["answer"]
+    return f"{answer:,.0f}" if float(answer).is_integer() else repr(answer)
+
+
+@pytest.mark.parametrize("chapter", QUESTION_PAGES)
+def test_every_answer_box_judges_as_python_does_and_progress_survives_a_reload(site, browser, chapter):
+    """Each code-cell exercise and checkpoint has an answer box under its own key, carrying the
+    rules Python judges by: a name opens a text keyboard, a number a number pad; a wrong answer
+    gets Python's hint, the right one is accepted; after a reload each stays answered, and the
+    progress page marks it right."""
+    from gpumodel.course.checks import verdict
+    from test_answers import QUESTIONS
+
+    _, base = site
+    page, errors, _ = open_page(browser, f"{base}/chapters/{chapter}.html")
+    boxes = page.locator(".gm-question")
+    assert boxes.count() >= 1
+    keys = []
+    for i in range(boxes.count()):
+        box = boxes.nth(i)
+        key = box.get_attribute("data-question")
+        assert key in QUESTIONS, f"{chapter}: answer box {i} is not under an exercise or checkpoint ({key})"
+        rules = json.loads(box.locator('script[type="application/json"]').text_content())["rules"]
+        assert rules == QUESTIONS[key], key
+        field = box.locator("input[type=text]")
+        assert field.get_attribute("inputmode") == ("text" if rules["kind"] == "choice" else "decimal"), key
+        wrong = [next(iter(rules["wrong"]))] if rules["kind"] == "choice" else [repr(rules["answer"] * 2), "lots"]
+        for typed in wrong:
+            field.fill(typed)
+            box.locator("button[type=submit]").click()
+            assert box.locator(".gm-verdict").inner_text() == f"Not yet. {verdict(rules, typed).message}", (key, typed)
+        field.fill(_typed_right(rules))
+        field.press("Enter")
+        assert box.locator(".gm-verdict").inner_text().startswith("Right."), (key, _typed_right(rules))
+        keys.append(key)
+    for explorer in page.locator(".gm-exercise").all():  # a widget exercise is kept under its exercise's label
+        assert explorer.get_attribute("data-question").startswith("ex-"), explorer.get_attribute("id")
+    page.reload(wait_until="networkidle")
+    for i in range(boxes.count()):
+        assert "gm-done" in boxes.nth(i).get_attribute("class"), f"{keys[i]} forgot after a reload"
+        assert "Answered right before" in boxes.nth(i).locator(".gm-verdict").inner_text()
+    page.goto(f"{base}/progress.html", wait_until="networkidle")
+    for key in keys:
+        row = page.locator(f'li[data-page="{chapter}"][data-key="{key}"]')
+        assert row.locator(".gm-state").inner_text() == "right", key
+    assert page.locator(".gm-total").inner_text().startswith(f"{len(keys)} of ")
+    assert errors == []
+
+
+def test_a_checkpoint_answered_wrong_then_right_on_a_phone(site, browser):
+    """At 390 px: a checkpoint's question, box and verdict fit; screenshots of a wrong answer
+    (its hint) and then the right one."""
+    from test_answers import QUESTIONS
+
+    _, base = site
+    page = phone_page(browser, f"{base}/chapters/01_hierarchy.html")
+    box = page.locator("#cp-hierarchy-time")
+    box.scroll_into_view_if_needed()
+    rules = QUESTIONS["cp-hierarchy-time"]
+    box.locator("input[type=text]").fill(f"{rules['mistakes'][0][0]:.0f} ms")  # the two times added
+    box.locator("button[type=submit]").click()
+    assert "adds the two times" in box.locator(".gm-verdict").inner_text()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    box.screenshot(path=str(SHOTS / "checkpoint-phone-wrong.png"))
+    box.locator("input[type=text]").fill(f"{rules['answer']:.3g} ms")
+    box.locator("button[type=submit]").click()
+    assert box.locator(".gm-verdict").inner_text().startswith("Right.")
+    box.screenshot(path=str(SHOTS / "checkpoint-phone-right.png"))
+    assert box.bounding_box()["width"] <= PHONE["width"]
+    page.close()

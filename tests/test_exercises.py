@@ -94,7 +94,8 @@ def test_check_padding():
     assert not gm.course.tiling.check_padding(32, 64, 3)  # conflict-free, but more than needed
     assert "less padding would do" in gm.course.tiling.check_padding(32, 64, 3).message  # not how much less
     assert gm.course.tiling.check_padding(32, 64, np.int64(1))
-    for answer in (1.5, -1, "1", [1]):
+    assert gm.course.tiling.check_padding(32, 64, "1")  # text is read as the site's box reads it
+    for answer in (1.5, -1, "one", [1]):
         assert gm.course.tiling.check_padding(32, 64, answer).message.startswith("The answer should be a whole number")
 
 
@@ -139,7 +140,7 @@ def test_a_wrong_number_gets_a_hint_not_the_answer(check, right, factor, says):
         assert shown not in feedback.message.replace(f"{right * factor:g}", ""), (shown, feedback.message)
 
 
-@pytest.mark.parametrize("answer", ["4.5", [4.5], {"a": 1}, True, np.array([1.0, 2.0]), float("nan"), float("inf")])
+@pytest.mark.parametrize("answer", ["4.5 apples", [4.5], {"a": 1}, True, np.array([1.0, 2.0]), float("nan"), float("inf")])
 @pytest.mark.parametrize("check, right", NUMBER_CHECKS)
 def test_a_wrong_type_gets_a_sentence(check, right, answer):
     feedback = check(answer)

@@ -153,9 +153,8 @@ def test_check_critical_batch():
     assert gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", b)
     for wrong in (b - 5, 4 * b, tc.critical_batch("H100-SXM", w, "fp16")):
         assert _is_hint(gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", wrong), b)
-    for bad in ("80", None):
-        feedback = gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", bad)
-        assert not feedback
+    assert gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", str(b))  # read as the site's box reads it
+    assert not gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", None)
     assert gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", "eighty").message.startswith("The answer should be")
 
 
@@ -168,10 +167,12 @@ def test_check_last_wave():
         feedback = gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", wrong)
         assert not feedback and f"{right:.3}" not in feedback.message and str(tiles % sms) not in feedback.message
     percent = gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", 100 * right)
-    assert not percent and "not a percentage" in percent.message and f"{right:.3}" not in percent.message
-    for bad in ("0.73", [right], None):
+    assert not percent and "as a fraction between 0 and 1" in percent.message and f"{right:.3}" not in percent.message
+    for typed in (f"{right:.3f}", f"{100 * right:.2f}%", f"{100 * right:.1f} %"):  # a percentage says so
+        assert gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", typed), typed
+    for bad in ([right], None):
         assert not gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", bad)
-    assert gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", "0.7").message.startswith("The answer should be")
+    assert gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", "most").message.startswith("The answer should be")
 
 
 @pytest.mark.parametrize("width", [4096, 8192, 16384])

@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "gpumodel"
 TOP = {
     "_config.yml  _toc.yml": "Jupyter Book configuration and table of contents",
-    "intro.md": "the landing page",
+    "intro.md  progress.md": "the landing page; the \"your progress\" page",
     "glossary.md  formulas.md": "the glossary every chapter links its terms to; the formula sheet",
     "chapters/": "MyST Markdown notebooks, one per chapter, numbered; the single source",
     "notebooks/": "the chapters as .ipynb for JupyterLab and Colab, generated (`make notebooks`)",

@@ -17,7 +17,9 @@ def check_hbm_bytes_per_clock(gpu, answer) -> Feedback:
     """Appendix: the HBM bytes each SM of `gpu` gets per clock when all share it evenly."""
     g = presets.gpu(gpu)
     per = g.bandwidth("hbm") / (g.sms.value * g.clock.value)
-    return check_number(answer, per, "B/clk", rtol=0.01,
+    return check_number(answer, per, "B/clk", rtol=0.01, key=f"check_hbm_bytes_per_clock({g.name})",
+                        mistakes=[(per * g.sms.value, "That is the whole GPU's bytes per clock; share them among the "
+                                   "SMs.")],
                         explain=f"{fmt_bandwidth(g.bandwidth('hbm'), 4)} over {g.sms.value:g} SMs and "
                         f"{g.clock.value / 1e6:g} MHz; against the {SMEM_BANKS * BANK_BYTES} B/clk of its own "
                         "shared memory, HBM is a trickle.",

@@ -6,13 +6,25 @@ A checker returns `Feedback`, which prints as a sentence and is truthy when righ
 means "not answered yet". A wrong answer gets a hint (units, a factor, where to look), never
 the answer; the reasoning comes with the right one. An answer of the wrong type (a string
 or a list where a number is expected) gets a sentence, not a traceback. A number may be a
-Python or NumPy number, or a 0-d array.
+Python or NumPy number, a 0-d array, or text.
+
+A typed answer is read the same way here (`read_number`) and in the browser
+(`_vendor/widgets.js`): spaces ignored, case ignored; a unit the question names may follow
+(`rules["units"]`, each with its factor: "37%" is 0.37 where percent is accepted); then a
+number, with commas only between groups of three digits ("8,388,608"), an exponent ("8e6"),
+or a power ("2^23", "2**23", "1.5 x 2^20"). Anything else is not a number.
+
+`judge` also records each judged answer in this session (`progress()` lists them), and an
+unanswered question (`None`) shows, on the built site, an answer box judged in the browser
+by the same rules.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import os
+import re
+from dataclasses import dataclass, field
 
 from .. import _check
 
@@ -23,6 +35,8 @@ class Feedback:
 
     correct: bool
     message: str
+    rules: dict | None = field(default=None, compare=False)
+    prompt: str = field(default="", compare=False)
 
     def __bool__(self) -> bool:
         return self.correct
@@ -33,6 +47,20 @@ class Feedback:
     def _repr_markdown_(self) -> str:
         return ("**Right.** " if self.correct else "**Not yet.** ") + self.message
 
+    def _repr_html_(self) -> str | None:
+        """On the built site, an unanswered question is an answer box (`rules`); elsewhere None
+        (Jupyter shows the Markdown)."""
+        if self.rules is None or not building_book():
+            return None
+        from .widgets import answer_box
+
+        return answer_box(self.rules, self.prompt)
+
+
+def building_book() -> bool:
+    """True while `make book` executes the chapters (it sets GPUMODEL_BUILD=book)."""
+    return os.environ.get("GPUMODEL_BUILD") == "book"
+
 
 def _wrong_type(answer, wanted: str) -> Feedback:
     """The sentence for an answer that is not what the question asks for."""
@@ -42,37 +70,133 @@ def _wrong_type(answer, wanted: str) -> Feedback:
                     "Replace it and run the cell again.")
 
 
+
 POWER_OF_TEN = "by a power of ten: check the units."
-FACTOR_OF_TWO = "by a factor of two: is every flop counted (an FMA is two), and every byte (reads and writes)?"
+FLOPS_AND_BYTES = "is every flop counted (an FMA is two), and every byte (reads and writes)?"
+"""What a factor-of-two miss suggests where an exercise counts flops and bytes."""
+
+_NUM = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?"
+NUMBER_SYNTAX = re.compile(rf"([+-]?{_NUM})(?:(?:x|\*|×)({_NUM}))?(?:(?:\^|\*\*)([+-]?{_NUM}))?", re.ASCII)
+"""A typed number once spaces are gone and case is lowered: a number (commas between groups of
+three digits, an exponent), optionally times a base raised to a power: "8,388,608", "8e6",
+"2^23", "2**23", "1.5x2^20". widgets.js holds the same pattern."""
 
 
-def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = "", hint: str = "") -> dict:
+def read_number(text: str, units: dict | None = None) -> float | None:
+    """A typed answer as a number, or None when it is not one (see the module's doc): `units`
+    maps each accepted unit (lower case, no spaces) to the factor that turns it into the
+    question's unit. Chapter 1."""
+    units = _unit_table(units)
+    t = "".join(str(text).lower().replace("−", "-").split())
+    for unit in sorted(units or {}, key=len, reverse=True):
+        if unit and t.endswith(unit) and len(t) > len(unit):
+            t, factor = t[:-len(unit)], units[unit]
+            break
+    else:
+        factor = 1.0
+    m = NUMBER_SYNTAX.fullmatch(t)
+    if not m:
+        return None
+    first, second, power = (float(g.replace(",", "")) if g else None for g in m.groups())
+    try:
+        if power is None:
+            value = first if second is None else None
+        elif second is None:
+            value = first ** power if first or power > 0 else None
+        else:
+            value = first * second ** power if second or power > 0 else None
+    except OverflowError:
+        return None
+    if value is None or not math.isfinite(value):
+        return None
+    return value * factor
+
+
+def _rows(name: str, rows, shape: str) -> list:
+    """`rows` as a list of tuples of the given `shape`: finite numbers, then a hint (a str)."""
+    width = shape.count(",") + 1
+    ok = isinstance(rows, (list, tuple)) and all(
+        isinstance(row, (list, tuple)) and len(row) == width and isinstance(row[-1], str)
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in row[:-1])
+        for row in rows)
+    if not ok:
+        raise TypeError(f"{name} must be a list of {shape} with finite numbers and a str hint, got {rows!r}")
+    return [tuple(row) for row in rows]
+
+
+def _unit_table(units) -> dict:
+    """`units` (None, or unit name -> positive factor), refused by name when it is not one."""
+    if units is not None and not (isinstance(units, dict) and all(
+            isinstance(name, str) and isinstance(factor, (int, float)) and not isinstance(factor, bool)
+            and math.isfinite(factor) and factor > 0 for name, factor in units.items())):
+        raise TypeError(f"units must be a dict from unit names to factors (positive numbers), got {units!r}")
+    return units or {}
+
+
+def _units(unit: str, extra: dict | None) -> dict:
+    """The units an answer may carry: the question's (singular too) and `extra` (unit -> factor)."""
+    key = _key(unit)
+    units = {key: 1.0, key[:-1]: 1.0} if key.endswith("s") and len(key) > 2 else {key: 1.0}
+    return {**units, **{_key(u): float(f) for u, f in (extra or {}).items()}}
+
+
+BYTES = {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+"""Byte units a typed size may carry, in bytes."""
+
+TIMES = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+"""Time units a typed duration may carry, in seconds."""
+
+
+def units_as(unit: str, table: dict) -> dict:
+    """Every unit of `table` (BYTES, TIMES) as a factor into `unit`, one of them: for
+    `number_rules(units=...)`, so "48 MiB" and "50.3 MB" both read where MiB is asked."""
+    return {name: size / table[unit] for name, size in table.items()}
+
+
+def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = "", hint: str = "", *,
+                 doubled: str = "", mistakes: tuple = (), ranges: tuple = (), units: dict | None = None,
+                 whole: bool = False) -> dict:
     """How a numeric answer is judged, as data (JSON), so that Python (`verdict`) and the
     static site's answer boxes judge alike: right within `rtol` of `expected` (in `unit`);
-    otherwise the first band of `value / expected` that holds it names the mistake (a wrong
-    sign, a power of ten, a factor of two, close), else "too high" or "too low". `hint`
-    (which must not give the answer away) follows every wrong verdict; `explain` the right one."""
+    otherwise the first of these that holds names the mistake: `mistakes` ((value, hint):
+    an answer a known slip gives, matched within `rtol`; a slip that gives the answer itself is
+    dropped), `ranges` ((low, high, hint) of the
+    answer itself), bands of `value / expected` (a wrong sign, a power of ten, a factor of two,
+    where `doubled` says what such a miss suggests, close), a fraction where `whole` asks for
+    a whole number, else "too high" or "too low".
+    `hint` (which must not give the answer away) follows every wrong verdict; `explain` the
+    right one. `units` (unit -> factor) are accepted beside `unit`; `whole` asks for a whole
+    number. Chapter 1."""
     expected = _check.real("expected", expected)
     rtol = _check.real("rtol", rtol, least=0)
+    whole = _check.flag("whole", whole)
+    mistakes = _rows("mistakes", mistakes, "(value, hint)")
+    ranges = _rows("ranges", ranges, "(low, high, hint)")
+    _unit_table(units)
     closeness = f"within {100 * rtol:g}% of {expected:.4g} {unit}" if rtol else "exactly it"
+    twice = "by a factor of two" + (f": {doubled}" if doubled else ".")
+    rounding = ": carry more digits, or check a rounded figure." if rtol else "."
     bands = [[-1e308, 0.0, "The sign is wrong."]]
     for decades in (-3, -2, -1, 1, 2, 3):
         direction = "high" if decades > 0 else "low"
         bands.append([10 ** (decades - 0.05), 10 ** (decades + 0.05), f"Too {direction} {POWER_OF_TEN}"])
-    bands += [[1.95, 2.05, f"Too high {FACTOR_OF_TWO}"], [0.4875, 0.5125, f"Too low {FACTOR_OF_TWO}"],
-              [0.9, 1.0, "Close, but a little too low: carry more digits, or check a rounded figure."],
-              [1.0, 1.1, "Close, but a little too high: carry more digits, or check a rounded figure."]]
+    bands += [[1.95, 2.05, f"Too high {twice}"], [0.4875, 0.5125, f"Too low {twice}"],
+              [0.9, 1.0, "Close, but a little too low" + rounding], [1.0, 1.1, "Close, but a little too high" + rounding]]
+    mistakes = [(value, text) for value, text in mistakes if not _close(value, expected, max(rtol, 1e-9))]
     suffix = f" {hint}" if hint else ""
-    return {"kind": "number", "answer": expected, "unit": unit, "rtol": rtol,
-            "right": f"That is {closeness}. {explain}".strip(),
+    return {"kind": "number", "answer": expected, "unit": unit, "rtol": rtol, "whole": bool(whole),
+            "units": _units(unit, units), "right": f"That is {closeness}. {explain}".strip(),
+            "mistakes": [[float(value), text + suffix] for value, text in mistakes],
+            "ranges": [[float(lo), float(hi), text + suffix] for lo, hi, text in ranges],
             "bands": [[lo, hi, text + suffix] for lo, hi, text in bands] if expected else [],
             "high": "Too high." + suffix, "low": "Too low." + suffix,
-            "not_number": f"Type a number in {unit}."}
+            "not_number": f"Type a {'whole ' if whole else ''}number in {unit}."}
 
 
 def choice_rules(answer: str, wrong: dict, explain: str = "") -> dict:
     """How a named answer (one word, say a GPU) is judged, as data: right when it is
-    `answer` (case and spaces ignored); `wrong` maps every other accepted name to its hint."""
+    `answer` (case and spaces ignored); `wrong` maps every other accepted name to its hint.
+    The names a reader is offered are sorted, so the list never leads with the answer."""
     if not isinstance(answer, str):
         raise TypeError(f"answer must be the right name as a string, got {answer!r}")
     if not isinstance(wrong, dict) or not all(isinstance(name, str) for name in wrong):
@@ -82,7 +206,7 @@ def choice_rules(answer: str, wrong: dict, explain: str = "") -> dict:
         raise ValueError(f"wrong must not hold the answer {answer!r}")
     return {"kind": "choice", "answer": key, "right": explain,
             "wrong": {_key(name): text for name, text in wrong.items()},
-            "not_number": f"Type one of: {', '.join([answer, *wrong])}."}
+            "not_number": f"Type one of: {', '.join(sorted([answer, *wrong], key=str.lower))}."}
 
 
 def _key(name: str) -> str:
@@ -90,9 +214,14 @@ def _key(name: str) -> str:
     return "".join(str(name).lower().split())
 
 
+def _close(a: float, b: float, rtol: float) -> bool:
+    """Whether a and b agree within rtol (relative to the larger), as widgets.js tests it."""
+    return abs(a - b) <= rtol * max(abs(a), abs(b))
+
+
 def verdict(rules: dict, answer) -> Feedback:
     """Judge `answer` by `rules` (`number_rules` or `choice_rules`). Text is read as the
-    answer box on the site reads it; a number may be Python's or NumPy's."""
+    answer box on the site reads it (`read_number`); a number may be Python's or NumPy's."""
     if not isinstance(rules, dict) or rules.get("kind") not in ("number", "choice"):
         raise TypeError(f"rules must be made by number_rules or choice_rules, got {rules!r}")
     if rules["kind"] == "choice":
@@ -100,31 +229,81 @@ def verdict(rules: dict, answer) -> Feedback:
         if key == rules["answer"]:
             return Feedback(True, rules["right"])
         return Feedback(False, rules["wrong"].get(key, rules["not_number"]))
-    if isinstance(answer, str):
-        try:
-            answer = float(answer.strip())
-        except ValueError:
-            return Feedback(False, rules["not_number"])
-    value = _check.answer(answer)
+    value = read_number(answer, rules["units"]) if isinstance(answer, str) else _check.answer(answer)
     if value is None:
         return Feedback(False, rules["not_number"])
     expected = rules["answer"]
-    if math.isclose(value, expected, rel_tol=rules["rtol"]):
+    if _close(value, expected, rules["rtol"]):
         return Feedback(True, rules["right"])
+    for mistake, text in rules["mistakes"]:
+        if _close(value, mistake, max(rules["rtol"], 1e-9)):
+            return Feedback(False, text)
+    for lo, hi, text in rules["ranges"]:
+        if lo <= value <= hi:
+            return Feedback(False, text)
     ratio = value / expected if expected else None
     for lo, hi, text in rules["bands"]:
         if ratio is not None and lo <= ratio < hi:
             return Feedback(False, text)
+    if rules["whole"] and value != int(value):
+        return Feedback(False, rules["not_number"])
     return Feedback(False, rules["high"] if value > expected else rules["low"])
 
 
-def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain: str = "", hint: str = "") -> Feedback:
-    """Right when `answer` is within `rtol` of `expected` (both in `unit`). `explain` comes
-    with a right answer; `hint` (which must not give the answer away) with a wrong one."""
+SESSION: dict = {}
+"""What this session checked: a question's key -> [tries, ever right]; `progress()` shows it."""
+
+
+def judge(rules: dict, answer, wanted: str, key: str, prompt: str = "") -> Feedback:
+    """A code cell's check: None is "not answered yet" (on the site, an answer box by `rules`
+    labelled `prompt`); what cannot be read as `wanted` gets a sentence; anything else its
+    `verdict` (a number's preceded by the answer as read), recorded under `key` for
+    `progress()`. Chapter 1."""
+    number = rules["kind"] == "number"
     if answer is None:
-        return Feedback(False, f"No answer yet: replace None with a number in {unit}.")
-    value = _check.answer(answer)
+        return Feedback(False, f"No answer yet: replace None with {wanted}.", rules,
+                        prompt or (rules["unit"] if number else "answer"))
+    if not number:
+        value = _key(answer) if isinstance(answer, str) and _key(answer) in {rules["answer"], *rules["wrong"]} else None
+    else:
+        value = read_number(answer, rules["units"]) if isinstance(answer, str) else _check.answer(answer)
     if value is None:
-        return _wrong_type(answer, f"a number in {unit}")
-    judged = verdict(number_rules(expected, unit, rtol, explain, hint), value)
-    return Feedback(judged.correct, f"{value:g} {unit}: {judged.message}")
+        if number and isinstance(answer, tuple) and answer and all(isinstance(a, int) for a in answer):
+            return Feedback(False, f"In Python, {answer!r} is a tuple: commas separate items. Write the number "
+                            "without them (or with underscores, 8_388_608), or as text in quotes.")
+        return _wrong_type(answer, wanted)
+    judged = verdict(rules, answer)
+    if number:
+        shown = answer.strip() if isinstance(answer, str) else f"{value:g} {rules['unit']}"
+        judged = Feedback(judged.correct, f"{shown}: {judged.message}")
+    return record(key, judged)
+
+
+def record(key: str, feedback: Feedback) -> Feedback:
+    """Note `feedback` under `key` in this session's progress; return it."""
+    tries, right = SESSION.get(key, (0, False))
+    SESSION[key] = (tries + 1, right or feedback.correct)
+    return feedback
+
+
+def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain: str = "", hint: str = "",
+                 key: str = "", **rules) -> Feedback:
+    """Right when `answer` is within `rtol` of `expected` (both in `unit`). `explain` comes
+    with a right answer; `hint` (which must not give the answer away) with a wrong one;
+    `rules` are `number_rules`' other options; `key` names the question in `progress()`."""
+    return judge(number_rules(expected, unit, rtol, explain, hint, **rules), answer, f"a number in {unit}",
+                 key or f"a number in {unit}")
+
+
+def progress():
+    """This session's checks, as a table: each question checked, the tries, and whether it was
+    answered right (on the site, the "your progress" page keeps the same in the browser).
+    Chapter 1."""
+    from IPython.display import Markdown
+
+    if not SESSION:
+        return Markdown("Nothing checked yet in this session: answer an exercise or a checkpoint and check it.")
+    rows = [f"| {key} | {tries} | {'right' if right else 'not yet'} |" for key, (tries, right) in SESSION.items()]
+    done = sum(right for _, right in SESSION.values())
+    return Markdown(f"{done} of {len(SESSION)} questions checked in this session are right.\n\n"
+                    "| question | tries | state |\n| --- | --- | --- |\n" + "\n".join(rows))

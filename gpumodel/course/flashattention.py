@@ -9,8 +9,8 @@ from .. import _check, presets
 from ..model import predict
 from ..units import fmt_bytes, fmt_capacity
 from ..workloads import attention, attention_memory, flash_block
-from .checks import Feedback, check_number, number_rules
-from .widgets import GPUS, WidgetExercise, _power, bars, prediction_view
+from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, number_rules, units_as
+from .widgets import GPUS, Checkpoint, WidgetExercise, _power, bars, prediction_view
 
 
 def tensor_over_sfu(gpu="H100-SXM", math: str = "fp16") -> float:
@@ -25,7 +25,11 @@ def check_attention_limit(head_dim: int, dtype: str, answer) -> Feedback:
     for `head_dim` and `dtype`: 4 N^2 d flops over the N^2 matrices' trips."""
     w = attention(1, 1, 2**24, head_dim, dtype, "standard")
     limit = float(w.flops / w.bytes["hbm"])
-    return check_number(answer, limit, "FLOP/B", rtol=0.01,
+    s = _check.dtype_bytes(dtype)
+    return check_number(answer, limit, "FLOP/B", rtol=0.01, key=f"check_attention_limit({head_dim}, {dtype})",
+                        doubled=FLOPS_AND_BYTES,
+                        mistakes=[(limit * s, "That is flops per element; the question asks per byte.")]
+                        if s != 2 else [],
                         explain=f"The N^2 terms win: 4 N^2 d flops over 4 trips of N^2 elements of "
                         f"{_check.dtype_bytes(dtype)} bytes, d / s. Every preset's tensor-core HBM ridge is higher, "
                         "so standard attention stays memory-bound at any length.",
@@ -37,6 +41,11 @@ def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Fee
     """Chapter 5: the largest power-of-two block that fits `sram_bytes` (see flash_block)."""
     expected = flash_block(sram_bytes, head_dim, dtype)
     return check_number(answer, float(expected), "rows", rtol=0,
+                        key=f"check_flash_block({sram_bytes}, {head_dim}, {dtype})",
+                        doubled="the largest power of two that fits is asked; count the Q, K and V blocks and the "
+                        "block of scores, each element of its dtype's bytes.",
+                        hint="Write the elements a block of B rows needs (three B x d blocks and B x B scores), times "
+                        "the bytes per element, and find the largest power of two B that fits.",
                         explain=f"3 x {expected} x {head_dim} + {expected}^2 elements fit; twice that block does not.")
 
 
@@ -51,8 +60,8 @@ def attention_fit(gpu: str = "L4", heads: int = 32, head_dim: int = 128) -> Widg
         need = float(attention_memory(1, heads, seq, head_dim, "fp16", kind))
         fits = need <= g.capacity("hbm")
         return bars(f"{kind.capitalize()} attention, N = {seq:,}, {heads} heads, d = {head_dim}: "
-                    f"{fmt_bytes(need)} {'fits' if fits else '<b>does not fit</b>'} in the {gpu}'s memory",
-                    [("needed", need, fmt_bytes(need), not fits),
+                    f"{fmt_capacity(need)} {'fits' if fits else '<b>does not fit</b>'} in the {gpu}'s memory",
+                    [("needed", need, fmt_capacity(need), not fits),
                      ("HBM", g.capacity("hbm"), fmt_capacity(g.capacity("hbm")), False)])
 
     capacity = presets.gpu(gpu).capacity("hbm")
@@ -94,3 +103,34 @@ def flash_speedup(gpu: str = "H100-SXM", seq: int = 16384, head_dim: int = 64) -
 
 WIDGET_EXERCISES = (attention_fit, flash_speedup)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def cp_scores(seq: int = 16384, dtype: str = "fp16") -> Checkpoint:
+    """Chapter 5, "The score matrix in bytes": one head's N x N scores, in MiB."""
+    s = _check.dtype_bytes(dtype)
+    return Checkpoint(
+        "cp-flash-scores",
+        f"One attention head over N = {seq:,} tokens in {dtype}: how many MiB does its N x N score matrix take?",
+        number_rules(seq * seq * s / 2**20, "MiB", 0.01, units=units_as("MiB", BYTES),
+                     doubled=f"an {dtype} element is {s} bytes.",
+                     explain="It grows with N^2: double the tokens, four times the bytes.",
+                     hint="Elements times bytes per element, then divide by 2^20."),
+        "scores")
+
+
+def cp_trips() -> Checkpoint:
+    """Chapter 5, "Standard attention, pass by pass": the N x N matrices' trips through HBM."""
+    n = 2**20  # long enough that the N^2 terms are all of the bytes, to the nearest trip
+    trips = round(float(attention(1, 1, n, 64, "fp16", "standard").bytes["hbm"]) / (n * n * 2))
+    return Checkpoint(
+        "cp-flash-trips",
+        "Standard attention's forward pass writes the scores S = QK^T, reads them for the softmax, writes the "
+        "probabilities P, and reads P for PV. How many times does an N x N matrix cross HBM in all?",
+        number_rules(float(trips), "trips", 0, doubled="count each matrix's write and its read.",
+                     explain="Four trips of N^2 elements: the terms that make standard attention memory-bound.",
+                     hint="List the passes, and for each the N x N matrix it writes or reads."),
+        "trips")
+
+
+CHECKPOINTS = {"cp-flash-scores": cp_scores, "cp-flash-trips": cp_trips}
+"""This chapter's checkpoints, in the order it shows them."""

@@ -10,10 +10,40 @@ import math
 from .. import _check, presets
 from ..kernel_info import label
 from ..model import BOUNDS, TIE_RTOL, predict
-from ..units import fmt_bytes, fmt_intensity, fmt_percent, fmt_time
+from ..units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_intensity, fmt_percent, fmt_time
 from ..workloads import seed_kernels
-from .checks import Feedback, _wrong_type, check_number, number_rules
-from .widgets import GPUS, WidgetExercise, bars, prediction_view
+from .checks import BYTES, FLOPS_AND_BYTES, TIMES, Feedback, check_number, choice_rules, judge, number_rules, units_as
+from .widgets import GPUS, Checkpoint, WidgetExercise, bars, prediction_view
+
+
+def _call(name: str, *args) -> str:
+    """A checker's call as `progress()` names it: check_bound(gemm_smem16, T4)."""
+    return f"{name}({', '.join(str(getattr(a, 'name', a)) for a in args)})"
+
+
+def bound_rules(kernel: str, gpu) -> dict:
+    """Chapter 1: the rules of "which part bounds `kernel` on `gpu`?": each wrong part is told
+    how long it takes against the kernel's time (never which part is slower)."""
+    kernels = seed_kernels()
+    _check.choice("kernel", kernel, kernels)
+    p = predict(kernels[kernel], presets.gpu(gpu))
+    times = p.times
+    shown = ", ".join(f"{part} {fmt_time(times[part])}" for part in BOUNDS)
+    wrong = {}
+    for part in BOUNDS:
+        if part == p.bound:
+            continue
+        if times[part] >= p.time * (1 - TIE_RTOL):
+            wrong[part] = (f"In the model, {part} needs the whole {fmt_time(p.time)}, but so does another part, and "
+                           "ties go to the part listed first in gm.BOUNDS.")
+        elif times[part] == 0:
+            wrong[part] = f"This kernel asks nothing of {part}: count what each part is asked for per flop."
+        else:
+            wrong[part] = (f"In the model, {part} needs {fmt_time(times[part])}, but the kernel takes {fmt_time(p.time)}: "
+                           "another part needs longer. Compare what each part is asked for, per flop, with what it "
+                           "serves.")
+    return choice_rules(p.bound, wrong, f"The model's times on the {p.gpu.name}: {shown}; the largest, {p.bound}, sets "
+                        f"{fmt_time(p.time)}.")
 
 
 def smem_bytes_per_flop(block: int, thread: int) -> tuple:
@@ -27,26 +57,10 @@ def smem_bytes_per_flop(block: int, thread: int) -> tuple:
 
 def check_bound(kernel: str, gpu, answer) -> Feedback:
     """Chapter 1: which part bounds one of chapter 1's kernels (`gm.seed_kernels()`) on
-    `gpu`: "compute", "registers", "smem", "l2" or "hbm". A wrong bound is told how long its
-    part takes, against the kernel's time."""
-    kernels = seed_kernels()
-    _check.choice("kernel", kernel, kernels)
-    if answer is None:
-        return Feedback(False, f"No answer yet: replace None with one of {BOUNDS}.")
-    if not isinstance(answer, str) or answer not in BOUNDS:
-        return _wrong_type(answer, f"one of the strings {', '.join(map(repr, BOUNDS))}")
-    p = predict(kernels[kernel], presets.gpu(gpu))
-    times = p.times
-    if answer == p.bound:
-        shown = ", ".join(f"{part} {fmt_time(times[part])}" for part in BOUNDS)
-        return Feedback(True, f"The model's times on the {p.gpu.name}: {shown}; the largest, {p.bound}, sets "
-                        f"{fmt_time(p.time)}.")
-    if times[answer] >= p.time * (1 - TIE_RTOL):
-        return Feedback(False, f"In the model, {answer} needs the whole {fmt_time(p.time)}, but so does another part, "
-                        "and ties go to the part listed first in gm.BOUNDS.")
-    return Feedback(False, f"In the model, {answer} needs {fmt_time(times[answer])}, but the kernel takes "
-                    f"{fmt_time(p.time)}: another part needs longer. Compare what each part is asked for, per flop, "
-                    "with what it serves.")
+    `gpu`: "compute", "sfu", "registers", "smem", "l2" or "hbm". A wrong bound is told how long
+    its part takes, against the kernel's time."""
+    return judge(bound_rules(kernel, gpu), answer, f"one of the strings {', '.join(map(repr, BOUNDS))}",
+                 _call("check_bound", kernel, gpu), "bound (compute, hbm, l2, registers, sfu or smem)")
 
 
 def check_fmas_per_load(gpu, answer) -> Feedback:
@@ -55,10 +69,16 @@ def check_fmas_per_load(gpu, answer) -> Feedback:
     g = presets.gpu(gpu)
     balance = g.ridge("hbm")
     fewest = math.ceil(2 * balance)
-    return check_number(answer, fewest, "FMAs", rtol=0,
+    return check_number(answer, fewest, "FMAs", rtol=0, key=_call("check_fmas_per_load", gpu), whole=True,
                         explain=f"{fewest} FMAs are {2 * fewest} flops per 4 bytes, {fewest / 2:g} FLOP/B, just past "
                         f"the {g.name}'s balance of {fmt_intensity(balance)}.",
-                        hint="An FMA is two flops; a float is four bytes; compare with the GPU's machine balance.")
+                        hint="k FMAs on one float are 2k flops on 4 bytes; set that intensity equal to the peak over "
+                        "the bandwidth.",
+                        doubled=FLOPS_AND_BYTES,
+                        mistakes=[(fewest - 1, "Just short: at the balance itself HBM still binds; round up, not "
+                                   "down."),
+                                  (math.ceil(balance / 2), "That counts one flop per byte of the float: a float is "
+                                   "four bytes and an FMA two flops.")])
 
 
 def seed_bounds() -> WidgetExercise:
@@ -114,3 +134,46 @@ def littles_law(gpu: str = "A100-40GB", width: str = "float4 (16 B)", loads: int
 
 WIDGET_EXERCISES = (seed_bounds, littles_law)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def cp_time() -> Checkpoint:
+    """Chapter 1, "One formula for a kernel's time": the model's time of a kernel from its
+    flops and HBM bytes on the A100: the larger of F/P and B/W, not their sum."""
+    g, flops, nbytes = presets.gpu("A100-40GB"), 1e12, 2e11
+    compute, memory = flops / g.peak_flops, nbytes / g.bandwidth("hbm")
+    return Checkpoint(
+        "cp-hierarchy-time",
+        f"A kernel does {fmt_count(flops)} of FP32 work and moves {fmt_bytes(nbytes)} through HBM on the {g.name} "
+        f"(peak {fmt_flops(g.peak_flops, 4)}, HBM {fmt_bandwidth(g.bandwidth('hbm'), 4)}). How long does the model "
+        "say it takes, in ms?",
+        number_rules(1e3 * max(compute, memory), "ms", 0.02, units=units_as("ms", TIMES),
+                     explain=f"{'HBM' if memory > compute else 'The arithmetic'} needs longer, and the parts work "
+                     "at once: the slower sets the time.",
+                     hint="Work out the time each part needs on its own.",
+                     mistakes=[(1e3 * (compute + memory), "That adds the two times; the parts work at the same time, "
+                                "so the slower one alone sets the kernel's time."),
+                               (1e3 * min(compute, memory), "That is the faster part's time; the slower one sets the "
+                                "kernel's.")]),
+        "time")
+
+
+def cp_little() -> Checkpoint:
+    """Chapter 1, "Latency": Little's law for the A100's HBM: bytes in flight = bandwidth x latency."""
+    g = presets.gpu("A100-40GB")
+    cycles = g.latency["hbm"].value
+    need = g.in_flight("hbm")
+    return Checkpoint(
+        "cp-hierarchy-little",
+        f"The {g.name}'s HBM answers a load after about {cycles:g} cycles at {g.clock.value / 1e9:.3g} GHz and "
+        f"serves {fmt_bandwidth(g.bandwidth('hbm'), 4)}. How many kB must the whole GPU keep in flight to use all "
+        "of that bandwidth?",
+        number_rules(need / 1e3, "kB", 0.02, units=units_as("kB", BYTES),
+                     explain="Bandwidth times latency: fewer bytes in flight, and HBM waits on requests.",
+                     hint="Turn the latency into seconds first (cycles over the clock), then use Little's law.",
+                     mistakes=[(g.bandwidth("hbm") * cycles / 1e3, "That multiplies by the latency in cycles; turn "
+                                "it into seconds with the clock first.")]),
+        "bytes in flight")
+
+
+CHECKPOINTS = {"cp-hierarchy-time": cp_time, "cp-hierarchy-little": cp_little}
+"""This chapter's checkpoints, in the order it shows them."""

@@ -9,10 +9,11 @@ import numpy as np
 
 from ..lab import LabError, trace
 from ..model import predict
-from ..units import fmt_percent
-from ..workloads import elementwise_chain, warp_sectors
-from .checks import Feedback, check_number, number_rules
-from .widgets import GPUS, WidgetExercise, bars, prediction_view
+from ..units import fmt_bandwidth, fmt_flops, fmt_percent
+from ..workloads import elementwise_chain, seed_kernels, warp_sectors
+from .. import presets
+from .checks import FLOPS_AND_BYTES, Feedback, check_number, number_rules
+from .widgets import GPUS, Checkpoint, WidgetExercise, bars, prediction_view
 
 
 def check_fusion_limit(gpu, dtype: str, answer) -> Feedback:
@@ -21,7 +22,11 @@ def check_fusion_limit(gpu, dtype: str, answer) -> Feedback:
     ops = 10**6  # long enough that both are past their turning points
     unfused, fused = (predict(elementwise_chain(2**26, ops, f, dtype), gpu) for f in (False, True))
     gain = float(unfused.time / fused.time)
-    return check_number(answer, gain, "times", rtol=0.02,
+    balance = presets.gpu(gpu).ridge("hbm")
+    return check_number(answer, gain, "times", rtol=0.02, key=f"check_fusion_limit({gpu}, {dtype})",
+                        units={"x": 1, "×": 1}, doubled=FLOPS_AND_BYTES,
+                        mistakes=[(balance, "That is the machine balance, flops per byte; the gain compares the time "
+                                   "of one op unfused (its bytes through HBM) with its time fused.")],
                         explain=f"Unfused, every op costs a trip through HBM; fused, a long chain is bound by "
                         f"{fused.bound} instead, so the gain stops growing at the ratio of those two per-op costs.",
                         hint="A long fused chain is no longer HBM-bound: find what bounds it, and divide the per-op "
@@ -104,9 +109,63 @@ def fused_chain(gpu: str = "H100-SXM", dtype: str = "fp16") -> WidgetExercise:
         number_rules(shortest, "ops", 0, explain=f"Fused, {shortest} one-flop ops on {dtype} elements make "
                      f"{shortest} flops per {2 * (2 if dtype != 'fp32' else 4)} bytes of HBM, past the point where "
                      "the ALUs (and the register traffic they need) take longer than the trip through HBM.",
-                     hint="Fix the GPU, fused and the dtype; double the ops until the red bar leaves HBM."),
+                     hint="Fix the GPU, fused and the dtype; double the ops until the red bar leaves HBM.",
+                     doubled=FLOPS_AND_BYTES),
         "ops")
 
 
 WIDGET_EXERCISES = (stride_sectors, fused_chain)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def cp_vector_add() -> Checkpoint:
+    """Chapter 2, "Intensity and machine balance": the HBM intensity of an fp32 vector add."""
+    w = seed_kernels()["vector_add"]
+    intensity = float(w.flops / w.bytes["hbm"])
+    return Checkpoint(
+        "cp-intensity-vector-add",
+        "What is the arithmetic intensity against HBM, in FLOP/B, of an fp32 vector add c = a + b "
+        "(one add per element)?",
+        number_rules(intensity, "FLOP/B", 0.02,
+                     explain="One flop for three floats through HBM: two read, one written.",
+                     hint="Count the bytes of every array that crosses HBM for one element.",
+                     mistakes=[(1 / 8, "That counts the two reads; c is written through HBM too."),
+                               (1 / 4, "That counts one array; a vector add reads two and writes one."),
+                               (1 / 3, "That counts floats, not bytes: a float is four bytes.")]),
+        "intensity")
+
+
+def cp_roofline(gpu: str = "H100-SXM", intensity: float = 4.0) -> Checkpoint:
+    """Chapter 2, "The roofline": the rate a kernel of `intensity` attains on `gpu` (FP32)."""
+    g = presets.gpu(gpu)
+    rate = min(g.peak_flops, intensity * g.bandwidth("hbm"))
+    return Checkpoint(
+        "cp-intensity-roofline",
+        f"On the {g.name}'s FP32 roofline (peak {fmt_flops(g.peak_flops, 4)}, HBM {fmt_bandwidth(g.bandwidth('hbm'), 4)}), "
+        f"what rate, in TFLOP/s, can a kernel of {intensity:g} FLOP/B attain?",
+        number_rules(rate / 1e12, "TFLOP/s", 0.02, units={"GFLOP/s": 1e-3, "PFLOP/s": 1e3},
+                     explain="Below the ridge the slanted roof, intensity times bandwidth, is the limit.",
+                     hint="Compare the intensity with the ridge first: which roof is lower there?",
+                     mistakes=[(g.peak_flops / 1e12, "That is the flat roof, the peak; at this intensity the kernel is "
+                                "under the slanted one.")]),
+        "attainable rate")
+
+
+def cp_sectors(stride: int = 2, elem: int = 4) -> Checkpoint:
+    """Chapter 2, "Coalescing": the 32-byte sectors a warp's strided read touches."""
+    sectors = float(warp_sectors(stride, elem))
+    return Checkpoint(
+        "cp-intensity-sectors",
+        f"The 32 threads of a warp read {elem}-byte elements with a stride of {stride} elements (thread t reads "
+        f"element {stride}t). How many 32-byte sectors does the read touch?",
+        number_rules(sectors, "sectors", 0, explain="The elements are spread over twice the span of a contiguous "
+                     "read, so twice the sectors, half of each one's bytes unused.",
+                     hint="Work out the span of addresses the warp covers, in bytes, and divide by the sector size.",
+                     mistakes=[(float(warp_sectors(1, elem)), "That is a contiguous read; the stride spreads the "
+                                "elements out."), (32.0, "Neighbouring threads still share sectors at this stride.")]),
+        "sectors")
+
+
+CHECKPOINTS = {"cp-intensity-vector-add": cp_vector_add, "cp-intensity-roofline": cp_roofline,
+               "cp-intensity-sectors": cp_sectors}
+"""This chapter's checkpoints, in the order it shows them."""

@@ -18,7 +18,10 @@ def check_bound_fraction(gpu, what: str, answer) -> Feedback:
     if not found:
         raise ValueError(f"gpu and what must name a published record, got {gpu!r}, {what!r}")
     c = found[0]
-    return check_number(answer, c.fraction, "of the bound", rtol=0.02,
+    return check_number(answer, c.fraction, "of the bound", rtol=0.02, key=f"check_bound_fraction({gpu}, {what})",
+                        units={"%": 0.01}, mistakes=[(1 / c.fraction, "That is the bound over the measurement; the "
+                                                      "question asks for the measurement's share of the bound.")],
+                        ranges=[(1.5, 1e308, "Give the share as a fraction (0.5 is half), or as a percentage with %.")],
                         explain=f"The model's bound is set by {c.bound}; the run reached that share of it.",
                         hint="Put the measurement and the model's figure in the same unit, then divide the "
                         "measured rate by the model's (or the model's time by the measured time).")

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from .. import _check, presets
 from ..model import predict
-from ..units import fmt_bytes, fmt_capacity, fmt_intensity
+from ..units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_intensity
 from ..waves import gemm_hbm, warm_read_time
 from ..workloads import gemm
-from .checks import Feedback, check_number, number_rules
-from .widgets import GPUS, WidgetExercise, _power, bars
+from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, number_rules, units_as
+from .widgets import GPUS, Checkpoint, WidgetExercise, _power, bars
 
 L2_TILES = (16, 32, 64, 128, 256, 512)
 
@@ -26,7 +26,10 @@ def check_l2_tile(gpu, size: int, answer) -> Feedback:
     if not fine:
         raise ValueError(f"size must allow a tile that escapes L2 on {presets.gpu(gpu).name}, got {size!r}")
     b = fine[0]
-    return check_number(answer, b, "elements per side", rtol=0,
+    return check_number(answer, b, "elements per side", rtol=0, key=f"check_l2_tile({presets.gpu(gpu).name}, {size})",
+                        doubled=FLOPS_AND_BYTES,
+                        mistakes=[(b // 2, "A tile that size still reads more L2 bytes per flop than the ridge allows: "
+                                   "an fp16 element is two bytes.")] if b // 2 in L2_TILES else [],
                         explain=f"A {b} x {b} fp16 tile does about {b // 2} flops per byte it reads from L2 (b / s, "
                         f"s = 2 bytes), past the {presets.gpu(gpu).name}'s fp16 L2 ridge of "
                         f"{fmt_intensity(p[b].ridge['l2'])}; the tile half its size falls short.",
@@ -73,15 +76,15 @@ def l2_overflow(gpu: str = "L4") -> WidgetExercise:
         g, nbytes = presets.gpu(gpu), 12 * n
         fits = nbytes <= g.capacity("l2")
         rate = nbytes / float(warm_read_time(g, nbytes))
-        return bars(f"Vector add of {n:,} floats on the {gpu}: {fmt_bytes(nbytes)} "
+        return bars(f"Vector add of {n:,} floats on the {gpu}: {fmt_capacity(nbytes)} "
                     f"{'fit' if fits else '<b>do not fit</b>'} in L2; a repeat run reads at {fmt_bytes(rate)}/s",
-                    [("working set", nbytes, fmt_bytes(nbytes), not fits),
+                    [("working set", nbytes, fmt_capacity(nbytes), not fits),
                      ("L2", g.capacity("l2"), fmt_capacity(g.capacity("l2")), False)])
 
     first = next(n for n in L2_SIZES if 12 * n > presets.gpu(gpu).capacity("l2"))
     return WidgetExercise(
         "l2-overflow", {"gpu": list(GPUS), "n": list(L2_SIZES)}, view,
-        number_rules(first, "elements", 0, explain=f"{first:,} floats in each of three arrays is {fmt_bytes(12 * first)}, "
+        number_rules(first, "elements", 0, explain=f"{first:,} floats in each of three arrays is {fmt_capacity(12 * first)}, "
                      "more than the L2 holds: from here a benchmark's second run reads HBM.",
                      hint="Pick the GPU and walk the length up; type it as a plain number of elements."),
         "elements", labels={"n": _power})
@@ -89,3 +92,37 @@ def l2_overflow(gpu: str = "L4") -> WidgetExercise:
 
 WIDGET_EXERCISES = (block_group, l2_overflow)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def cp_l2_ridge(gpu: str = "H100-SXM") -> Checkpoint:
+    """Chapter 4, "One roof per level": the fp16 tensor-core ridge against L2."""
+    g = presets.gpu(gpu)
+    return Checkpoint(
+        "cp-levels-l2-ridge",
+        f"The {g.name}'s tensor cores peak at {fmt_flops(g.peak('fp16'), 4)} (fp16) and its L2 serves "
+        f"{fmt_bandwidth(g.bandwidth('l2'), 4)}. Where is the ridge of its L2 roof, in FLOP/B?",
+        number_rules(g.ridge("l2", "fp16"), "FLOP/B", 0.02,
+                     explain="A kernel needs that many flops per byte it reads from L2 before the tensor cores, "
+                     "not L2, bound it.",
+                     hint="A ridge is a peak over a bandwidth; put both in base units.",
+                     mistakes=[(g.ridge("l2"), "That uses the FP32 peak; the question is about the tensor cores."),
+                               (g.ridge("hbm", "fp16"), "That is the HBM ridge; use the L2 bandwidth.")]),
+        "ridge")
+
+
+def cp_working_set(n: int = 2**22) -> Checkpoint:
+    """Chapter 4, "Small benchmarks lie": a vector add's working set, three fp32 arrays, in MiB."""
+    return Checkpoint(
+        "cp-levels-working-set",
+        f"A benchmark adds two fp32 vectors of {n:,} elements into a third. How many MiB do its three arrays take "
+        "together (is that more than an L2)?",
+        number_rules(12 * n / 2**20, "MiB", 0.01, units=units_as("MiB", BYTES),
+                     explain="Three arrays of 4-byte floats; small enough to stay in some GPUs' L2 between runs.",
+                     hint="Bytes per element times elements times arrays, then divide by 2^20.",
+                     mistakes=[(4 * n / 2**20, "That is one array; the benchmark touches three."),
+                               (8 * n / 2**20, "That is the two inputs; the output is written too.")]),
+        "working set")
+
+
+CHECKPOINTS = {"cp-levels-l2-ridge": cp_l2_ridge, "cp-levels-working-set": cp_working_set}
+"""This chapter's checkpoints, in the order it shows them."""

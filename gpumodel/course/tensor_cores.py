@@ -5,14 +5,16 @@ is an explorer of the model with an answer box."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _check, presets
 from ..hardware import MATH
 from ..tensor_cores import WEIGHT_BYTES, critical_batch, decode_intensity, operand_intensity, wave_quantisation
 from ..units import fmt_intensity, fmt_percent
-from .checks import Feedback, _wrong_type, check_number, number_rules
-from .widgets import WidgetExercise, bars
+from .checks import FLOPS_AND_BYTES, Feedback, check_number, judge, number_rules
+from .widgets import Checkpoint, WidgetExercise, bars
 
 
 def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
@@ -26,7 +28,10 @@ def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
     if not enough.any():
         raise ValueError(f"m must be large enough for some n up to 256 to reach the ridge, got {m!r}")
     smallest = int(ns[enough.argmax()])
-    return check_number(answer, smallest, "columns", rtol=0,
+    return check_number(answer, smallest, "columns", rtol=0, key=f"check_operand_n({g.name}, {m}, {dtype})",
+                        doubled=FLOPS_AND_BYTES,
+                        mistakes=[(smallest - 8, "One step short: at that width the tile still falls below the ridge; "
+                                   "round up, not down.")] if smallest > 8 else [],
                         explain=f"With n = {smallest} the tile does {fmt_intensity(float(operand_intensity(m, smallest, 16, dtype)))}"
                         f" of operands, past the {g.name}'s shared-memory ridge of {fmt_intensity(ridge)}; a narrower "
                         "tile leaves the tensor cores waiting on shared memory.",
@@ -39,7 +44,13 @@ def check_critical_batch(gpu, width, weight: str, answer) -> Feedback:
     activations, fp16 tensor math) on `gpu` stops being HBM-bound (`critical_batch`)."""
     smallest = critical_batch(gpu, width, weight)
     g = presets.gpu(gpu)
-    return check_number(answer, smallest, "sequences", rtol=0.01,
+    slips = {math.ceil(g.ridge("hbm", "fp16") * WEIGHT_BYTES[weight] / 2): "That leaves out the activations' bytes: "
+             "2 per element, read in and written out.",
+             critical_batch(gpu, width, weight, math="fp32"): "That uses the FP32 ALUs' peak; this GEMM runs on the "
+             "tensor cores at fp16."}
+    return check_number(answer, smallest, "sequences", rtol=0.01, key=f"check_critical_batch({g.name}, {width}, {weight})",
+                        doubled=FLOPS_AND_BYTES,
+                        mistakes=list(slips.items()),
                         explain=f"At B = {smallest} the {weight} GEMM does "
                         f"{fmt_intensity(float(decode_intensity(smallest, width, weight)))} of HBM traffic, past the "
                         f"{g.name}'s ridge of {fmt_intensity(g.ridge('hbm', 'fp16'))}. Fewer bytes per "
@@ -52,18 +63,19 @@ def check_last_wave(m, n, block, gpu, answer) -> Feedback:
     """Chapter 6: the occupancy of the last wave, (tiles mod SMs) / SMs as a fraction, of an
     m x n output in `block` tiles, one block per SM of `gpu`."""
     w = wave_quantisation(m, n, block, gpu)
-    if answer is None:
-        return Feedback(False, "No answer yet: replace None with a fraction between 0 and 1.")
-    value = _check.answer(answer)
-    if value is None:
-        return _wrong_type(answer, "a fraction between 0 and 1")
-    if 1 < value <= 100:
-        return Feedback(False, f"{value:g}: give the occupancy as a fraction between 0 and 1, not a percentage.")
-    return check_number(value, w.last, "of the SMs", rtol=0.01,
-                        explain=f"{w.tiles} tiles on {w.slots} SMs take {w.waves} waves; the last one keeps "
-                        f"{w.tiles % w.slots or w.slots} SMs busy, so the grid uses {w.efficiency:.1%} of the SMs' time.",
-                        hint="Count the tiles along each side (round up), multiply, and find what is left after as "
-                        "many full waves of one tile per SM as fit.")
+    rules = number_rules(
+        w.last, "of the SMs", rtol=0.01, units={"%": 0.01},
+        mistakes=[(w.efficiency, "That is the share of the whole grid's SM time; the question asks about the last wave "
+                   "alone."), (1 - w.last, "That is the idle share of the last wave; the question asks for the busy "
+                   "share.")],
+        ranges=[(1, 1e308, "Give the occupancy as a fraction between 0 and 1 (or a percentage, with %), not a count "
+                 "of SMs or tiles.")],
+        explain=f"{w.tiles} tiles on {w.slots} SMs take {w.waves} waves; the last one keeps "
+        f"{w.tiles % w.slots or w.slots} SMs busy, so the grid uses {w.efficiency:.1%} of the SMs' time.",
+        hint="Count the tiles along each side (round up), multiply, and find what is left after as many full waves of "
+        "one tile per SM as fit.")
+    return judge(rules, answer, "a fraction between 0 and 1", f"check_last_wave({m}, {n}, {block}, {gpu})",
+                 "fraction of the SMs")
 
 
 DECODE_BATCHES = (1, 8, 32, 64, 128, 192, 256, 320, 384, 512, 1024)
@@ -95,7 +107,8 @@ def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192)
         view,
         number_rules(smallest, "sequences", 0, explain="Each weight is read once per step whatever the batch, so "
                      "narrower weights cut the bytes and the batch the tensor cores need shrinks with them.",
-                     hint="Fix the GPU and the weights; raise the batch until the intensity bar passes the ridge."),
+                     hint="Fix the GPU and the weights; raise the batch until the intensity bar passes the ridge.",
+                     doubled=FLOPS_AND_BYTES),
         "batch")
 
 
@@ -125,3 +138,37 @@ def wave_tail(gpu: str = "H100-SXM", block: int = 128) -> WidgetExercise:
 
 WIDGET_EXERCISES = (decode_batch, wave_tail)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def cp_decode(width: int = 8192) -> Checkpoint:
+    """Chapter 6, "Decode, and narrower numbers": a batch-1 decode GEMM's HBM intensity."""
+    intensity = float(decode_intensity(1, width, "fp16"))
+    return Checkpoint(
+        "cp-tc-decode",
+        f"Decoding one sequence (batch 1) multiplies one activation row by a {width:,} x {width:,} fp16 weight "
+        "matrix read from HBM. About how many flops per HBM byte is that?",
+        number_rules(intensity, "FLOP/B", 0.02, doubled="an fp16 weight is two bytes, and each is used in one FMA "
+                     "of two flops.",
+                     explain="Each weight is read once and used once: far below any GPU's ridge, so decode at batch 1 is "
+                     "HBM-bound.",
+                     hint="Count the flops (2 per weight) and the bytes of the weights; the activations are few."),
+        "intensity")
+
+
+def cp_waves(tiles: int = 300, gpu: str = "H100-SXM") -> Checkpoint:
+    """Chapter 6, "Waves and tails": the waves of `tiles` one-per-SM tiles on `gpu`."""
+    sms = int(presets.gpu(gpu).sms.value)
+    waves = math.ceil(tiles / sms)
+    return Checkpoint(
+        "cp-tc-waves",
+        f"A GEMM's grid has {tiles} tiles, and the {gpu}'s {sms} SMs each run one at a time. How many waves does "
+        "the grid take?",
+        number_rules(float(waves), "waves", 0, whole=True,
+                     explain="The last, partial wave takes as long as a full one: its idle SMs are the tail.",
+                     hint="Divide the tiles by the SMs.",
+                     mistakes=[(float(tiles // sms), "A partial wave still takes a wave: round up.")]),
+        "waves")
+
+
+CHECKPOINTS = {"cp-tc-decode": cp_decode, "cp-tc-waves": cp_waves}
+"""This chapter's checkpoints, in the order it shows them."""

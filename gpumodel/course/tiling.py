@@ -12,8 +12,8 @@ from ..simulate import bank_conflicts, warp_addresses
 from ..tiles import is_legal
 from ..units import fmt_intensity
 from ..workloads import gemm
-from .checks import Feedback, _wrong_type, check_number, number_rules
-from .widgets import GPUS, WidgetExercise, bars, prediction_view
+from .checks import FLOPS_AND_BYTES, Feedback, _wrong_type, check_number, judge, number_rules
+from .widgets import GPUS, Checkpoint, WidgetExercise, bars, prediction_view
 
 
 def check_operand_tile(gpu, answer) -> Feedback:
@@ -22,7 +22,10 @@ def check_operand_tile(gpu, answer) -> Feedback:
     g = presets.gpu(gpu)
     ridge = g.ridge("smem")
     t = 4 * ridge
-    return check_number(answer, t, "results per side", rtol=0.01,
+    return check_number(answer, t, "results per side", rtol=0.01, key=f"check_operand_tile({g.name})",
+                        doubled=FLOPS_AND_BYTES,
+                        mistakes=[(ridge, "That sets t equal to the ridge: a float is four bytes, and a thread reads "
+                                   "a column of A and a row of B for its t^2 FMAs.")],
                         explain=f"The ridge is {g.fp32_lanes_per_sm.value:g} lanes x 2 flops over 32 banks x 4 B = "
                         f"{fmt_intensity(ridge)}; t / 4 meets it at t = {t:g}. The tile copies add bytes, so a tile "
                         "exactly at the ridge still lands on the shared-memory side.",
@@ -30,28 +33,33 @@ def check_operand_tile(gpu, answer) -> Feedback:
                         "clock, which cancel.")
 
 
-def check_padding(rows: int, cols: int, answer) -> Feedback:
-    """Chapter 3: the padding, in 4-byte words per row, that makes a warp's column read of a
-    `rows` x `cols` float tile conflict-free (the smallest such padding is asked for)."""
-
+def padding_rules(rows: int, cols: int) -> dict:
+    """Chapter 3: the rules of "the smallest padding, in 4-byte words per row, that makes a
+    warp's column read of a `rows` x `cols` float tile conflict-free": every padding up to a
+    bank cycle is judged by the conflicts it leaves."""
     rows, cols = int(_check.size("rows", rows)), int(_check.size("cols", cols))
     if rows < 32:
         raise ValueError(f"rows must be at least 32 (a warp reads 32 rows of a column), got {rows!r}")
-    if answer is None:
-        return Feedback(False, "No answer yet: replace None with a number of words.")
-    value = _check.answer(answer)
-    if value is None or value < 0 or value != int(value):
-        return _wrong_type(answer, "a whole number of words, 0 or more")
-    answer = int(value)
-    if answer > 32:
-        return Feedback(False, f"{answer} words of padding per row is more than a bank cycle of 32 words; a few words do.")
-    degree = bank_conflicts(warp_addresses((rows, cols), answer, "column"))
-    smallest = next(p for p in range(33) if bank_conflicts(warp_addresses((rows, cols), p, "column")) == 1)
-    if degree > 1:
-        return Feedback(False, f"With {answer} words of padding the column read is still {degree}-way conflicted.")
-    if answer > smallest:
-        return Feedback(False, "Conflict-free, but less padding would do, and padding costs shared memory.")
-    return Feedback(True, f"Rows of {cols + answer} words put the 32 elements of a column in 32 different banks.")
+    degree = {p: bank_conflicts(warp_addresses((rows, cols), p, "column")) for p in range(33)}
+    smallest = next(p for p in range(33) if degree[p] == 1)
+    mistakes = [(p, f"With that padding the column read is still {degree[p]}-way conflicted." if degree[p] > 1
+                 else "Conflict-free, but less padding would do, and padding costs shared memory.")
+                for p in range(33) if p != smallest]
+    return number_rules(smallest, "words", 0, whole=True, mistakes=mistakes,
+                        ranges=[(33, 1e308, "That is more than a bank cycle of 32 words; a few words do.")],
+                        explain=f"Rows of {cols + smallest} words put the 32 elements of a column in 32 different banks.",
+                        hint="A column's 32 elements are a row apart: a row of w words moves the bank by w mod 32.")
+
+
+def check_padding(rows: int, cols: int, answer) -> Feedback:
+    """Chapter 3: the padding, in 4-byte words per row, that makes a warp's column read of a
+    `rows` x `cols` float tile conflict-free (the smallest such padding is asked for)."""
+    rules = padding_rules(rows, cols)
+    if answer is not None and not isinstance(answer, str):
+        value = _check.answer(answer)
+        if value is None or value < 0 or value != int(value):
+            return _wrong_type(answer, "a whole number of words, 0 or more")
+    return judge(rules, answer, "a whole number of words, 0 or more", f"check_padding({rows}, {cols})")
 
 
 def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Feedback:
@@ -60,7 +68,15 @@ def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Fee
 
     o = occupancy(gpu, threads, registers, smem)
     limits = ", ".join(f"{k} allow {v:g} blocks" for k, v in o.per_resource.items())
-    return check_number(answer, float(o.warps), "warps", rtol=0,
+    per_block = threads // 32 + (threads % 32 > 0)
+    mistakes = {float(v * per_block): f"That is what the {k} limit alone allows; another limit binds first."
+                for k, v in o.per_resource.items() if v * per_block != o.warps and k != "blocks"}
+    if o.blocks != o.warps:
+        mistakes[float(o.blocks)] = "That counts blocks; the question asks for warps (32 threads each)."
+    return check_number(answer, float(o.warps), "warps", rtol=0, key=f"check_occupancy({gpu}, {threads}, {registers}, {smem})",
+                        mistakes=list(mistakes.items()),
+                        hint="Work out how many blocks each resource allows (threads, registers, shared memory, "
+                        "blocks); the smallest count binds.",
                         explain=f"{limits}; the {o.limiter} limit binds: {o.blocks:g} blocks of "
                         f"{threads // 32 + (threads % 32 > 0)} warps.")
 
@@ -125,3 +141,52 @@ def occupancy_limit(gpu: str = "H100-SXM", threads: int = 256, smem_kib: int = 3
 
 WIDGET_EXERCISES = (thread_tile, occupancy_limit)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def cp_tile_intensity(b: int = 64, dtype: str = "fp16") -> Checkpoint:
+    """Chapter 3, "Why tiling raises intensity": a b x b tile's intensity, b / s FLOP/B."""
+    s = _check.dtype_bytes(dtype)
+    return Checkpoint(
+        "cp-tiling-intensity",
+        f"A GEMM on {dtype} elements is cut into {b} x {b} tiles. What intensity, in FLOP/B, does each triple of "
+        "tiles give against the memory the tiles are read from?",
+        number_rules(b / s, "FLOP/B", 0.02, explain=f"2b^3 flops over 2b^2 elements of {s} bytes: b / s.",
+                     hint="Count the flops of one tile triple and the bytes of the two input tiles it reads.",
+                     mistakes=[(float(b), "That is flops per element; divide by the bytes of an element.")]),
+        "intensity")
+
+
+def cp_banks(stride: int = 2) -> Checkpoint:
+    """Chapter 3, "Bank conflicts": the wavefronts of a warp's strided shared-memory read."""
+    degree = float(bank_conflicts([stride * t for t in range(32)]))
+    return Checkpoint(
+        "cp-tiling-banks",
+        f"The 32 threads of a warp read the 4-byte words 0, {stride}, {2 * stride}, ... of shared memory (thread t "
+        f"reads word {stride}t). How many wavefronts does the read take?",
+        number_rules(degree, "wavefronts", 0, explain="Word w sits in bank w mod 32: even words use half the banks, "
+                     "each bank twice.",
+                     hint="Write down the bank of each thread's word (word mod 32) and count the most words in one bank.",
+                     mistakes=[(1.0, "That would be conflict-free; check which banks the words land in."),
+                               (32.0, "Not every thread hits the same bank; count per bank.")]),
+        "wavefronts")
+
+
+def cp_register_blocks(gpu: str = "A100-40GB", threads: int = 256, registers: int = 128) -> Checkpoint:
+    """Chapter 3, "Occupancy": the blocks the register file alone allows on one SM."""
+    g = presets.gpu(gpu)
+    blocks = float(occupancy(gpu, threads, registers, 0).per_resource["registers"])
+    file = g.capability.registers_per_sm
+    return Checkpoint(
+        "cp-tiling-registers",
+        f"Blocks of {threads} threads use {registers} registers per thread on the {g.name}, whose SMs hold "
+        f"{file:,} registers each. How many blocks fit on one SM by registers alone?",
+        number_rules(blocks, "blocks", 0, whole=True,
+                     explain="Each block needs threads x registers of the register file; whole blocks only.",
+                     hint="Divide the registers of an SM by what one block uses, and keep the whole part.",
+                     mistakes=[(blocks * threads // 32, "That counts warps; the question asks for blocks.")]),
+        "blocks")
+
+
+CHECKPOINTS = {"cp-tiling-intensity": cp_tile_intensity, "cp-tiling-banks": cp_banks,
+               "cp-tiling-registers": cp_register_blocks}
+"""This chapter's checkpoints, in the order it shows them."""

@@ -12,7 +12,9 @@ every combination is a state (the controls are independent). The same function b
 A `WidgetExercise` is an explorer of the model with a question and an answer box: its view
 is HTML (bars drawn from the model's numbers), its answer judged by rules computed by
 `gpumodel.course.checks` (`number_rules`, `choice_rules`), in Python in Jupyter and in the
-browser on the site. The site's script is `_vendor/widgets.js`.
+browser on the site. A `Checkpoint` is a question with an answer box and no explorer, and
+`answer_box` the box alone (an unanswered code-cell exercise shows one on the site). The
+site's script is `_vendor/widgets.js`; it keeps what was answered right in the browser.
 
 `show(...)` and `WidgetExercise.show()` pick: the static version while the book is built
 (`GPUMODEL_BUILD=book`, set by `make book`), the live one everywhere else.
@@ -25,7 +27,6 @@ import io
 import itertools
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -33,7 +34,7 @@ import matplotlib.pyplot as plt
 
 from ..model import BOUNDS, predict
 from ..units import fmt_time
-from .checks import Feedback, verdict
+from .checks import Feedback, building_book, record, verdict
 from .plots import PART_LABELS
 
 _ids = itertools.count()
@@ -191,11 +192,6 @@ def explorer(draw, controls: dict, labels: dict | None = None, steps: int = 1):
     return w.VBox([w.HBox(row, layout=w.Layout(flex_flow="row wrap")), out])
 
 
-def building_book() -> bool:
-    """True while `make book` executes the chapters (it sets GPUMODEL_BUILD=book)."""
-    return os.environ.get("GPUMODEL_BUILD") == "book"
-
-
 def show(draw, controls: dict, labels: dict | None = None, title: str = "", alt: str = "", steps: int = 1):
     """The player while the book is built, the explorer in a live kernel."""
     if building_book():
@@ -226,7 +222,7 @@ class WidgetExercise:
 
     def check(self, answer) -> Feedback:
         """Judge a typed answer (text, as from the box) or a number, by the rules."""
-        return verdict(self.rules, answer)
+        return record(f"explore: {self.key}", verdict(self.rules, answer))
 
     def _repr_html_(self) -> str:
         views, states = _states(self.controls, self.render)
@@ -234,9 +230,7 @@ class WidgetExercise:
                 f'<div class="gm-controls" role="group" aria-label="explore">'
                 f'{_menus_html(_options(self.controls, self.labels))}</div>'
                 f'{BAR_STYLE}<div class="gm-view" aria-live="polite"></div>'
-                f'<form class="gm-answer"><label>{html.escape(self.prompt)} <input type="text" inputmode="decimal" '
-                f'autocomplete="off"></label> <button type="submit">Check</button></form>'
-                f'<p class="gm-verdict" aria-live="polite"></p>'
+                f'{_form_html(self.rules, self.prompt)}'
                 f'{_data_html({"views": views, "states": states, "rules": self.rules})}</div>')
 
     def widget(self):
@@ -245,26 +239,88 @@ class WidgetExercise:
 
         inputs = _dropdowns(self.controls, self.labels)
         view = w.HTML()
-        answer = w.Text(description=self.prompt, style={"description_width": "initial"})
-        button = w.Button(description="Check")
-        result = w.HTML()
 
         def update(change=None):
             view.value = BAR_STYLE + self.render(**{name: box.value for name, box in inputs.items()})
 
-        def judge(_=None):
-            feedback = self.check(answer.value)
-            result.value = f"<p><b>{'Right.' if feedback else 'Not yet.'}</b> {html.escape(feedback.message)}</p>"
-
         for box in inputs.values():
             box.observe(update, names="value")
-        button.on_click(judge)
         update()
         return w.VBox([w.HBox(list(inputs.values()), layout=w.Layout(flex_flow="row wrap")), view,
-                       w.HBox([answer, button]), result])
+                       *_answer_widgets(self.prompt, self.check)])
 
     def show(self):
         """The static exercise while the book is built, the live widget elsewhere."""
+        return self if building_book() else self.widget()
+
+
+def _form_html(rules: dict, prompt: str) -> str:
+    """The answer form and its verdict line: a text keyboard for a name, a number pad for a number."""
+    mode = "text" if rules["kind"] == "choice" else "decimal"
+    return (f'<form class="gm-answer"><label>{html.escape(prompt)} <input type="text" inputmode="{mode}" '
+            'autocomplete="off" autocapitalize="off" spellcheck="false"></label> <button type="submit">Check</button>'
+            '</form><p class="gm-verdict" aria-live="polite"></p>')
+
+
+def answer_box(rules: dict, prompt: str, key: str = "", question: str = "") -> str:
+    """An answer box for the site, judged in the browser by `rules` (widgets.js); `key` names
+    it in the reader's progress (else the exercise it follows names it), `question` (HTML)
+    is asked above it."""
+    ident = f' id="{html.escape(key)}" data-key="{html.escape(key)}"' if key else ""
+    asked = f'<p class="gm-asked">{question}</p>' if question else ""
+    return (f'<div class="gm-question gm-widget"{ident}>{asked}{_form_html(rules, prompt)}'
+            f'{_data_html({"rules": rules})}</div>')
+
+
+def _answer_widgets(prompt: str, check) -> list:
+    """An ipywidgets answer row (text and a Check button) and its verdict, judged by `check`."""
+    import ipywidgets as w
+
+    answer = w.Text(description=prompt, style={"description_width": "initial"})
+    button = w.Button(description="Check")
+    result = w.HTML()
+
+    def judge(_=None):
+        feedback = check(answer.value)
+        result.value = f"<p><b>{'Right.' if feedback else 'Not yet.'}</b> {html.escape(feedback.message)}</p>"
+
+    button.on_click(judge)
+    return [w.HBox([answer, button]), result]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A short question at the end of a section, with a typed answer judged by `rules`
+    (`gpumodel.course.checks`): on the site an answer box checked in the browser, in Jupyter
+    the same box as ipywidgets. `key` names it in the reader's progress ("cp-<chapter>-...")."""
+
+    key: str
+    question: str
+    rules: dict
+    prompt: str
+
+    @property
+    def label(self) -> str:
+        """The answer box's label: the prompt, with the unit asked for."""
+        unit = self.rules.get("unit", "")
+        return f"{self.prompt} ({unit})" if unit and unit != self.prompt else self.prompt
+
+    def check(self, answer) -> Feedback:
+        """Judge a typed answer or a number by the rules, and note it in this session's progress."""
+        return record(self.key, verdict(self.rules, answer))
+
+    def _repr_html_(self) -> str:
+        return answer_box(self.rules, self.label, self.key, f"<b>Checkpoint.</b> {html.escape(self.question)}")
+
+    def widget(self):
+        """The checkpoint as ipywidgets."""
+        import ipywidgets as w
+
+        asked = w.HTML(f"<p><b>Checkpoint.</b> {html.escape(self.question)}</p>")
+        return w.VBox([asked, *_answer_widgets(self.label, self.check)])
+
+    def show(self):
+        """The static box while the book is built, the live widget elsewhere."""
         return self if building_book() else self.widget()
 
 

@@ -1,0 +1,64 @@
+"""The "your progress" page: every exercise and checkpoint of the chapters, read from the
+chapters themselves, marked right or not yet from what this browser kept (widgets.js keeps
+{chapter: {question: true}} in localStorage when an answer box judges an answer right)."""
+
+from __future__ import annotations
+
+import html
+import pathlib
+import re
+
+from .syllabus import CHAPTERS, _parts
+
+EXERCISE = re.compile(r"^(`{3,})\{exercise\}[^\n]*\n:label: ([\w-]+)\n(.*?)^\1$", re.S | re.M)
+CHECKPOINT = re.compile(r"""gm\.course\.checkpoint\(["']([\w-]+)["']\)""")
+
+
+def _first_sentence(text: str, most: int = 110) -> str:
+    """The first sentence of Markdown `text`, plain, at most `most` characters."""
+    plain = re.sub(r"\{\w+\}`([^`<]*)(?:<[^>]*>)?`|[`$*]", r"\1", text).replace("\\times", "x")
+    sentence = re.split(r"(?<=[.?!])\s", " ".join(plain.replace("\\", "").split()), maxsplit=1)[0]
+    return sentence if len(sentence) <= most else sentence[:most - 1].rstrip() + "…"
+
+
+def questions(directory=CHAPTERS) -> list[dict]:
+    """Each numbered chapter's questions in reading order: {"name", "title", "items": [(key,
+    "exercise" or "checkpoint", text)]}; an exercise's key is its label, a checkpoint's its key."""
+    from ..course import checkpoints
+
+    made = checkpoints()
+    out = []
+    for path in sorted(pathlib.Path(directory).glob("[0-9]*.md")):
+        text = path.read_text()
+        found = [(m.start(), m.group(2), "exercise", _first_sentence(m.group(3))) for m in EXERCISE.finditer(text)]
+        found += [(m.start(), m.group(1), "checkpoint", made[m.group(1)]().question) for m in CHECKPOINT.finditer(text)]
+        if found:
+            out.append({"name": path.stem, "title": _parts(text)[1],
+                        "items": [item[1:] for item in sorted(found)]})
+    return out
+
+
+class Page:
+    """The progress page's HTML: a list per chapter, each question linked, its state filled
+    in by widgets.js."""
+
+    def __init__(self, chapters: list[dict]):
+        self.chapters = chapters
+
+    def _repr_html_(self) -> str:
+        parts = ['<div class="gm-progress gm-widget"><p class="gm-total" aria-live="polite">'
+                 'Your progress appears here once this page\'s script has run.</p>']
+        for c in self.chapters:
+            parts.append(f'<p class="gm-chapter"><b>{html.escape(c["title"])}</b></p><ul>')
+            for key, kind, text in c["items"]:
+                parts.append(f'<li data-page="{c["name"]}" data-key="{html.escape(key)}"><span class="gm-state">'
+                             f'not yet</span> &middot; {kind}: <a href="chapters/{c["name"]}.html#{html.escape(key)}">'
+                             f'{html.escape(text)}</a></li>')
+            parts.append("</ul>")
+        parts.append('<p><button type="button" data-reset>Forget my progress in this browser</button></p></div>')
+        return "".join(parts)
+
+
+def page(directory=CHAPTERS) -> Page:
+    """The "your progress" page's list (see the module's doc)."""
+    return Page(questions(directory))

@@ -1,0 +1,217 @@
+"""Every question a reader answers, on the site and in Jupyter: the code-cell exercises (their
+checkers' rules), the widget exercises and the checkpoints. One way to read a typed number
+(the same table drives widgets.js in tests/test_browser.py), hints that never hold the
+answer, a text keyboard for names, checkpoints in chapters 1-6, and progress kept."""
+
+import json
+import pathlib
+import re
+
+import pytest
+
+import gpumodel as gm
+from gpumodel.course import checks
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+UNITS = {"%": 0.01, "x": 1.0, "fmas": 1.0, "fma": 1.0, "mib": 1.0, "mb": 1e6 / 2**20}
+PARSE_CASES = [  # (typed, the number it reads as with UNITS, or None: not a number)
+    ("8,388,608", 8388608), ("16,384", 16384), ("2^23", 8388608), ("2**23", 8388608), ("8e6", 8e6),
+    ("8E6", 8e6), (" 42 ", 42), ("-2", -2), (".5", 0.5), ("1.5e-3", 1.5e-3), ("1.5 x 2^20", 1.5 * 2**20),
+    ("1.5×2^20", 1.5 * 2**20), ("3 * 10^6", 3e6), ("8 388 608", 8388608), ("37%", 0.37), ("3.98x", 3.98),
+    ("40 FMAs", 40), ("40 fma", 40), ("48 MiB", 48), ("50.3 MB", 50.3e6 / 2**20), ("2^-3", 0.125),
+    ("1,5", None), ("1,50", None), ("12,34,567", None), ("abc", None), ("", None), ("2^", None),
+    ("1e999", None), ("0^-1", None), ("40 apples", None), ("%", None), ("4.5.6", None), ("٣", None),
+]
+
+
+@pytest.mark.parametrize("typed, value", PARSE_CASES)
+def test_a_typed_number_reads_one_way(typed, value):
+    read = checks.read_number(typed, UNITS)
+    assert read == pytest.approx(value, rel=1e-12) if value is not None else read is None, (typed, read)
+
+
+CALL = re.compile(r"^answer = None.*\n(gm\.course\.(\w+)\.(check_\w+)\((.*), answer\))$", re.M)
+
+
+def chapter_exercises() -> dict:
+    """Every code-cell exercise of the chapters: label -> (module, checker, its arguments)."""
+    found = {}
+    for path in sorted((ROOT / "chapters").glob("[0-9]*.md")):
+        text = path.read_text()
+        for m in CALL.finditer(text):
+            label = re.findall(r":label: ([\w-]+)", text[:m.start()])[-1]
+            args = eval(f"({m.group(4)},)", {"__builtins__": {}})  # literals and products like 16 * 1024
+            found[label] = (m.group(2), m.group(3), args)
+    return found
+
+
+CODE_CELLS = chapter_exercises()
+
+
+def code_cell_rules(label: str) -> dict:
+    module, checker, args = CODE_CELLS[label]
+    feedback = getattr(getattr(gm.course, module), checker)(*args, None)
+    assert not feedback and "No answer yet" in feedback.message
+    return feedback.rules
+
+
+def every_question() -> dict:
+    """key -> rules of every question the site shows: code cells, widget exercises, checkpoints."""
+    rules = {label: code_cell_rules(label) for label in CODE_CELLS}
+    rules |= {f"explore: {make().key}": make().rules for make in gm.course.widget_exercises()}
+    rules |= {key: make().rules for key, make in gm.course.checkpoints().items()}
+    return rules
+
+
+QUESTIONS = every_question()
+
+
+def test_every_code_cell_exercise_has_rules_for_an_answer_box():
+    assert len(CODE_CELLS) >= 16
+    for label in CODE_CELLS:
+        assert code_cell_rules(label)["kind"] in ("number", "choice")
+
+
+def wrong_texts(rules: dict) -> list[str]:
+    if rules["kind"] == "choice":
+        return list(rules["wrong"].values())
+    return ([text for _, text in rules["mistakes"]] + [text for *_, text in rules["ranges"]]
+            + [text for *_, text in rules["bands"]] + [rules["high"], rules["low"], rules["not_number"]])
+
+
+TOKEN = re.compile(r"([+-]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:e[+-]?\d+)?(?:\s*(?:\^|\*\*)\s*[+-]?\d+(?:\.\d+)?)?)"
+                   r"(\s*[%a-zµ/]+)?", re.I)
+"""A number as a hint might write it, and the word after it (perhaps a unit)."""
+
+
+@pytest.mark.parametrize("key", QUESTIONS)
+def test_no_hint_holds_the_answer(key):
+    """No wrong answer's message holds a number (written any way the rules read one) that the
+    rules would take as right, nor, for a name, the name."""
+    rules = QUESTIONS[key]
+    for text in wrong_texts(rules):
+        if rules["kind"] == "choice":
+            assert not re.search(rf"\b{re.escape(rules['answer'])}\b", text.lower()), (key, text)
+            continue
+        for number, word in TOKEN.findall(text):
+            for token in (number.strip(","), number.strip(",") + word):
+                assert not checks.verdict(rules, token).correct, (key, token, text)
+
+
+@pytest.mark.parametrize("key", QUESTIONS)
+def test_every_number_answer_reads_the_ways_a_reader_types_it(key):
+    rules = QUESTIONS[key]
+    if rules["kind"] == "choice":
+        names = rules["not_number"].removeprefix("Type one of: ").rstrip(".").split(", ")
+        assert names == sorted(names, key=str.lower), "the names offered must not lead with the answer"
+        return
+    answer = rules["answer"]
+    for typed in ("8,388,608", "2^23", "2**23", "8e6"):
+        assert checks.verdict(rules, typed).message != rules["not_number"], (key, typed)
+    unit = next(iter(rules["units"]))
+    for typed in (f"{answer:,.6f}".rstrip("0").rstrip("."), f"{answer:.9e}", f"{answer:.9g} {unit}"):
+        assert checks.verdict(rules, typed).correct, (key, typed)
+
+
+FLOP_COUNTING = {"ex-hierarchy-fmas", "ex-intensity-decode", "ex-intensity-fusion-limit", "ex-tiling-operand-tile",
+                 "ex-levels-l2-tile", "ex-flash-limit", "ex-tc-operand-n", "ex-tc-int4-batch",
+                 "explore: fused-chain", "explore: decode-batch"}
+"""The questions whose answer comes from counting flops (and bytes): only these may suggest
+that an FMA was counted as one flop."""
+
+
+@pytest.mark.parametrize("key", QUESTIONS)
+def test_the_fma_hint_only_where_flops_are_counted(key):
+    rules = QUESTIONS[key]
+    says = any(checks.FLOPS_AND_BYTES in text for text in wrong_texts(rules)) if rules["kind"] == "number" else False
+    assert says == (key in FLOP_COUNTING), key
+
+
+def test_a_name_gets_a_text_keyboard_and_a_number_a_number_pad():
+    name = gm.course.appendix_presets.highest_ridge()._repr_html_()
+    assert 'inputmode="text"' in name and 'inputmode="decimal"' not in name
+    assert 'inputmode="text"' in gm.course.widgets.answer_box(code_cell_rules("ex-hierarchy-bound"), "bound")
+    assert 'inputmode="decimal"' in gm.course.widgets.answer_box(code_cell_rules("ex-hierarchy-fmas"), "FMAs")
+    listed = code_cell_rules("ex-hierarchy-bound")["not_number"]
+    assert listed == "Type one of: compute, hbm, l2, registers, sfu, smem."
+
+
+def test_an_unanswered_code_cell_is_an_answer_box_on_the_site_only(monkeypatch):
+    feedback = gm.course.hierarchy.check_fmas_per_load("H100-SXM", None)
+    monkeypatch.delenv("GPUMODEL_BUILD", raising=False)
+    assert feedback._repr_html_() is None and "No answer yet" in feedback._repr_markdown_()
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")
+    box = feedback._repr_html_()
+    data = json.loads(re.search(r'<script type="application/json">(.*?)</script>', box).group(1))
+    assert data["rules"] == code_cell_rules("ex-hierarchy-fmas") and '<form class="gm-answer">' in box
+    assert gm.course.hierarchy.check_fmas_per_load("H100-SXM", 40)._repr_html_() is None  # an answer: no box
+
+
+def test_a_python_tuple_from_thousands_separators_gets_a_sentence():
+    said = gm.course.roofline_levels.check_l2_tile("H100-SXM", 8192, (8, 388, 608))
+    assert not said and "is a tuple" in said.message
+
+
+CHECKPOINT_CELL = re.compile(r"""gm\.course\.checkpoint\(["']([\w-]+)["']\)""")
+
+
+def test_every_checkpoint_is_shown_once_in_its_chapter_and_chapters_one_to_six_have_two_or_more():
+    made = gm.course.checkpoints()
+    shown = {}
+    for path in sorted((ROOT / "chapters").glob("0[1-6]_*.md")):
+        keys = CHECKPOINT_CELL.findall(path.read_text())
+        assert len(keys) >= 2, f"{path.name}: {len(keys)} checkpoints"
+        shown |= {k: path.stem for k in keys}
+    assert sorted(shown) == sorted(made), "every checkpoint defined is shown, once"
+    for key, make in made.items():
+        c = make()
+        assert c.key == key and key.startswith("cp-") and c.question.endswith("?")
+        assert c.check(repr(c.rules["answer"])) and not c.check("lots")
+
+
+@pytest.mark.parametrize("key", sorted(gm.course.checkpoints()))
+def test_a_checkpoint_shows_its_question_and_a_keyed_box(key, monkeypatch):
+    c = gm.course.checkpoints()[key]()
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")
+    box = gm.course.checkpoint(key)._repr_html_()
+    assert f'data-key="{key}"' in box and f'id="{key}"' in box and "Checkpoint." in box
+    monkeypatch.delenv("GPUMODEL_BUILD")
+    widget = gm.course.checkpoint(key)
+    (answer, button), verdict = widget.children[1].children, widget.children[2]
+    answer.value = "lots"
+    button.click()
+    assert "Not yet." in verdict.value
+    answer.value = repr(c.rules["answer"])
+    button.click()
+    assert "Right." in verdict.value
+
+
+def test_a_checkpoint_key_must_exist():
+    with pytest.raises(ValueError, match="key must name a checkpoint"):
+        gm.course.checkpoint("cp-nowhere")
+
+
+def test_progress_lists_this_sessions_checks(monkeypatch):
+    monkeypatch.setattr(checks, "SESSION", {})
+    assert "Nothing checked yet" in gm.course.progress().data
+    gm.course.hierarchy.check_fmas_per_load("H100-SXM", 39)
+    gm.course.hierarchy.check_fmas_per_load("H100-SXM", 40)
+    gm.course.checkpoints()["cp-tc-waves"]().check("2")
+    table = gm.course.progress().data
+    assert "1 of 2 questions checked in this session are right" in table
+    assert "| check_fmas_per_load(H100-SXM) | 2 | right |" in table and "| cp-tc-waves | 1 | not yet |" in table
+
+
+def test_the_progress_page_lists_every_exercise_and_checkpoint():
+    listed = {key: c["name"] for c in gm.book.progress.questions() for key, _, _ in c["items"]}
+    labels = {label for path in (ROOT / "chapters").glob("[0-9]*.md")
+              for label in re.findall(r"^`{3,}\{exercise\}[^\n]*\n:label: ([\w-]+)", path.read_text(), re.M)}
+    assert set(listed) == labels | set(gm.course.checkpoints())
+    html = gm.book.progress.page()._repr_html_()
+    assert html.count("<li ") == len(listed) and 'href="chapters/01_hierarchy.html#ex-hierarchy-bound"' in html
+
+
+def test_a_slip_that_gives_the_answer_is_no_mistake():
+    rules = checks.number_rules(10, "words", 0, mistakes=[(10, "same"), (5, "half")])
+    assert rules["mistakes"] == [[5.0, "half"]] and checks.verdict(rules, "10").correct
+    assert checks.verdict(rules, "5").message == "half"
