@@ -8,6 +8,15 @@
     return JSON.parse(root.querySelector('script[type="application/json"]').textContent);
   }
 
+  // A text packed by widgets.py's _pack: runs [first, count, ...] of entries of `pieces`.
+  function spell(pieces, runs) {
+    var text = "";
+    for (var i = 0; i < runs.length; i += 2) {
+      for (var j = runs[i]; j < runs[i] + runs[i + 1]; j++) text += pieces[j];
+    }
+    return text;
+  }
+
   // The state the menus select: "i|j|..." (option indices), as widgets.py keys them.
   function stateKey(root) {
     return Array.prototype.map.call(root.querySelectorAll("select[data-control]"), function (s) {
@@ -32,7 +41,7 @@
       img.hidden = !available;
       refused.hidden = available;
       if (!available) { refused.textContent = frames; return; }
-      img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(frames[step]);
+      img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(spell(d.pieces, frames[step]));
       img.dataset.state = stateKey(root);
       img.dataset.step = step;
     }
@@ -73,7 +82,7 @@
     var d = data(root), view = root.querySelector(".gm-view"), out = root.querySelector(".gm-verdict");
     var form = root.querySelector("form.gm-answer"), input = form.querySelector("input");
     onChange(root, function () {
-      view.innerHTML = d.views[d.states[stateKey(root)]];
+      view.innerHTML = spell(d.pieces, d.views[d.states[stateKey(root)]]);
     });
     form.addEventListener("submit", function (event) {
       event.preventDefault();

@@ -119,3 +119,21 @@ def test_the_validate_command_is_a_code_block_where_no_run_is_recorded():
     so `--out` is copied as typed (prose would set it as a dash)."""
     text = gm.course.tables.runs_table([])
     assert f"```bash\n{gm.cuda.recorded_runs.COMMAND}\n```" in text and "--out" in gm.cuda.recorded_runs.COMMAND
+
+
+def test_mathjax_is_served_by_the_site_and_held_for_phone_js():
+    """Every MathJax part _config.yml loads is vendored, and the tag sphinx.ext.mathjax puts
+    on a page is held (a type no browser fetches) until phone.js starts it."""
+    from sphinx.builders.html._assets import _JavaScript
+
+    from gpumodel.book import site
+
+    config = CONFIG["sphinx"]["config"]
+    static = ROOT / config["html_static_path"][0]
+    parts = [config["mathjax_path"]] + [f"mathjax/{name}.js" for name in config["mathjax3_config"]["loader"]["load"]]
+    assert [p for p in parts if not (static / p).is_file()] == []
+    app = type("App", (), {"config": type("Config", (), {"mathjax_path": config["mathjax_path"]})})()
+    mathjax, other = _JavaScript("_static/" + config["mathjax_path"], defer="defer"), _JavaScript("_static/phone.js")
+    context = {"script_files": [other, mathjax]}
+    site.hold_mathjax(app, "chapters/02_intensity", "page.html", context, None)
+    assert context["script_files"] == [other, _JavaScript(mathjax.filename, type=site.LAZY_MATH)]

@@ -26,6 +26,7 @@ import itertools
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -87,6 +88,26 @@ def _menus_html(options: dict) -> str:
     return "".join(menus)
 
 
+def _pack(texts: list) -> tuple[list, list]:
+    """`texts` that repeat one another (a player's SVG frames, an exercise's HTML views) as a
+    table of their distinct pieces (each piece starts at a "<") and, per text, the runs of
+    consecutive table entries that spell it, flat: [first, count, first, count, ...]. A page
+    then carries each axis, label or bar that the texts share once; widgets.js spells them."""
+    pieces, index, spelled = [], {}, []
+    for text in texts:
+        runs = []
+        for piece in filter(None, re.split(r"(?=<)", text)):
+            i = index.setdefault(piece, len(pieces))
+            if i == len(pieces):
+                pieces.append(piece)
+            if runs and runs[-2] + runs[-1] == i:
+                runs[-1] += 1
+            else:
+                runs += [i, 1]
+        spelled.append(runs)
+    return pieces, spelled
+
+
 def _data_html(data: dict) -> str:
     """Data for widgets.js, as JSON in a script element (`</` escaped)."""
     text = json.dumps(data).replace("</", "<\\/")
@@ -97,7 +118,8 @@ def _data_html(data: dict) -> str:
 class Player:
     """Precomputed SVG frames, one list of `steps` frames per state, with a menu per control
     and a play button when animated. `frames[i]` is a list of SVG texts, or a string: why
-    that state is not available. `states` maps "i|j|..." to an index in `frames`."""
+    that state is not available. `states` maps "i|j|..." to an index in `frames`. On the page
+    the frames are packed (`_pack`)."""
 
     options: dict
     frames: list
@@ -117,7 +139,10 @@ class Player:
         if self.steps > 1:
             play = ('<button type="button" data-play>&#9654; Play</button>'
                     f'<input type="range" min="0" max="{self.steps - 1}" value="0" aria-label="time step">')
-        data = {"frames": self.frames, "states": self.states}
+        pieces, runs = _pack([svg for frames in self.frames if not isinstance(frames, str) for svg in frames])
+        runs = iter(runs)
+        frames = [frames if isinstance(frames, str) else [next(runs) for _ in frames] for frames in self.frames]
+        data = {"pieces": pieces, "frames": frames, "states": self.states}
         return (f'<div class="gm-player gm-widget" id="{self.id}">'
                 f'<div class="gm-controls" role="group" aria-label="{html.escape(self.title)}">'
                 f'{_menus_html(self.options)}{play}</div>'
@@ -230,6 +255,7 @@ class WidgetExercise:
 
     def _repr_html_(self) -> str:
         views, states = _states(self.controls, self.render)
+        pieces, views = _pack(views)
         return (f'<div class="gm-exercise gm-widget" id="gm-exercise-{self.key}">'
                 f'<div class="gm-controls" role="group" aria-label="explore">'
                 f'{_menus_html(_options(self.controls, self.labels))}</div>'
@@ -237,7 +263,7 @@ class WidgetExercise:
                 f'<form class="gm-answer"><label>{html.escape(self.prompt)} <input type="text" inputmode="decimal" '
                 f'autocomplete="off"></label> <button type="submit">Check</button></form>'
                 f'<p class="gm-verdict" aria-live="polite"></p>'
-                f'{_data_html({"views": views, "states": states, "rules": self.rules})}</div>')
+                f'{_data_html({"pieces": pieces, "views": views, "states": states, "rules": self.rules})}</div>')
 
     def widget(self):
         """The same exercise as ipywidgets on the live model."""
