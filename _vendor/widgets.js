@@ -8,11 +8,13 @@
     return JSON.parse(root.querySelector('script[type="application/json"]').textContent);
   }
 
-  // A text packed by widgets.py's _pack: runs [first, count, ...] of entries of `pieces`.
+  // A text packed by widgets.py's _pack: indices into `pieces`, one piece each, or, when
+  // minus a count follows, that many pieces from there.
   function spell(pieces, runs) {
     var text = "";
-    for (var i = 0; i < runs.length; i += 2) {
-      for (var j = runs[i]; j < runs[i] + runs[i + 1]; j++) text += pieces[j];
+    for (var k = 0; k < runs.length; k++) {
+      var first = runs[k], count = runs[k + 1] < 0 ? -runs[++k] : 1;
+      for (var j = first; j < first + count; j++) text += pieces[j];
     }
     return text;
   }

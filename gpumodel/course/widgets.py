@@ -91,26 +91,27 @@ def _menus_html(options: dict) -> str:
 def _pack(texts: list) -> tuple[list, list]:
     """`texts` that repeat one another (a player's SVG frames, an exercise's HTML views) as a
     table of their distinct pieces (each piece starts at a "<") and, per text, the runs of
-    consecutive table entries that spell it, flat: [first, count, first, count, ...]. A page
-    then carries each axis, label or bar that the texts share once; widgets.js spells them."""
+    consecutive table entries that spell it: an index for one piece, an index and minus the
+    count for several ([7, 12, -30] is piece 7, then pieces 12 to 41). A page then carries
+    each axis, label or bar that the texts share once; widgets.js spells them."""
     pieces, index, spelled = [], {}, []
     for text in texts:
-        runs = []
+        runs = []  # [first, count] each
         for piece in filter(None, re.split(r"(?=<)", text)):
             i = index.setdefault(piece, len(pieces))
             if i == len(pieces):
                 pieces.append(piece)
-            if runs and runs[-2] + runs[-1] == i:
-                runs[-1] += 1
+            if runs and sum(runs[-1]) == i:
+                runs[-1][1] += 1
             else:
-                runs += [i, 1]
-        spelled.append(runs)
+                runs.append([i, 1])
+        spelled.append([n for first, count in runs for n in ([first] if count == 1 else [first, -count])])
     return pieces, spelled
 
 
 def _data_html(data: dict) -> str:
     """Data for widgets.js, as JSON in a script element (`</` escaped)."""
-    text = json.dumps(data).replace("</", "<\\/")
+    text = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     return f'<script type="application/json">{text}</script>'
 
 
