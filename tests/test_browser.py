@@ -2,8 +2,10 @@
 loads with no JavaScript error and no request leaving localhost, every image has loaded and
 has alt text, math renders, every menu of a player changes its figure, the widget exercises
 judge answers as Python does, no page scrolls sideways on a phone, and search finds what
-the chapters teach. Saves a screenshot of every page to
-`_build/screenshots/` (or $SCREENSHOT_DIR).
+the chapters teach; on a phone, that the drawers open, figures read, nothing is too wide,
+long tables keep their first column and no page is heavy. Saves a screenshot of every page to
+`_build/screenshots/` (or $SCREENSHOT_DIR). Builds the book itself, or tests the one that
+$BUILT_SITE names (`BUILT_SITE=_build/html` after `make book`).
 
 Skips, with the reason, where Chromium is not installed (`apt-get install chromium`; CI
 installs it).
