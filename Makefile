@@ -68,8 +68,9 @@ vendor:
 	rm -rf $(VENDOR)/mathjax .npm-vendor
 	mkdir -p $(VENDOR)/mathjax
 	npm install --prefix .npm-vendor --no-audit --no-fund --silent mathjax@3.2.2
-	cd .npm-vendor/node_modules/mathjax/es5 && cp -r --parents tex-chtml.js input/tex/extensions \
-		output/chtml/fonts/woff-v2 $(CURDIR)/$(VENDOR)/mathjax/
+	cd .npm-vendor/node_modules/mathjax/es5 && cp -r --parents startup.js core.js input/tex.js output/chtml.js \
+		output/chtml/fonts/tex.js a11y/assistive-mml.js input/tex/extensions output/chtml/fonts/woff-v2 \
+		$(CURDIR)/$(VENDOR)/mathjax/
 	cp .npm-vendor/node_modules/mathjax/LICENSE $(VENDOR)/mathjax/LICENSE
 	rm -rf .npm-vendor
 

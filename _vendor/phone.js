@@ -63,7 +63,7 @@
     });
   }
 
-  // gpumodel/site.py holds a page's MathJax script (type text/x-gm-lazy); it starts when a
+  // gpumodel/book/site.py holds a page's MathJax script (type text/x-gm-lazy); it starts when a
   // formula comes within a screen of the view, and typesets the whole page.
   function lazyMath() {
     var held = document.querySelector('script[type="text/x-gm-lazy"]'), math = document.querySelectorAll(".math");

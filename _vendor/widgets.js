@@ -9,6 +9,17 @@
     return JSON.parse(root.querySelector('script[type="application/json"]').textContent);
   }
 
+  // A text packed by widgets.py's _pack: indices into `pieces`, one piece each, or, when
+  // minus a count follows, that many pieces from there.
+  function spell(pieces, runs) {
+    var text = "";
+    for (var k = 0; k < runs.length; k++) {
+      var first = runs[k], count = runs[k + 1] < 0 ? -runs[++k] : 1;
+      for (var j = first; j < first + count; j++) text += pieces[j];
+    }
+    return text;
+  }
+
   // The state the menus select: "i|j|..." (option indices), as widgets.py keys them.
   function stateKey(root) {
     return Array.prototype.map.call(root.querySelectorAll("select[data-control]"), function (s) {
@@ -33,7 +44,7 @@
       img.hidden = !available;
       refused.hidden = available;
       if (!available) { refused.textContent = frames; return; }
-      img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(frames[step]);
+      img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(spell(d.pieces, frames[step]));
       img.dataset.state = stateKey(root);
       img.dataset.step = step;
     }
@@ -146,7 +157,7 @@
   function exercise(root) {
     var d = data(root), view = root.querySelector(".gm-view");
     onChange(root, function () {
-      view.innerHTML = d.views[d.states[stateKey(root)]];
+      view.innerHTML = spell(d.pieces, d.views[d.states[stateKey(root)]]);
     });
   }
 

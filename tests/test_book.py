@@ -4,6 +4,8 @@ import pathlib
 import re
 
 import matplotlib
+import matplotlib.pyplot
+import matplotlib.text
 import pytest
 import yaml
 
@@ -119,3 +121,42 @@ def test_the_validate_command_is_a_code_block_where_no_run_is_recorded():
     so `--out` is copied as typed (prose would set it as a dash)."""
     text = gm.course.tables.runs_table([])
     assert f"```bash\n{gm.cuda.recorded_runs.COMMAND}\n```" in text and "--out" in gm.cuda.recorded_runs.COMMAND
+
+
+def test_mathjax_is_served_by_the_site_and_held_for_phone_js():
+    """Every MathJax part _config.yml loads is vendored, and the tag sphinx.ext.mathjax puts
+    on a page is held (a type no browser fetches) until phone.js starts it."""
+    from sphinx.builders.html._assets import _JavaScript
+
+    from gpumodel.book import site
+
+    config = CONFIG["sphinx"]["config"]
+    static = ROOT / config["html_static_path"][0]
+    parts = [config["mathjax_path"]] + [f"mathjax/{name}.js" for name in config["mathjax3_config"]["loader"]["load"]]
+    assert [p for p in parts if not (static / p).is_file()] == []
+    app = type("App", (), {"config": type("Config", (), {"mathjax_path": config["mathjax_path"]})})()
+    mathjax, other = _JavaScript("_static/" + config["mathjax_path"], defer="defer"), _JavaScript("_static/phone.js")
+    context = {"script_files": [other, mathjax]}
+    site.hold_mathjax(app, "chapters/02_intensity", "page.html", context, None)
+    assert context["script_files"] == [other, _JavaScript(mathjax.filename, type=site.LAZY_MATH)]
+
+
+FIGURES = {
+    "busy_bars": lambda: gm.course.plots.busy_bars({k: gm.predict(w, "A100-40GB") for k, w in gm.seed_kernels().items()}),
+    "tile_traffic": lambda: gm.course.plots.tile_traffic(),
+    "attention_by_length": lambda: gm.course.plots.attention_by_length(),
+    "flash_hbm": lambda: gm.course.plots.flash_hbm(),
+    "wave_traffic": lambda: gm.course.plots.wave_traffic(),
+    "preset_levels": lambda: gm.course.plots.preset_levels(),
+}
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_figure_text_is_never_below_the_smallest_size(name):
+    """No text of a figure is smaller than plots.SMALL (pt), which phone.js draws at 9 CSS px
+    or more; none is wider than 9 inches, so a phone scrolls it little."""
+    fig = FIGURES[name]()
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    assert min(sizes) >= gm.course.plots.SMALL, name
+    assert fig.get_figwidth() <= 9, name
+    matplotlib.pyplot.close(fig)

@@ -2,8 +2,10 @@
 loads with no JavaScript error and no request leaving localhost, every image has loaded and
 has alt text, math renders, every menu of a player changes its figure, the widget exercises
 judge answers as Python does, no page scrolls sideways on a phone, and search finds what
-the chapters teach. Saves a screenshot of every page to
-`_build/screenshots/` (or $SCREENSHOT_DIR).
+the chapters teach; on a phone, that the drawers open, figures read, nothing is too wide,
+long tables keep their first column and no page is heavy. Saves a screenshot of every page to
+`_build/screenshots/` (or $SCREENSHOT_DIR). Builds the book itself, or tests the one that
+$BUILT_SITE names (`BUILT_SITE=_build/html` after `make book`).
 
 Skips, with the reason, where Chromium is not installed (`apt-get install chromium`; CI
 installs it).
@@ -35,14 +37,19 @@ THIRD_PARTY = (
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """The book built from this checkout, as `make book` builds it, served on localhost."""
-    out = tmp_path_factory.mktemp("book")
-    env = {**os.environ, "GPUMODEL_BUILD": "book"}
-    jb = pathlib.Path(sys.executable).with_name("jupyter-book")
-    done = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(out), "-n", "-W", "--keep-going"],
-                          env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    html = out / "_build" / "html"
+    """The book built from this checkout, as `make book` builds it, served on localhost; or,
+    where $BUILT_SITE names a folder (`_build/html` of a build you just made), that site."""
+    if os.environ.get("BUILT_SITE"):
+        html = pathlib.Path(os.environ["BUILT_SITE"]).resolve()
+        assert (html / "intro.html").is_file(), f"BUILT_SITE={html} holds no built book"
+    else:
+        out = tmp_path_factory.mktemp("book")
+        env = {**os.environ, "GPUMODEL_BUILD": "book"}
+        jb = pathlib.Path(sys.executable).with_name("jupyter-book")
+        done = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(out), "-n", "-W", "--keep-going"],
+                              env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        html = out / "_build" / "html"
     handler = functools.partial(QuietHandler, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -104,6 +111,7 @@ def test_every_page_in_a_real_browser(site, browser):
         searches = page.locator(".search-button-field:visible").count()
         assert searches <= 1, f"{rel}: {searches} search boxes"
         if page.locator("article .math").count():  # MathJax starts when a formula nears the view
+            assert page.locator('head script[type="text/x-gm-lazy"][src*="mathjax"]').count() == 1, f"{rel}: MathJax not held"
             page.locator("article .math").first.scroll_into_view_if_needed()
             page.wait_for_selector("mjx-container", timeout=15000)
             assert page.locator("article .math mjx-container").count() == page.locator("article .math").count(), rel
@@ -309,8 +317,7 @@ TOO_WIDE = """() => {
 }"""
 
 # Bytes the page took, uncompressed: the document and every resource it loaded.
-# (A figure phone.js reads again comes from the cache: each address counts once.) MathJax
-# comes only once a formula is near the view, so a page's first screen decides whether it counts.
+# (A figure phone.js reads again comes from the cache: each address counts once.)
 PAGE_BYTES = """() => Object.values(Object.fromEntries(performance.getEntriesByType("navigation")
   .concat(performance.getEntriesByType("resource")).map(e => [e.name, e.decodedBodySize])))
   .reduce((sum, size) => sum + size, 0)"""
@@ -323,18 +330,32 @@ def phone_page(browser, url):
     return page
 
 
+def read_math(page):
+    """Bring the page's first formula into view, which loads MathJax (phone.js), and wait
+    until every formula is typeset and MathJax's fonts have arrived."""
+    math = page.locator("article .math")
+    if math.count():
+        math.first.scroll_into_view_if_needed()
+        page.wait_for_function("n => document.querySelectorAll('article .math mjx-container').length === n",
+                               arg=math.count(), timeout=15000)
+        page.wait_for_load_state("networkidle")
+        page.evaluate("document.fonts.ready")
+
+
 def test_on_a_phone_every_figure_is_readable_nothing_is_too_wide_and_no_page_is_heavy(site, browser):
     """At 390 px: the smallest text of every figure and player is at least 9 CSS px as drawn
     (a figure too wide for the column scrolls in its own box), no element pokes out of the
     window unless a box of its own scrolls, no control is wider than its box, and a page
-    (with everything it loads) weighs at most 2.5 MB. Writes the smallest text per page and
-    each page's weight to phone-report.txt beside the screenshots."""
+    (with everything it loads, MathJax and its fonts included once a formula is in view)
+    weighs at most 2.5 MB. Writes the smallest text per page and each page's weight to
+    phone-report.txt beside the screenshots."""
     html, base = site
     SHOTS.mkdir(parents=True, exist_ok=True)
     report, problems = [], []
     for rel in pages(html):
         page = phone_page(browser, f"{base}/{rel}")
         smallest = page.evaluate(SMALLEST_SVG_TEXT)
+        read_math(page)
         weight = page.evaluate(PAGE_BYTES)
         report.append(f"{rel}: smallest SVG text {'none' if smallest is None else f'{smallest[0]:.1f} px ({smallest[1]})'}; "
                       f"{weight / 1e6:.2f} MB")

@@ -73,7 +73,7 @@ def test_glued_numbers_appear_in_the_prose():
     text = "\n".join(c.source for c in stored.cells if c.cell_type == "markdown")
     vector_add = gm.predict(gm.vector_add(2**28), "A100-40GB")
     assert f"HBM needs {gm.fmt_time(vector_add.time)}" in text
-    assert "[Luo et al. 2024](https://your-account.github.io/gpu-memory-hierarchy/chapters/99_appendix_presets.html#references)" in text
+    assert "[Luo et al. 2024](https://arxiv.org/abs/2402.13499)" in text  # a local clone's notebooks link to the paper
     assert "[GPU presets](99_appendix_presets.ipynb)" in text
     assert "> **GPU optional**" in text
 
@@ -128,6 +128,32 @@ def test_published_notebooks_name_the_repository_being_built(chapter, monkeypatc
     ours = [u for u in links if "github" in u or "colab" in u]
     assert all("some-fork" in u.lower() and "gpu-course" in u for u in ours), ours
     assert "gpumodel[book] @ git+https://github.com/Some-Fork/gpu-course@0123abc" in text
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_a_local_clones_notebooks_name_no_placeholder(chapter, monkeypatch):
+    """The committed notebooks (generated with no GITHUB_REPOSITORY, for a clone) cite each
+    reference at its own address from references.bib, since a clone knows no site; no
+    placeholder is left anywhere in them."""
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    meta = _stored(chapter).metadata["gpumodel"]
+    text = json.dumps(book.learner_notebook(chapter, meta["glued"], meta["varies"]))
+    assert not [p for p in PLACEHOLDERS if p in text]
+    if "{cite" in chapter.read_text():
+        assert re.search(r"\(\[[^]]+ \d{4}\]\(https://(?!\w+\.github\.io)", text), "citations link to their references"
+    if "{bibliography}" in chapter.read_text():
+        assert all(address in text for _, _, address in book._bibliography().values() if address)
+
+
+def test_citations_link_to_the_site_or_to_the_reference(monkeypatch):
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    assert book.cite("luo2024hopper, nvidia2019t4ds") == (
+        "([Luo et al. 2024](https://arxiv.org/abs/2402.13499); [NVIDIA Corporation 2019]"
+        "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf))")
+    assert book.cite("luo2024hopper", "https://github.com/Some-Fork/gpu-course") == \
+        "([Luo et al. 2024](https://some-fork.github.io/gpu-course/chapters/99_appendix_presets.html#references))"
+    assert "- Dewing 2025: *AI_kernels: latency microbenchmarks*. <https://github.com/markdewing/AI_kernels>" in \
+        book.references().splitlines()
 
 
 def test_the_sites_buttons_name_the_repository_being_built(monkeypatch):

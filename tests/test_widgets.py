@@ -16,9 +16,32 @@ matplotlib.use("Agg")
 GPUS = ["V100", "A100-40GB", "H100-SXM"]
 
 
+def spell(pieces, runs):
+    """A text packed by widgets._pack, spelled as widgets.js spells it."""
+    text, k = "", 0
+    while k < len(runs):
+        first, count = runs[k], -runs[k + 1] if k + 1 < len(runs) and runs[k + 1] < 0 else 1
+        text += "".join(pieces[first:first + count])
+        k += 1 if count == 1 else 2
+    return text
+
+
 def player_data(player):
-    """The JSON the site's script reads."""
-    return json.loads(re.search(r'<script type="application/json">(.*?)</script>', player._repr_html_()).group(1))
+    """The JSON the site's script reads, each frame spelled."""
+    data = json.loads(re.search(r'<script type="application/json">(.*?)</script>', player._repr_html_()).group(1))
+    data["frames"] = [f if isinstance(f, str) else [spell(data["pieces"], runs) for runs in f] for f in data["frames"]]
+    return data
+
+
+def test_packed_texts_spell_what_was_packed_and_share_their_pieces():
+    frames = [gm.course.widgets.svg(gm.course.plots.preset_levels(g)) for g in GPUS]
+    views = ["", "plain text", "<p>a</p><p>a</p>", "x<b>y</b>\n<b>y</b>z"]
+    pieces, runs = gm.course.widgets._pack(frames + views)
+    assert [spell(pieces, r) for r in runs] == frames + views
+    assert runs[-4] == [] and runs[-3] == [pieces.index("plain text")]
+    assert runs[-2] == [pieces.index("<p>a"), -2] * 2  # a run of two pieces, twice
+    assert len(set(pieces)) == len(pieces)
+    assert sum(map(len, pieces)) < 0.6 * sum(map(len, frames))  # the axes and styles are stored once
 
 
 def test_player_has_a_menu_per_control_and_a_state_per_combination():
@@ -48,7 +71,7 @@ def test_identical_states_share_one_frame():
 
 def test_every_preset_player_stays_small():
     p = gm.course.widgets.player(gm.course.plots.preset_levels, {"gpu": gm.preset_names()}, alt="Bars")
-    assert p.nbytes < 1_000_000
+    assert p.nbytes < 200_000
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -197,13 +220,15 @@ def test_the_site_exercise_carries_every_state_and_the_rules():
     html = exercise._repr_html_()
     data = json.loads(re.search(r'<script type="application/json">(.*?)</script>', html).group(1))
     assert data["rules"] == exercise.rules and html.count("<select") == 2
+    views = {spell(data["pieces"], data["views"][i]) for i in data["states"].values()}
+    assert views == {exercise.render(gpu=g, n=n) for g in gm.course.widgets.GPUS for n in gm.course.roofline_levels.L2_SIZES}
     assert len(data["states"]) == len(gm.course.widgets.GPUS) * len(gm.course.roofline_levels.L2_SIZES)
     assert 'id="gm-exercise-l2-overflow"' in html and 'type="submit"' in html
 
 
 def test_every_exercise_page_stays_light():
     sizes = {make().key: len(make()._repr_html_().encode()) for make in gm.course.widget_exercises()}
-    assert max(sizes.values()) < 600_000, sizes
+    assert max(sizes.values()) < 200_000, sizes
 
 
 @pytest.mark.parametrize("bad, message", [

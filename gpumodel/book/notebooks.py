@@ -3,7 +3,8 @@
 
 Every Markdown cell is plain Markdown and HTML: glued numbers appear as their values (the
 chapter is executed once to compute them), citations as "(Author Year)" linked to the
-reference list on the site, `{doc}` links point to the sibling notebook (or, for a page that
+reference list on the site (in a local clone's notebooks, which know no site, to each
+reference's own address), `{doc}` links point to the sibling notebook (or, for a page that
 is no chapter, to the site), `{term}` links to the term in the site's glossary, admonitions become
 quoted blocks with a bold title, exercises headed blocks, and each solution (its prose and
 its code) sits closed inside `<details>`, so Run All neither runs nor shows it. Cells hidden
@@ -97,24 +98,48 @@ if importlib.util.find_spec("gpumodel") is None:
 
 @functools.cache
 def _bibliography() -> dict:
-    """key -> "Author Year" from references.bib (one author's surname, "A and B", or "A et al.")."""
+    """key -> (label, title, address) from references.bib: the label "Author Year" (one
+    author's surname, "A and B", or "A et al."), the title without braces, and the entry's
+    own address (its url, its doi, or the \\url of its howpublished; None where it has none)."""
     out = {}
     for key, body in re.findall(r"^@\w+\{([^,\s]+),(.*?)^\}", BIB.read_text(), re.M | re.S):
-        author = re.search(r"author\s*=\s*\{(.*)\},?\s*$", body, re.M).group(1)
-        year = re.search(r"year\s*=\s*\{(\d{4})\}", body).group(1)
+        field = lambda name: (m := re.search(rf"^\s*{name}\s*=\s*\{{(.*)\}},?\s*$", body, re.M)) and m.group(1)
+        author, year = field("author"), re.search(r"year\s*=\s*\{(\d{4})\}", body).group(1)
         if author.startswith("{"):  # an organisation, {{NVIDIA Corporation}}
             names = [author.strip("{}")]
         else:
             names = [re.sub(r"[{}\\']", "", a).split()[-1] for a in author.split(" and ")]
         who = names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2 else f"{names[0]} et al."
-        out[key] = f"{who} {year}"
+        doi, elsewhere = field("doi"), re.search(r"\\url\{([^}]*)\}", field("howpublished") or "")
+        address = field("url") or (doi and f"https://doi.org/{doi}") or (elsewhere and elsewhere.group(1))
+        title = re.sub(r"\\([_&%$#])", r"\1", re.sub(r"[{}]", "", field("title")))
+        out[key] = (f"{who} {year}", title, address or None)
     return out
 
 
+def _on_site(repo: str | None) -> bool:
+    """True where the notebooks link to a site: one for `repo`, or for the repository being
+    built on GitHub Actions. A local clone's notebooks know no site."""
+    return bool(repo) or published()
+
+
 def cite(keys: str, repo: str | None = None) -> str:
-    """Citation keys ("a, b") as "(Author Year; Author Year)", linked to the site's references."""
-    link = site_url(repo) + REFERENCES
-    return "(" + "; ".join(f"[{_bibliography()[k.strip()]}]({link})" for k in keys.split(",")) + ")"
+    """Citation keys ("a, b") as "(Author Year; Author Year)", each linked to the reference
+    list on the site (see `_on_site`), or, for a local clone, to the reference's own address
+    (not linked where references.bib gives none)."""
+    def one(key):
+        label, _, address = _bibliography()[key.strip()]
+        address = site_url(repo) + REFERENCES if _on_site(repo) else address
+        return f"[{label}]({address})" if address else label
+
+    return "(" + "; ".join(one(k) for k in keys.split(",")) + ")"
+
+
+def references() -> str:
+    """Every entry of references.bib as a Markdown list, linked to its own address: the
+    reference list of a local clone's notebooks."""
+    return "\n".join(f"- {label}: *{title}*." + (f" <{address}>" if address else "")
+                      for label, title, address in _bibliography().values())
 
 
 def glossary_link(term: str, repo: str | None = None) -> str:
@@ -200,6 +225,8 @@ class _Chapter:
             quoted = "\n".join(f"> {line}" if line else ">" for line in self.markdown(body).splitlines())
             return f"> **{title}**\n>\n{quoted}"
         if name == "bibliography":
+            if not _on_site(self.repo):
+                return references()
             return f"The full list is on the site: [{site_url(self.repo) + REFERENCES}]({site_url(self.repo) + REFERENCES})."
         raise ValueError(f"{self.path.name}: no plain-Markdown form for the {{{name}}} directive")
 

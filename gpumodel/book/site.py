@@ -10,8 +10,9 @@ page only to swap its icons for SVGs; its stylesheet already draws the same icon
 web fonts, which a browser fetches only for the icons a page shows. So the built pages do
 not load the script, and it is not shipped.
 
-MathJax (1.2 MB) is loaded when a formula comes within a screen of the reader, not with every
-page that has one: its script tag is held (type LAZY_MATH) and phone.js starts it.
+MathJax (0.8 MB with its fonts: `_config.yml` loads its parts, without the menu) is loaded when
+a formula comes within a screen of the reader, not with every page that has one: its script
+tag is held (type LAZY_MATH) and phone.js starts it.
 
 The repository button and the launch buttons follow the repository being built
 (`GITHUB_REPOSITORY` on GitHub Actions, else `_config.yml`'s placeholder), so a fork's site
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import posixpath
 import re
 
 from . import notebooks
@@ -57,8 +59,9 @@ LAZY_MATH = "text/x-gm-lazy"
 def hold_mathjax(app, pagename, templatename, context, doctree):
     """Hold the MathJax script that sphinx.ext.mathjax put on a page with math."""
     files = context.get("script_files", [])
+    held = posixpath.join("_static", app.config.mathjax_path)  # as the builder's add_js_file names it
     for i, js in enumerate(files):
-        if js.filename == app.config.mathjax_path:
+        if js.filename == held:
             files[i] = type(js)(js.filename, priority=js.priority, type=LAZY_MATH)
 
 

@@ -23,6 +23,10 @@ from ..tiles import is_legal
 from ..units import LEVEL_NAMES, fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
 from ..workloads import catalogue, gemm, seed_kernels, strided_read
 
+SMALL = 9
+"""The smallest text a figure shows (pt): on a phone, where a figure is drawn no narrower
+than its width in pt (phone.js), 9 CSS px."""
+
 
 def hierarchy_figure(gpus=("V100", "A100-40GB", "H100-SXM")):
     """Bandwidth (TB/s) and capacity (bytes) of the four levels for each named preset, on
@@ -58,9 +62,9 @@ def preset_levels(gpu="A100-40GB"):
     bandwidth = [g.bandwidth(lv) for lv in LEVELS]
     capacity = [g.capacity(lv) for lv in LEVELS]
     bars = ax_bw.bar(labels, [b / 1e12 for b in bandwidth], color="tab:blue")
-    ax_bw.bar_label(bars, [fmt_bandwidth(b) for b in bandwidth], fontsize=8)
+    ax_bw.bar_label(bars, [fmt_bandwidth(b) for b in bandwidth], fontsize=SMALL)
     bars = ax_cap.bar(labels, capacity, color="tab:orange")
-    ax_cap.bar_label(bars, [fmt_capacity(c) for c in capacity], fontsize=8)
+    ax_cap.bar_label(bars, [fmt_capacity(c) for c in capacity], fontsize=SMALL)
     lows = [min(x.bandwidth(lv) for x in everyone) / 1e12 for lv in LEVELS]
     highs = [max(x.bandwidth(lv) for x in everyone) / 1e12 for lv in LEVELS]
     ax_bw.set_ylim(min(lows) / 2, max(highs) * 3)
@@ -68,7 +72,7 @@ def preset_levels(gpu="A100-40GB"):
     ax_cap.set_ylim(min(caps) / 2, max(caps) * 4)
     for ax in (ax_bw, ax_cap):
         _log(ax.yaxis)
-        ax.tick_params(axis="x", labelsize=8)
+        ax.tick_params(axis="x", labelsize=SMALL)
     ax_cap.yaxis.set_major_formatter(lambda v, _: fmt_bytes(v, digits=1))
     ax_bw.set_ylabel("bandwidth (TB/s)")
     ax_cap.set_ylabel("capacity, whole GPU")
@@ -82,7 +86,7 @@ PART_LABELS = {"compute": "ALUs", "sfu": "SFUs", **LEVEL_NAMES}
 def busy_bars(predictions: dict):
     """How busy each part is (time / kernel time) for each named prediction: one group of
     bars per kernel, the bound at 100 %. Chapter 1."""
-    fig, ax = plt.subplots(figsize=(10, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
     parts = list(BOUNDS)
     width = 0.8 / len(parts)
     x = np.arange(len(predictions))
@@ -90,10 +94,10 @@ def busy_bars(predictions: dict):
         values = [100 * float(p.busy[part]) for p in predictions.values()]
         ax.bar(x + (j - (len(parts) - 1) / 2) * width, values, width, label=PART_LABELS[part])
     ax.set_xticks(x, [f"{name}\n{p.gpu.name}, {fmt_time(p.time)}\nbound: {PART_LABELS[str(p.bound)]}"
-                      for name, p in predictions.items()], fontsize=8)
+                      for name, p in predictions.items()], fontsize=SMALL)
     ax.set_ylabel("busy (% of kernel time)")
     ax.set_ylim(0, 105)
-    ax.legend(ncols=5, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 1.18))
+    ax.legend(ncols=len(parts), fontsize=SMALL, loc="lower center", bbox_to_anchor=(0.5, 1.0))
     return fig
 
 
@@ -116,8 +120,8 @@ def pipes(kernel: str = "vector_add", gpu="A100-40GB", step: int = 0, steps: int
         xs = (np.arange(10) + 0.5 + shift) % 10
         if busy > 0:
             ax.scatter(xs, np.full(10, y), s=12 + 60 * thick, color=color, zorder=3)
-        ax.text(-0.2, y, f"{LEVEL_NAMES[level]}\n{fmt_bandwidth(g.bandwidth(level))}", ha="right", va="center", fontsize=8)
-        ax.text(10.2, y, f"{100 * busy:.0f}% busy", ha="left", va="center", fontsize=8, color=color)
+        ax.text(-0.2, y, f"{LEVEL_NAMES[level]}\n{fmt_bandwidth(g.bandwidth(level))}", ha="right", va="center", fontsize=SMALL)
+        ax.text(10.2, y, f"{100 * busy:.0f}% busy", ha="left", va="center", fontsize=SMALL, color=color)
         y -= 1.0
     compute = float(p.busy["compute"])
     ax.text(5, 0.75, f"ALUs {100 * compute:.0f}% busy" + ("  (bound)" if p.bound == "compute" else ""),
@@ -146,7 +150,7 @@ def _log_axes(ax, xlabel: str, ylabel: str, title: str = "") -> None:
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=SMALL)
 
 
 def _working_set_axes(ax, ylabel: str) -> None:
@@ -168,7 +172,7 @@ def sweep(curves: list, marks: dict | None = None, capacities: dict | None = Non
     for label, value in (capacities or {}).items():
         ax.axvline(value, ls=":", lw=1, color="grey")
         ax.annotate(f"{label} {fmt_capacity(value)}", (value, 0.02), xycoords=("data", "axes fraction"),
-                    rotation=90, fontsize=8, color="grey", ha="right", va="bottom")
+                    rotation=90, fontsize=SMALL, color="grey", ha="right", va="bottom")
     _working_set_axes(ax, "bandwidth (GB/s)")
     return fig
 
@@ -211,12 +215,12 @@ def roofline(gpus=("A100-40GB",), points=(), math: str = "fp32", level: str = "h
             ax.plot([intensity], [min(peak, intensity * bw) / 1e12], "s", color="black", ms=5)
             left = intensity > 30  # labels on the right half of the axis go to the point's left
             ax.annotate(label, (intensity, min(peak, intensity * bw) / 1e12), textcoords="offset points",
-                        xytext=(-6 if left else 6, -12), ha="right" if left else "left", fontsize=8)
+                        xytext=(-6 if left else 6, -12), ha="right" if left else "left", fontsize=SMALL)
     _log(ax.xaxis)
     _log(ax.yaxis)
     ax.set_xlabel(f"arithmetic intensity at {LEVEL_NAMES[level]} (FLOP/B)")
     ax.set_ylabel(f"attainable {math} TFLOP/s")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=SMALL, loc="lower right")
     return fig
 
 
@@ -234,7 +238,7 @@ def coalescing(strides=range(1, 33), gpu="A100-40GB", measured: dict | None = No
     ax.set_xlabel("stride (elements)")
     ax.set_ylabel("useful bandwidth (GB/s)")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=SMALL)
     return fig
 
 
@@ -262,7 +266,7 @@ def tile_traffic(gpus=("A100-40GB", "H100-SXM"), n: int = 4096, tiles=(8, 16, 32
     b = np.asarray(tiles, dtype=float)
     t = np.minimum(8, b)
     w = gemm(n, n, n, block=(b, b), thread=(t, t))
-    fig, (ax_b, ax_t) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+    fig, (ax_b, ax_t) = plt.subplots(2, 1, figsize=(6.4, 7), sharex=True, layout="constrained")
     for i, level in enumerate(("smem", "l2", "hbm")):
         ax_b.plot(b, w.bytes[level], marker="o", ms=3, color=f"C{i}", label=LEVEL_NAMES[level])
     ax_b.plot(b, 2 * n**3 * 4 / b, ls=":", color="grey", label="2n³s / b, so I = b/s")
@@ -272,7 +276,7 @@ def tile_traffic(gpus=("A100-40GB", "H100-SXM"), n: int = 4096, tiles=(8, 16, 32
             ax_t.plot(b, p.level_times[level] * 1e3, marker="o", ms=3, color=f"C{i}",
                       ls="-" if j == 0 else "--", label=f"{LEVEL_NAMES[level]}, {g.name}")
         ax_t.axhline(float(p.compute_time[0]) * 1e3, color="black", ls="-" if j == 0 else "--", lw=1, label=f"compute, {g.name}")
-    _log_axes(ax_b, "block tile b (b x b)", "bytes moved")
+    _log_axes(ax_b, "", "bytes moved")  # the panels share the x axis below
     _log_axes(ax_t, "block tile b (b x b)", "time the level needs (ms)")
     return fig
 
@@ -294,12 +298,12 @@ def ladder(gpu="A100-40GB", n: int = 4096):
             if p.bound == part:
                 bar.set_edgecolor("black")
                 bar.set_linewidth(2)
-    ax.set_xticks(x, [f"{rung}\n{fmt_time(p.time)}, bound: {PART_LABELS[str(p.bound)]}" for rung, p in preds.items()], fontsize=8)
+    ax.set_xticks(x, [f"{rung}\n{fmt_time(p.time)}, bound: {PART_LABELS[str(p.bound)]}" for rung, p in preds.items()], fontsize=SMALL)
     _log(ax.yaxis)
     ax.set_ylim(bottom=1e-2)
     ax.set_ylabel("time the part needs (ms)")
     ax.set_title(f"{n}³ FP32 GEMM on the {g.name}: the bound (outlined) of each rung", fontsize=10)
-    ax.legend(ncols=5, fontsize=8, loc="upper right")
+    ax.legend(ncols=5, fontsize=SMALL, loc="upper right")
     return fig
 
 
@@ -349,7 +353,7 @@ def roofline_levels(kernel: str = "gemm_smem16", gpu="A100-40GB"):
     ax.set_xlabel("arithmetic intensity at each level (FLOP/B)")
     ax.set_ylabel(f"attainable {w.math} TFLOP/s")
     ax.set_title(f"{kernel_info.label(kernel)} on the {g.name}: bound by {PART_LABELS[str(p.bound)]}, {fmt_time(p.time)}", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=SMALL, loc="lower right")
     return fig
 
 
@@ -375,7 +379,7 @@ def wave_traffic(gpu="A100-40GB", size: int = 8192, groups=(1, 2, 4, 8, 16, 32, 
     ax.set_xlabel("group size (rows of tiles per group)")
     ax.set_ylabel("HBM traffic (GB)")
     ax.set_title(f"fp16 {size}³ GEMM, 128 x 128 tiles, on the {presets.gpu(gpu).name}", fontsize=10)
-    ax.legend(fontsize=7, ncols=2)
+    ax.legend(fontsize=SMALL, ncols=2)
     return fig
 
 
@@ -427,7 +431,7 @@ def flash_hbm(seq: int = 4096, head_dim: int = 64, dtype: str = "fp16", sram=(16
     fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
     ax.plot(kib, np.asarray(flash) / 1e6, marker="o", ms=3, label="flash")
     for k, b, f in zip(kib, blocks, flash):
-        ax.annotate(f"Br = {b}", (k, f / 1e6), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        ax.annotate(f"Br = {b}", (k, f / 1e6), textcoords="offset points", xytext=(4, 4), fontsize=SMALL)
     ax.axhline(standard / 1e6, color="C1", ls="--", label="standard")
     _log_axes(ax, "SRAM per block (KiB)", "HBM traffic per head (MB)", f"N = {seq}, d = {head_dim}, {dtype}")
     return fig
@@ -441,7 +445,7 @@ def attention_by_length(gpu="A100-40GB", batch: int = 8, heads: int = 32, head_d
 
     n = 2.0 ** np.arange(9, 16)
     g = presets.gpu(gpu)
-    fig, (ax_b, ax_t) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    fig, (ax_b, ax_t) = plt.subplots(2, 1, figsize=(6.4, 6.6), sharex=True, layout="constrained")
     cases = {"standard": ("standard", False), "flash, K and V re-read from HBM": ("flash", False),
              "flash, K and V re-read from L2": ("flash", True)}
     for label, (kind, reuse) in cases.items():
@@ -451,7 +455,7 @@ def attention_by_length(gpu="A100-40GB", batch: int = 8, heads: int = 32, head_d
         ax_t.plot(n, p.time * 1e3, marker="o", ms=3, label=label)
     ax_t.plot(n, predict(attention(batch, heads, n, head_dim, dtype, "flash", block=block), g).compute_time * 1e3,
               ls=":", color="black", lw=2, zorder=5, label="tensor math alone")
-    _log_axes(ax_b, "sequence length N", "HBM traffic (GB)")
+    _log_axes(ax_b, "", "HBM traffic (GB)")  # the panels share the x axis below
     _log_axes(ax_t, "sequence length N", f"predicted forward time on the {g.name} (ms)")
     return fig
 
@@ -493,7 +497,7 @@ def tiled_gemm_diagram(blocks: int = 4, threads: int = 4):
                                      "its tile in registers, split into tM x tN thread tiles (red: one thread's)", "black"),
     ]
     for x, y, text, color in notes:
-        ax.text(x, y, text, ha="center", va="top" if y < 0 else "bottom", fontsize=8, color=color)
+        ax.text(x, y, text, ha="center", va="top" if y < 0 else "bottom", fontsize=SMALL, color=color)
     ax.set_xlim(-0.6, c_x + size + 0.3)
     ax.set_ylim(-1.3, b_y + 2.5)
     ax.set_aspect("equal")
@@ -550,7 +554,7 @@ def flash_diagram(blocks: int = 8):
     ax.text(o_x + d / 2, n + 0.15, "O", ha="center")
     ax.text(s_x + n / 2, -0.3, "red: the one score tile in SRAM now; orange: tiles already folded into the running\n"
             "max m, sum l and output a of this query block (blue), which writes its rows of O (purple) once",
-            ha="center", va="top", fontsize=8)
+            ha="center", va="top", fontsize=SMALL)
     ax.set_xlim(-0.2, o_x + d + 0.2)
     ax.set_ylim(-1.0, k_y + d + 0.5)
     ax.set_aspect("equal")

@@ -27,6 +27,7 @@ import io
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -88,9 +89,30 @@ def _menus_html(options: dict) -> str:
     return "".join(menus)
 
 
+def _pack(texts: list) -> tuple[list, list]:
+    """`texts` that repeat one another (a player's SVG frames, an exercise's HTML views) as a
+    table of their distinct pieces (each piece starts at a "<") and, per text, the runs of
+    consecutive table entries that spell it: an index for one piece, an index and minus the
+    count for several ([7, 12, -30] is piece 7, then pieces 12 to 41). A page then carries
+    each axis, label or bar that the texts share once; widgets.js spells them."""
+    pieces, index, spelled = [], {}, []
+    for text in texts:
+        runs = []  # [first, count] each
+        for piece in filter(None, re.split(r"(?=<)", text)):
+            i = index.setdefault(piece, len(pieces))
+            if i == len(pieces):
+                pieces.append(piece)
+            if runs and sum(runs[-1]) == i:
+                runs[-1][1] += 1
+            else:
+                runs.append([i, 1])
+        spelled.append([n for first, count in runs for n in ([first] if count == 1 else [first, -count])])
+    return pieces, spelled
+
+
 def _data_html(data: dict) -> str:
     """Data for widgets.js, as JSON in a script element (`</` escaped)."""
-    text = json.dumps(data).replace("</", "<\\/")
+    text = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     return f'<script type="application/json">{text}</script>'
 
 
@@ -98,7 +120,8 @@ def _data_html(data: dict) -> str:
 class Player:
     """Precomputed SVG frames, one list of `steps` frames per state, with a menu per control
     and a play button when animated. `frames[i]` is a list of SVG texts, or a string: why
-    that state is not available. `states` maps "i|j|..." to an index in `frames`."""
+    that state is not available. `states` maps "i|j|..." to an index in `frames`. On the page
+    the frames are packed (`_pack`)."""
 
     options: dict
     frames: list
@@ -118,7 +141,10 @@ class Player:
         if self.steps > 1:
             play = ('<button type="button" data-play>&#9654; Play</button>'
                     f'<input type="range" min="0" max="{self.steps - 1}" value="0" aria-label="time step">')
-        data = {"frames": self.frames, "states": self.states}
+        pieces, runs = _pack([svg for frames in self.frames if not isinstance(frames, str) for svg in frames])
+        runs = iter(runs)
+        frames = [frames if isinstance(frames, str) else [next(runs) for _ in frames] for frames in self.frames]
+        data = {"pieces": pieces, "frames": frames, "states": self.states}
         return (f'<div class="gm-player gm-widget" id="{self.id}">'
                 f'<div class="gm-controls" role="group" aria-label="{html.escape(self.title)}">'
                 f'{_menus_html(self.options)}{play}</div>'
@@ -226,12 +252,13 @@ class WidgetExercise:
 
     def _repr_html_(self) -> str:
         views, states = _states(self.controls, self.render)
+        pieces, views = _pack(views)
         return (f'<div class="gm-exercise gm-widget" id="gm-exercise-{self.key}">'
                 f'<div class="gm-controls" role="group" aria-label="explore">'
                 f'{_menus_html(_options(self.controls, self.labels))}</div>'
                 f'{BAR_STYLE}<div class="gm-view" aria-live="polite"></div>'
                 f'{_form_html(self.rules, self.prompt)}'
-                f'{_data_html({"views": views, "states": states, "rules": self.rules})}</div>')
+                f'{_data_html({"pieces": pieces, "views": views, "states": states, "rules": self.rules})}</div>')
 
     def widget(self):
         """The same exercise as ipywidgets on the live model."""

@@ -9,4 +9,6 @@ learner reads (`report`).
 from .._lazy import submodules
 from .tracer import LabError, Trace, trace
 
+__all__ = ["LabError", "Trace", "trace"]
+
 __getattr__ = submodules(__name__, __file__)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _check
-from ..hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WARP, WAVEFRONT_BYTES
+from ..hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
 from ..model import predict
 from ..presets import preset_names
 from ..workloads import Workload
