@@ -90,10 +90,16 @@ def _key(name: str) -> str:
     return "".join(str(name).lower().split())
 
 
+NUMBER_KEYS = {"answer", "rtol", "right", "bands", "high", "low", "not_number"}
+CHOICE_KEYS = {"answer", "right", "wrong", "not_number"}
+"""The keys `verdict` reads of the rules `number_rules` and `choice_rules` make."""
+
+
 def verdict(rules: dict, answer) -> Feedback:
     """Judge `answer` by `rules` (`number_rules` or `choice_rules`). Text is read as the
     answer box on the site reads it; a number may be Python's or NumPy's."""
-    if not isinstance(rules, dict) or rules.get("kind") not in ("number", "choice"):
+    made = {"number": NUMBER_KEYS, "choice": CHOICE_KEYS}
+    if not isinstance(rules, dict) or rules.get("kind") not in made or not made[rules["kind"]] <= set(rules):
         raise TypeError(f"rules must be made by number_rules or choice_rules, got {rules!r}")
     if rules["kind"] == "choice":
         key = _key(answer) if isinstance(answer, str) else None

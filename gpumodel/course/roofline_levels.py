@@ -19,7 +19,7 @@ L2_TILES = (16, 32, 64, 128, 256, 512)
 def check_l2_tile(gpu, size: int, answer) -> Feedback:
     """Chapter 4: the smallest square block tile (of L2_TILES) at which L2 stops binding an
     fp16 size^3 tensor-core GEMM on `gpu`: L2 intensity about b / 2 against the L2 ridge."""
-    size = int(_check.size("size", size))
+    size = _check.one("size", size)
     p = {b: predict(gemm(size, size, size, block=(b, b), thread=(min(b, 64),) * 2, dtype="fp16"), gpu)
          for b in L2_TILES if b <= size}
     fine = [b for b, q in p.items() if q.level_times["l2"] <= q.compute_time]

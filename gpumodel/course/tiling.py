@@ -34,7 +34,7 @@ def check_padding(rows: int, cols: int, answer) -> Feedback:
     """Chapter 3: the padding, in 4-byte words per row, that makes a warp's column read of a
     `rows` x `cols` float tile conflict-free (the smallest such padding is asked for)."""
 
-    rows, cols = int(_check.size("rows", rows)), int(_check.size("cols", cols))
+    rows, cols = _check.one("rows", rows), _check.one("cols", cols)
     if rows < 32:
         raise ValueError(f"rows must be at least 32 (a warp reads 32 rows of a column), got {rows!r}")
     if answer is None:
@@ -57,7 +57,8 @@ def check_padding(rows: int, cols: int, answer) -> Feedback:
 def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Feedback:
     """Chapter 3: resident warps per SM for a launch of `threads` per block, `registers`
     per thread and `smem` bytes of shared memory per block on `gpu`."""
-
+    threads, registers = _check.one("threads", threads), _check.one("registers", registers)
+    smem = _check.one("smem", smem, zero=True)
     o = occupancy(gpu, threads, registers, smem)
     limits = ", ".join(f"{k} allow {v:g} blocks" for k, v in o.per_resource.items())
     return check_number(answer, float(o.warps), "warps", rtol=0,
