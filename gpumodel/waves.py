@@ -26,9 +26,9 @@ import numpy as np
 from . import _check, presets
 
 ORDERS = ("row", "grouped")
-MAX_BLOCKS = 2**22
-"""The largest grid the wave model walks (about 4 million tiles: a 262,144^2 output in
-128 x 128 tiles); larger grids would take minutes and gigabytes."""
+MAX_BLOCKS = 2**20
+"""The largest grid the wave model walks (about a million tiles: a 131,072^2 output in
+128 x 128 tiles), in well under a second; larger grids would take seconds and gigabytes."""
 
 
 def block_coordinates(rows: int, cols: int, order: str = "row", group: int = 8) -> tuple[np.ndarray, np.ndarray]:

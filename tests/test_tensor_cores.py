@@ -184,3 +184,12 @@ def test_fp8_math_halves_the_bytes_and_doubles_the_peak(width):
     assert tc.critical_batch(h100, width, "fp8") < tc.critical_batch(h100, width)  # widened to fp16: fewer bytes only
     with pytest.raises(ValueError, match="A100-40GB has no fp8"):
         tc.critical_batch("A100-40GB", width, "fp8", math="fp8", act_bytes=1)
+
+
+def test_a_full_last_wave_is_one():
+    """108 tiles of 128 x 128 on the A100's 108 SMs: one full wave, whose occupancy 1.0 is right
+    (not mistaken for a percentage)."""
+    w = gm.tensor_cores.wave_quantisation(9 * 128, 12 * 128, (128, 128), "A100-40GB")
+    assert (w.tiles, w.waves, w.last, w.efficiency) == (108, 1, 1.0, 1.0)
+    assert gm.course.tensor_cores.check_last_wave(9 * 128, 12 * 128, (128, 128), "A100-40GB", 1.0)
+    assert gm.course.tensor_cores.check_last_wave(9 * 128, 24 * 128, (128, 128), "A100-40GB", 1)

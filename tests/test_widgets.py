@@ -212,3 +212,14 @@ def test_number_rules_refuse_bad_input(bad, message):
 def test_choice_rules_refuse_the_answer_among_the_wrong_ones():
     with pytest.raises(ValueError, match="wrong must not hold the answer"):
         gm.course.checks.choice_rules("L4", {"l4": "no"})
+
+
+@pytest.mark.parametrize("gpu", gm.course.widgets.GPUS)
+def test_l2_overflow_on_every_gpu_of_its_menu(gpu):
+    """The answer is the first power of two whose three fp32 arrays (12 bytes per element) pass
+    the L2 of the GPU asked about, not of the default one."""
+    n = gm.course.roofline_levels.L2_SIZES[0]
+    while 3 * 4 * n <= gm.gpu(gpu).capacity("l2"):
+        n *= 2
+    exercise = gm.course.roofline_levels.l2_overflow(gpu)
+    assert exercise.rules["answer"] == n and exercise.check(str(n)) and not exercise.check(str(n // 2))
