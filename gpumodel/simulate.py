@@ -349,9 +349,9 @@ def online_softmax(x, block: int):
     _check.work("x's blocks of columns", -(-cols // block), MAX_STEPS, "steps")
     x = _check.array("x", x)
     m, l, acc = np.full((rows, 1), -np.inf), np.zeros((rows, 1)), np.zeros((rows, cols))
+    eye = np.eye(cols)  # its rows j0 to j0 + block place that block's exponentials in their columns
     for j0 in range(0, cols, block):
-        eye = np.eye(cols)[j0:j0 + block]  # places this block's exponentials in their columns
-        m, l, acc = online_softmax_step(m, l, acc, x[:, j0:j0 + block], eye)
+        m, l, acc = online_softmax_step(m, l, acc, x[:, j0:j0 + block], eye[j0:j0 + block])
     return acc / l
 
 

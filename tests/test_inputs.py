@@ -374,6 +374,7 @@ def test_what_raised_raw_errors_or_returned_inf_is_refused_naming_the_parameter(
     (lambda: gm.course.tiling.occupancy_limit(gpu="V100", smem_kib=100), r"^smem_kib must be at most 96 on the V100"),
     (lambda: gm.course.hierarchy.seed_bounds().render(kernel="VECTOR_ADD", gpu="A100-40GB"),
      r"^kernel must be one of \['vector_add', 'gemm_smem16', 'gemm_reg128'\], got 'VECTOR_ADD'$"),
+    (lambda: gm.course.tiling.thread_tile("H100-SXM", 128), r"^gpu and block must admit a thread tile"),
     (lambda: gm.course.flashattention.attention_fit(gpu="B200", heads=1, head_dim=8), r"^heads and head_dim must make"),
     (lambda: gm.course.tensor_cores.decode_batch(width=64), r"^width must let a batch of 1024 reach"),
 ])

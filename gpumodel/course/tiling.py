@@ -88,8 +88,11 @@ def thread_tile(gpu: str = "A100-40GB", block: int = 128) -> WidgetExercise:
                              "threads per block, or too much shared memory, or too many registers")
         return prediction_view(workload(block, thread), gpu, f"{block} x {block} tiles, {thread} x {thread} per thread")
 
-    smallest = next(t for t in THREAD_TILES if is_legal(gpu, block, block, t, t)
-                    and predict(workload(block, t), gpu).bound != "smem")
+    smallest = next((t for t in THREAD_TILES if is_legal(gpu, block, block, t, t)
+                     and predict(workload(block, t), gpu).bound != "smem"), None)
+    if smallest is None:
+        raise ValueError(f"gpu and block must admit a thread tile of {THREAD_TILES} that shared memory does not "
+                         f"bind, got {gpu!r} and {block!r}")
     return WidgetExercise(
         "thread-tile", {"gpu": list(GPUS), "block": list(TILE_BLOCKS), "thread": list(THREAD_TILES)},
         view,
