@@ -107,6 +107,9 @@ def cluster_gemm(m, n, k, block=(128, 256), thread=(64, 256), cluster=(2, 1), dt
     Chapter 6."""
     c_m, c_n = _check.one_pair("cluster", cluster)
     b_m, b_n = _check.one_pair("block", block)
+    m, n = _check.size("m", m), _check.size("n", n)
+    _check.not_larger("cluster[0] x block[0]", c_m * b_m, "m", m)  # named for what the caller passed
+    _check.not_larger("cluster[1] x block[1]", c_n * b_n, "n", n)
     alone = gemm(m, n, k, block=(b_m, b_n), thread=thread, dtype=dtype)
     together = gemm(m, n, k, block=(c_m * b_m, c_n * b_n), thread=thread, dtype=dtype)
     return Workload(f"clustered GEMM ({dtype}, {c_m}x{c_n} clusters)", flops=alone.flops,
