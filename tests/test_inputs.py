@@ -332,15 +332,16 @@ def test_sizes_that_do_not_broadcast_are_named(call, message):
     (lambda: gm.course.tiling.check_occupancy("A100-40GB", 128, 32, [0, 1024], 32), "smem"),
 ])
 
+def test_a_one_number_parameter_given_an_array_is_named(call, param):
+    """No "only 0-dimensional arrays can be converted" nor "unsupported format string"."""
+    with pytest.raises(ValueError, match=rf"^{param} must be one whole number, not an array"):
+        call()
+
 
 def test_a_cluster_larger_than_the_matrix_names_the_cluster():
     """Not "block[0] must not exceed m" for a block tile the caller did not pass."""
     with pytest.raises(ValueError, match=r"^cluster\[0\] x block\[0\] must not exceed m: got cluster\[0\] x block\[0\]=2048"):
         gm.tensor_cores.cluster_gemm(1024, 1024, 1024, cluster=(16, 1))
-def test_a_one_number_parameter_given_an_array_is_named(call, param):
-    """No "only 0-dimensional arrays can be converted" nor "unsupported format string"."""
-    with pytest.raises(ValueError, match=rf"^{param} must be one whole number, not an array"):
-        call()
 
 
 @pytest.mark.parametrize("call, error, message", [
