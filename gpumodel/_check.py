@@ -15,6 +15,9 @@ DTYPES = ("fp32", "fp16", "bf16")
 """The element types every workload builder takes; fp8 only a library GEMM (`gemm_ideal`)."""
 LARGEST = 2**53
 """The largest size: float64 counts every whole number up to it exactly."""
+MOST_CONFIGURATIONS = 2**20
+"""The most configurations one sweep may hold (the size of its broadcast shape): a million
+configurations take about half a second through a builder and `predict` on one core."""
 BIGGEST = 1e150
 """The largest magnitude a simulation's input may hold: products of two such numbers, summed
 over any dimension a simulation accepts, stay finite in float64."""
@@ -96,7 +99,8 @@ def one(name: str, value, most: int = LARGEST, zero: bool = False) -> int:
 
 def broadcast(*named) -> tuple:
     """The shape that the (name, array) pairs of `named` broadcast to, or a ValueError naming
-    the first two that do not ("m and n must broadcast: shapes (2,) and (3,)")."""
+    the first two that do not ("m and n must broadcast: shapes (2,) and (3,)"), or all of them
+    when the shape holds more than MOST_CONFIGURATIONS."""
     shape, seen = (), []
     for name, value in named:
         here = np.shape(value)
@@ -106,6 +110,9 @@ def broadcast(*named) -> tuple:
             other, there = next((n, s) for n, s in seen if not _broadcasts(s, here))
             raise ValueError(f"{other} and {name} must broadcast: shapes {there} and {here}") from None
         seen.append((name, here))
+    if math.prod(shape) > MOST_CONFIGURATIONS:
+        names = ", ".join(name for name, _ in named)
+        raise ValueError(f"{names} must broadcast to at most {MOST_CONFIGURATIONS:,} configurations, got shape {shape}")
     return shape
 
 

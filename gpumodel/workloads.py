@@ -68,6 +68,7 @@ def vector_add(n) -> Workload:
     """`c = a + b` over `n` fp32 elements: n flops; 12n bytes at L2 and HBM (read a and b,
     write c); 12 register bytes per add. Chapter 1."""
     n = _check.size("n", n)
+    _check.broadcast(("n", n))
     return Workload(
         "vector add",
         flops=n,
@@ -411,6 +412,7 @@ def transpose(n, padded=False) -> Workload:
     No arithmetic: flops and register traffic are 0.
     """
     n = _check.size("n", n)
+    _check.broadcast(("n", n))
     padded = _check.flag("padded", padded)
     tiled = (_tiles(n, TRANSPOSE_TILE) * TRANSPOSE_TILE) ** 2
     conflict = 1 if padded else TRANSPOSE_TILE

@@ -54,6 +54,17 @@ def test_the_calls_that_took_seconds_take_well_under_one(call):
     assert cpu_seconds(call) < SECOND
 
 
+def test_a_sweep_of_more_than_a_million_configurations_is_refused_before_it_is_computed():
+    m, n = np.arange(16, 1040.0)[:, None], np.arange(16, 1040.0)[None, :]
+    assert gm.predict(gm.gemm(m, n, 4096, block=(16, 16)), "A100-40GB").time.shape == (1024, 1024)
+    assert cpu_seconds(lambda: gm.predict(gm.gemm(m, n, 4096, block=(16, 16)), "A100-40GB")) < SECOND
+    with pytest.raises(ValueError, match=r"^m, n, k, thread\[0\], thread\[1\] must broadcast to at most 1,048,576 "
+                                         r"configurations, got shape \(1024, 1025\)"):
+        gm.gemm(m, np.arange(16, 1041.0)[None, :], 4096, block=(16, 16))
+    with pytest.raises(ValueError, match=r"^n must broadcast to at most 1,048,576 configurations, got shape \(1048577,\)"):
+        gm.vector_add(np.ones(2**20 + 1))
+
+
 def test_the_largest_grid_refused_names_the_limit():
     with pytest.raises(ValueError, match="rows x cols must be at most 1,048,576 blocks, got 4,194,304"):
         gm.waves.gemm_hbm(2**18, 2**18, 128, block=(128, 128))
