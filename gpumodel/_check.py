@@ -1,7 +1,12 @@
 """Input checks shared by the whole package: bad input is a `ValueError` (or a `TypeError`
 for a thing of the wrong kind) naming the parameter and what is accepted, never a NaN, a
 warning or a crash deep in NumPy. Messages read "<param> must be <what is accepted>, got
-<value>"."""
+<value>".
+
+A swept parameter is a `size` (or `count`, `amount`) and its sweep's parameters go through
+`broadcast` together; a parameter that takes one number (a loop bound, a grid) is `one`; a
+widget control's value is a `member` of its menu; a simulation's input is checked by `shape`
+and its work before `array` copies it."""
 
 from __future__ import annotations
 
