@@ -56,7 +56,7 @@ def array(name: str, value, most: float = BIGGEST) -> np.ndarray:
     return arr
 
 
-def running(name: str, value, shape: tuple, start: float) -> np.ndarray:
+def running(name: str, value, shape: tuple, start: float | None = None) -> np.ndarray:
     """A running statistic of an online algorithm: a float64 array of `shape` whose entries
     are finite numbers, or `start` (a maximum that starts at -inf) where nothing is folded in yet."""
     try:
@@ -67,7 +67,8 @@ def running(name: str, value, shape: tuple, start: float) -> np.ndarray:
         raise ValueError(f"{name} must be an array of numbers of shape {shape}, got {value!r}")
     arr = raw.astype(np.float64)
     if not np.all(np.isfinite(arr) | (arr == start)):
-        raise ValueError(f"{name} must hold finite numbers (or {start:g} where nothing is folded in), got {value!r}")
+        also = "" if start is None else f" (or {start:g} where nothing is folded in yet)"
+        raise ValueError(f"{name} must hold finite numbers{also}, got {value!r}")
     return arr
 
 

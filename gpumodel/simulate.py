@@ -327,8 +327,8 @@ def online_softmax_step(m, l, acc, scores, values):
                          f"{scores.shape} and {values.shape}")
     rows = scores.shape[:-1] + (1,)
     m = _check.running("m", m, rows, start=-np.inf)
-    l = _check.running("l", l, rows, start=0.0)
-    acc = _check.running("acc", acc, scores.shape[:-1] + values.shape[-1:], start=0.0)
+    l = _check.running("l", l, rows)
+    acc = _check.running("acc", acc, scores.shape[:-1] + values.shape[-1:])
     m_new = np.maximum(m, scores.max(axis=-1, keepdims=True))
     p = np.exp(scores - m_new)
     correction = np.exp(m - m_new)  # rescales what was summed under the old maximum
