@@ -28,6 +28,7 @@ def check_hbm_bytes_per_clock(gpu, answer) -> Feedback:
 
 RIDGE_MATH = ("fp32", "fp16")
 
+
 def highest_ridge(math: str = "fp16") -> WidgetExercise:
     """Appendix: which preset has the highest `math` ridge point against HBM (peak over HBM
     bandwidth, FLOP/B)?"""

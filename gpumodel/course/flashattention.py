@@ -47,6 +47,7 @@ def attention_fit(gpu: str = "L4", heads: int = 32, head_dim: int = 128) -> Widg
     if attention_memory(1, heads, SEQS[-1], head_dim, "fp16") <= presets.gpu(gpu).capacity("hbm"):
         raise ValueError(f"heads and head_dim must make standard attention outgrow the {gpu}'s memory by "
                          f"N = {SEQS[-1]:,}, got {heads} and {head_dim}")
+
     def view(gpu, seq, kind):
         g = presets.gpu(gpu)
         need = float(attention_memory(1, heads, seq, head_dim, "fp16", kind))
@@ -73,6 +74,7 @@ def flash_speedup(gpu: str = "H100-SXM", seq: int = 16384, head_dim: int = 64) -
     _check.member("gpu", gpu, GPUS)
     _check.member("seq", seq, SEQS)
     _check.member("head_dim", head_dim, SPEEDUP_HEAD_DIMS)
+
     def workload(seq, head_dim, kind):
         return attention(1, 32, seq, head_dim, "fp16", kind)
 

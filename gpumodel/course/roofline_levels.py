@@ -45,6 +45,7 @@ def block_group(gpu: str = "H100-SXM", size: int = 8192) -> WidgetExercise:
     size^3 GEMM with 128 x 128 tiles, two blocks per SM, blocks drifting over all of K."""
     _check.member("gpu", gpu, GROUP_GPUS)
     size = _check.integer("size", size, 1024, 32768)
+
     def traffic(gpu, group, drift):
         return gemm_hbm(size, size, size, gpu=gpu, blocks_per_sm=2, order="grouped", group=group,
                         drift_k=size if drift == "all of K" else size // 8)
@@ -75,6 +76,7 @@ def l2_overflow(gpu: str = "L4") -> WidgetExercise:
     """Chapter 4: the smallest vector add (fp32 elements, a power of two) whose three
     arrays no longer fit in `gpu`'s L2."""
     _check.member("gpu", gpu, GPUS)
+
     def view(gpu, n):
         g, nbytes = presets.gpu(gpu), 12 * n
         fits = nbytes <= g.capacity("l2")
