@@ -46,7 +46,8 @@ lab: $(STAMP)
 	$(PY) -m pip install --quiet jupyterlab
 	$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) notebooks/
 
-## Time the model and each chapter (a benchmark, not a test).
+## The slowest accepted call of every public function, then the model and each chapter, timed
+## (a benchmark, not a test).
 bench: $(STAMP)
 	$(PY) tests/benchmark.py
 

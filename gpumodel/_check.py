@@ -1,7 +1,12 @@
 """Input checks shared by the whole package: bad input is a `ValueError` (or a `TypeError`
 for a thing of the wrong kind) naming the parameter and what is accepted, never a NaN, a
 warning or a crash deep in NumPy. Messages read "<param> must be <what is accepted>, got
-<value>"."""
+<value>".
+
+A swept parameter is a `size` (or `count`, `amount`) and its sweep's parameters go through
+`broadcast` together; a parameter that takes one number (a loop bound, a grid) is `one`; a
+widget control's value is a `member` of its menu; a simulation's input is checked by `shape`
+and its work before `array` copies it."""
 
 from __future__ import annotations
 
@@ -15,6 +20,12 @@ DTYPES = ("fp32", "fp16", "bf16")
 """The element types every workload builder takes; fp8 only a library GEMM (`gemm_ideal`)."""
 LARGEST = 2**53
 """The largest size: float64 counts every whole number up to it exactly."""
+MOST_CONFIGURATIONS = 2**20
+"""The most configurations one sweep may hold (the size of its broadcast shape): a million
+configurations take about half a second through a builder and `predict` on one core."""
+BIGGEST = 1e150
+"""The largest magnitude a simulation's input may hold: products of two such numbers, summed
+over any dimension a simulation accepts, stay finite in float64."""
 
 
 def _numbers(name: str, value, wanted: str) -> np.ndarray:
@@ -36,9 +47,38 @@ def _numbers(name: str, value, wanted: str) -> np.ndarray:
     return arr
 
 
-def array(name: str, value) -> np.ndarray:
-    """`value` as a non-empty float64 array of finite numbers (a simulation's matrix)."""
-    return _numbers(name, value, "an array of numbers")
+def array(name: str, value, most: float = BIGGEST) -> np.ndarray:
+    """`value` as a non-empty float64 array of finite numbers no larger than `most` in
+    magnitude (a simulation's matrix)."""
+    arr = _numbers(name, value, "an array of numbers")
+    if np.any(np.abs(arr) > most):
+        raise ValueError(f"{name} must hold numbers of magnitude at most {most:g}, got {np.abs(arr).max():g}")
+    return arr
+
+
+def running(name: str, value, shape: tuple, start: float | None = None) -> np.ndarray:
+    """A running statistic of an online algorithm: a float64 array of `shape` whose entries
+    are finite numbers, or `start` (a maximum that starts at -inf) where nothing is folded in yet."""
+    try:
+        raw = np.asarray(None if isinstance(value, (str, bytes, bool, dict)) else value)
+    except ValueError:  # a ragged list
+        raw = np.asarray(None)
+    if raw.dtype.kind not in "iuf" or raw.shape != shape:
+        raise ValueError(f"{name} must be an array of numbers of shape {shape}, got {value!r}")
+    arr = raw.astype(np.float64)
+    if not np.all(np.isfinite(arr) | (arr == start)):
+        also = "" if start is None else f" (or {start:g} where nothing is folded in yet)"
+        raise ValueError(f"{name} must hold finite numbers{also}, got {value!r}")
+    return arr
+
+
+def shape(name: str, value) -> tuple:
+    """The shape of `value` without copying an array (checked before the work it implies);
+    () for anything that is not an array or a regular nesting of lists."""
+    try:
+        return np.shape(value)
+    except ValueError:  # a ragged list
+        raise ValueError(f"{name} must be an array of numbers, got a ragged {type(value).__name__}") from None
 
 
 def size(name: str, value, most: int = LARGEST) -> np.ndarray:
@@ -53,6 +93,48 @@ def size(name: str, value, most: int = LARGEST) -> np.ndarray:
         limit = "2**53" if most == LARGEST else f"{most:,}"
         raise ValueError(f"{name} must be at most {limit}, got {value!r}")
     return arr
+
+
+def one(name: str, value, most: int = LARGEST, zero: bool = False) -> int:
+    """`value` as an int: one positive whole number up to `most` (or >= 0 with `zero`), not an
+    array of them: a loop bound or a count that is not swept."""
+    if isinstance(value, (list, tuple, np.ndarray)) and np.ndim(value) != 0:
+        raise ValueError(f"{name} must be one whole number, not an array, got {value!r}")
+    return int(count(name, value) if zero else size(name, value, most))
+
+
+def broadcast(*named) -> tuple:
+    """The shape that the (name, array) pairs of `named` broadcast to, or a ValueError naming
+    the first two that do not ("m and n must broadcast: shapes (2,) and (3,)"), or all of them
+    when the shape holds more than MOST_CONFIGURATIONS."""
+    shape, seen = (), []
+    for name, value in named:
+        here = np.shape(value)
+        try:
+            shape = np.broadcast_shapes(shape, here)
+        except ValueError:
+            other, there = next((n, s) for n, s in seen if not _broadcasts(s, here))
+            raise ValueError(f"{other} and {name} must broadcast: shapes {there} and {here}") from None
+        seen.append((name, here))
+    if math.prod(shape) > MOST_CONFIGURATIONS:
+        names = ", ".join(name for name, _ in named)
+        raise ValueError(f"{names} must broadcast to at most {MOST_CONFIGURATIONS:,} configurations, got shape {shape}")
+    return shape
+
+
+def _broadcasts(a: tuple, b: tuple) -> bool:
+    return all(x == y or 1 in (x, y) for x, y in zip(reversed(a), reversed(b)))
+
+
+def member(name: str, value, menu) -> object:
+    """`value` if it is one of `menu` (a widget's control: strings or numbers), of the same
+    kind as its options (a number for numbers, not a bool or a string)."""
+    menu = list(menu)
+    kind = str if all(isinstance(v, str) for v in menu) else numbers.Real
+    right_kind = isinstance(value, kind) and not isinstance(value, (bool, np.bool_))
+    if not right_kind or not any(value == v for v in menu):
+        raise ValueError(f"{name} must be one of {menu}, got {value!r}")
+    return value
 
 
 def count(name: str, value) -> np.ndarray:
@@ -113,6 +195,14 @@ def pair(name: str, value) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(value, (tuple, list, np.ndarray)) or getattr(value, "ndim", 1) != 1 or len(value) != 2:
         raise ValueError(f"{name} must be a pair (rows, cols) of positive integers, got {value!r}")
     return size(f"{name}[0]", value[0]), size(f"{name}[1]", value[1])
+
+
+def one_pair(name: str, value) -> tuple[int, int]:
+    """A tile `(rows, cols)` that is not swept: a tuple, list or 1-D array of two positive
+    integers, one number each."""
+    if not isinstance(value, (tuple, list, np.ndarray)) or getattr(value, "ndim", 1) != 1 or len(value) != 2:
+        raise ValueError(f"{name} must be a pair (rows, cols) of positive integers, got {value!r}")
+    return one(f"{name}[0]", value[0]), one(f"{name}[1]", value[1])
 
 
 def dtype_bytes(dtype: str, accepted=DTYPES) -> int:

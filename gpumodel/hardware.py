@@ -170,9 +170,11 @@ class GPU:
         tensor peaks are rated at a lower `tensor_clock`, a copy at that clock (shared memory,
         the L2 and the SFUs slow with it; HBM does not); else the GPU itself. A ridge of
         tensor math against on-chip bandwidth at the boost clock would mix two clocks."""
-        if _check.choice("math", math, MATH) == "fp32" or self.tensor_clock is None:
+        if _check.choice("math", math, MATH) == "fp32":
             return self
         self.peak(math)  # refuses a math type this GPU lacks
+        if self.tensor_clock is None:
+            return self
         return self._at(self.tensor_clock)
 
     def bound(self) -> GPU:

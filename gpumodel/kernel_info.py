@@ -69,6 +69,8 @@ def info(kernel: str) -> Kernel:
 
 def threads_per_block(function: str) -> int:
     """Threads per block CUDA function `function` is launched with."""
+    if not isinstance(function, str):
+        raise ValueError(f"function must be the name of a CUDA function of kernels/*.cu, got {function!r}")
     for k in KERNELS.values():
         if function in k.functions:
             x, y = k.functions[function]

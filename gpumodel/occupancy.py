@@ -51,6 +51,7 @@ def occupancy(gpu, threads, registers, smem=0) -> Occupancy:
     threads = _check.size("threads", threads)
     registers = _check.size("registers", registers)
     smem = _check.count("smem", smem)
+    _check.broadcast(("threads", threads), ("registers", registers), ("smem", smem))
     if np.any(threads > lim.max_threads_per_block):
         raise ValueError(f"threads must be at most {lim.max_threads_per_block} per block, got {threads!r}")
     if np.any(registers > lim.max_registers_per_thread):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import pathlib
 import re
 import sys
@@ -38,6 +39,13 @@ UNITS = {
 }
 """The units a GPU file may use. Capacities on chip are binary (KiB, MiB), memory sizes decimal
 (GB), as the datasheets state them; rates are decimal."""
+PLAUSIBLE = {
+    # SI unit -> (least, most) a GPU's figure in it may be: a typo of a unit or a digit lands outside
+    "SM": (1, 1024), "Hz": (1e8, 5e9), "B/clk": (16, 1e5), "B/s": (1e10, 1e15), "B": (2**20, 1e13),
+    "FLOP/s": (1e12, 1e17), "cycle": (1, 1e5),
+}
+"""The plausible range of a GPU file's figure in each SI unit (clocks from 100 MHz to 5 GHz, up to
+1024 SMs, capacities from 1 MiB to 10 TB...); SMs are whole."""
 FACTS = {
     # fact -> the SI units it may be stated in
     "sms": ("SM",), "clock": ("Hz",), "l2_bandwidth": ("B/clk", "B/s"), "hbm_bandwidth": ("B/s",),
@@ -100,9 +108,15 @@ def _fact(where: str, entry, si_units: tuple) -> Fact:
     if entry["kind"] == "estimate" and not entry.get("note"):
         raise DataError(f"{where}.note must say how an estimate was made")
     value = entry["value"]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise DataError(f"{where}.value must be a positive number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise DataError(f"{where}.value must be a finite positive number, got {value!r}")
     si, factor = UNITS[entry["unit"]]
+    least, most = PLAUSIBLE[si]
+    if not least <= value * factor <= most:
+        raise DataError(f"{where}.value must be from {least / factor:g} to {most / factor:g} {entry['unit']}, "
+                        f"got {value!r}")
+    if si == "SM" and value != int(value):
+        raise DataError(f"{where}.value must be a whole number of SMs, got {value!r}")
     return Fact(float(value) * factor, si, entry["kind"], entry["source"], entry.get("where", ""), entry.get("note", ""))
 
 
@@ -117,8 +131,9 @@ def capabilities() -> dict:
         missing, unknown = set(CAPABILITY_KEYS) - set(entry), set(entry) - set(CAPABILITY_KEYS)
         _no_gaps(where, missing, unknown)
         for key, value in entry.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise DataError(f"{where}.{key} must be a whole number >= 0, got {value!r}")
+            least = 0 if key == "reserved_smem_per_block_kib" else 1  # every count but the reserve is positive
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise DataError(f"{where}.{key} must be a whole number >= {least}, got {value!r}")
         version = tuple(int(v) for v in name.split("."))
         fields = {key.removesuffix("_kib"): value * (CAPABILITY_KEYS[key] or 1) for key, value in entry.items()}
         out[version] = Capability(version, **fields)

@@ -22,15 +22,16 @@ Chapters 1 to 5 and 7 and the appendix "How good is the model?".
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
 from . import _check, presets
 from .hardware import LEVELS
 from .model import predict
-from .overhead import launch_cost
+from .overhead import PATHS, launch_cost
 from .presets import DataError, _no_gaps, _read
 from .waves import warm_read_time
-from .workloads import attention, attention_backward, gemm, gemm_ideal
+from .workloads import LAYOUTS, attention, attention_backward, gemm, gemm_ideal
 
 DATA = presets.DATA / "published"
 SCALE = {"GB/s": 1e9, "TB/s": 1e12, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "ms": 1e-3, "us": 1e-6, "cycles": 1.0}
@@ -43,6 +44,14 @@ RUN_KEYS = {"read": {"bytes"}, "gemm": {"size", "dtype", "block", "thread", "lay
             "launch": {"path"}}
 RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "violation", "sets_preset", "holdout",
                "also"}
+RUN_FIELDS = {
+    # a run's field -> what it must hold: "size" a positive whole number, "amount" a positive number,
+    # "tile" a list of positive whole numbers, "flag" true or false, a tuple one of those strings
+    "bytes": "amount", "size": "size", "batch": "size", "heads": "size", "seq": "size", "head_dim": "size",
+    "block": "tile", "thread": "tile", "ideal": "flag", "dtype": tuple(_check.DTYPE_BYTES), "layout": LAYOUTS,
+    "attention": ("standard", "flash"), "passes": ("forward", "forward+backward"), "level": LEVELS, "path": PATHS,
+}
+"""What each field of a record's `run` holds."""
 ALSO_UNITS = ("GB", "GFLOP")
 """The units an `also` figure may be in; its name ends with one (`hbm_GB`, `work_GFLOP`)."""
 SLOW = 1.5
@@ -100,19 +109,24 @@ def records() -> tuple:
         reasons = data.get("reasons", {})  # reasons several records share, by name
         for i, entry in enumerate(data.get("record", [])):
             where = f"{path.name} record {i + 1}"
-            entry = {**entry, **{key: reasons.get(entry[key], entry[key]) for key in ("reason", "violation") if key in entry}}
+            entry = {**entry, **{key: _shared(f"{where}.{key}", entry[key], reasons)
+                                 for key in ("reason", "violation") if key in entry}}
             _no_gaps(where, {"gpu", "what", "where", "run", "value", "unit", "chapter"} - set(entry),
                      set(entry) - RECORD_KEYS)
-            kind = entry["run"].get("kind")
+            kind = entry["run"].get("kind") if isinstance(entry["run"], dict) else None
             if kind not in UNITS:
-                raise DataError(f"{where}: run.kind must be one of {sorted(UNITS)}, got {kind!r}")
+                raise DataError(f"{where}: run must be a table whose kind is one of {sorted(UNITS)}, got {entry['run']!r}")
             _no_gaps(f"{where}.run", set(), set(entry["run"]) - RUN_KEYS[kind] - {"kind"})
+            for name, value in entry["run"].items():
+                if name != "kind":
+                    _run_field(f"{where}.run.{name}", value, RUN_FIELDS[name])
             if entry["unit"] not in UNITS[kind]:
                 raise DataError(f"{where}.unit must be one of {UNITS[kind]} for a {kind}, got {entry['unit']!r}")
             if entry["gpu"] not in presets.preset_names():
                 raise DataError(f"{where}.gpu must be a preset, got {entry['gpu']!r}")
-            if not entry["value"] > 0:
-                raise DataError(f"{where}.value must be positive, got {entry['value']!r}")
+            value = entry["value"]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise DataError(f"{where}.value must be a finite positive number, got {value!r}")
             for name, value in entry.get("also", {}).items():
                 if not name.endswith(tuple("_" + unit for unit in ALSO_UNITS)) or not (isinstance(value, (int, float))
                                                                                       and value > 0):
@@ -120,6 +134,36 @@ def records() -> tuple:
                                     f"(ending in one of {['_' + u for u in ALSO_UNITS]}), got {value!r}")
             out.append(Record(source=source, **entry))
     return tuple(out)
+
+
+def _shared(where: str, text, reasons: dict) -> str:
+    """A record's reason or violation: its own sentence, or the name (one word) of a reason its
+    file's [reasons] table holds."""
+    if not isinstance(text, str) or not text:
+        raise DataError(f"{where} must be a sentence or the name of one of [reasons], got {text!r}")
+    if len(text.split()) > 1:
+        return text
+    if text not in reasons or not isinstance(reasons[text], str):
+        raise DataError(f"{where} must name one of [reasons] {sorted(reasons)} (or be a sentence), got {text!r}")
+    return reasons[text]
+
+
+def _run_field(where: str, value, wanted) -> None:
+    """Refuse a run's field that does not hold what RUN_FIELDS says."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(wanted, tuple):
+        fine, accepted = value in wanted, f"one of {wanted}"
+    else:
+        fine, accepted = {
+            "amount": (number and 0 < value < math.inf, "a positive number"),
+            "size": (number and 0 < value <= _check.LARGEST and value == int(value), "a positive whole number"),
+            "tile": (isinstance(value, list) and len(value) in (2, 3) and all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value),
+                "a list of 2 or 3 positive whole numbers"),
+            "flag": (isinstance(value, bool), "true or false"),
+        }[wanted]
+    if not fine:
+        raise DataError(f"{where} must be {accepted}, got {value!r}")
 
 
 def attention_flops(run: dict) -> float:

@@ -45,22 +45,23 @@ class Run:
         self.parts[part] = self.parts.get(part, 0) + nbytes
 
 
-def _matrices(a, b):
-    a, b = _check.array("a", a), _check.array("b", b)
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"a and b must be non-empty matrices with a.shape[1] == b.shape[0], got {a.shape} and {b.shape}")
-    return a, b
+def _shapes(a, b) -> tuple:
+    """(m, k, n) of matrices `a` (m x k) and `b` (k x n), read before either is copied."""
+    shape_a, shape_b = _check.shape("a", a), _check.shape("b", b)
+    if len(shape_a) != 2 or len(shape_b) != 2 or shape_a[1] != shape_b[0] or 0 in shape_a + shape_b:
+        raise ValueError(f"a and b must be non-empty matrices with a.shape[1] == b.shape[0], got {shape_a} and {shape_b}")
+    return shape_a[0], shape_a[1], shape_b[1]
 
 
 def naive_gemm(a, b, dtype="fp32") -> Run:
     """C = A @ B with one thread per result, each reading its row of A and column of B
     straight from global memory, one pair of operands per FMA: every request counted at L2,
     as `gemm_requests` does (no cache is simulated). Chapters 1 and 3."""
-    a, b = _matrices(a, b)
+    m, k, n = _shapes(a, b)
     s = _check.dtype_bytes(dtype)
-    m, k = a.shape
-    n = b.shape[1]
     _check.work("m x n x k", m * n * k, MAX_WORK, "multiply-adds")
+    _check.work("k (a's columns, one step each)", k, MAX_STEPS, "steps")
+    a, b = _check.array("a", a), _check.array("b", b)
     run = Run(np.zeros((m, n)))
     for kk in range(k):
         # Every thread (i, j) loads a[i, kk] and b[kk, j], then does one FMA.
@@ -81,7 +82,7 @@ def _block(block) -> tuple:
     """A block tile (bM, bN, bK) as three ints."""
     if not isinstance(block, (tuple, list)) or len(block) != 3:
         raise ValueError(f"block must be (bM, bN, bK), got {block!r}")
-    return tuple(int(_check.size(f"block[{i}]", v)) for i, v in enumerate(block))
+    return tuple(_check.one(f"block[{i}]", v) for i, v in enumerate(block))
 
 
 def operand_loads(block=(128, 128, 8), thread=(8, 8), layout="strided") -> list:
@@ -92,7 +93,7 @@ def operand_loads(block=(128, 128, 8), thread=(8, 8), layout="strided") -> list:
     "strided_a128", `As[k][m]` and `Bs[k][n]` with 128-bit loads for the warp-tiled one (see
     `gpumodel.workloads.operand_wavefronts`). Chapter 3."""
     b_m, b_n, b_k = _block(block)
-    t_m, t_n = (int(v) for v in _check.pair("thread", thread))
+    t_m, t_n = _check.one_pair("thread", thread)
     operand_wavefronts(block, thread, layout)  # refuses the tiles and layouts the formula does
     _check.divides("thread[0]", t_m, "block[0]", b_m)
     _check.divides("thread[1]", t_n, "block[1]", b_n)
@@ -133,19 +134,18 @@ def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32", layout="s
     in registers. C is written once. `hbm` counts each distinct element once. FP32 operand
     reads count the wavefronts of each warp's loads in `layout` (`operand_loads`).
     """
-    a, b = _matrices(a, b)
+    m, k, n = _shapes(a, b)
     s = _check.dtype_bytes(dtype)
     b_m, b_n, b_k = _block(block)
-    t_m, t_n = (int(v) for v in _check.pair("thread", thread))
+    t_m, t_n = _check.one_pair("thread", thread)
     if b_m % t_m or b_n % t_n:
         raise ValueError(f"thread must divide block: got thread={thread}, block={block}")
-    m, k = a.shape
-    n = b.shape[1]
     for name, tile, size in (("block[0]", b_m, "m"), ("block[1]", b_n, "n"), ("block[2]", b_k, "k")):
         _check.not_larger(name, tile, size, {"m": m, "n": n, "k": k}[size])
     tiles_m, tiles_n, k_p = -(-m // b_m), -(-n // b_n), -(-k // b_k) * b_k
     _check.work("the tiles' steps along k", tiles_m * tiles_n * k_p, MAX_STEPS, "steps")
     _check.work("the padded m x n x k", tiles_m * b_m * tiles_n * b_n * k_p, MAX_WORK, "multiply-adds")
+    a, b = _check.array("a", a), _check.array("b", b)
     rows_t, cols_t = b_m // t_m, b_n // t_n
     tensor = dtype != "fp32"
     gemm(m, n, k, block=block, thread=thread, dtype=dtype, layout=layout)  # refuses the tiles and layouts the model does
@@ -229,7 +229,7 @@ def warp_addresses(shape=(32, 32), pad=0, direction="column", index=0) -> np.nda
     """The word addresses a warp touches in a row-major float array of `shape` whose rows
     are padded by `pad` words: thread t reads element (t, index) for a "column" access, or
     (index, t) for a "row" access. Chapter 3."""
-    rows, cols = (int(v) for v in _check.pair("shape", shape))
+    rows, cols = _check.one_pair("shape", shape)
     pad = _check.integer("pad", pad, 0, 2**20)
     _check.choice("direction", direction, ("row", "column"))
     along, across = (rows, cols) if direction == "column" else (cols, rows)
@@ -249,14 +249,15 @@ def transpose(x, padded=False) -> Run:
     them over all banks. Shared-memory bytes are counted as wavefronts x 128 B, from
     `bank_conflicts` on the addresses each warp actually uses (whole tiles at the edges).
     """
-    x = _check.array("x", x)
-    if x.ndim != 2 or x.shape[0] != x.shape[1]:
-        raise ValueError(f"x must be a non-empty square matrix, got shape {x.shape}")
+    shape = _check.shape("x", x)
+    if len(shape) != 2 or shape[0] != shape[1] or shape[0] == 0:
+        raise ValueError(f"x must be a non-empty square matrix, got shape {shape}")
     padded = _check.flag("padded", padded)
-    n = x.shape[0]
+    n = shape[0]
     tile_n = TRANSPOSE_TILE
     tiles = -(-n // tile_n)
     _check.work("x's warp steps (2 per row of each 32 x 32 tile)", 2 * tile_n * tiles * tiles, MAX_STEPS // 4, "steps")
+    x = _check.array("x", x)
     width = tile_n + (1 if padded else 0)
     run = Run(np.zeros_like(x))
     for r0 in range(0, n, tile_n):
@@ -283,13 +284,14 @@ def transpose(x, padded=False) -> Run:
 
 
 def _heads(q, k, v):
-    q, k, v = (_check.array(name, t) for name, t in (("q", q), ("k", k), ("v", v)))
-    if q.ndim != 4 or q.shape != k.shape or q.shape != v.shape:
-        raise ValueError(f"q, k and v must be non-empty arrays of one shape (batch, heads, seq, head_dim), got {q.shape}, {k.shape}, {v.shape}")
-    b, h, n, d = q.shape
+    shapes = [_check.shape(name, t) for name, t in (("q", q), ("k", k), ("v", v))]
+    if len(shapes[0]) != 4 or shapes[1] != shapes[0] or shapes[2] != shapes[0] or 0 in shapes[0]:
+        raise ValueError(f"q, k and v must be non-empty arrays of one shape (batch, heads, seq, head_dim), got "
+                         f"{shapes[0]}, {shapes[1]}, {shapes[2]}")
+    b, h, n, d = shapes[0]
     _check.work("q's batch x heads x seq^2", b * h * n * n, MAX_WORK // 4, "scores")
     _check.work("q's batch x heads x seq^2 x head_dim", b * h * n * n * d, MAX_WORK, "multiply-adds")
-    return q, k, v
+    return tuple(_check.array(name, t) for name, t in (("q", q), ("k", k), ("v", v)))
 
 
 def standard_attention(q, k, v, dtype="fp16") -> Run:
@@ -319,6 +321,14 @@ def online_softmax_step(m, l, acc, scores, values):
     """One step of the online softmax: fold a new block of `scores` (rows x cols) and the
     matching `values` (cols x d) into the running row maximum `m`, denominator `l` and
     unnormalised output `acc`. The final output is acc / l. Chapter 5."""
+    scores, values = _check.array("scores", scores, np.inf), _check.array("values", values, np.inf)
+    if scores.ndim < 2 or values.ndim < 2 or scores.shape[-1] != values.shape[-2]:
+        raise ValueError(f"scores and values must be matrices (rows x cols, cols x d) of matching cols, got shapes "
+                         f"{scores.shape} and {values.shape}")
+    rows = scores.shape[:-1] + (1,)
+    m = _check.running("m", m, rows, start=-np.inf)
+    l = _check.running("l", l, rows)
+    acc = _check.running("acc", acc, scores.shape[:-1] + values.shape[-1:])
     m_new = np.maximum(m, scores.max(axis=-1, keepdims=True))
     p = np.exp(scores - m_new)
     correction = np.exp(m - m_new)  # rescales what was summed under the old maximum
@@ -329,18 +339,19 @@ def online_softmax(x, block: int):
     """softmax(x) along the last axis, reading x one block of `block` columns at a time and
     never holding more than one block: the online softmax of chapter 5, with the identity as
     the values, so that acc collects the exponentials themselves."""
-    x = _check.array("x", x)
-    block = int(_check.size("block", block))
-    if x.ndim != 2:
-        raise ValueError(f"x must be a non-empty 2-D array (rows x columns), got shape {x.shape}")
-    rows, cols = x.shape
+    shape = _check.shape("x", x)
+    block = _check.one("block", block)
+    if len(shape) != 2 or 0 in shape:
+        raise ValueError(f"x must be a non-empty 2-D array (rows x columns), got shape {shape}")
+    rows, cols = shape
     _check.work("x's columns^2", cols * cols, MAX_WORK // 4, "elements")
     _check.work("x's rows x columns^2", rows * cols * cols, MAX_WORK, "multiply-adds")
     _check.work("x's blocks of columns", -(-cols // block), MAX_STEPS, "steps")
+    x = _check.array("x", x)
     m, l, acc = np.full((rows, 1), -np.inf), np.zeros((rows, 1)), np.zeros((rows, cols))
+    eye = np.eye(cols)  # its rows j0 to j0 + block place that block's exponentials in their columns
     for j0 in range(0, cols, block):
-        eye = np.eye(cols)[j0:j0 + block]  # places this block's exponentials in their columns
-        m, l, acc = online_softmax_step(m, l, acc, x[:, j0:j0 + block], eye)
+        m, l, acc = online_softmax_step(m, l, acc, x[:, j0:j0 + block], eye[j0:j0 + block])
     return acc / l
 
 
@@ -351,7 +362,7 @@ def flash_attention(q, k, v, block=(128, 64), dtype="fp16") -> Run:
     O_i once. The N x N matrix never exists. Computed in float64. Chapter 5."""
     q, k, v = _heads(q, k, v)
     s = _check.dtype_bytes(dtype)
-    b_r, b_c = (int(x) for x in _check.pair("block", block))
+    b_r, b_c = _check.one_pair("block", block)
     n, d = q.shape[2], q.shape[3]
     _check.work("the flash blocks (seq / block[0] x seq / block[1])", -(-n // b_r) * -(-n // b_c), MAX_STEPS, "steps")
     scale = 1 / np.sqrt(d)
@@ -387,12 +398,13 @@ def sectors_touched(byte_addresses) -> int:
 def strided_read(x, stride: int) -> Run:
     """y[i] = x[i * stride] for i < len(x) // stride, warp by warp, counting the sectors
     each warp's read touches and the coalesced writes. Chapter 2."""
-    x = _check.array("x", x).astype(np.float32)
-    stride = int(_check.size("stride", stride))
-    n = x.size // stride
-    if x.ndim != 1 or n < 1:
-        raise ValueError(f"x must be a 1-D array of at least stride={stride} elements, got shape {x.shape}")
+    shape = _check.shape("x", x)
+    stride = _check.one("stride", stride)
+    n = shape[0] // stride if len(shape) == 1 else 0
+    if n < 1:
+        raise ValueError(f"x must be a 1-D array of at least stride={stride} elements, got shape {shape}")
     _check.work("x's warps (len(x) / stride / 32)", -(-n // WARP), MAX_STEPS, "steps")
+    x = _check.array("x", x, float(np.finfo(np.float32).max)).astype(np.float32)  # the kernel's floats
     run = Run(np.empty(n, np.float32))
     for w0 in range(0, n, WARP):
         lanes = np.arange(w0, w0 + WARP)  # a partial last warp counts as a whole one

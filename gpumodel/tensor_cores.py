@@ -37,6 +37,7 @@ def mma_tile(m, n, k, dtype: str = "fp16", a_in_registers: bool = False) -> tupl
     operands A (m x k) and B (k x n) read once from shared memory, s(mk + kn) bytes, or
     only s kn when A already sits in registers (wgmma may take A from registers). Chapter 6."""
     m, n, k = _check.size("m", m), _check.size("n", n), _check.size("k", k)
+    _check.broadcast(("m", m), ("n", n), ("k", k))
     s = _check.dtype_bytes(dtype)
     _check.flag("a_in_registers", a_in_registers)
     flops = 2 * m * n * k
@@ -52,7 +53,7 @@ def operand_intensity(m, n, k, dtype: str = "fp16", a_in_registers: bool = False
 
 
 def _power_of_two(name: str, value) -> int:
-    value = int(_check.size(name, value))
+    value = _check.one(name, value)
     if value & (value - 1):
         raise ValueError(f"{name} must be a power of two, got {value!r}")
     return value
@@ -64,7 +65,7 @@ def swizzled_addresses(shape=(32, 32), direction: str = "column", index: int = 0
     padding. Thread t reads (t, index) for a "column" access, (index, t) for a "row" access.
     `cols` must be a power of two (so the XOR stays inside the row). Chapter 6; compare
     `gpumodel.simulate.warp_addresses`, the plain and padded layouts of chapter 3."""
-    rows, cols = (int(v) for v in _check.pair("shape", shape))
+    rows, cols = _check.one_pair("shape", shape)
     _power_of_two("shape[1]", cols)
     _check.choice("direction", direction, ("row", "column"))
     along, across = (rows, cols) if direction == "column" else (cols, rows)
@@ -82,7 +83,7 @@ def ldmatrix_addresses(row_bytes: int = 128, chunk: int = 0, swizzled: bool = Fa
     rows are `row_bytes` long, all at 16-byte chunk `chunk`. Swizzled, row r keeps its chunk
     c at c XOR (r mod 8) (the 128-byte swizzle of CUTLASS and of Hopper's TMA; `row_bytes`
     must then be 128). Feed the result to `gpumodel.simulate.bank_conflicts`. Chapter 6."""
-    row_bytes = int(_check.size("row_bytes", row_bytes))
+    row_bytes = _check.one("row_bytes", row_bytes)
     if row_bytes % LDMATRIX_ROW_BYTES:
         raise ValueError(f"row_bytes must be a multiple of {LDMATRIX_ROW_BYTES}, got {row_bytes!r}")
     chunks = row_bytes // LDMATRIX_ROW_BYTES
@@ -104,8 +105,11 @@ def cluster_gemm(m, n, k, block=(128, 256), thread=(64, 256), cluster=(2, 1), dt
     once for the whole cluster); shared memory, registers and HBM are charged as for the
     block alone (multicast still writes every block's copy into its own shared memory).
     Chapter 6."""
-    c_m, c_n = (int(v) for v in _check.pair("cluster", cluster))
-    b_m, b_n = (int(v) for v in _check.pair("block", block))
+    c_m, c_n = _check.one_pair("cluster", cluster)
+    b_m, b_n = _check.one_pair("block", block)
+    m, n = _check.size("m", m), _check.size("n", n)
+    _check.not_larger("cluster[0] x block[0]", c_m * b_m, "m", m)  # named for what the caller passed
+    _check.not_larger("cluster[1] x block[1]", c_n * b_n, "n", n)
     alone = gemm(m, n, k, block=(b_m, b_n), thread=thread, dtype=dtype)
     together = gemm(m, n, k, block=(c_m * b_m, c_n * b_n), thread=thread, dtype=dtype)
     return Workload(f"clustered GEMM ({dtype}, {c_m}x{c_n} clusters)", flops=alone.flops,
@@ -137,8 +141,8 @@ def pipeline(gpu, block=(128, 128), bk: int = 64, dtype: str = "fp16", level: st
     `bk`, fed from `level` of `gpu` (a level with a measured latency). A model: the latency
     is a pointer chase's, and the transfer time of a stage is not added. Chapter 6."""
     g = presets.gpu(gpu)
-    b_m, b_n = (float(v) for v in _check.pair("block", block))
-    bk = float(_check.size("bk", bk))
+    b_m, b_n = map(float, _check.one_pair("block", block))
+    bk = float(_check.one("bk", bk))
     s = _check.dtype_bytes(dtype, ("fp16", "bf16"))
     stage_bytes = s * (b_m + b_n) * bk
     stage_time = 2 * b_m * b_n * bk / (g.peak(dtype) / g.sms.value)
@@ -158,6 +162,7 @@ def decode_intensity(batch, width, weight: str = "fp16", act_bytes: float = 2):
     (`act_bytes` each) times a `width` x `width` weight matrix stored as `weight`:
     2Bw^2 / (b_w w^2 + 2 s_a B w), weights read once, activations in and out. Chapter 6."""
     b, w = _check.size("batch", batch), _check.size("width", width)
+    _check.broadcast(("batch", b), ("width", w))
     b_w = _weight_bytes(weight)
     if _check.real("act_bytes", act_bytes) <= 0:
         raise ValueError(f"act_bytes must be a positive number, got {act_bytes!r}")
@@ -172,11 +177,20 @@ def critical_batch(gpu, width, weight: str = "fp16", math: str = "fp16", act_byt
     activations are both fp8. Chapter 6."""
     g = presets.gpu(gpu)
     ridge = g.ridge("hbm", math)
-    batches = np.arange(1, int(_check.size("largest", largest, most=2**24)) + 1)
-    enough = decode_intensity(batches, width, weight, act_bytes) >= ridge
-    if not enough.any():
+    w, largest = _check.one("width", width), _check.one("largest", largest)
+    decode_intensity(1, w, weight, act_bytes)  # refuses a bad weight or act_bytes, naming it
+    # The intensity 2Bw / (b_w w + 2 s_a B) grows with B towards w / s_a: solve for B, then step to
+    # the first whole batch that reaches the ridge as decode_intensity computes it.
+    room = 2 * (w - act_bytes * ridge)
+    solved = np.ceil(ridge * _weight_bytes(weight) * w / room) if room > 0 else largest + 1
+    batch = int(min(max(solved, 1), largest + 1))
+    while batch > 1 and decode_intensity(batch - 1, w, weight, act_bytes) >= ridge:
+        batch -= 1
+    while batch <= largest and decode_intensity(batch, w, weight, act_bytes) < ridge:
+        batch += 1
+    if batch > largest:
         raise ValueError(f"width must be large enough for a batch of at most {largest} to reach the ridge, got {width!r}")
-    return int(batches[enough.argmax()])
+    return batch
 
 
 def kv_bytes_per_token(layers, kv_heads, head_dim, dtype: str = "fp16"):
@@ -184,6 +198,7 @@ def kv_bytes_per_token(layers, kv_heads, head_dim, dtype: str = "fp16"):
     head_dim x bytes per element. Chapter 6."""
     layers, kv_heads = _check.size("layers", layers), _check.size("kv_heads", kv_heads)
     head_dim = _check.size("head_dim", head_dim)
+    _check.broadcast(("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim))
     return _check.as_output(layers * 2 * kv_heads * head_dim * _check.dtype_bytes(dtype))
 
 
@@ -203,11 +218,11 @@ class WaveQuantisation:
 def wave_quantisation(m, n, block, gpu, blocks_per_sm: int = 1) -> WaveQuantisation:
     """Wave quantisation of an m x n output cut into `block` = (bM, bN) tiles on `gpu`,
     `blocks_per_sm` resident per SM, every tile taking the same time. Chapter 6."""
-    m, n = int(_check.size("m", m)), int(_check.size("n", n))
-    b_m, b_n = (int(v) for v in _check.pair("block", block))
+    m, n = _check.one("m", m), _check.one("n", n)
+    b_m, b_n = _check.one_pair("block", block)
     _check.not_larger("block[0]", b_m, "m", m)
     _check.not_larger("block[1]", b_n, "n", n)
-    per_sm = int(_check.size("blocks_per_sm", blocks_per_sm))
+    per_sm = _check.one("blocks_per_sm", blocks_per_sm)
     tiles = -(-m // b_m) * -(-n // b_n)
     slots = int(presets.gpu(gpu).sms.value) * per_sm
     count = -(-tiles // slots)
@@ -219,7 +234,9 @@ def split_k_bytes(m, n, splits, partial_bytes: int = 4):
     """Extra global traffic of split-K: each of `splits` slices writes an m x n partial sum
     (`partial_bytes` per element, fp32) that a reduction reads back. Chapter 6."""
     m, n, splits = _check.size("m", m), _check.size("n", n), _check.size("splits", splits)
-    return _check.as_output(2 * splits * m * n * _check.size("partial_bytes", partial_bytes))
+    partial_bytes = _check.size("partial_bytes", partial_bytes)
+    _check.broadcast(("m", m), ("n", n), ("splits", splits), ("partial_bytes", partial_bytes))
+    return _check.as_output(2 * splits * m * n * partial_bytes)
 
 
 def split_k_time(m, n, splits, gpu, math: str = "fp16", partial_bytes: int = 4) -> tuple:
@@ -236,7 +253,7 @@ def stream_k(tiles, k_steps, sms) -> dict:
     """Stream-K against one tile per block: the time (in K steps of one tile) of the busiest
     SM when `tiles` tiles of `k_steps` steps each are dealt out whole, in waves, or as an even
     share of all tiles x k_steps steps (ceil), and the ratio of the two. Chapter 6."""
-    tiles, k_steps, sms = (int(_check.size(name, v)) for name, v in (("tiles", tiles), ("k_steps", k_steps), ("sms", sms)))
+    tiles, k_steps, sms = (_check.one(name, v) for name, v in (("tiles", tiles), ("k_steps", k_steps), ("sms", sms)))
     whole = -(-tiles // sms) * k_steps
     even = -(-(tiles * k_steps) // sms)
     return {"tiles": whole, "stream_k": even, "ratio": even / whole}

@@ -23,12 +23,14 @@ the kernels in kernels/gemm.cu (see the compiler report in chapter 3)."""
 def registers_estimate(t_m, t_n):
     """Registers per thread a tM x tN register tile needs, roughly (see REGISTER_OVERHEAD)."""
     t_m, t_n = _check.size("t_m", t_m), _check.size("t_n", t_n)
+    _check.broadcast(("t_m", t_m), ("t_n", t_n))
     return t_m * t_n + t_m + t_n + REGISTER_OVERHEAD
 
 
 def smem_bytes(b_m, b_n, bk=BK):
     """Shared memory per block of `kernels/gemm.cu`'s tiles, in bytes: A as bM x bK, B as bK x bN."""
     b_m, b_n, bk = _check.size("b_m", b_m), _check.size("b_n", b_n), _check.size("bk", bk)
+    _check.broadcast(("b_m", b_m), ("b_n", b_n), ("bk", bk))
     return 4 * bk * (b_m + b_n)
 
 
@@ -38,6 +40,7 @@ def is_legal(gpu, b_m, b_n, t_m, t_n):
     (estimated). Broadcasts."""
     lim = limits(gpu)
     b_m, b_n, t_m, t_n = (_check.size(name, a) for name, a in (("b_m", b_m), ("b_n", b_n), ("t_m", t_m), ("t_n", t_n)))
+    _check.broadcast(("b_m", b_m), ("b_n", b_n), ("t_m", t_m), ("t_n", t_n))
     threads = (b_m / t_m) * (b_n / t_n)
     return ((b_m % t_m == 0) & (b_n % t_n == 0) & (threads >= 32) & (threads <= lim.max_threads_per_block)
             & (smem_bytes(b_m, b_n) <= lim.max_smem_per_block)
@@ -49,7 +52,7 @@ def search(gpu, m: int = 4096, n: int = 4096, k: int = 4096) -> dict:
     equal-length arrays (block_m, block_n, thread_m, thread_n, threads, registers, smem,
     time in s, bound, warps resident per SM). Legal: tiles that fit the matrix, 32 to 1024
     threads per block, the shared memory a block may have, at most 255 registers."""
-    m, n, k = _check.size("m", m), _check.size("n", n), _check.size("k", k)
+    m, n, k = _check.one("m", m), _check.one("n", n), _check.one("k", k)
     grid = np.array(np.meshgrid(BLOCKS, BLOCKS, THREAD_TILES, THREAD_TILES, indexing="ij")).reshape(4, -1)
     b_m, b_n, t_m, t_n = grid.astype(float)
     threads = (b_m / t_m) * (b_n / t_n)

@@ -107,4 +107,7 @@ def fmt_bound(bound) -> str:
 
 def fmt_percent(fraction, digits: int = 2) -> str:
     """A fraction as a percentage: 0.0066 -> `0.66%`, 1.0 -> `100%`."""
-    return f"{_significant(100 * _check.real('fraction', fraction), digits)}%"
+    percent = 100 * _check.real("fraction", fraction)
+    if not math.isfinite(percent):
+        raise ValueError(f"fraction must be at most 1e306 in magnitude, got {fraction!r}")
+    return f"{_significant(percent, digits)}%"

@@ -26,18 +26,18 @@ import numpy as np
 from . import _check, presets
 
 ORDERS = ("row", "grouped")
-MAX_BLOCKS = 2**22
-"""The largest grid the wave model walks (about 4 million tiles: a 262,144^2 output in
-128 x 128 tiles); larger grids would take minutes and gigabytes."""
+MAX_BLOCKS = 2**20
+"""The largest grid the wave model walks (about a million tiles: a 131,072^2 output in
+128 x 128 tiles), in well under a second; larger grids would take seconds and gigabytes."""
 
 
 def block_coordinates(rows: int, cols: int, order: str = "row", group: int = 8) -> tuple[np.ndarray, np.ndarray]:
     """(row, col) of the block that runs at each position of the launch, for a grid of
     `rows` x `cols` tiles of C. "grouped" is the order Triton's matmul tutorial and CUTLASS's
     swizzle use: `group` rows at a time, column by column within the group."""
-    rows, cols = int(_check.size("rows", rows)), int(_check.size("cols", cols))
+    rows, cols = _check.one("rows", rows), _check.one("cols", cols)
     _check.choice("order", order, ORDERS)
-    group = int(_check.size("group", group))
+    group = _check.one("group", group)
     _check.work("rows x cols", rows * cols, MAX_BLOCKS, "blocks")
     pid = np.arange(rows * cols)
     if order == "row":
@@ -70,37 +70,42 @@ def gemm_hbm(m: int, n: int, k: int, block=(128, 128), dtype: str = "fp16", gpu=
     (see the module doc). `l2_bytes` overrides the GPU's L2 capacity; `drift_k` (at most
     k; default k) is how far apart along K a wave's blocks may be."""
     s = _check.dtype_bytes(dtype)
-    m, n, k = (int(_check.size(name, v)) for name, v in (("m", m), ("n", n), ("k", k)))
-    b_m, b_n = (int(v) for v in _check.pair("block", block))
+    m, n, k = (_check.one(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
+    b_m, b_n = _check.one_pair("block", block)
     _check.not_larger("block[0]", b_m, "m", m)
     _check.not_larger("block[1]", b_n, "n", n)
     g = presets.gpu(gpu)
-    l2 = float(g.capacity("l2") if l2_bytes is None else _check.size("l2_bytes", l2_bytes))
+    l2 = float(g.capacity("l2") if l2_bytes is None else _check.one("l2_bytes", l2_bytes))
     rows, cols = -(-m // b_m), -(-n // b_n)
-    wave = int(g.sms.value) * int(_check.size("blocks_per_sm", blocks_per_sm))
+    wave = int(g.sms.value) * _check.one("blocks_per_sm", blocks_per_sm)
     row, col = block_coordinates(rows, cols, order, group)
     a_panel, b_panel = s * b_m * k, s * b_n * k
-    spread = k if drift_k is None else min(k, int(_check.size("drift_k", drift_k)))
-    total, row_sum, col_sum = 0.0, 0, 0
-    starts = range(0, rows * cols, wave)
-    for start in starts:
-        r, c = row[start:start + wave], col[start:start + wave]
-        unique_r, unique_c = len(np.unique(r)), len(np.unique(c))
-        distinct = unique_r * a_panel + unique_c * b_panel
-        every = len(r) * (a_panel + b_panel)
-        kept = min(1.0, l2 / (distinct * spread / k))  # the share of the reuse that survives
-        total += distinct + (1 - kept) * (every - distinct)
-        row_sum, col_sum = row_sum + unique_r, col_sum + unique_c
+    spread = k if drift_k is None else min(k, _check.one("drift_k", drift_k))
+    wave_of = np.arange(rows * cols) // wave
+    waves = int(wave_of[-1]) + 1
+    unique_r, unique_c = _per_wave(wave_of, row, rows, waves), _per_wave(wave_of, col, cols, waves)
+    distinct = unique_r * float(a_panel) + unique_c * float(b_panel)
+    every = np.bincount(wave_of, minlength=waves) * float(a_panel + b_panel)
+    kept = np.minimum(1.0, l2 / (distinct * spread / k))  # the share of each wave's reuse that survives
+    total = float(np.cumsum(distinct + (1 - kept) * (every - distinct))[-1])  # wave by wave, in order
     c_bytes = s * m * n
     return WaveTraffic(
         hbm=total + c_bytes,
         compulsory=s * (m * k + k * n) + c_bytes,
         no_reuse=rows * cols * (a_panel + b_panel) + c_bytes,
         wave=wave,
-        waves=len(starts),
-        rows_per_wave=row_sum / len(starts),
-        cols_per_wave=col_sum / len(starts),
+        waves=waves,
+        rows_per_wave=int(unique_r.sum()) / waves,
+        cols_per_wave=int(unique_c.sum()) / waves,
     )
+
+
+def _per_wave(wave_of: np.ndarray, index: np.ndarray, size: int, waves: int) -> np.ndarray:
+    """How many distinct values of `index` (each below `size`) each wave holds."""
+    keys = np.sort(wave_of * size + index)
+    first = np.ones(keys.size, bool)
+    first[1:] = keys[1:] != keys[:-1]  # the first of each distinct (wave, index)
+    return np.bincount(keys[first] // size, minlength=waves)
 
 
 def warm_read_time(gpu, nbytes) -> np.ndarray:

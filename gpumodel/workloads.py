@@ -44,7 +44,9 @@ class Workload:
         _check.choice("math", self.math, MATH)
         names = ("flops", "special", *(f"bytes[{lv!r}]" for lv in LEVELS))
         values = (self.flops, self.special, *(self.bytes[lv] for lv in LEVELS))
-        arrays = np.broadcast_arrays(*(_check.amount(name, v) for name, v in zip(names, values)))
+        checked = [(name, _check.amount(name, v)) for name, v in zip(names, values)]
+        _check.broadcast(*checked)
+        arrays = np.broadcast_arrays(*(a for _, a in checked))
         object.__setattr__(self, "flops", np.asarray(arrays[0], dtype=np.float64))
         object.__setattr__(self, "special", np.asarray(arrays[1], dtype=np.float64))
         object.__setattr__(
@@ -66,6 +68,7 @@ def vector_add(n) -> Workload:
     """`c = a + b` over `n` fp32 elements: n flops; 12n bytes at L2 and HBM (read a and b,
     write c); 12 register bytes per add. Chapter 1."""
     n = _check.size("n", n)
+    _check.broadcast(("n", n))
     return Workload(
         "vector add",
         flops=n,
@@ -80,6 +83,7 @@ def elementwise_chain(n, ops=3, fused=False, dtype="fp32") -> Workload:
     (2 x ops trips); fused, one kernel reads once and writes once (2 trips). Chapter 2."""
     n = _check.size("n", n)
     ops = _check.size("ops", ops)
+    _check.broadcast(("n", n), ("ops", ops))
     fused = _check.flag("fused", fused)
     s = _check.dtype_bytes(dtype)
     trips = 2 * np.ones_like(ops) if fused else 2 * ops
@@ -134,6 +138,7 @@ def operand_wavefronts(block=(128, 128, 8), thread=(8, 8), layout: str = "stride
     b_m, b_n = _check.pair("block", block[:2])
     b_k = _check.size("block[2]", block[2]) if len(block) == 3 else 1
     t_m, t_n = _check.pair("thread", thread)
+    _check.broadcast(("block[0]", b_m), ("block[1]", b_n), ("block[2]", b_k), ("thread[0]", t_m), ("thread[1]", t_n))
     _check.choice("layout", layout, LAYOUTS)
     if layout != "warp_tiled":
         rows, cols = b_m / t_m, b_n / t_n
@@ -187,6 +192,7 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True, layout
     s = _check.dtype_bytes(dtype)
     l2_reuse = _check.flag("l2_reuse", l2_reuse)
     t_m, t_n = _check.pair("thread", thread)
+    _check.broadcast(("m", m), ("n", n), ("k", k), ("thread[0]", t_m), ("thread[1]", t_n))
     _check.choice("layout", layout, LAYOUTS)
     if layout != "strided" and (block is None or dtype != "fp32"):
         raise ValueError(f"layout must be 'strided' unless the GEMM is tiled and FP32, got {layout!r}")
@@ -215,6 +221,8 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True, layout
         raise ValueError(f"block must be None, (bM, bN) or (bM, bN, bK), got {block!r}")
     b_m, b_n = _check.pair("block", block[:2])
     b_k = _check.size("block[2]", block[2]) if len(block) == 3 else np.float64(1)
+    _check.broadcast(("m", m), ("n", n), ("k", k), ("thread[0]", t_m), ("thread[1]", t_n), ("block[0]", b_m),
+                     ("block[1]", b_n), ("block[2]", b_k))
     _check.not_larger("block[0]", b_m, "m", m)
     _check.not_larger("block[1]", b_n, "n", n)
     _check.not_larger("block[2]", b_k, "k", k)
@@ -249,6 +257,7 @@ def gemm_requests(m, n, k, dtype="fp32") -> Workload:
     2sMNK + sMN bytes, as if no cache below L2 kept anything. An estimate, not a bound (the
     L1 cache serves part of it; `gemm` charges what must cross L2 at best). Chapter 3."""
     m, n, k = _check.size("m", m), _check.size("n", n), _check.size("k", k)
+    _check.broadcast(("m", m), ("n", n), ("k", k))
     s = _check.dtype_bytes(dtype)
     flops = 2 * m * n * k
     return Workload(f"naive GEMM, every request ({dtype})", flops=flops,
@@ -263,6 +272,7 @@ def gemm_ideal(m, n, k, dtype="fp32") -> Workload:
     and nothing charged to shared memory or registers. A library GEMM (cuBLAS) is held
     against this bound (fp8 too, on the tensor cores). Appendix "How good is the model?"."""
     m, n, k = _check.size("m", m), _check.size("n", n), _check.size("k", k)
+    _check.broadcast(("m", m), ("n", n), ("k", k))
     s = _check.dtype_bytes(dtype, tuple(_check.DTYPE_BYTES))
     compulsory = s * (m * k + k * n + m * n)
     return Workload(f"ideal GEMM ({dtype})", flops=2 * m * n * k,
@@ -292,6 +302,7 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
     """
     batch, heads = _check.size("batch", batch), _check.size("heads", heads)
     seq, d = _check.size("seq", seq), _check.size("head_dim", head_dim)
+    _check.broadcast(("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", d))
     s = _check.dtype_bytes(dtype)
     kind = _check.choice("kind", kind, ("standard", "flash"))
     bh = batch * heads
@@ -301,6 +312,8 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
         staged = s * bh * (3 * seq * d + seq**2)
     else:
         b_r, b_c = _check.pair("block", block)
+        _check.broadcast(("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", d), ("block[0]", b_r),
+                         ("block[1]", b_c))
         _check.not_larger("block[0]", b_r, "seq", seq)
         _check.not_larger("block[1]", b_c, "seq", seq)
         kv_reads = 2 * seq * d * _tiles(seq, b_r)
@@ -350,6 +363,7 @@ def attention_backward(batch, heads, seq, head_dim, dtype="fp16", kind="standard
     """
     batch, heads = _check.size("batch", batch), _check.size("heads", heads)
     seq, d = _check.size("seq", seq), _check.size("head_dim", head_dim)
+    _check.broadcast(("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", d))
     s = _check.dtype_bytes(dtype)
     kind = _check.choice("kind", kind, ("standard", "flash"))
     bh = batch * heads
@@ -360,6 +374,7 @@ def attention_backward(batch, heads, seq, head_dim, dtype="fp16", kind="standard
         hbm = global_bytes
     else:
         _, b_c = _check.pair("block", block)
+        _check.broadcast(("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", d), ("block[1]", b_c))
         _check.not_larger("block[1]", b_c, "seq", seq)
         flops = 10 * bh * seq**2 * d
         global_bytes = s * bh * (6 * seq * d + 4 * seq * d * _tiles(seq, b_c))
@@ -374,8 +389,10 @@ def attention_memory(batch, heads, seq, head_dim, dtype="fp16", kind="standard")
     """Bytes attention's forward pass keeps in HBM: Q, K, V and O, plus the N x N scores and
     probabilities for the standard kind (the flash kind keeps only O(N) statistics, not
     counted). Chapter 5."""
-    bh = _check.size("batch", batch) * _check.size("heads", heads)
+    batch, heads = _check.size("batch", batch), _check.size("heads", heads)
     seq, d = _check.size("seq", seq), _check.size("head_dim", head_dim)
+    _check.broadcast(("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", d))
+    bh = batch * heads
     s = _check.dtype_bytes(dtype)
     kind = _check.choice("kind", kind, ("standard", "flash"))
     matrices = 2 * seq**2 if kind == "standard" else 0 * seq
@@ -385,8 +402,9 @@ def attention_memory(batch, heads, seq, head_dim, dtype="fp16", kind="standard")
 def score_matrix_bytes(batch, heads, seq, dtype="fp16"):
     """Bytes of the N x N attention scores of `batch` x `heads` heads (the intermediate
     standard attention writes to HBM). Chapter 5."""
-    bh = _check.size("batch", batch) * _check.size("heads", heads)
-    return bh * _check.size("seq", seq) ** 2 * _check.dtype_bytes(dtype)
+    batch, heads, seq = _check.size("batch", batch), _check.size("heads", heads), _check.size("seq", seq)
+    _check.broadcast(("batch", batch), ("heads", heads), ("seq", seq))
+    return batch * heads * seq**2 * _check.dtype_bytes(dtype)
 
 
 def transpose(n, padded=False) -> Workload:
@@ -399,6 +417,7 @@ def transpose(n, padded=False) -> Workload:
     No arithmetic: flops and register traffic are 0.
     """
     n = _check.size("n", n)
+    _check.broadcast(("n", n))
     padded = _check.flag("padded", padded)
     tiled = (_tiles(n, TRANSPOSE_TILE) * TRANSPOSE_TILE) ** 2
     conflict = 1 if padded else TRANSPOSE_TILE
@@ -428,6 +447,7 @@ def warp_sectors(stride, elem_bytes=4):
     strides, one sector per thread once a stride spans a sector. Chapter 2."""
     stride = _check.size("stride", stride)
     elem_bytes = _check.size("elem_bytes", elem_bytes)
+    _check.broadcast(("stride", stride), ("elem_bytes", elem_bytes))
     span = (WARP - 1) * stride * elem_bytes + elem_bytes  # bytes from first to last
     return np.where(stride * elem_bytes >= SECTOR_BYTES, WARP, np.ceil(span / SECTOR_BYTES))
 
@@ -437,6 +457,7 @@ def strided_read(n, stride) -> Workload:
     Useful bytes: 8n. Moved: the sectors each warp's read touches, plus the coalesced
     writes (4n). Chapter 2."""
     n, stride = _check.size("n", n), _check.size("stride", stride)
+    _check.broadcast(("n", n), ("stride", stride))
     warps = np.ceil(n / WARP)
     moved = warps * warp_sectors(stride) * SECTOR_BYTES + 4 * n
     return Workload(
@@ -483,8 +504,8 @@ def flash_block(sram_bytes: int, head_dim: int, dtype: str = "fp16") -> int:
     """Chapter 5: the largest power-of-two query block Br (with key blocks Bc = Br) whose
     Q, K and V tiles (Br x d each) and score tile (Br x Br) fit in `sram_bytes`."""
     s = _check.dtype_bytes(dtype)
-    d = int(_check.size("head_dim", head_dim))
-    sram = int(_check.size("sram_bytes", sram_bytes))
+    d = _check.one("head_dim", head_dim)
+    sram = _check.one("sram_bytes", sram_bytes)
     block = 1
     while s * (3 * (2 * block) * d + (2 * block) ** 2) <= sram:
         block *= 2

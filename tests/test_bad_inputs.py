@@ -20,7 +20,8 @@ import gpumodel as gm
 
 from gpumodel import tensor_cores as tc
 from gpumodel.hardware import KINDS, LEVELS, MATH
-from gpumodel.course.widgets import WidgetExercise
+from gpumodel import course
+from gpumodel.course.widgets import GPUS, WidgetExercise
 
 A100 = gm.gpu("A100-40GB")
 PRESETS = set(gm.preset_names())
@@ -68,6 +69,18 @@ def integer(least, most):
                      st.floats(), st.sampled_from(NOT_NUMBERS + [np.float64(1.0)]))
 
 
+def outside(menu):
+    """Not one of `menu` (a widget control's options): another string or number, a number for a
+    string, a string for a number, a bool, a list."""
+    menu = list(menu)
+    wrong = NOT_NUMBERS + NON_FINITE + [[menu[0]], (menu[0],)]
+    if all(isinstance(v, str) for v in menu):
+        return st.one_of(st.text(max_size=12).filter(lambda s: s not in menu), st.sampled_from(wrong + [1, 2.5]))
+    wrong += [str(menu[0]), np.array(menu[:2])]
+    return st.one_of(st.integers().filter(lambda v: v not in menu), st.floats().filter(lambda v: v not in menu),
+                     st.sampled_from(wrong))
+
+
 def tile(valid):
     """Not a tile like `valid` (a tuple of sizes): a wrong length, not a sequence, or one bad size."""
     n = len(valid)
@@ -89,6 +102,8 @@ HINTS = st.sampled_from([None, [], "b", {1: "hint"}, {None: "hint"}, {"a100": "t
 CHAPTER = integer(1, 99).filter(lambda v: v is not None)  # None: every chapter
 RECORD = gm.published.comparisons()[0].record
 WHATS = {r.what for r in gm.published.records()}
+RUNNING = st.sampled_from(NOT_NUMBERS + [np.full((2, 1), np.nan), np.full((2, 1), np.inf), np.zeros((3, 1)), "abc"])
+"""Not a running statistic of shape (2, 1) or (2, 3): not numbers, NaN, +inf, a wrong shape."""
 EXERCISE = WidgetExercise("test", {"x": [1]}, lambda x: "", gm.course.checks.number_rules(3.0, "ms"), "Time:")
 
 A, B = np.ones((16, 8)), np.ones((8, 16))
@@ -152,6 +167,9 @@ SIGNATURES = {
     "simulate.transpose": (gm.simulate.transpose, {"x": (np.ones((40, 40)), ARRAY), "padded": (True, FLAG)}),
     "simulate.standard_attention": (gm.simulate.standard_attention, {
         "q": (Q, ARRAY), "k": (Q, ARRAY), "v": (Q, ARRAY), "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
+    "simulate.online_softmax_step": (gm.simulate.online_softmax_step, {
+        "m": (np.full((2, 1), -np.inf), RUNNING), "l": (np.zeros((2, 1)), RUNNING), "acc": (np.zeros((2, 3)), RUNNING),
+        "scores": (np.ones((2, 4)), ARRAY), "values": (np.ones((4, 3)), ARRAY)}),
     "simulate.online_softmax": (gm.simulate.online_softmax, {"x": (np.ones((3, 7)), ARRAY), "block": (3, SIZE)}),
     "simulate.flash_attention": (gm.simulate.flash_attention, {
         "q": (Q, ARRAY), "k": (Q, ARRAY), "v": (Q, ARRAY), "block": ((8, 4), tile((8, 4))),
@@ -329,11 +347,44 @@ SIGNATURES = {
         "answer": (0.5625, ANSWER)}),
     "published.violations": (gm.published.violations, {"chapter": (3, CHAPTER)}),
     "WidgetExercise.check": (EXERCISE.check, {"answer": ("3.0", ANSWER)}),
+    # The widget exercises' constructors: a value outside the menu the explorer offers is refused.
+    "course.hierarchy.littles_law": (course.hierarchy.littles_law, {
+        "gpu": ("A100-40GB", outside([g for g in GPUS if "hbm" in gm.gpu(g).latency])),
+        "width": ("float4 (16 B)", outside(course.hierarchy.LOAD_BYTES)),
+        "loads": (2, outside(course.hierarchy.LITTLE_LOADS))}),
+    "course.intensity.stride_sectors": (course.intensity.stride_sectors, {
+        "elem_bytes": (2, outside(course.intensity.ELEM_BYTES))}),
+    "course.intensity.fused_chain": (course.intensity.fused_chain, {
+        "gpu": ("H100-SXM", outside(GPUS)), "dtype": ("fp16", outside(course.intensity.CHAIN_DTYPES))}),
+    "course.tiling.thread_tile": (course.tiling.thread_tile, {
+        "gpu": ("A100-40GB", outside(GPUS)), "block": (128, outside(course.tiling.TILE_BLOCKS))}),
+    "course.tiling.occupancy_limit": (course.tiling.occupancy_limit, {
+        "gpu": ("H100-SXM", outside(course.tiling.OCC_GPUS)), "threads": (256, outside(course.tiling.OCC_THREADS)),
+        "smem_kib": (32, outside(course.tiling.OCC_SMEM_KIB)), "warps": (32, integer(1, 64))}),
+    "course.roofline_levels.block_group": (course.roofline_levels.block_group, {
+        "gpu": ("H100-SXM", outside(course.roofline_levels.GROUP_GPUS)), "size": (8192, integer(1024, 32768))}),
+    "course.blackwell_low_precision.launch_bound": (course.blackwell_low_precision.launch_bound, {
+        "gpu": ("B200", outside(course.blackwell_low_precision.LAUNCH_GPUS))}),
+    "course.blackwell_low_precision.tile_ridge": (course.blackwell_low_precision.tile_ridge, {
+        "gpu": ("B200", outside(course.blackwell_low_precision.RIDGE_GPUS)),
+        "tile": ("m128 (tcgen05, 1 CTA)", outside(course.blackwell_low_precision.TILES))}),
+    "course.roofline_levels.l2_overflow": (course.roofline_levels.l2_overflow, {"gpu": ("L4", outside(GPUS))}),
+    "course.flashattention.attention_fit": (course.flashattention.attention_fit, {
+        "gpu": ("L4", outside(GPUS)), "heads": (32, SIZE), "head_dim": (128, SIZE)}),
+    "course.flashattention.flash_speedup": (course.flashattention.flash_speedup, {
+        "gpu": ("H100-SXM", outside(GPUS)), "seq": (16384, outside(course.flashattention.SEQS)),
+        "head_dim": (64, outside(course.flashattention.SPEEDUP_HEAD_DIMS))}),
+    "course.tensor_cores.decode_batch": (course.tensor_cores.decode_batch, {
+        "gpu": ("H100-SXM", outside(course.tensor_cores.DECODE_GPUS)),
+        "weight": ("int8", outside(course.tensor_cores.WEIGHTS)), "width": (8192, SIZE)}),
+    "course.tensor_cores.wave_tail": (course.tensor_cores.wave_tail, {
+        "gpu": ("H100-SXM", outside(course.tensor_cores.WAVE_GPUS)),
+        "block": (128, outside(course.tensor_cores.WAVE_BLOCKS))}),
+    "course.appendix_presets.highest_ridge": (course.appendix_presets.highest_ridge, {
+        "math": ("fp16", outside(course.appendix_presets.RIDGE_MATH))}),
 }
 
 EXCLUDED = {
-    "simulate.online_softmax_step": "its running maximum starts at -inf by design; online_softmax and "
-                                    "flash_attention check what they pass it",
     "presets.load_gpu": "reads a data file; its errors name the file and key (tests/test_presets.py, test_gpu_data.py)",
     "published.compare": "takes a Record of published.records(), checked when the data file is loaded",
     "published.attention_flops": "takes the run table of a checked published record",
@@ -351,8 +402,6 @@ EXCLUDED |= {
            "tiling.cp_tile_intensity", "tiling.cp_banks", "tiling.cp_register_blocks", "roofline_levels.cp_l2_ridge",
            "roofline_levels.cp_working_set", "flashattention.cp_scores", "tensor_cores.cp_decode", "tensor_cores.cp_waves")},
 }
-EXCLUDED |= {f"course.{make.__module__.split('.')[-1]}.{make.__name__}": "a widget exercise's constructor: not swept yet "
-             "(issue 26 adds them)" for make in gm.course.widget_exercises()}
 RESULTS = {"overhead.LaunchCost", "overhead.Sequence", "model.Prediction", "simulate.Run", "occupancy.Occupancy", "waves.WaveTraffic", "hardware.Capability",
            "hardware.GPU", "tensor_cores.Pipeline", "tensor_cores.WaveQuantisation", "course.checks.Feedback", "published.Record",
            "published.Comparison", "presets.DataError"}
@@ -447,3 +496,31 @@ def test_bad_input_is_refused_naming_the_parameter(key, param, data):
     with pytest.raises((ValueError, TypeError)) as err:
         _call(key, **{param: bad})
     assert _names(str(err.value), param), f"{key}({param}={bad!r}): {err.value}"
+
+
+EXERCISES = {make.__name__: make() for make in gm.course.widget_exercises()}
+CONTROLS = sorted((name, control) for name, ex in EXERCISES.items() for control in ex.controls)
+
+
+def _first_state(exercise) -> dict:
+    return {name: options[0] for name, options in exercise.controls.items()}
+
+
+@pytest.mark.parametrize("name, control", CONTROLS, ids=[f"{n}:{c}" for n, c in CONTROLS])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_render_refuses_a_value_outside_a_controls_menu_naming_the_control(name, control, data):
+    exercise = EXERCISES[name]
+    bad = data.draw(outside(exercise.controls[control]), label=control)
+    with pytest.raises(ValueError) as err:
+        exercise.render(**{**_first_state(exercise), control: bad})
+    assert _names(str(err.value), control) and str(exercise.controls[control]) in str(err.value)
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_render_refuses_a_missing_or_unknown_control(name):
+    exercise = EXERCISES[name]
+    state = _first_state(exercise)
+    for values in ({**state, "colour": "red"}, dict(list(state.items())[1:])):
+        with pytest.raises(ValueError, match="^values must name each control"):
+            exercise.render(**values)

@@ -155,3 +155,27 @@ def test_check_bound_fraction():
     assert not wrong and f"{right:.3g}" not in wrong.message
     with pytest.raises(ValueError, match="must name a published record"):
         gm.course.model_vs_measurements.check_bound_fraction("H100-PCIe", "no such run", 0.5)
+
+
+# Issue 26: mutants the tests could not see.
+
+@pytest.mark.parametrize("factor, direction, other", [(10, "high", "low"), (100, "high", "low"), (0.1, "low", "high"),
+                                                      (0.01, "low", "high")])
+def test_a_power_of_ten_hint_says_which_way(factor, direction, other):
+    rules = gm.course.checks.number_rules(5.0, "ms")
+    message = gm.course.checks.verdict(rules, 5.0 * factor).message.lower()
+    assert gm.course.checks.POWER_OF_TEN in message and direction in message and other not in message
+
+
+def test_the_tolerance_is_relative():
+    """1 % off a large value is right with a 2 % tolerance; so is 1 % off a small one, and 3 % is not."""
+    for expected in (1e9, 1e-6):
+        assert gm.course.checks.check_number(1.01 * expected, expected, "B")
+        assert not gm.course.checks.check_number(1.03 * expected, expected, "B")
+
+
+@pytest.mark.parametrize("ratio, factor_of_two", [(2.0, True), (1.96, True), (2.04, True), (0.5, True), (1.9, False),
+                                                  (2.1, False), (0.45, False), (0.55, False)])
+def test_the_factor_of_two_band_is_narrow(ratio, factor_of_two):
+    message = gm.course.checks.verdict(gm.course.checks.number_rules(7.0, "s"), 7.0 * ratio).message
+    assert ("by a factor of two" in message) == factor_of_two, message

@@ -62,16 +62,23 @@ def good(tmp_path):
         (lambda t: t.replace('unit = "MiB"', 'unit = "MHz"'), "test-gpu.toml.l2_capacity.unit must be one of"),
         (lambda t: t.replace('source = "jia2018volta"', 'source = "someone2030"', 1), "someone2030' is not a key of references.bib"),
         (lambda t: t.replace('kind = "spec"', 'kind = "guess"', 1), "test-gpu.toml.sms.kind must be one of"),
-        (lambda t: t.replace("[sms]\nvalue = 80", "[sms]\nvalue = -80"), "test-gpu.toml.sms.value must be a positive number"),
-        (lambda t: t.replace("[sms]\nvalue = 80", "[sms]\nvalue = true"), "test-gpu.toml.sms.value must be a positive number"),
+        (lambda t: t.replace("[sms]\nvalue = 80", "[sms]\nvalue = -80"), "test-gpu.toml.sms.value must be a finite positive number"),
+        (lambda t: t.replace("[sms]\nvalue = 80", "[sms]\nvalue = true"), "test-gpu.toml.sms.value must be a finite positive number"),
         (lambda t: t.replace("[sms]\n", '[sms]\nsize = "big"\n'), r"test-gpu.toml.sms: unknown keys \['size'\]"),
         (lambda t: t.replace("[latency.smem]", "[latency.l1]"), "test-gpu.toml.latency may hold only"),
         (lambda t: t + '\n[tensor_clock]\nvalue = 1.3\nunit = "TB/s"\nkind = "spec"\nsource = "jia2018volta"\n',
          r"test-gpu.toml.tensor_clock.unit must be one of \['GHz', 'MHz'\]"),
         (lambda t: t + "\n[tensor.fp6]\nvalue = 1\nunit = \"TFLOP/s\"\n", "test-gpu.toml.tensor may hold only"),
-        (lambda t: t.replace("value = 2048", "value = [2048]"), "test-gpu.toml.l2_bandwidth.value must be a positive number"),
+        (lambda t: t.replace("value = 2048", "value = [2048]"), "test-gpu.toml.l2_bandwidth.value must be a finite positive number"),
         (lambda t: t.replace("[clock]", "clock ="), "not valid TOML"),
-        (lambda t: t.replace("[sms]\nvalue = 80\n", "[sms]\nvalue = 0\n"), "test-gpu.toml.sms.value must be a positive number, got 0"),
+        # issue 26: infinite, absurd and fractional figures name file and key
+        (lambda t: t.replace("[sms]\nvalue = 80", "[sms]\nvalue = inf"), "test-gpu.toml.sms.value must be a finite positive"),
+        (lambda t: t.replace("[hbm_bandwidth]\nvalue = 900\nunit = \"GB/s\"", "[hbm_bandwidth]\nvalue = 1e300\nunit = \"TB/s\""),
+         "test-gpu.toml.hbm_bandwidth.value must be from 0.01 to 1000 TB/s, got 1e"),
+        (lambda t: t.replace("[clock]\nvalue = 1530\nunit = \"MHz\"", "[clock]\nvalue = 1530\nunit = \"GHz\""),
+         "test-gpu.toml.clock.value must be from 0.1 to 5 GHz, got 1530"),
+        (lambda t: t.replace("[sms]\nvalue = 80", "[sms]\nvalue = 79.5"), "test-gpu.toml.sms.value must be a whole number of SMs"),
+        (lambda t: t.replace("[sms]\nvalue = 80\n", "[sms]\nvalue = 0\n"), "test-gpu.toml.sms.value must be a finite positive number, got 0"),
         (lambda t: "sms = 80\n" + t[:t.index("[sms]")] + t[t.index("[clock]"):],
          "test-gpu.toml.sms must be a table with value, unit, kind and source"),
         (lambda t: t.replace('[tensor.fp16]\nvalue = 125\nunit = "TFLOP/s"\nkind = "spec"', '[tensor.fp16]\nvalue = 125\nunit = "TFLOP/s"\nkind = "guess"'),
@@ -98,6 +105,22 @@ def test_a_bad_capability_file_is_refused(tmp_path, monkeypatch):
     presets.capabilities.cache_clear()
     try:
         with pytest.raises(presets.DataError, match=r"capabilities.toml \[7.0\]: missing \['max_threads_per_block'\]"):
+            presets.capabilities()
+    finally:
+        monkeypatch.undo()
+        presets.capabilities.cache_clear()
+
+
+@pytest.mark.parametrize("key", ["fp32_lanes_per_sm", "max_warps_per_sm"])
+def test_a_capability_count_of_zero_is_refused(tmp_path, monkeypatch, key):
+    """Issue 26: 0 FP32 lanes divided by zero inside predict, 0 warps gave 0 warps silently."""
+    text = (presets.DATA / "capabilities.toml").read_text()
+    line = next(line for line in text.splitlines() if line.startswith(key + " = "))
+    (tmp_path / "capabilities.toml").write_text(text.replace(line, f"{key} = 0", 1))
+    monkeypatch.setattr(presets, "DATA", tmp_path)
+    presets.capabilities.cache_clear()
+    try:
+        with pytest.raises(presets.DataError, match=rf"capabilities.toml \[7.0\].{key} must be a whole number >= 1, got 0"):
             presets.capabilities()
     finally:
         monkeypatch.undo()

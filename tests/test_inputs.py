@@ -1,6 +1,7 @@
 """Bad input is a ValueError naming the parameter; valid odd sizes are accepted."""
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -129,7 +130,7 @@ def test_bad_input_to_the_simulations_and_tools_is_refused_quickly(call, message
     (lambda: gm.simulate.transpose(np.ones((4096, 4096))), "x's warp steps"),
     (lambda: gm.simulate.standard_attention(*(np.ones((1, 1, 8192, 1)),) * 3), "q's batch x heads x seq\\^2"),
     (lambda: gm.simulate.strided_read(np.ones(2**20), 1), "x's warps"),
-    (lambda: gm.tensor_cores.critical_batch("A100-40GB", 4096, largest=10**12), "largest must be at most"),
+    (lambda: gm.tensor_cores.critical_batch("A100-40GB", 4096, largest=2**60), "largest must be at most 2\\*\\*53"),
     (lambda: gm.vector_add(2**53 + 1), "n must be at most 2\\*\\*53"),
     (lambda: gm.course.tiling.check_padding(16, 32, 1), "rows must be at least 32"),
     (lambda: gm.course.roofline_levels.check_l2_tile("A100-40GB", 0, 128), "^size must be positive"),
@@ -295,5 +296,97 @@ def test_attention_builders_name_a_bad_kind_and_block(builder):
      "^flops must be finite, got .*nan"),
 ])
 def test_tiles_and_workloads_name_what_is_wrong(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# Issue 26: what an independent probe of bad inputs found, each case a regression test.
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gm.gemm([4096, 2048], [1024, 2048, 4096], 4096), r"^m and n must broadcast: shapes \(2,\) and \(3,\)$"),
+    (lambda: gm.gemm(64, 64, [64, 128, 256], block=(16, 16), thread=([1, 2], 1)),
+     r"^k and thread\[0\] must broadcast: shapes \(3,\) and \(2,\)$"),
+    (lambda: gm.occupancy.occupancy("A100-40GB", [128, 256], [32, 64, 96]), r"^threads and registers must broadcast"),
+    (lambda: gm.tiles.is_legal("A100-40GB", [64, 128], [64, 128, 256], 8, 8), r"^b_m and b_n must broadcast"),
+    (lambda: gm.attention([1, 2], [1, 2, 3], 256, 64), r"^batch and heads must broadcast"),
+    (lambda: gm.Workload("w", [1.0, 2.0], {"registers": [1, 2, 3], "smem": 0, "l2": 0, "hbm": 0}),
+     r"^flops and bytes\['registers'\] must broadcast: shapes \(2,\) and \(3,\)$"),
+])
+def test_sizes_that_do_not_broadcast_are_named(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("call, param", [
+    (lambda: gm.flash_block([65536, 131072], 64), "sram_bytes"),
+    (lambda: gm.waves.gemm_hbm([1024, 2048], 1024, 512), "m"),
+    (lambda: gm.waves.block_coordinates([6, 7], 5), "rows"),
+    (lambda: gm.tensor_cores.wave_quantisation([4096, 2048], 4096, (128, 256), "A100-40GB"), "m"),
+    (lambda: gm.tensor_cores.stream_k([200, 300], 64, 132), "tiles"),
+    (lambda: gm.tensor_cores.pipeline("A100-40GB", (128, 128), [64, 32]), "bk"),
+    (lambda: gm.tensor_cores.critical_batch("A100-40GB", [4096, 8192]), "width"),
+    (lambda: gm.course.tiling.check_padding([32, 64], 32, 1), "rows"),
+    (lambda: gm.course.roofline_levels.check_l2_tile("A100-40GB", [8192, 4096], 128), "size"),
+    (lambda: gm.simulate.online_softmax(np.ones((3, 7)), [3, 4]), "block"),
+    (lambda: gm.course.tiling.check_occupancy("A100-40GB", [128, 256], 32, 0, 32), "threads"),
+    (lambda: gm.course.tiling.check_occupancy("A100-40GB", 128, 32, [0, 1024], 32), "smem"),
+])
+
+def test_a_one_number_parameter_given_an_array_is_named(call, param):
+    """No "only 0-dimensional arrays can be converted" nor "unsupported format string"."""
+    with pytest.raises(ValueError, match=rf"^{param} must be one whole number, not an array"):
+        call()
+
+
+def test_a_cluster_larger_than_the_matrix_names_the_cluster():
+    """Not "block[0] must not exceed m" for a block tile the caller did not pass."""
+    with pytest.raises(ValueError, match=r"^cluster\[0\] x block\[0\] must not exceed m: got cluster\[0\] x block\[0\]=2048"):
+        gm.tensor_cores.cluster_gemm(1024, 1024, 1024, cluster=(16, 1))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: gm.kernel_info.threads_per_block(["vector_add"]), ValueError, "^function must be the name of a CUDA function"),
+    (lambda: gm.course.checks.verdict({"kind": "number"}, 3), TypeError, "^rules must be made by number_rules"),
+    (lambda: gm.course.checks.verdict({"kind": "choice", "answer": "a100"}, "a100"), TypeError, "^rules must be made"),
+    (lambda: gm.fmt_percent(1e307), ValueError, "^fraction must be at most 1e306 in magnitude"),
+    (lambda: gm.gpu("A100-40GB").running("fp8"), ValueError, "^A100-40GB has no fp8 tensor-core peak"),
+    (lambda: gm.simulate.naive_gemm(np.full((2, 2), 1e200), np.ones((2, 2))), ValueError,
+     "^a must hold numbers of magnitude at most 1e\\+150"),
+    (lambda: gm.simulate.strided_read(np.full(4096, 1e308), 4), ValueError, "^x must hold numbers of magnitude at most"),
+    (lambda: gm.simulate.online_softmax_step(np.full((2, 1), -np.inf), np.zeros((2, 1)), np.zeros((2, 3)), None,
+                                             np.ones((4, 3))), ValueError, "^scores must be an array of numbers"),
+    (lambda: gm.simulate.online_softmax_step(np.full((2, 1), -np.inf), np.zeros((2, 1)), np.zeros((2, 3)),
+                                             np.full((2, 4), np.nan), np.ones((4, 3))), ValueError, "^scores must be finite"),
+    (lambda: gm.simulate.online_softmax_step(np.full((2, 1), np.nan), np.zeros((2, 1)), np.zeros((2, 3)),
+                                             np.ones((2, 4)), np.ones((4, 3))), ValueError, "^m must hold finite numbers"),
+    (lambda: gm.simulate.online_softmax_step(np.full((2, 1), -np.inf), np.zeros((2, 1)), np.zeros((2, 3)),
+                                             np.ones((2, 4)), np.ones((5, 3))), ValueError, "^scores and values must"),
+])
+def test_what_raised_raw_errors_or_returned_inf_is_refused_naming_the_parameter(call, error, message):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(error, match=message):
+            call()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gm.course.hierarchy.littles_law(width="float4"),
+     r"^width must be one of \['float \(4 B\)', 'float2 \(8 B\)', 'float4 \(16 B\)'\], got 'float4'$"),
+    (lambda: gm.course.hierarchy.littles_law(loads=0), r"^loads must be one of \[1, 2, 4\], got 0$"),
+    (lambda: gm.course.hierarchy.littles_law(loads=True), r"^loads must be one of \[1, 2, 4\], got True$"),
+    (lambda: gm.course.hierarchy.littles_law(gpu="T4"), r"^gpu must be one of \['V100', "),
+    (lambda: gm.course.tiling.occupancy_limit(warps=-1), r"^warps must be an integer from 1 to 64, got -1$"),
+    (lambda: gm.course.tiling.occupancy_limit(warps="32"), r"^warps must be an integer from 1 to 64, got '32'$"),
+    (lambda: gm.course.tiling.occupancy_limit(threads=128, smem_kib=100, warps=32), r"^warps must be at most "),
+    (lambda: gm.course.tiling.occupancy_limit(gpu="V100", smem_kib=100), r"^smem_kib must be at most 96 on the V100"),
+    (lambda: gm.course.hierarchy.seed_bounds().render(kernel="VECTOR_ADD", gpu="A100-40GB"),
+     r"^kernel must be one of \['vector_add', 'gemm_smem16', 'gemm_reg128'\], got 'VECTOR_ADD'$"),
+    (lambda: gm.course.tiling.thread_tile("H100-SXM", 128), r"^gpu and block must admit a thread tile"),
+    (lambda: gm.course.flashattention.attention_fit(gpu="B200", heads=1, head_dim=8), r"^heads and head_dim must make"),
+    (lambda: gm.course.tensor_cores.decode_batch(width=64), r"^width must let a batch of 1024 reach"),
+])
+def test_the_widget_exercises_refuse_values_outside_their_menus_naming_the_menu(call, message):
+    """Before issue 26: a KeyError, "min() arg is an empty sequence", a UFuncTypeError, or a bool
+    or a negative warp count accepted (the answer 255)."""
     with pytest.raises(ValueError, match=message):
         call()

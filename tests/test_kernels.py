@@ -2,6 +2,7 @@
 course claims, they compute the right answer (on the CPU emulator everywhere, on the GPU
 where one answers), and their launch plans match the model's workloads."""
 
+import json
 import pathlib
 import subprocess
 import sys
@@ -173,3 +174,36 @@ def test_shown_report_falls_back_to_the_record(monkeypatch):
     assert origin.startswith("No CUDA compiler here") and "make reports" in origin
     with pytest.raises(RuntimeError, match="no CUDA compiler here"):
         compiler.report()
+
+
+def _edited_record(tmp_path, edit) -> pathlib.Path:
+    """A copy of the committed compiler record with `edit` applied to its parsed JSON."""
+    record = json.loads(compiler.RECORD.read_text())
+    edit(record)
+    path = tmp_path / "compiler_reports.json"
+    path.write_text(json.dumps(record))
+    return path
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r.pop("reports"), r"compiler_reports.json must hold exactly the keys"),
+    (lambda r: r.update(colour="green"), r"compiler_reports.json must hold exactly the keys"),
+    (lambda r: r.update(reports={}), r"compiler_reports.json.reports must be a JSON list"),
+    (lambda r: r["reports"][2].update(registers="31"), r"compiler_reports.json report 3.registers must be a whole number >= 0, got '31'"),
+    (lambda r: r["reports"][0].update(registers=-31), r"compiler_reports.json report 1.registers must be a whole number >= 0, got -31"),
+    (lambda r: r["reports"][0].update(smem=True), r"report 1.smem must be a whole number >= 0, got True"),
+    (lambda r: r["reports"][1].update(extra=1), r"compiler_reports.json report 2 must hold exactly the keys"),
+    (lambda r: r["reports"][1].pop("arch"), r"compiler_reports.json report 2 must hold exactly the keys"),
+    (lambda r: r["reports"][1].update(kernel=7), r"report 2.kernel must be a string, got 7"),
+])
+def test_a_bad_compiler_record_is_refused_naming_file_and_report(tmp_path, edit, message):
+    """Issue 26: the record was not validated (a KeyError, a TypeError, registers "31" failing later)."""
+    with pytest.raises(gm.presets.DataError, match=message):
+        compiler.recorded(_edited_record(tmp_path, edit))
+
+
+def test_a_truncated_compiler_record_names_the_file(tmp_path):
+    path = tmp_path / "compiler_reports.json"
+    path.write_text(compiler.RECORD.read_text()[:500])
+    with pytest.raises(gm.presets.DataError, match="compiler_reports.json: not valid JSON"):
+        compiler.recorded(path)

@@ -423,3 +423,11 @@ def test_the_notes_say_what_each_variant_counts():
 def test_flash_backward_stages_every_global_byte_through_shared_memory_twice():
     w = gm.workloads.attention_backward(1, 2, 1024, 64, kind="flash")
     assert w.bytes["smem"] == 2 * w.bytes["l2"] == 2 * 2 * 2 * (6 * 1024 * 64 + 4 * 1024 * 64 * (1024 // 128))
+
+
+def test_no_overlap_time_is_the_sum_of_every_parts_time():
+    """The upper bound beside `time`: each part after the other (a mutant took the maximum)."""
+    p = gm.predict(gm.attention(1, 8, 2048, 64, "fp16", "standard"), "A100-40GB")
+    parts = [p.compute_time, p.sfu_time, *p.level_times.values()]
+    assert sum(t > 0 for t in parts) >= 4
+    assert p.no_overlap_time == pytest.approx(math.fsum(parts), rel=1e-12) and p.no_overlap_time > p.time

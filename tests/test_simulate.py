@@ -316,7 +316,7 @@ def test_warp_addresses_in_a_padded_row_major_array():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: sim.naive_gemm(np.ones((0, 2)), np.ones((2, 2))), "^a must not be empty"),
+    (lambda: sim.naive_gemm(np.ones((0, 2)), np.ones((2, 2))), "^a and b must be non-empty matrices"),
     (lambda: sim.naive_gemm(np.ones(2), np.ones((2, 2))), "a and b must be non-empty matrices"),
     (lambda: sim.tiled_gemm(np.ones((32, 8)), np.ones((8, 8)), (16, 16, 8), (1, 1)), r"^block\[1\] must not exceed n"),
     (lambda: sim.tiled_gemm(np.ones((32, 4)), np.ones((4, 32)), (16, 16, 8), (1, 1)), r"^block\[2\] must not exceed k"),

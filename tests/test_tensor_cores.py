@@ -195,3 +195,12 @@ def test_split_k_partial_sums_cost_at_the_level_that_holds_them():
     assert level == "l2" and seconds == pytest.approx(2 * 2 * 1024**2 * 4 / h100.running("fp16").bandwidth("l2"))
     seconds, level = tc.split_k_time(8192, 8192, 2, h100)
     assert level == "hbm" and seconds == pytest.approx(2 * 2 * 8192**2 * 4 / h100.bandwidth("hbm"))
+
+
+def test_a_full_last_wave_is_one():
+    """108 tiles of 128 x 128 on the A100's 108 SMs: one full wave, whose occupancy 1.0 is right
+    (not mistaken for a percentage)."""
+    w = gm.tensor_cores.wave_quantisation(9 * 128, 12 * 128, (128, 128), "A100-40GB")
+    assert (w.tiles, w.waves, w.last, w.efficiency) == (108, 1, 1.0, 1.0)
+    assert gm.course.tensor_cores.check_last_wave(9 * 128, 12 * 128, (128, 128), "A100-40GB", 1.0)
+    assert gm.course.tensor_cores.check_last_wave(9 * 128, 24 * 128, (128, 128), "A100-40GB", 1)

@@ -99,3 +99,9 @@ def test_bounds_are_named_as_prose_names_them(bound, text):
 def test_an_unknown_bound_is_refused():
     with pytest.raises(ValueError, match="^bound must be one of"):
         gm.fmt_bound("dram")
+
+
+def test_mega_is_a_million():
+    """Decimal prefixes: 33.5e6 bytes are 33.5 MB, 2^20 bytes 1.05 MB (a mutant took M as 2^20)."""
+    assert gm.fmt_bytes(33.5e6) == "33.5 MB" and gm.fmt_bytes(2**20) == "1.05 MB"
+    assert gm.fmt_bandwidth(1.5e12) == "1.50 TB/s" and gm.fmt_bytes(1e3) == "1.00 kB"

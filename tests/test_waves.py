@@ -124,8 +124,10 @@ def test_grouped_order_takes_eight_rows_at_a_time_by_default():
 
 
 def test_the_largest_grid_the_wave_model_walks():
-    r, c = block_coordinates(2**11, 2**11)  # MAX_BLOCKS = 2**22 tiles exactly
-    assert r.size == 2**22 and (r[-1], c[-1]) == (2**11 - 1, 2**11 - 1)
+    r, c = block_coordinates(2**10, 2**10)  # MAX_BLOCKS = 2**20 tiles exactly
+    assert r.size == 2**20 and (r[-1], c[-1]) == (2**10 - 1, 2**10 - 1)
+    with pytest.raises(ValueError, match="rows x cols must be at most 1,048,576 blocks"):
+        block_coordinates(2**10, 2**10 + 1)
 
 
 def test_one_wave_between_no_l2_and_an_l2_holding_its_working_set():

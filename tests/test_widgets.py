@@ -252,3 +252,14 @@ def test_the_flash_explorer_assumes_what_the_chapter_text_does():
     flash = gm.predict(gm.attention(1, 32, 16384, 64, "fp16", "flash", l2_reuse=True), "H100-SXM")
     assert flash.bound == "compute" and "L2 serving" in exercise.rules["right"]
     assert exercise.check(float(gm.predict(gm.attention(1, 32, 16384, 64, "fp16", "standard"), "H100-SXM").time / flash.time))
+
+
+@pytest.mark.parametrize("gpu", gm.course.widgets.GPUS)
+def test_l2_overflow_on_every_gpu_of_its_menu(gpu):
+    """The answer is the first power of two whose three fp32 arrays (12 bytes per element) pass
+    the L2 of the GPU asked about, not of the default one."""
+    n = gm.course.roofline_levels.L2_SIZES[0]
+    while 3 * 4 * n <= gm.gpu(gpu).capacity("l2"):
+        n *= 2
+    exercise = gm.course.roofline_levels.l2_overflow(gpu)
+    assert exercise.rules["answer"] == n and exercise.check(str(n)) and not exercise.check(str(n // 2))

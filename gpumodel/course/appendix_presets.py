@@ -5,7 +5,7 @@ is an explorer of the model with an answer box."""
 
 from __future__ import annotations
 
-from .. import presets
+from .. import _check, presets
 from ..hardware import BANK_BYTES, SMEM_BANKS
 from ..units import fmt_bandwidth, fmt_intensity, fmt_number
 from .checks import Feedback, check_number, choice_rules
@@ -28,9 +28,13 @@ def check_hbm_bytes_per_clock(gpu, answer) -> Feedback:
 
 # Appendix
 
+RIDGE_MATH = ("fp32", "fp16")
+
+
 def highest_ridge(math: str = "fp16") -> WidgetExercise:
     """Appendix: which preset has the highest `math` ridge point against HBM (peak over HBM
     bandwidth, FLOP/B)?"""
+    _check.member("math", math, RIDGE_MATH)
     names = presets.preset_names()
 
     def ridge(gpu, math, level="hbm"):
@@ -45,7 +49,7 @@ def highest_ridge(math: str = "fp16") -> WidgetExercise:
 
     best = max(names, key=lambda g: ridge(g, math))
     return WidgetExercise(
-        "highest-ridge", {"gpu": names, "math": ["fp32", "fp16"]}, view,
+        "highest-ridge", {"gpu": names, "math": list(RIDGE_MATH)}, view,
         choice_rules(best, {g: f"The {g}'s {math} HBM ridge is {fmt_number(ridge(g, math))} FLOP/B; another preset's "
                             "is higher." for g in names if g != best},
                      explain=f"{fmt_number(ridge(best, math))} FLOP/B: the most {math} math per byte of its memory, so "

@@ -11,7 +11,7 @@ from ..blackwell import pair_intensity
 from ..low_precision import bytes_per_element
 from ..model import predict
 from ..occupancy import consumer_registers
-from ..overhead import launch_cost, sequence_time
+from ..overhead import launch_cost, launch_costs, sequence_time
 from ..tensor_cores import operand_intensity
 from ..units import fmt_intensity, fmt_time
 from ..workloads import vector_add
@@ -64,10 +64,16 @@ def check_nvfp4_bytes(answer) -> Feedback:
 VECTOR_SIZES = (2**10, 2**14, 2**18, 2**20, 2**22, 2**24)
 
 
+LAUNCH_GPUS = tuple(sorted({cost.gpu for cost in launch_costs()}))
+"""The GPUs with a published launch cost (`gpumodel/data/launch.toml`)."""
+RIDGE_GPUS = ("H100-SXM", "B200")
+"""The GPUs the tile explorer compares."""
+
+
 def launch_bound(gpu: str = "B200") -> WidgetExercise:
     """Chapter 7: the smallest vector add (of VECTOR_SIZES, fp32) that outlasts a launch by
     the CUDA driver on `gpu`, so that back-to-back launches keep the GPU busy."""
-    launch = launch_cost(gpu).seconds
+    launch = launch_cost(_check.member("gpu", gpu, LAUNCH_GPUS)).seconds
 
     def view(elements, kernels):
         kernel = float(predict(vector_add(elements), gpu).time)
@@ -97,6 +103,8 @@ TILE_NS = (32, 64, 96, 128, 192, 256)
 def tile_ridge(gpu: str = "B200", tile: str = "m128 (tcgen05, 1 CTA)") -> WidgetExercise:
     """Chapter 7: the smallest N (of TILE_NS) at which an fp16 MMA tile of `tile` reads few
     enough shared-memory bytes per FLOP to keep `gpu`'s tensor cores busy."""
+    _check.member("gpu", gpu, RIDGE_GPUS)
+    _check.member("tile", tile, list(TILES))
 
     def intensity(tile, n):
         m, pair = TILES[tile]
@@ -114,7 +122,7 @@ def tile_ridge(gpu: str = "B200", tile: str = "m128 (tcgen05, 1 CTA)") -> Widget
     ridge = presets.gpu(gpu).ridge("smem", "fp16")
     smallest = next(n for n in TILE_NS if intensity(tile, n) >= ridge)
     return WidgetExercise(
-        "tile-ridge", {"gpu": ["H100-SXM", "B200"], "tile": list(TILES), "n": list(TILE_NS)}, view,
+        "tile-ridge", {"gpu": list(RIDGE_GPUS), "tile": list(TILES), "n": list(TILE_NS)}, view,
         number_rules(smallest, "columns", 0, explain="A wider tile reuses each row of A across more columns; on "
                      "the B200 the ridge is twice the H100's, so a tile needs twice the reuse.",
                      hint="Fix the GPU and the tile; raise N until the tile's bar passes the ridge."),

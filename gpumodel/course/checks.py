@@ -219,10 +219,16 @@ def _close(a: float, b: float, rtol: float) -> bool:
     return abs(a - b) <= rtol * max(abs(a), abs(b))
 
 
+NUMBER_KEYS = {"answer", "rtol", "right", "bands", "high", "low", "not_number", "units", "mistakes", "ranges", "whole"}
+CHOICE_KEYS = {"answer", "right", "wrong", "not_number"}
+"""The keys `verdict` reads of the rules `number_rules` and `choice_rules` make."""
+
+
 def verdict(rules: dict, answer) -> Feedback:
     """Judge `answer` by `rules` (`number_rules` or `choice_rules`). Text is read as the
     answer box on the site reads it (`read_number`); a number may be Python's or NumPy's."""
-    if not isinstance(rules, dict) or rules.get("kind") not in ("number", "choice"):
+    made = {"number": NUMBER_KEYS, "choice": CHOICE_KEYS}
+    if not isinstance(rules, dict) or rules.get("kind") not in made or not made[rules["kind"]] <= set(rules):
         raise TypeError(f"rules must be made by number_rules or choice_rules, got {rules!r}")
     if rules["kind"] == "choice":
         key = _key(answer) if isinstance(answer, str) else None

@@ -52,9 +52,18 @@ def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Fee
 SEQS = tuple(2**p for p in range(10, 18))
 
 
+SPEEDUP_HEAD_DIMS = (64, 128, 256)
+
+
 def attention_fit(gpu: str = "L4", heads: int = 32, head_dim: int = 128) -> WidgetExercise:
     """Chapter 5: the smallest power-of-two sequence length at which standard attention's
     forward pass (batch 1, fp16) no longer fits in `gpu`'s memory."""
+    _check.member("gpu", gpu, GPUS)
+    heads, head_dim = _check.one("heads", heads), _check.one("head_dim", head_dim)
+    if attention_memory(1, heads, SEQS[-1], head_dim, "fp16") <= presets.gpu(gpu).capacity("hbm"):
+        raise ValueError(f"heads and head_dim must make standard attention outgrow the {gpu}'s memory by "
+                         f"N = {SEQS[-1]:,}, got {heads} and {head_dim}")
+
     def view(gpu, seq, kind):
         g = presets.gpu(gpu)
         need = float(attention_memory(1, heads, seq, head_dim, "fp16", kind))
@@ -84,13 +93,17 @@ def flash_speedup(gpu: str = "H100-SXM", seq: int = 16384, head_dim: int = 64) -
     """Chapter 5: how many times faster flash attention is than standard in the model, on
     `gpu` at `seq` tokens and `head_dim` (batch 1, 32 heads, fp16), with L2 serving the flash
     kernel's re-reads of K and V as the chapter's text assumes (`FLASH_L2_REUSE`)."""
+    _check.member("gpu", gpu, GPUS)
+    _check.member("seq", seq, SEQS)
+    _check.member("head_dim", head_dim, SPEEDUP_HEAD_DIMS)
+
     def workload(seq, head_dim, kind):
         return attention(1, 32, seq, head_dim, "fp16", kind, l2_reuse=kind == "flash" and FLASH_L2_REUSE)
 
     ratio = float(predict(workload(seq, head_dim, "standard"), gpu).time / predict(workload(seq, head_dim, "flash"),
                                                                                    gpu).time)
     return WidgetExercise(
-        "flash-speedup", {"gpu": list(GPUS), "seq": list(SEQS), "head_dim": [64, 128, 256],
+        "flash-speedup", {"gpu": list(GPUS), "seq": list(SEQS), "head_dim": list(SPEEDUP_HEAD_DIMS),
                           "kind": ["standard", "flash"]},
         lambda gpu, seq, head_dim, kind: prediction_view(workload(seq, head_dim, kind), gpu,
                                                          f"{kind.capitalize()} attention, N = {seq:,}, d = {head_dim}"),

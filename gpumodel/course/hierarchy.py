@@ -100,9 +100,17 @@ LITTLE_WARPS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 LOAD_BYTES = {"float (4 B)": 4, "float2 (8 B)": 8, "float4 (16 B)": 16}
 
 
+LITTLE_LOADS = (1, 2, 4)
+
+
 def littles_law(gpu: str = "A100-40GB", width: str = "float4 (16 B)", loads: int = 2) -> WidgetExercise:
     """Chapter 1: the fewest resident warps per SM (of LITTLE_WARPS) that keep `gpu`'s HBM
     busy when each thread has `loads` loads of `width` in flight (Little's law)."""
+    with_latency = [g for g in GPUS if "hbm" in presets.gpu(g).latency]
+    _check.member("gpu", gpu, with_latency)
+    _check.member("width", width, LOAD_BYTES)
+    _check.member("loads", loads, LITTLE_LOADS)
+
     def in_flight(gpu, warps, width, loads):
         g = presets.gpu(gpu)
         if warps * 32 > g.capability.max_threads_per_sm:
@@ -120,10 +128,9 @@ def littles_law(gpu: str = "A100-40GB", width: str = "float4 (16 B)", loads: int
     have = {w: in_flight(gpu, w, width, loads)[0] for w in LITTLE_WARPS}
     need = in_flight(gpu, 1, width, loads)[1]
     fewest = min(w for w in LITTLE_WARPS if have[w] >= need)
-    with_latency = [g for g in GPUS if "hbm" in presets.gpu(g).latency]
     return WidgetExercise(
         "littles-law", {"gpu": with_latency, "warps": list(LITTLE_WARPS), "width": list(LOAD_BYTES),
-                        "loads": [1, 2, 4]},
+                        "loads": list(LITTLE_LOADS)},
         view,
         number_rules(fewest, "warps", 0, explain=f"{fewest} warps x 32 threads x {loads} x {LOAD_BYTES[width]} B = "
                      f"{fmt_bytes(have[fewest])} in flight, against the {fmt_bytes(need)} that bandwidth x latency "

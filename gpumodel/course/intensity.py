@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _check, presets
 from ..lab import LabError, trace
 from ..model import predict
 from ..units import fmt_bandwidth, fmt_flops, fmt_percent
 from ..workloads import elementwise_chain, seed_kernels, warp_sectors
-from .. import presets
 from .checks import FLOPS_AND_BYTES, Feedback, check_number, number_rules
 from .widgets import GPUS, Checkpoint, WidgetExercise, bars, prediction_view
 
@@ -70,9 +70,14 @@ def check_coalesced_kernel(source: str, kernel: str = "scale_by_two") -> Feedbac
 STRIDES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
+ELEM_BYTES = (1, 2, 4, 8)
+
+
 def stride_sectors(elem_bytes: int = 2) -> WidgetExercise:
     """Chapter 2: the smallest stride (elements of `elem_bytes`) past which a warp's read
     touches no more sectors."""
+    _check.member("elem_bytes", elem_bytes, ELEM_BYTES)
+
     def view(stride, elem):
         sectors = float(warp_sectors(stride, elem))
         useful, moved = 32 * elem, 32 * sectors
@@ -84,7 +89,7 @@ def stride_sectors(elem_bytes: int = 2) -> WidgetExercise:
     smallest = next(s for s in STRIDES if all(warp_sectors(t, elem_bytes) == warp_sectors(s, elem_bytes)
                                               for t in STRIDES if t >= s))
     return WidgetExercise(
-        "stride-sectors", {"stride": list(STRIDES), "elem": [1, 2, 4, 8]}, view,
+        "stride-sectors", {"stride": list(STRIDES), "elem": list(ELEM_BYTES)}, view,
         number_rules(smallest, "elements", 0, explain=f"{smallest} x {elem_bytes} B = 32 B: each thread now has a "
                      "sector of its own, and no stride can cost more than 32 sectors.",
                      hint="Set the element size, then walk the stride up until the sector count stops growing."),
@@ -94,16 +99,22 @@ def stride_sectors(elem_bytes: int = 2) -> WidgetExercise:
 CHAIN_OPS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
+CHAIN_DTYPES = ("fp32", "fp16")
+
+
 def fused_chain(gpu: str = "H100-SXM", dtype: str = "fp16") -> WidgetExercise:
     """Chapter 2: the shortest fused chain (ops, of CHAIN_OPS) of `dtype` elements that HBM
     no longer bounds on `gpu`."""
+    _check.member("gpu", gpu, GPUS)
+    _check.member("dtype", dtype, CHAIN_DTYPES)
+
     def workload(ops, fused, dtype):
         return elementwise_chain(2**26, ops, fused == "fused", dtype)
 
     shortest = next(o for o in CHAIN_OPS if predict(workload(o, "fused", dtype), gpu).bound != "hbm")
     return WidgetExercise(
         "fused-chain", {"gpu": list(GPUS), "ops": list(CHAIN_OPS), "fused": ["unfused", "fused"],
-                        "dtype": ["fp32", "fp16"]},
+                        "dtype": list(CHAIN_DTYPES)},
         lambda gpu, ops, fused, dtype: prediction_view(workload(ops, fused, dtype), gpu,
                                                        f"{ops} ops, {fused}, {dtype}, 2^26 elements"),
         number_rules(shortest, "ops", 0, explain=f"Fused, {shortest} one-flop ops on {dtype} elements make "

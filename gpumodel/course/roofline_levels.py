@@ -19,7 +19,7 @@ L2_TILES = (16, 32, 64, 128, 256, 512)
 def check_l2_tile(gpu, size: int, answer) -> Feedback:
     """Chapter 4: the smallest square block tile (of L2_TILES) at which L2 stops binding an
     fp16 size^3 tensor-core GEMM on `gpu`: L2 intensity about b / 2 against the L2 ridge."""
-    size = int(_check.size("size", size))
+    size = _check.one("size", size)
     p = {b: predict(gemm(size, size, size, block=(b, b), thread=(min(b, 64),) * 2, dtype="fp16"), gpu)
          for b in L2_TILES if b <= size}
     fine = [b for b, q in p.items() if q.level_times["l2"] <= q.compute_time]
@@ -40,9 +40,15 @@ def check_l2_tile(gpu, size: int, answer) -> Feedback:
 GROUPS = (1, 2, 4, 8, 16, 32, 64)
 
 
+GROUP_GPUS = ("A100-40GB", "H100-SXM")
+
+
 def block_group(gpu: str = "H100-SXM", size: int = 8192) -> WidgetExercise:
     """Chapter 4: the group size (of GROUPS) that minimises the HBM traffic of an fp16
     size^3 GEMM with 128 x 128 tiles, two blocks per SM, blocks drifting over all of K."""
+    _check.member("gpu", gpu, GROUP_GPUS)
+    size = _check.integer("size", size, 1024, 32768)
+
     def traffic(gpu, group, drift):
         return gemm_hbm(size, size, size, gpu=gpu, blocks_per_sm=2, order="grouped", group=group,
                         drift_k=size if drift == "all of K" else size // 8)
@@ -58,7 +64,7 @@ def block_group(gpu: str = "H100-SXM", size: int = 8192) -> WidgetExercise:
     moved = {g: traffic(gpu, g, "all of K").hbm for g in GROUPS}
     best = min(moved, key=moved.get)
     return WidgetExercise(
-        "block-group", {"gpu": ["A100-40GB", "H100-SXM"], "group": list(GROUPS), "drift": ["all of K", "1/8 of K"]},
+        "block-group", {"gpu": list(GROUP_GPUS), "group": list(GROUPS), "drift": ["all of K", "1/8 of K"]},
         view,
         number_rules(best, "block rows", 0, explain="Groups of that many rows make a wave's tiles the squarest "
                      "patch: the fewest distinct panels of A and B per wave, so the most reuse L2 can keep.",
@@ -72,6 +78,8 @@ L2_SIZES = tuple(2**p for p in range(18, 27))
 def l2_overflow(gpu: str = "L4") -> WidgetExercise:
     """Chapter 4: the smallest vector add (fp32 elements, a power of two) whose three
     arrays no longer fit in `gpu`'s L2."""
+    _check.member("gpu", gpu, GPUS)
+
     def view(gpu, n):
         g, nbytes = presets.gpu(gpu), 12 * n
         fits = nbytes <= g.capacity("l2")

@@ -84,10 +84,19 @@ DECODE_BATCHES = (1, 8, 32, 64, 128, 192, 256, 320, 384, 512, 1024)
 WEIGHTS = ("fp16", "int8", "int4")
 
 
+DECODE_GPUS = ("A100-40GB", "H100-SXM", "H200", "L4")
+
+
 def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192) -> WidgetExercise:
     """Chapter 6: the smallest batch (of DECODE_BATCHES) at which the HBM intensity of a
     decode step's weight GEMM with `weight` weights reaches `gpu`'s HBM ridge (the tensor
     cores' fp16 peak over HBM bandwidth)."""
+    _check.member("gpu", gpu, DECODE_GPUS)
+    _check.member("weight", weight, WEIGHTS)
+    width = _check.one("width", width)
+    if decode_intensity(DECODE_BATCHES[-1], width, weight) < presets.gpu(gpu).ridge("hbm", "fp16"):
+        raise ValueError(f"width must let a batch of {DECODE_BATCHES[-1]} reach the {gpu}'s HBM ridge with {weight} "
+                         f"weights, got {width!r}")
 
     def view(gpu, weight, batch):
         g = presets.gpu(gpu)
@@ -102,7 +111,7 @@ def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192)
     smallest = next(b for b in DECODE_BATCHES
                     if decode_intensity(b, width, weight) >= g.ridge("hbm", "fp16"))
     return WidgetExercise(
-        "decode-batch", {"gpu": ["A100-40GB", "H100-SXM", "H200", "L4"], "weight": list(WEIGHTS),
+        "decode-batch", {"gpu": list(DECODE_GPUS), "weight": list(WEIGHTS),
                          "batch": list(DECODE_BATCHES)},
         view,
         number_rules(smallest, "sequences", 0, explain="Each weight is read once per step whatever the batch, so "
@@ -115,9 +124,17 @@ def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192)
 WAVE_SIZES = (2048, 3072, 4096, 5120, 6144, 7168, 8192)
 
 
+WAVE_GPUS = ("A100-40GB", "H100-SXM", "B200")
+
+
+WAVE_BLOCKS = (128, 256)
+
+
 def wave_tail(gpu: str = "H100-SXM", block: int = 128) -> WidgetExercise:
     """Chapter 6: the square output size (of WAVE_SIZES) whose `block` x `block` tiles fill
     the most of their last wave on `gpu` (one block per SM)."""
+    _check.member("gpu", gpu, WAVE_GPUS)
+    _check.member("block", block, WAVE_BLOCKS)
 
     def view(gpu, size, block):
         w = wave_quantisation(size, size, (block, block), gpu)
@@ -128,7 +145,7 @@ def wave_tail(gpu: str = "H100-SXM", block: int = 128) -> WidgetExercise:
 
     best = max(WAVE_SIZES, key=lambda n: wave_quantisation(n, n, (block, block), gpu).last)
     return WidgetExercise(
-        "wave-tail", {"gpu": ["A100-40GB", "H100-SXM", "B200"], "size": list(WAVE_SIZES), "block": [128, 256]},
+        "wave-tail", {"gpu": list(WAVE_GPUS), "size": list(WAVE_SIZES), "block": list(WAVE_BLOCKS)},
         view,
         number_rules(best, "elements per side", 0, explain="Its tile count is just under a multiple of the SMs, so "
                      "the last wave keeps almost every SM busy; the others leave part of the GPU idle at the end.",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import _check, presets
 from ..model import predict
-from ..occupancy import occupancy
+from ..occupancy import limits, occupancy
 from ..simulate import bank_conflicts, warp_addresses
 from ..tiles import is_legal
 from ..units import fmt_intensity
@@ -37,7 +37,7 @@ def padding_rules(rows: int, cols: int) -> dict:
     """Chapter 3: the rules of "the smallest padding, in 4-byte words per row, that makes a
     warp's column read of a `rows` x `cols` float tile conflict-free": every padding up to a
     bank cycle is judged by the conflicts it leaves."""
-    rows, cols = int(_check.size("rows", rows)), int(_check.size("cols", cols))
+    rows, cols = _check.one("rows", rows), _check.one("cols", cols)
     if rows < 32:
         raise ValueError(f"rows must be at least 32 (a warp reads 32 rows of a column), got {rows!r}")
     degree = {p: bank_conflicts(warp_addresses((rows, cols), p, "column")) for p in range(33)}
@@ -65,7 +65,8 @@ def check_padding(rows: int, cols: int, answer) -> Feedback:
 def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Feedback:
     """Chapter 3: resident warps per SM for a launch of `threads` per block, `registers`
     per thread and `smem` bytes of shared memory per block on `gpu`."""
-
+    threads, registers = _check.one("threads", threads), _check.one("registers", registers)
+    smem = _check.one("smem", smem, zero=True)
     o = occupancy(gpu, threads, registers, smem)
     limits = ", ".join(f"{k} allow {v:g} blocks" for k, v in o.per_resource.items())
     per_block = threads // 32 + (threads % 32 > 0)
@@ -84,9 +85,15 @@ def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Fee
 THREAD_TILES = (1, 2, 4, 8, 16)
 
 
+TILE_BLOCKS = (16, 32, 64, 128)
+
+
 def thread_tile(gpu: str = "A100-40GB", block: int = 128) -> WidgetExercise:
     """Chapter 3: the smallest square thread tile at which shared memory stops binding the
     4096^3 FP32 GEMM with `block` x `block` tiles on `gpu`."""
+    _check.member("gpu", gpu, GPUS)
+    _check.member("block", block, TILE_BLOCKS)
+
     def workload(block, thread):
         return gemm(4096, 4096, 4096, block=(block, block), thread=(thread, thread))
 
@@ -97,16 +104,22 @@ def thread_tile(gpu: str = "A100-40GB", block: int = 128) -> WidgetExercise:
                              "threads per block, or too much shared memory, or too many registers")
         return prediction_view(workload(block, thread), gpu, f"{block} x {block} tiles, {thread} x {thread} per thread")
 
-    smallest = next(t for t in THREAD_TILES if is_legal(gpu, block, block, t, t)
-                    and predict(workload(block, t), gpu).bound != "smem")
+    smallest = next((t for t in THREAD_TILES if is_legal(gpu, block, block, t, t)
+                     and predict(workload(block, t), gpu).bound != "smem"), None)
+    if smallest is None:
+        raise ValueError(f"gpu and block must admit a thread tile of {THREAD_TILES} that shared memory does not "
+                         f"bind, got {gpu!r} and {block!r}")
     return WidgetExercise(
-        "thread-tile", {"gpu": list(GPUS), "block": [16, 32, 64, 128], "thread": list(THREAD_TILES)},
+        "thread-tile", {"gpu": list(GPUS), "block": list(TILE_BLOCKS), "thread": list(THREAD_TILES)},
         view,
         number_rules(smallest, "results per side", 0,
                      explain=f"At {smallest} x {smallest} each operand read from shared memory feeds {smallest} FMAs: "
                      "enough, on this GPU, for 32 banks to keep up with its FP32 lanes.",
                      hint="Hold the GPU and the block tile; raise the thread tile until the red bar leaves shared memory."),
         "thread tile side")
+
+
+OCC_GPUS = ("V100", "A100-40GB", "RTX-4090", "H100-SXM")
 
 
 OCC_THREADS = (64, 128, 256, 512, 1024)
@@ -121,6 +134,15 @@ OCC_SMEM_KIB = (0, 16, 32, 48, 64, 100)
 def occupancy_limit(gpu: str = "H100-SXM", threads: int = 256, smem_kib: int = 32, warps: int = 32) -> WidgetExercise:
     """Chapter 3: the most registers per thread (of OCC_REGISTERS) at which `threads`-thread
     blocks with `smem_kib` KiB of shared memory still keep `warps` warps on one SM of `gpu`."""
+    _check.member("gpu", gpu, OCC_GPUS)
+    _check.member("threads", threads, OCC_THREADS)
+    _check.member("smem_kib", smem_kib, OCC_SMEM_KIB)
+    if smem_kib * 1024 > limits(gpu).max_smem_per_block:
+        raise ValueError(f"smem_kib must be at most {limits(gpu).max_smem_per_block // 1024} on the {gpu}, got {smem_kib!r}")
+    reachable = float(occupancy(gpu, threads, OCC_REGISTERS[0], smem_kib * 1024).warps)
+    if _check.integer("warps", warps, 1, limits(gpu).max_warps_per_sm) > reachable:
+        raise ValueError(f"warps must be at most {reachable:g}, the most {threads}-thread blocks with {smem_kib} KiB "
+                         f"of shared memory keep on one SM of the {gpu}, got {warps!r}")
 
     def view(gpu, threads, registers, smem_kib):
         o = occupancy(gpu, threads, registers, smem_kib * 1024)
@@ -130,7 +152,7 @@ def occupancy_limit(gpu: str = "H100-SXM", threads: int = 256, smem_kib: int = 3
 
     most = max(r for r in OCC_REGISTERS if occupancy(gpu, threads, r, smem_kib * 1024).warps >= warps)
     return WidgetExercise(
-        "occupancy-limit", {"gpu": ["V100", "A100-40GB", "RTX-4090", "H100-SXM"], "threads": list(OCC_THREADS), "registers": list(OCC_REGISTERS),
+        "occupancy-limit", {"gpu": list(OCC_GPUS), "threads": list(OCC_THREADS), "registers": list(OCC_REGISTERS),
                             "smem_kib": list(OCC_SMEM_KIB)},
         view,
         number_rules(most, "registers", 0, explain=f"At {most} registers a thread the register file still holds "

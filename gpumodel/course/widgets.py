@@ -33,6 +33,7 @@ from typing import Callable
 
 import matplotlib.pyplot as plt
 
+from .. import _check
 from ..model import BOUNDS, predict
 from ..units import fmt_time
 from .checks import Feedback, building_book, record, verdict
@@ -240,7 +241,12 @@ class WidgetExercise:
     labels: dict = field(default_factory=dict)
 
     def render(self, **values) -> str:
-        """The view of one combination, or the sentence saying why it cannot run."""
+        """The view of one combination (a value from each control's menu), or the sentence
+        saying why it cannot run."""
+        if set(values) != set(self.controls):
+            raise ValueError(f"values must name each control of {list(self.controls)} once, got {sorted(values)}")
+        for name, value in values.items():
+            _check.member(name, value, self.controls[name])
         try:
             return self.view(**values)
         except ValueError as err:

@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from ..presets import DATA
+from ..presets import DATA, DataError
 
 COMPILE_OPTIONS = ("-std=c++17",)
 ARCHS = ("sm_80", "sm_90")
@@ -183,10 +183,40 @@ def write_record(path=RECORD) -> dict:
     return record
 
 
+RECORD_SCHEMA = {"compiler": str, "archs": list, "options": list, "date": str, "command": str, "reports": list}
+"""The keys of a compiler record (`write_record`) and the JSON type of each; its reports hold
+KernelReport's fields, strings and whole numbers >= 0."""
+
+
 def recorded(path=RECORD) -> dict:
-    """The committed record (see `write_record`), its reports as `KernelReport`s."""
-    record = json.loads(pathlib.Path(path).read_text())
-    return {**record, "reports": [KernelReport(**r) for r in record["reports"]]}
+    """The committed record (see `write_record`), its reports as `KernelReport`s; a DataError
+    naming the file (and the report) when it does not hold what RECORD_SCHEMA says."""
+    path = pathlib.Path(path)
+    try:
+        record = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path.name}: not valid JSON ({err})") from None
+    if not isinstance(record, dict) or set(record) != set(RECORD_SCHEMA):
+        raise DataError(f"{path.name} must hold exactly the keys {sorted(RECORD_SCHEMA)}, got "
+                        f"{sorted(record) if isinstance(record, dict) else type(record).__name__}")
+    for key, kind in RECORD_SCHEMA.items():
+        if not isinstance(record[key], kind):
+            raise DataError(f"{path.name}.{key} must be a JSON {kind.__name__}, got {record[key]!r}")
+    return {**record, "reports": [_report(f"{path.name} report {i + 1}", r) for i, r in enumerate(record["reports"])]}
+
+
+def _report(where: str, entry) -> KernelReport:
+    """One report of a compiler record, checked against KernelReport's fields."""
+    fields = {name: f.type for name, f in KernelReport.__dataclass_fields__.items()}
+    if not isinstance(entry, dict) or set(entry) != set(fields):
+        raise DataError(f"{where} must hold exactly the keys {sorted(fields)}, got {entry!r}")
+    for name, kind in fields.items():
+        value = entry[name]
+        fine = isinstance(value, str) if kind == "str" else (type(value) is int and value >= 0)
+        if not fine:
+            wanted = "a string" if kind == "str" else "a whole number >= 0"
+            raise DataError(f"{where}.{name} must be {wanted}, got {value!r}")
+    return KernelReport(**entry)
 
 
 def shown_report(files, archs=ARCHS) -> tuple[list, str]:
