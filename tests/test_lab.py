@@ -304,3 +304,10 @@ def test_chapter_5s_lab_keeps_the_scores_out_of_hbm():
     assert not wrong and "O must be softmax(Q K^T scale) V" in wrong.message
     short = flash.check_flash_kernel(solution.replace(", float* S, int n", ", int n"))
     assert not short and "args must hold one value per parameter" in short.message
+
+
+def test_no_gxx_is_a_clear_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no g++
+    source = f"// {tmp_path}: a source no earlier run has built\n" + HAND
+    with pytest.raises(LabError, match=r"compiles kernels for the CPU with g\+\+ \(C\+\+20\), and there is no g\+\+ here"):
+        trace(source, "copy", 1, 32, [np.zeros(32, np.float32), np.zeros(32, np.float32), 1])

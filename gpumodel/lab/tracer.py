@@ -179,7 +179,10 @@ def _build_dir() -> pathlib.Path:
 
 
 def _compile(args: list, what: str) -> None:
-    done = subprocess.run(["g++", *args], capture_output=True, text=True)
+    try:
+        done = subprocess.run(["g++", *args], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise LabError("the lab compiles kernels for the CPU with g++ (C++20), and there is no g++ here") from None
     if done.returncode:
         errors = [line for line in done.stderr.splitlines() if "error" in line or SOURCE_NAME in line]
         raise LabError(f"{what} does not compile:\n" + "\n".join(errors[:20] or done.stderr.splitlines()[:20]))
