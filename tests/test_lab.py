@@ -308,6 +308,5 @@ def test_chapter_5s_lab_keeps_the_scores_out_of_hbm():
 
 def test_no_gxx_is_a_clear_message(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no g++
-    source = f"// {tmp_path}: a source no earlier run has built\n" + HAND
-    with pytest.raises(LabError, match=r"compiles kernels for the CPU with g\+\+ \(C\+\+20\), and there is no g\+\+ here"):
-        trace(source, "copy", 1, 32, [np.zeros(32, np.float32), np.zeros(32, np.float32), 1])
+    with pytest.raises(LabError, match=r"needs g\+\+ \(C\+\+20\) on the machine, and there is none here"):
+        trace(HAND, "copy", 1, 32, [np.zeros(32, np.float32), np.zeros(32, np.float32), 1])

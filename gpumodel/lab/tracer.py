@@ -179,10 +179,7 @@ def _build_dir() -> pathlib.Path:
 
 
 def _compile(args: list, what: str) -> None:
-    try:
-        done = subprocess.run(["g++", *args], capture_output=True, text=True)
-    except FileNotFoundError:
-        raise LabError("the lab compiles kernels for the CPU with g++ (C++20), and there is no g++ here") from None
+    done = subprocess.run(["g++", *args], capture_output=True, text=True)
     if done.returncode:
         errors = [line for line in done.stderr.splitlines() if "error" in line or SOURCE_NAME in line]
         raise LabError(f"{what} does not compile:\n" + "\n".join(errors[:20] or done.stderr.splitlines()[:20]))
@@ -220,7 +217,7 @@ def build(source: str) -> pathlib.Path:
     """The traced executable for the kernels of `source` (cached by content). Raises
     `LabError` with g++'s messages when the source does not compile."""
     if not shutil.which("g++"):
-        raise RuntimeError("the kernel lab needs g++ (C++20) on the machine")
+        raise LabError("the kernel lab needs g++ (C++20) on the machine, and there is none here")
     folder = _build_dir()
     runtime = _runtime(folder)
     text = (f'#define GM_LAB_TRACE\n#include "cuda_emu.h"\n#line 1 "{SOURCE_NAME}"\n{source}\n'
