@@ -334,5 +334,5 @@ def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, r
         at = tuple(int(i) for i in wrong[0])
         where = ", ".join(map(str, at))
         return Feedback(False, f"{rule}: element [{where}] is {got[at]:g}, not {want[at]:g} "
-                        f"({len(wrong)} elements wrong). Correctness first, then bytes.")
+                        f"({len(wrong):,} elements wrong). Correctness first, then bytes.")
     return traced
