@@ -388,8 +388,10 @@ EXCLUDED = {
     "presets.load_gpu": "reads a data file; its errors name the file and key (tests/test_presets.py, test_gpu_data.py)",
     "published.compare": "takes a Record of published.records(), checked when the data file is loaded",
     "published.attention_flops": "takes the run table of a checked published record",
-    "course.intensity.check_coalesced_kernel": "compiles and runs a learner's kernel (seconds a call); its sources that "
-                                               "do not compile, crash, loop or compute wrong are tests/test_lab.py's",
+    **{name: "compiles and runs a learner's kernel (seconds a call); its sources that do not compile, crash, loop or "
+       "compute wrong are tests/test_lab.py's" for name in (
+        "course.checks.lab_run", "course.intensity.check_coalesced_kernel", "course.intensity.check_fused_chain",
+        "course.tiling.check_conflict_free_transpose", "course.flashattention.check_flash_kernel")},
 }
 """Public callables that take input but no learner's value, with the reason."""
 EXCLUDED |= {

@@ -2,6 +2,8 @@
 `gm.simulate`'s rules), the course's kernels against their analytic workloads, and a learner's
 kernel that does not compile, crashes, loops or writes out of bounds."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -254,3 +256,57 @@ def test_the_figure_has_a_pair_of_bars_per_access():
     widths = sorted(round(p.get_width(), 2) for p in ax.patches)
     assert widths == [4, 4, 4, 32] and [tick.get_text() for tick in ax.get_yticklabels()] == [
         "line 4: global load 32-bit", "line 4: global store 32-bit"]
+
+
+def chapter_solution(chapter: str, label: str, **names) -> str:
+    """The kernel source `solution` that the code cell in `label`'s solution dropdown of
+    `chapter` defines (the cell's last line, the checker's call, left out)."""
+    text = (pathlib.Path(__file__).parents[1] / "chapters" / f"{chapter}.md").read_text()
+    start = text.index(f"````{{solution-start}} {label}")
+    cell = text[start:text.index("````{solution-end}", start)].split("```{code-cell} ipython3\n")[1].split("\n```")[0]
+    namespace = {"gm": gm, **names}
+    exec(cell.rsplit("\n", 1)[0], namespace)
+    return namespace["solution"]
+
+
+def test_chapter_2s_fusion_lab_scores_the_starter_and_the_solution():
+    from gpumodel.course import intensity
+
+    starter = intensity.check_fused_chain(intensity.CHAIN_STARTER)
+    assert not starter and "B through L2 where 4,096 B would do" in starter.message
+    solution = chapter_solution("02_intensity", "ex-intensity-lab-fuse")
+    assert intensity.check_fused_chain(solution)
+    wrong = intensity.check_fused_chain(solution.replace("* s + b", "* s - b"))
+    assert not wrong and "y must be relu(x) * s + b" in wrong.message
+
+
+def test_chapter_3s_lab_wants_a_transpose_without_bank_conflicts():
+    from gpumodel.course import tiling
+
+    starter = tiling.check_conflict_free_transpose(tiling.LAB_STARTER)
+    assert not starter and "where 256 would do, 3,968 of them bank conflicts (worst: line 12)" in starter.message
+    solution = chapter_solution("03_tiling", "ex-tiling-lab-banks", lab=tiling)
+    assert solution != tiling.LAB_STARTER and tiling.check_conflict_free_transpose(solution)
+    copy = solution.replace("tile[threadIdx.x][threadIdx.y + j]", "tile[threadIdx.y + j][threadIdx.x]")
+    wrong = tiling.check_conflict_free_transpose(copy)  # conflict-free, but a copy
+    assert not wrong and "out must be the transpose of in" in wrong.message
+    assert "does not compile" in tiling.check_conflict_free_transpose("__global__ void transpose(").message
+
+
+def test_chapter_5s_lab_keeps_the_scores_out_of_hbm():
+    from gpumodel.course import flashattention as flash
+
+    starter = flash.check_flash_kernel(flash.LAB_STARTER)
+    assert not starter and "32.8 kB from HBM where the compulsory 16.4 kB would do" in starter.message
+    solution = chapter_solution("05_flashattention", "ex-flash-lab-block-loop")
+    assert "S[" not in solution and flash.check_flash_kernel(solution)
+    wrong = flash.check_flash_kernel(solution.replace("acc[k] / sum", "acc[k]"))
+    assert not wrong and "O must be softmax(Q K^T scale) V" in wrong.message
+    short = flash.check_flash_kernel(solution.replace(", float* S, int n", ", int n"))
+    assert not short and "args must hold one value per parameter" in short.message
+
+
+def test_no_gxx_is_a_clear_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no g++
+    with pytest.raises(LabError, match=r"needs g\+\+ \(C\+\+20\) on the machine, and there is none here"):
+        trace(HAND, "copy", 1, 32, [np.zeros(32, np.float32), np.zeros(32, np.float32), 1])

@@ -48,6 +48,9 @@ RULE = {  # exercise label: (chapter, the heading of the section that teaches it
     "ex-bw-explore-launch": ("07_blackwell_low_precision", "The third regime: overhead"),
     "ex-bw-explore-tile": ("07_blackwell_low_precision", "Blackwell: the accumulator leaves the registers"),
     "ex-intensity-lab-coalesce": ("02_intensity", "Coalescing: bytes requested versus sectors moved"),
+    "ex-intensity-lab-fuse": ("02_intensity", "Fusion: counting trips"),
+    "ex-tiling-lab-banks": ("03_tiling", "Bank conflicts"),
+    "ex-flash-lab-block-loop": ("05_flashattention", "The online softmax"),
 }
 
 

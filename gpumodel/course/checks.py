@@ -26,7 +26,10 @@ import os
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .. import _check
+from ..lab import LabError, trace
 
 
 @dataclass(frozen=True)
@@ -313,3 +316,23 @@ def progress():
     done = sum(right for _, right in SESSION.values())
     return Markdown(f"{done} of {len(SESSION)} questions checked in this session are right.\n\n"
                     "| question | tries | state |\n| --- | --- | --- |\n" + "\n".join(rows))
+
+
+def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, rule: str):
+    """The lab checkers' first step: trace `kernel` of the learner's CUDA C `source` over `grid`
+    x `block` with `args` (`gm.lab.trace`), then compare the array `args[out]` with `want`
+    (NumPy, to 1e-4). Returns the `Trace`, or a `Feedback` that says what went wrong: the
+    compile error, crash or out-of-bounds access, or the first wrong element and `rule`, the
+    result the kernel owes. Chapter 2's lab."""
+    try:
+        traced = trace(source, kernel, grid, block, args)
+    except (LabError, ValueError) as error:
+        return Feedback(False, str(error))
+    got = args[out]
+    wrong = np.argwhere(~np.isclose(got, want, rtol=1e-4, atol=1e-5))
+    if len(wrong):
+        at = tuple(int(i) for i in wrong[0])
+        where = ", ".join(map(str, at))
+        return Feedback(False, f"{rule}: element [{where}] is {got[at]:g}, not {want[at]:g} "
+                        f"({len(wrong):,} elements wrong). Correctness first, then bytes.")
+    return traced

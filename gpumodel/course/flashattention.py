@@ -5,11 +5,13 @@ is an explorer of the model with an answer box."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _check, presets
 from ..model import predict
 from ..units import fmt_bytes, fmt_capacity
 from ..workloads import attention, attention_memory, flash_block
-from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, number_rules, units_as
+from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, lab_run, number_rules, units_as
 from .widgets import GPUS, Checkpoint, WidgetExercise, _power, bars, prediction_view
 
 
@@ -47,6 +49,59 @@ def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Fee
                         hint="Write the elements a block of B rows needs (three B x d blocks and B x B scores), times "
                         "the bytes per element, and find the largest power of two B that fits.",
                         explain=f"3 x {expected} x {head_dim} + {expected}^2 elements fit; twice that block does not.")
+
+
+
+LAB_N, LAB_D, LAB_BLOCK = 64, 16, 32
+"""The attention lab's launch: one head of 64 queries and keys of 16 FP32 values, a thread per
+query row, 2 blocks of 32 threads."""
+LAB_STARTER = r"""
+#define D 16
+__global__ void attention(const float* Q, const float* K, const float* V, float* O, float* S, int n, float scale) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  // this thread's query row
+    float* s = S + i * n;                           // its row of scores, in global memory
+    float m = -INFINITY, sum = 0.0f;
+    for (int j = 0; j < n; ++j) {
+        float dot = 0.0f;
+        for (int k = 0; k < D; ++k) dot += Q[i * D + k] * K[j * D + k];
+        s[j] = dot * scale;
+        m = fmaxf(m, s[j]);
+    }
+    for (int j = 0; j < n; ++j) sum += expf(s[j] - m);
+    for (int k = 0; k < D; ++k) {
+        float acc = 0.0f;
+        for (int j = 0; j < n; ++j) acc += expf(s[j] - m) * V[j * D + k];
+        O[i * D + k] = acc / sum;
+    }
+}
+"""
+
+
+def check_flash_kernel(source: str, kernel: str = "attention") -> Feedback:
+    """Chapter 5's lab: `kernel(Q, K, V, O, S, n, scale)` of the CUDA C `source`, a thread per
+    query row over `LAB_N` x `LAB_D` FP32 matrices, must compute O = softmax(Q K^T scale) V
+    while its traced HBM bytes stay at the flash workload's compulsory bytes (Q, K, V read
+    once, O written once; exactly, as these sizes fill whole sectors): the N x N scores in
+    `S`, a scratch array, never reach global memory."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((LAB_N, LAB_D)).astype(np.float32) for _ in range(3))
+    scale = 1 / np.sqrt(LAB_D)
+    scores = q.astype(np.float64) @ k.T * scale
+    p = np.exp(scores - scores.max(axis=1, keepdims=True))
+    want = (p / p.sum(axis=1, keepdims=True)) @ v
+    args = [q, k, v, np.zeros_like(q), np.zeros((LAB_N, LAB_N), np.float32), LAB_N, float(scale)]
+    traced = lab_run(source, kernel, LAB_N // LAB_BLOCK, LAB_BLOCK, args, 3, want, "O must be softmax(Q K^T scale) V")
+    if isinstance(traced, Feedback):
+        return traced
+    got = traced.bytes["hbm"]
+    compulsory = float(attention(1, 1, LAB_N, LAB_D, "fp32", "flash", block=(LAB_BLOCK, LAB_BLOCK),
+                                 l2_reuse=True).bytes["hbm"])
+    if got <= compulsory:
+        return Feedback(True, f"{fmt_bytes(got)} from HBM, the compulsory {fmt_bytes(compulsory)}: the scores "
+                        "stayed in registers.")
+    return Feedback(False, f"{fmt_bytes(got)} from HBM where the compulsory {fmt_bytes(compulsory)} would do; the "
+                    f"{LAB_N} x {LAB_N} scores in FP32 are {fmt_bytes(4.0 * LAB_N * LAB_N)}. What does a row need to "
+                    "keep of the scores it has seen, if each block of keys is folded in as it arrives?")
 
 
 SEQS = tuple(2**p for p in range(10, 18))

@@ -8,11 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _check, presets
-from ..lab import LabError, trace
 from ..model import predict
 from ..units import fmt_bandwidth, fmt_flops, fmt_percent
 from ..workloads import elementwise_chain, seed_kernels, warp_sectors
-from .checks import FLOPS_AND_BYTES, Feedback, check_number, number_rules
+from .checks import FLOPS_AND_BYTES, Feedback, check_number, lab_run, number_rules
 from .widgets import GPUS, Checkpoint, WidgetExercise, bars, prediction_view
 
 
@@ -50,21 +49,50 @@ def check_coalesced_kernel(source: str, kernel: str = "scale_by_two") -> Feedbac
     `LAB_BLOCK` over `LAB_N` floats, must compute y = 2x with its global loads touching no
     more sectors per request than the ideal (traced on the CPU by `gm.lab.trace`)."""
     x = np.arange(LAB_N, dtype=np.float32)
-    y = np.zeros_like(x)
-    try:
-        traced = trace(source, kernel, LAB_GRID, LAB_BLOCK, [x, y, LAB_N])
-    except LabError as error:
-        return Feedback(False, str(error))
-    wrong = np.flatnonzero(y != 2 * x)
-    if wrong.size:
-        return Feedback(False, f"y must be 2 x: y[{wrong[0]}] is {y[wrong[0]]:g}, not {2 * x[wrong[0]]:g} "
-                        f"({wrong.size} elements wrong). Every element needs exactly one thread.")
+    traced = lab_run(source, kernel, LAB_GRID, LAB_BLOCK, [x, np.zeros_like(x), LAB_N], 1, 2 * x,
+                     "y must be 2 x, every element computed by exactly one thread")
+    if isinstance(traced, Feedback):
+        return traced
     loads = traced.counts()["global loads"]
     got, ideal = loads["sectors"] / loads["requests"], loads["ideal"] / loads["requests"]
     if got <= ideal:
         return Feedback(True, f"{got:.2f} sectors per load request, the ideal: each warp reads 32 consecutive floats.")
     return Feedback(False, f"{got:.2f} sectors per load request where {ideal:.2f} would do (line {traced.hottest().line}). "
                     "At each step of the loop, neighbouring threads must read neighbouring floats.")
+
+
+
+CHAIN_SCALE, CHAIN_BIAS = 0.5, -0.25
+"""The chain lab's constants: y = relu(x) * 0.5 - 0.25."""
+CHAIN_STARTER = r"""
+__global__ void chain(const float* x, float* tmp, float* y, float s, float b, int n) {
+    // three passes, as three kernels would make: each reads and writes an array in global memory
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    tmp[i] = fmaxf(x[i], 0.0f);
+    tmp[i] = tmp[i] * s;
+    y[i] = tmp[i] + b;
+}
+"""
+
+
+def check_fused_chain(source: str, kernel: str = "chain") -> Feedback:
+    """Chapter 2's fusion lab: `kernel(x, tmp, y, s, b, n)` of the CUDA C `source`, launched as
+    `LAB_GRID` x `LAB_BLOCK` threads, one element each, must compute y = relu(x) s + b and
+    move no more global bytes than the compulsory ones, x read once and y written once."""
+    n = LAB_GRID * LAB_BLOCK
+    x = np.linspace(-1, 1, n, dtype=np.float32)
+    want = np.maximum(x, 0) * np.float32(CHAIN_SCALE) + np.float32(CHAIN_BIAS)
+    args = [x, np.zeros_like(x), np.zeros_like(x), CHAIN_SCALE, CHAIN_BIAS, n]
+    traced = lab_run(source, kernel, LAB_GRID, LAB_BLOCK, args, 2, want, "y must be relu(x) * s + b")
+    if isinstance(traced, Feedback):
+        return traced
+    got, compulsory = traced.bytes["l2"], 2 * x.nbytes
+    if got <= compulsory:
+        return Feedback(True, f"{got:,.0f} B through L2, the compulsory {compulsory:,} B: x read once, y written "
+                        "once, the intermediates in a register.")
+    return Feedback(False, f"{got:,.0f} B through L2 where {compulsory:,} B would do ({got / compulsory:.2g}x; worst: "
+                    f"line {traced.hottest().line}). Which of these loads and stores carry a value that never needs "
+                    "to leave the thread?")
 
 
 STRIDES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)

@@ -5,6 +5,8 @@ is an explorer of the model with an answer box."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _check, presets
 from ..model import predict
 from ..occupancy import limits, occupancy
@@ -12,7 +14,7 @@ from ..simulate import bank_conflicts, warp_addresses
 from ..tiles import is_legal
 from ..units import fmt_intensity
 from ..workloads import gemm
-from .checks import FLOPS_AND_BYTES, Feedback, _wrong_type, check_number, judge, number_rules
+from .checks import FLOPS_AND_BYTES, Feedback, _wrong_type, check_number, judge, lab_run, number_rules
 from .widgets import GPUS, Checkpoint, WidgetExercise, bars, prediction_view
 
 
@@ -80,6 +82,48 @@ def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Fee
                         "blocks); the smallest count binds.",
                         explain=f"{limits}; the {o.limiter} limit binds: {o.blocks:g} blocks of "
                         f"{threads // 32 + (threads % 32 > 0)} warps.")
+
+
+
+LAB_N, LAB_BLOCK = 64, (32, 8)
+"""The transpose lab's launch: a 64 x 64 matrix in 32 x 32 tiles, 2 x 2 blocks of 32 x 8 threads."""
+LAB_STARTER = r"""
+#define TILE 32
+#define ROWS 8
+__global__ void transpose(const float* in, float* out, int n) {
+    __shared__ float tile[TILE][TILE];
+    int x = blockIdx.x * TILE + threadIdx.x;
+    for (int j = 0; j < TILE; j += ROWS)  // a warp writes a row of the tile
+        tile[threadIdx.y + j][threadIdx.x] = in[(blockIdx.y * TILE + threadIdx.y + j) * n + x];
+    __syncthreads();
+    x = blockIdx.y * TILE + threadIdx.x;
+    for (int j = 0; j < TILE; j += ROWS)  // and reads a column of it
+        out[(blockIdx.x * TILE + threadIdx.y + j) * n + x] = tile[threadIdx.x][threadIdx.y + j];
+}
+"""
+
+
+def check_conflict_free_transpose(source: str, kernel: str = "transpose") -> Feedback:
+    """Chapter 3's lab: `kernel(in, out, n)` of the CUDA C `source`, launched over `LAB_N` x
+    `LAB_N` floats as 2 x 2 blocks of `LAB_BLOCK` threads, must write out = in^T with every
+    shared-memory load and store taking the ideal wavefronts: no bank conflict."""
+    a = np.arange(LAB_N * LAB_N, dtype=np.float32).reshape(LAB_N, LAB_N)
+    blocks = (LAB_N // 32, LAB_N // 32)
+    traced = lab_run(source, kernel, blocks, LAB_BLOCK, [a, np.zeros_like(a), LAB_N], 1, a.T,
+                     "out must be the transpose of in")
+    if isinstance(traced, Feedback):
+        return traced
+    counts = traced.counts()
+    got = sum(counts[f"shared {kind}"]["wavefronts"] for kind in ("loads", "stores"))
+    ideal = sum(counts[f"shared {kind}"]["ideal"] for kind in ("loads", "stores"))
+    if not ideal:
+        return Feedback(False, "No shared-memory access was traced: the lab asks for the transpose through a tile.")
+    if got <= ideal:
+        return Feedback(True, f"{got:,.0f} shared-memory wavefronts, the ideal: every warp's 32 words fall in 32 "
+                        "different banks.")
+    return Feedback(False, f"{got:,.0f} shared-memory wavefronts where {ideal:,.0f} would do, {got - ideal:,.0f} "
+                    f"of them bank conflicts (worst: line {traced.hottest().line}). Which bank holds "
+                    "each word of the column a warp reads?")
 
 
 THREAD_TILES = (1, 2, 4, 8, 16)

@@ -217,7 +217,7 @@ def build(source: str) -> pathlib.Path:
     """The traced executable for the kernels of `source` (cached by content). Raises
     `LabError` with g++'s messages when the source does not compile."""
     if not shutil.which("g++"):
-        raise RuntimeError("the kernel lab needs g++ (C++20) on the machine")
+        raise LabError("the kernel lab needs g++ (C++20) on the machine, and there is none here")
     folder = _build_dir()
     runtime = _runtime(folder)
     text = (f'#define GM_LAB_TRACE\n#include "cuda_emu.h"\n#line 1 "{SOURCE_NAME}"\n{source}\n'
