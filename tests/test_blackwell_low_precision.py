@@ -84,6 +84,42 @@ def test_the_launch_records_are_bounded_by_the_model():
                                                       round(6.8 / 44.3, 3)}
 
 
+# Real clocks and power.
+
+
+def test_a_gpu_held_at_a_clock():
+    """At the H100's rated 1830 MHz the fp16 peak is the datasheet's 989.4 TFLOP/s; at half
+    that clock every on-chip rate and tensor peak halves and HBM stays; at the 1980 MHz boost
+    it is `bound`. An 8192^3 fp16 GEMM is compute-bound: 2 8192^3 / peak."""
+    h100 = gm.gpu("H100-SXM")
+    rated, half = h100.at_clock(1830), h100.at_clock(915)
+    assert rated.peak("fp16") == pytest.approx(989.4e12) and rated.tensor_clock is None
+    assert half.peak("fp16") == pytest.approx(989.4e12 / 2)
+    assert half.peak_flops == pytest.approx(h100.peak_flops * 915 / 1980)
+    for level in ("smem", "l2"):
+        assert half.bandwidth(level) == pytest.approx(h100.bandwidth(level) * 915 / 1980)
+    assert half.bandwidth("hbm") == h100.bandwidth("hbm")
+    assert h100.at_clock(1980).peak("fp16") == pytest.approx(h100.bound().peak("fp16"))
+    p = gm.predict(gm.gemm_ideal(8192, 8192, 8192, "fp16"), h100.at_clock(1500))
+    assert p.bound == "compute" and float(p.time) == pytest.approx(2 * 8192**3 / (989.4e12 * 1500 / 1830))
+    for bad in (0, -1500, float("nan"), "1500", True):
+        with pytest.raises(ValueError, match="mhz"):
+            h100.at_clock(bad)
+
+
+def test_the_zero_and_random_matmuls_are_bounded_and_imply_a_lower_clock():
+    """Horace He's 8192^3 matmul on an A100, 295 TFLOP/s on zeros and 257 on randn inputs,
+    against the A100's 312 TFLOP/s at 1410 MHz: 295/312 and 257/312, so the clocks held were
+    at least 1410 x those fractions (1333 and 1161 MHz), at which the model is the measurement."""
+    runs = {c.record.value: c for c in gm.published.comparisons(chapter=7) if c.record.source == "he2024strangely"}
+    assert set(runs) == {295, 257}
+    a100 = gm.gpu("A100-80GB")
+    for value, c in runs.items():
+        assert c.fraction == pytest.approx(value / 312) and c.bound == "compute" and c.record.holdout
+        held = a100.at_clock(1410 * c.fraction)
+        assert held.peak("fp16") == pytest.approx(value * 1e12)
+
+
 # Blackwell.
 
 
@@ -182,6 +218,7 @@ def test_low_precision_counts():
     (course.check_pair_intensity, 128, 85.3),
     (course.check_consumer_registers, 232, 236),
     (course.check_nvfp4_bytes, 0.5625, 0.5),
+    (course.check_held_clock, 1.356, 1.111),
 ])
 def test_checkers(check, right, wrong):
     assert check(right) and not check(wrong)
