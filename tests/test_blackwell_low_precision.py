@@ -120,6 +120,26 @@ def test_the_zero_and_random_matmuls_are_bounded_and_imply_a_lower_clock():
         assert held.peak("fp16") == pytest.approx(value * 1e12)
 
 
+def test_the_b200_gemms_are_bounded_and_clear_the_shared_memory_ridge():
+    """Tilus's 8192^3 fp16 GEMMs on the B200 against 2250 TFLOP/s scaled from 1855.8 to
+    1980 MHz (2400.6); one CTA's 128 x 256 tile reads 2 128 256 / (2 (128 + 256)) = 85.3 FLOP/B
+    and the 2-CTA 256 x 256 reads 2 128 256 / (2 (128 + 128)) = 128 per SM, both above the ridge
+    of 64, so both are held against the same compute bound. cuBLAS's 1599.8 at 96.6 % utilization
+    is a full rate of 1656.1 TFLOP/s: 8192 x 148 SMs x f gives f = 1366 MHz."""
+    runs = {c.record.value: c for c in gm.published.comparisons(chapter=7) if c.record.source == "nvidia_tilus_matmul"}
+    assert set(runs) == {1506.3, 1610.2, 1599.8}
+    bound = 2250 * 1980 / 1855.8
+    for value, c in runs.items():
+        assert c.bound == "compute" and c.fraction == pytest.approx(value / bound) and c.record.holdout
+    ridge = bw.smem_ridge("B200")
+    solo, pair = float(gm.tensor_cores.operand_intensity(128, 256, 16)), float(bw.pair_intensity(256, 256, 64))
+    assert solo == pytest.approx(256 / 3) and pair == pytest.approx(128) and min(solo, pair) > ridge
+    full = 1599.8 / 0.966
+    mhz = full * 1e12 / (8192 * 148) / 1e6
+    assert mhz == pytest.approx(1366, abs=0.5)
+    assert gm.gpu("B200").at_clock(mhz).peak("fp16") / 1e12 == pytest.approx(full, rel=1e-4)
+
+
 # Blackwell.
 
 
