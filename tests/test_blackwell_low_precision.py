@@ -140,6 +140,21 @@ def test_the_b200_gemms_are_bounded_and_clear_the_shared_memory_ridge():
     assert gm.gpu("B200").at_clock(mhz).peak("fp16") / 1e12 == pytest.approx(full, rel=1e-4)
 
 
+def test_flashattention4_forward_is_bounded_where_the_exponentials_tie_the_mmas():
+    """At d = 128 on the B200 the exponentials take as long as the MMAs (512 = 4 x 128):
+    4 x 16 x 4 x 8192^2 x 128 FLOPs at 2250 x 1980/1855.8 TFLOP/s, and 4 x 16 x 8192^2
+    exponentials at 148 SMs x 16 x 1.98 GHz, are the same 0.916 ms; the measured 1.433 ms is
+    slower than the bound (the largest of the limits), with its reason."""
+    (c,) = [c for c in gm.published.comparisons(chapter=7) if c.record.source == "flashattention_pr2280"]
+    flops, exps = 4 * 16 * 4 * 8192**2 * 128, 4 * 16 * 8192**2
+    mma, sfu = flops / (2250e12 * 1980 / 1855.8), exps / (148 * 16 * 1.98e9)
+    assert mma == pytest.approx(sfu) == pytest.approx(0.916e-3, rel=1e-3)
+    p = gm.predict(gm.attention(4, 16, 8192, 128, "bf16", "flash", l2_reuse=True), gm.gpu("B200").bound())
+    assert float(p.compute_time) == pytest.approx(mma) and float(p.sfu_time) == pytest.approx(sfu)
+    assert c.model == pytest.approx(float(p.time)) and c.model >= mma and c.measured == pytest.approx(1.433e-3)
+    assert c.fraction < 1 and c.slow and "exponentials" in c.record.reason
+
+
 # Blackwell.
 
 
