@@ -183,7 +183,17 @@ class GPU:
         scaled to it from the clock they are rated at, `tensor_clock` gone (one clock for all
         math). HBM stays as stated (its file gives the exact or highest measured figure).
         Predictions at the rated clocks are `running`'s. Chapter 98."""
-        top = self.max_clock or self.clock
+        return self._held(self.max_clock or self.clock)
+
+    def at_clock(self, mhz) -> GPU:
+        """This GPU held at `mhz` MHz, as power or heat hold a loaded part below its boost: as
+        `bound`, every on-chip rate and tensor peak at that one clock (the peaks scaled from
+        the clock they are rated at); HBM as stated. Chapter 7."""
+        hz = _check.real("mhz", mhz, least=1) * 1e6
+        return self._held(Fact(hz, "Hz", "derived", self.clock.source, note=f"held at {hz / 1e6:g} MHz"))
+
+    def _held(self, top: Fact) -> GPU:
+        """A copy at the one clock `top` for all math (`bound`, `at_clock`)."""
         rated = (self.tensor_clock or self.clock).value
         tensor = {m: replace(f, value=f.value * top.value / rated, kind="derived" if top.value != rated else f.kind)
                   for m, f in self.tensor.items()}

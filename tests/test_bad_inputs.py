@@ -197,6 +197,7 @@ SIGNATURES = {
                                 "source": ("nvidia_cuda_guide", TEXT), "where": ("", TEXT), "note": ("", TEXT)}),
     "GPU.peak": (A100.peak, {"math": ("fp16", choice(MATH))}),
     "GPU.running": (gm.gpu("H100-SXM").running, {"math": ("fp16", choice(MATH))}),
+    "GPU.at_clock": (gm.gpu("H100-SXM").at_clock, {"mhz": (1500, POSITIVE)}),
     "GPU.ridge": (gm.gpu("H100-SXM").ridge, {"level": ("smem", choice(LEVELS)), "math": ("fp16", choice(MATH))}),
     "GPU.bandwidth": (A100.bandwidth, {"level": ("l2", choice(LEVELS))}),
     "GPU.capacity": (A100.capacity, {"level": ("l2", choice(LEVELS))}),
@@ -345,6 +346,8 @@ SIGNATURES = {
         "answer": (232, ANSWER), "producer_registers": (40, integer(24, 256)), "gpu": ("H100-SXM", GPU)}),
     "course.blackwell_low_precision.check_nvfp4_bytes": (gm.course.blackwell_low_precision.check_nvfp4_bytes, {
         "answer": (0.5625, ANSWER)}),
+    "course.blackwell_low_precision.check_held_clock": (gm.course.blackwell_low_precision.check_held_clock, {
+        "answer": (1.36, ANSWER), "mhz": (1500, POSITIVE), "n": (8192, SIZE), "gpu": ("H100-SXM", GPU)}),
     "published.violations": (gm.published.violations, {"chapter": (3, CHAPTER)}),
     "WidgetExercise.check": (EXERCISE.check, {"answer": ("3.0", ANSWER)}),
     # The widget exercises' constructors: a value outside the menu the explorer offers is refused.

@@ -84,6 +84,77 @@ def test_the_launch_records_are_bounded_by_the_model():
                                                       round(6.8 / 44.3, 3)}
 
 
+# Real clocks and power.
+
+
+def test_a_gpu_held_at_a_clock():
+    """At the H100's rated 1830 MHz the fp16 peak is the datasheet's 989.4 TFLOP/s; at half
+    that clock every on-chip rate and tensor peak halves and HBM stays; at the 1980 MHz boost
+    it is `bound`. An 8192^3 fp16 GEMM is compute-bound: 2 8192^3 / peak."""
+    h100 = gm.gpu("H100-SXM")
+    rated, half = h100.at_clock(1830), h100.at_clock(915)
+    assert rated.peak("fp16") == pytest.approx(989.4e12) and rated.tensor_clock is None
+    assert half.peak("fp16") == pytest.approx(989.4e12 / 2)
+    assert half.peak_flops == pytest.approx(h100.peak_flops * 915 / 1980)
+    for level in ("smem", "l2"):
+        assert half.bandwidth(level) == pytest.approx(h100.bandwidth(level) * 915 / 1980)
+    assert half.bandwidth("hbm") == h100.bandwidth("hbm")
+    assert h100.at_clock(1980).peak("fp16") == pytest.approx(h100.bound().peak("fp16"))
+    p = gm.predict(gm.gemm_ideal(8192, 8192, 8192, "fp16"), h100.at_clock(1500))
+    assert p.bound == "compute" and float(p.time) == pytest.approx(2 * 8192**3 / (989.4e12 * 1500 / 1830))
+    for bad in (0, -1500, float("nan"), "1500", True):
+        with pytest.raises(ValueError, match="mhz"):
+            h100.at_clock(bad)
+
+
+def test_the_zero_and_random_matmuls_are_bounded_and_imply_a_lower_clock():
+    """Horace He's 8192^3 matmul on an A100, 295 TFLOP/s on zeros and 257 on randn inputs,
+    against the A100's 312 TFLOP/s at 1410 MHz: 295/312 and 257/312, so the clocks held were
+    at least 1410 x those fractions (1333 and 1161 MHz), at which the model is the measurement."""
+    runs = {c.record.value: c for c in gm.published.comparisons(chapter=7) if c.record.source == "he2024strangely"}
+    assert set(runs) == {295, 257}
+    a100 = gm.gpu("A100-80GB")
+    for value, c in runs.items():
+        assert c.fraction == pytest.approx(value / 312) and c.bound == "compute" and c.record.holdout
+        held = a100.at_clock(1410 * c.fraction)
+        assert held.peak("fp16") == pytest.approx(value * 1e12)
+
+
+def test_the_b200_gemms_are_bounded_and_clear_the_shared_memory_ridge():
+    """Tilus's 8192^3 fp16 GEMMs on the B200 against 2250 TFLOP/s scaled from 1855.8 to
+    1980 MHz (2400.6); one CTA's 128 x 256 tile reads 2 128 256 / (2 (128 + 256)) = 85.3 FLOP/B
+    and the 2-CTA 256 x 256 reads 2 128 256 / (2 (128 + 128)) = 128 per SM, both above the ridge
+    of 64, so both are held against the same compute bound. cuBLAS's 1599.8 at 96.6 % utilization
+    is a full rate of 1656.1 TFLOP/s: 8192 x 148 SMs x f gives f = 1366 MHz."""
+    runs = {c.record.value: c for c in gm.published.comparisons(chapter=7) if c.record.source == "nvidia_tilus_matmul"}
+    assert set(runs) == {1506.3, 1610.2, 1599.8}
+    bound = 2250 * 1980 / 1855.8
+    for value, c in runs.items():
+        assert c.bound == "compute" and c.fraction == pytest.approx(value / bound) and c.record.holdout
+    ridge = bw.smem_ridge("B200")
+    solo, pair = float(gm.tensor_cores.operand_intensity(128, 256, 16)), float(bw.pair_intensity(256, 256, 64))
+    assert solo == pytest.approx(256 / 3) and pair == pytest.approx(128) and min(solo, pair) > ridge
+    full = 1599.8 / 0.966
+    mhz = full * 1e12 / (8192 * 148) / 1e6
+    assert mhz == pytest.approx(1366, abs=0.5)
+    assert gm.gpu("B200").at_clock(mhz).peak("fp16") / 1e12 == pytest.approx(full, rel=1e-4)
+
+
+def test_flashattention4_forward_is_bounded_where_the_exponentials_tie_the_mmas():
+    """At d = 128 on the B200 the exponentials take as long as the MMAs (512 = 4 x 128):
+    4 x 16 x 4 x 8192^2 x 128 FLOPs at 2250 x 1980/1855.8 TFLOP/s, and 4 x 16 x 8192^2
+    exponentials at 148 SMs x 16 x 1.98 GHz, are the same 0.916 ms; the measured 1.433 ms is
+    slower than the bound (the largest of the limits), with its reason."""
+    (c,) = [c for c in gm.published.comparisons(chapter=7) if c.record.source == "flashattention_pr2280"]
+    flops, exps = 4 * 16 * 4 * 8192**2 * 128, 4 * 16 * 8192**2
+    mma, sfu = flops / (2250e12 * 1980 / 1855.8), exps / (148 * 16 * 1.98e9)
+    assert mma == pytest.approx(sfu) == pytest.approx(0.916e-3, rel=1e-3)
+    p = gm.predict(gm.attention(4, 16, 8192, 128, "bf16", "flash", l2_reuse=True), gm.gpu("B200").bound())
+    assert float(p.compute_time) == pytest.approx(mma) and float(p.sfu_time) == pytest.approx(sfu)
+    assert c.model == pytest.approx(float(p.time)) and c.model >= mma and c.measured == pytest.approx(1.433e-3)
+    assert c.fraction < 1 and c.slow and "exponentials" in c.record.reason
+
+
 # Blackwell.
 
 
@@ -182,6 +253,7 @@ def test_low_precision_counts():
     (course.check_pair_intensity, 128, 85.3),
     (course.check_consumer_registers, 232, 236),
     (course.check_nvfp4_bytes, 0.5625, 0.5),
+    (course.check_held_clock, 1.356, 1.111),
 ])
 def test_checkers(check, right, wrong):
     assert check(right) and not check(wrong)

@@ -14,7 +14,7 @@ from ..occupancy import consumer_registers
 from ..overhead import launch_cost, launch_costs, sequence_time
 from ..tensor_cores import operand_intensity
 from ..units import fmt_intensity, fmt_time
-from ..workloads import vector_add
+from ..workloads import gemm_ideal, vector_add
 from .checks import Feedback, check_number, number_rules
 from .widgets import WidgetExercise, bars
 
@@ -59,6 +59,19 @@ def check_nvfp4_bytes(answer) -> Feedback:
     return check_number(answer, bytes_per_element("nvfp4"), "bytes", rtol=0.001,
                         explain="Half a byte for the value, and one scale byte shared by sixteen values.",
                         hint="Four bits per value; one FP8 scale per block of 16 values.")
+
+
+def check_held_clock(answer, mhz: float = 1500, n: int = 8192, gpu: str = "H100-SXM") -> Feedback:
+    """Chapter 7: the model's time, in milliseconds, of an n^3 fp16 GEMM on `gpu` held at
+    `mhz` MHz under load (`GPU.at_clock`)."""
+    g = presets.gpu(gpu)
+    n = _check.one("n", n)
+    expected = float(predict(gemm_ideal(n, n, n, "fp16"), g.at_clock(mhz)).time) * 1e3
+    return check_number(answer, expected, "ms", rtol=0.01,
+                        explain="The GEMM is compute-bound, so its time is its flops over the tensor peak, and "
+                        "the peak scales with the clock: the time at the rated clock times rated/held.",
+                        hint="Find the time at the clock the peak is rated at, then scale it by how much "
+                        "slower the held clock is.")
 
 
 VECTOR_SIZES = (2**10, 2**14, 2**18, 2**20, 2**22, 2**24)
