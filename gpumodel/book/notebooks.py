@@ -311,7 +311,9 @@ def glued_values(path) -> tuple[dict, list]:
         "import json as _json, gpumodel as _gm\n"
         "print(_json.dumps({'glued': _gm.book.chapter.GLUED, 'varies': sorted(_gm.book.chapter.VARIES)}))"))
     nbclient.NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(path.parent)}}).execute()
-    found = json.loads(nb.cells[-1].outputs[-1]["text"])
+    # The last line the cell printed: what an earlier cell's thread printed late may come first.
+    printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
+    found = json.loads(printed.strip().splitlines()[-1])
     return found["glued"], found["varies"]
 
 
