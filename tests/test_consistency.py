@@ -79,3 +79,13 @@ def test_fa2_and_fa3_are_not_compared_as_like_for_like():
     assert runs == {"FlashAttention-2": "forward+backward", "FlashAttention-3": "forward"}
     text = chapter("06_tensor_cores")
     assert "The byte count did not change between them" not in text and "Forward against forward needs" in text
+
+
+def test_the_flash_explorer_assumes_what_the_chapter_text_does():
+    """Exercise 5.4's explorer and chapter 5's text: L2 serves FlashAttention's re-reads of K and V."""
+    text = chapter("05_flashattention")
+    assert gm.course.flashattention.FLASH_L2_REUSE and text.count('"flash", l2_reuse=True') >= 2
+    exercise = gm.course.flashattention.flash_speedup()
+    flash = gm.predict(gm.attention(1, 32, 16384, 64, "fp16", "flash", l2_reuse=True), "H100-SXM")
+    assert flash.bound == "compute" and "L2 serving" in exercise.rules["right"]
+    assert exercise.check(float(gm.predict(gm.attention(1, 32, 16384, 64, "fp16", "standard"), "H100-SXM").time / flash.time))

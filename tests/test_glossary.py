@@ -97,4 +97,4 @@ def test_a_term_link_in_a_notebook_opens_the_term_in_the_sites_glossary():
                     "[occupancy](https://a.github.io/b/glossary.html#term-occupancy); "
                     "see [Glossary](https://a.github.io/b/glossary.html)")
     for term in TERMS:
-        assert notebooks.glossary_link(term).endswith("#" + _make_id(f"term-{term}")), term
+        assert notebooks.glossary_link(term, "https://github.com/a/b").endswith("#" + _make_id(f"term-{term}")), term

@@ -229,7 +229,7 @@ def test_the_pages_workflow_is_valid():
     assert any("make book" in s for s in steps)
     assert flow["jobs"]["deploy"]["needs"] == "build"
     assert json.dumps(flow["permissions"]) == json.dumps({"contents": "write", "pages": "write", "id-token": "write"})
-    assert any(f"git push -f" in s and " notebooks" in s for s in steps), "the notebooks branch Colab opens"
+    assert any("git push -f" in s and " notebooks" in s for s in steps), "the notebooks branch Colab opens"
 
 
 def test_chapter_3_runs_with_no_compiler(tmp_path):

@@ -37,7 +37,7 @@ ROOT = DATA.parent.parent
 BIB = DATA / "references.bib"
 REFERENCES = "chapters/99_appendix_presets.html#references"
 """Where the site lists every reference."""
-GLOSSARY = "glossary.html"
+GLOSSARY = "glossary"
 """Where the site defines every term (`glossary.md`)."""
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 HIDDEN_TITLE = "#@title Code hidden on the site (double-click to show it)"
@@ -142,12 +142,21 @@ def references() -> str:
                       for label, title, address in _bibliography().values())
 
 
+def page_link(where: str, repo: str | None = None, anchor: str = "") -> str:
+    """A page of the book that is no chapter (`where`: its path from the book's root, no
+    suffix): on the site where the notebooks know one (`_on_site`), else its MyST source in
+    the clone beside `notebooks/`."""
+    if _on_site(repo):
+        return f"{site_url(repo)}{where}.html" + (f"#{anchor}" if anchor else "")
+    return f"../{where}.md"
+
+
 def glossary_link(term: str, repo: str | None = None) -> str:
-    """The address of `term` in the site's glossary: Sphinx's anchor for a glossary term is
-    "term-" and the term with every run of characters other than letters, digits, "." and "_"
-    made one "-"."""
+    """The address of `term` in the glossary: Sphinx's anchor for a glossary term is "term-"
+    and the term with every run of characters other than letters, digits, "." and "_" made
+    one "-" (a local clone's notebooks link to glossary.md, which has no anchors)."""
     anchor = re.sub(r"-+$", "", re.sub(r"[^a-zA-Z0-9._]+", "-", f"term-{term.strip()}"))
-    return f"{site_url(repo)}{GLOSSARY}#{anchor}"
+    return page_link(GLOSSARY, repo, anchor)
 
 
 class _Chapter:
@@ -179,8 +188,8 @@ class _Chapter:
             page = self.path.parent / target
             if page.parent.resolve() == self.path.parent.resolve():  # a chapter: its notebook
                 return f"[{label or self.title(page)}]({page.name}.ipynb)"
-            where = page.resolve().relative_to(ROOT.resolve()).as_posix()  # another page: the site's
-            return f"[{label or self.title(page)}]({site_url(self.repo)}{where}.html)"
+            where = page.resolve().relative_to(ROOT.resolve()).as_posix()  # another page
+            return f"[{label or self.title(page)}]({page_link(where, self.repo)})"
         if role == "term":
             label, target = re.fullmatch(r"(.*?)\s*(?:<([^<>]+)>)?", text).groups()
             return f"[{label}]({glossary_link(target or label, self.repo)})"
