@@ -2,8 +2,10 @@
 `gm.simulate`'s rules), the course's kernels against their analytic workloads, and a learner's
 kernel that does not compile, crashes, loops or writes out of bounds."""
 
+import os
 import pathlib
 import re
+import time
 
 import numpy as np
 import pytest
@@ -314,3 +316,103 @@ def test_no_gxx_is_a_clear_message(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no g++
     with pytest.raises(LabError, match=r"needs g\+\+ \(C\+\+20\) on the machine, and there is none here"):
         trace(HAND, "copy", 1, 32, [np.zeros(32, np.float32), np.zeros(32, np.float32), 1])
+
+
+# The same kernel on a GPU (the strict CuPy stand-in), beside the model.
+
+INPLACE = r"""
+__global__ void twice(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = 2.0f * x[i];
+}
+"""
+
+
+@pytest.fixture
+def stand_in(monkeypatch, tmp_path):
+    import sys
+
+    from gpumodel.cuda import runtime
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    import fake_cupy
+
+    cupy = fake_cupy.make(tmp_path)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    monkeypatch.setattr(runtime, "_status", (True, "CPU stand-in"))
+    return cupy
+
+
+def test_without_a_gpu_the_run_says_nothing_was_measured(monkeypatch):
+    from gpumodel.cuda import runtime
+
+    monkeypatch.setattr(runtime, "_status", (False, "CuPy is not installed"))
+    x = np.arange(100, dtype=np.float32)
+    done = gm.lab.run(INPLACE, "twice", 2, 64, [x, 100], flops=100)
+    assert done.measured is None
+    assert np.array_equal(x, 2 * np.arange(100))
+    assert "No GPU answers here (CuPy is not installed)" in done.report(["A100-40GB"])
+    assert "measured /" not in done.report(["A100-40GB"])
+
+
+def test_on_a_gpu_the_kernel_runs_on_the_inputs_and_is_timed_beside_the_model(stand_in):
+    from gpumodel.cuda.runtime import live_gpu
+
+    x = np.arange(100, dtype=np.float32)
+    done = gm.lab.run(INPLACE, "twice", 2, 64, [x, 100], flops=100, repeats=3)
+    m = done.measured
+    assert m.matches and m.max_abs_error == 0  # the GPU doubled the inputs, not the CPU's result
+    assert np.array_equal(x, 2 * np.arange(100))
+    assert m.timing.samples == 3 and m.timing.median_s > 0
+    want = gm.predict(done.trace.workload(100), live_gpu())
+    assert m.predicted_s == pytest.approx(float(want.time)) and m.bound == str(want.bound)
+    text = done.report(["A100-40GB"])
+    assert f"on {live_gpu().name}:" in text and "equal the CPU run's" in text
+    assert f"measured / model = {m.timing.median_s / m.predicted_s:.2f}" in text
+
+
+def test_a_sampled_trace_is_not_compared_with_the_gpu(stand_in):
+    x = np.arange(4096, dtype=np.float32)
+    done = gm.lab.run(INPLACE, "twice", 64, 64, [x, 4096], repeats=1)
+    assert done.trace.sampled is False
+    sampled = gm.lab.measure._on_gpu(INPLACE, "twice", trace(INPLACE, "twice", 64, 64, [x.copy(), 4096], max_threads=256),
+                                     [x, 4096], 0.0, 1)
+    assert sampled.max_abs_error is None
+    assert "not compared" in gm.lab.LabRun(done.trace, sampled, "").report(["A100-40GB"])
+
+
+def test_a_fault_on_the_gpu_is_a_lab_error_that_says_restart(stand_in):
+    stand_in._fake.faults.add("twice")
+    with pytest.raises(LabError, match="twice failed on the GPU .*illegal.*restart"):
+        gm.lab.run(INPLACE, "twice", 2, 64, [np.ones(100, np.float32), 100], repeats=1)
+
+
+def test_the_stand_in_finds_a_cxx_kernel_only_by_its_name_expression(stand_in):
+    with pytest.raises(RuntimeError, match="CUDA_ERROR_NOT_FOUND"):
+        stand_in.RawModule(code=INPLACE).get_function("twice")
+    assert stand_in.RawModule(code=INPLACE, name_expressions=["twice"]).get_function("twice").name == "twice"
+
+
+def test_the_build_folder_keeps_only_the_most_recently_used_executables(monkeypatch, tmp_path):
+    import tempfile
+
+    from gpumodel.lab import tracer
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tracer, "CACHE_KEEP", 2)
+    sources = [INPLACE.replace("2.0f", f"{k}.0f") for k in (2, 3, 4)]
+    first, second = tracer.build(sources[0]), tracer.build(sources[1])
+    assert first.parent == tmp_path / f"gpumodel-lab-{os.getuid()}"
+    time.sleep(0.01)
+    assert tracer.build(sources[0]) == first  # reused: now the most recent
+    third = tracer.build(sources[2])
+    assert first.exists() and third.exists() and not second.exists()
+    assert len(list(first.parent.glob("runtime-*.o"))) == 1
+
+
+@pytest.mark.parametrize("bad, message", [({"flops": -1}, "flops"), ({"flops": "many"}, "flops"),
+                                          ({"repeats": 0}, "repeats")])
+def test_run_refuses_bad_input_before_tracing(bad, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        gm.lab.run(INPLACE, "twice", 1, 32, [np.ones(32, np.float32), 32], **bad)

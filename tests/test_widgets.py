@@ -254,3 +254,38 @@ def test_l2_overflow_on_every_gpu_of_its_menu(gpu):
         n *= 2
     exercise = gm.course.roofline_levels.l2_overflow(gpu)
     assert exercise.rules["answer"] == n and exercise.check(str(n)) and not exercise.check(str(n // 2))
+
+
+def test_the_lab_editor_traces_what_the_learner_typed_and_judges_it(monkeypatch):
+    import ipywidgets
+
+    from gpumodel.course import checks, intensity
+
+    monkeypatch.setattr(checks, "SESSION", {})
+    editor = gm.course.widgets.LabEditor(intensity.LAB_STARTER, intensity.check_coalesced_kernel, "ex-intensity-lab-coalesce")
+    style, box, buttons, verdict = editor.widget().children
+    run, reset = buttons.children
+    assert isinstance(box, ipywidgets.Textarea) and box.value == intensity.LAB_STARTER.strip()
+    box.value = box.value.replace("= 2.0f", "= 3.0f")
+    run.click()
+    assert "Not yet." in verdict.value and "y must be 2 x" in verdict.value
+    box.value = "__global__ void scale_by_two(const float* x, float* y, int n) { syntax error }"
+    run.click()
+    assert "does not compile" in verdict.value
+    box.value = ("__global__ void scale_by_two(const float* x, float* y, int n) {\n"
+                 "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = 2.0f * x[i];\n}")
+    run.click()
+    assert "Right." in verdict.value
+    assert checks.SESSION["ex-intensity-lab-coalesce"] == (3, True)
+    reset.click()
+    assert box.value == intensity.LAB_STARTER.strip() and verdict.value == ""
+
+
+def test_on_the_site_the_lab_editor_is_the_starter_and_its_verdict(monkeypatch):
+    from gpumodel.course import intensity
+
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")
+    editor = gm.course.widgets.LabEditor(intensity.LAB_STARTER, intensity.check_coalesced_kernel, "ex-intensity-lab-coalesce")
+    assert editor.show() is editor
+    page = editor._repr_html_()
+    assert "__global__ void scale_by_two" in page and "Not yet." in page and "sectors per load request" in page

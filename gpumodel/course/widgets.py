@@ -394,3 +394,55 @@ def prediction_view(workload, gpu, title: str) -> str:
             for part in BOUNDS]
     return bars(f"{title} on the {p.gpu.name}: <b>{fmt_time(p.time)}</b>, bound by "
                 f"<b>{PART_LABELS[str(p.bound)]}</b>", rows)
+
+
+LAB_STYLE = "<style>.gm-lab-source textarea { font-family: monospace; font-size: 13px; }</style>"
+
+
+@dataclass(frozen=True)
+class LabEditor:
+    """A lab exercise's kernel, to edit and check: `starter` (CUDA C) and `check`, the chapter's
+    lab checker (source -> `Feedback`: the kernel traced on the CPU, its result against NumPy,
+    then its bytes). In Jupyter and Colab a text box and a button; on the site the starter as a
+    listing with its verdict when the book was built. `key` names it in the reader's progress."""
+
+    starter: str
+    check: Callable
+    key: str
+
+    def judge(self, source: str) -> Feedback:
+        """`check(source)`, noted in this session's progress."""
+        return record(self.key, self.check(source))
+
+    def _repr_html_(self) -> str:
+        verdict_now = self.check(self.starter)
+        return (f'<div class="gm-lab"><pre class="gm-lab-source"><code>{html.escape(self.starter.strip())}</code></pre>'
+                f"<p><b>The starter, checked when this page was built:</b> {html.escape(str(verdict_now))}</p>"
+                "<p>In Jupyter or Colab this is an editor: change the kernel and press <i>Trace and check</i>.</p></div>")
+
+    def widget(self):
+        """The editor as ipywidgets: the source in a text box, Trace and check, and Start over."""
+        import ipywidgets as w
+
+        source = self.starter.strip()
+        box = w.Textarea(value=source, layout=w.Layout(width="100%", height=f"{1.5 * (source.count(chr(10)) + 2):.0f}em"))
+        box.add_class("gm-lab-source")
+        run, reset = w.Button(description="Trace and check", button_style="primary"), w.Button(description="Start over")
+        result = w.HTML()
+
+        def judge(_=None):
+            result.value = "<p>Tracing on the CPU...</p>"
+            feedback = self.judge(box.value)
+            result.value = (f"<p><b>{'Right.' if feedback else 'Not yet.'}</b></p>"
+                            f'<pre style="white-space: pre-wrap">{html.escape(feedback.message)}</pre>')
+
+        def start_over(_=None):
+            box.value, result.value = source, ""
+
+        run.on_click(judge)
+        reset.on_click(start_over)
+        return w.VBox([w.HTML(LAB_STYLE), box, w.HBox([run, reset]), result])
+
+    def show(self):
+        """The listing while the book is built, the editor elsewhere."""
+        return self if building_book() else self.widget()

@@ -32,10 +32,15 @@ def parameters(source: str, kernel: str) -> list[tuple[str, str]]:
     return params
 
 
+def kernels(source: str) -> list:
+    """The names of the `__global__` functions `source` defines (C or C++ linkage), in order."""
+    return re.findall(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(", source)
+
+
 def wrapper(source: str) -> str:
     """The kernel source plus one `emu_<kernel>(grid, block, args...)` C entry point each."""
     lines = ['#include "cuda_emu.h"', source]
-    for kernel in compiler.kernel_names(source):
+    for kernel in kernels(source):
         params = parameters(source, kernel)
         decl = ", ".join(f"{t} {n}" for t, n in params)
         names = ", ".join(n for _, n in params)

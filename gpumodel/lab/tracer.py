@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
-import re
 import shutil
 import signal
 import subprocess
@@ -38,7 +37,7 @@ from ..hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
 from ..model import predict
 from ..presets import preset_names
 from ..workloads import Workload
-from .emulator import parameters
+from .emulator import kernels, parameters
 
 HERE = pathlib.Path(__file__).resolve().parent
 KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fsanitize=thread", "-pthread", "-fPIE"]
@@ -51,6 +50,9 @@ MAX_THREADS = 2**16
 """The most CUDA threads a trace runs (each a std::thread, about 10 us to start); a larger
 launch runs an evenly spaced sample of its blocks and scales the counts."""
 MAX_BLOCK = 1024
+CACHE_KEEP = 64
+"""Traced executables kept in the build folder (about 50 KB each); building one more removes
+the least recently used beyond these, and the runtime objects of other versions."""
 SCALARS = {"int": ("I", int), "float": ("F", float)}
 POINTEES = {"float": np.float32, "float4": np.float32, "int": np.int32, "double": np.float64, "unsigned": np.uint32}
 SOURCE_NAME = "kernel.cu"
@@ -190,15 +192,12 @@ def _runtime(folder: pathlib.Path) -> pathlib.Path:
     sources = (HERE / "trace_runtime.cpp").read_bytes() + (HERE / "cuda_emu.h").read_bytes()
     obj = folder / f"runtime-{hashlib.sha1(sources + str(RUNTIME_FLAGS).encode()).hexdigest()[:12]}.o"
     if not obj.exists():
+        for stale in folder.glob("runtime-*.o"):
+            stale.unlink(missing_ok=True)
         tmp = obj.with_suffix(f".{os.getpid()}.o")
         _compile([*RUNTIME_FLAGS, f"-I{HERE}", "-c", str(HERE / "trace_runtime.cpp"), "-o", str(tmp)], "the lab's runtime")
         tmp.replace(obj)
     return obj
-
-
-def kernels(source: str) -> list:
-    """The names of the `__global__` functions `source` defines, in order."""
-    return re.findall(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(", source)
 
 
 def _body(source: str) -> str:
@@ -224,7 +223,9 @@ def build(source: str) -> pathlib.Path:
             f'#line 1 "gm_body.cpp"\n{_body(source)}')
     key = hashlib.sha1((text + str(KERNEL_FLAGS) + runtime.name).encode()).hexdigest()[:16]
     exe = folder / f"trace-{key}"
-    if not exe.exists():
+    if exe.exists():
+        os.utime(exe)  # used now: pruning keeps the most recently used
+    else:
         cpp, obj, tmp = (folder / f"trace-{key}.{os.getpid()}{end}" for end in (".cpp", ".o", ""))
         cpp.write_text(text)
         try:
@@ -234,7 +235,20 @@ def build(source: str) -> pathlib.Path:
         finally:
             for path in (cpp, obj):
                 path.unlink(missing_ok=True)
+        _prune(folder)
     return exe
+
+
+def _prune(folder: pathlib.Path) -> None:
+    """Remove the least recently used (built or reused) traced executables beyond `CACHE_KEEP`."""
+    def used(path):
+        try:
+            return path.stat().st_mtime_ns
+        except FileNotFoundError:  # another process pruned it first
+            return 0
+    built = sorted((p for p in folder.glob("trace-*") if p.suffix == ""), key=used, reverse=True)
+    for old in built[CACHE_KEEP:]:
+        old.unlink(missing_ok=True)
 
 
 def _lines(exe: pathlib.Path, offsets: list) -> dict:
