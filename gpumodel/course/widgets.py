@@ -416,7 +416,7 @@ class LabEditor:
 
     def _repr_html_(self) -> str:
         verdict_now = self.check(self.starter)
-        return (f'<div class="gm-lab"><pre class="gm-lab-source"><code>{html.escape(self.starter.strip())}</code></pre>'
+        return (f'<div class="gm-lab"><pre class="gm-lab-source" style="overflow-x: auto"><code>{html.escape(self.starter.strip())}</code></pre>'
                 f"<p><b>The starter, checked when this page was built:</b> {html.escape(str(verdict_now))}</p>"
                 "<p>In Jupyter or Colab this is an editor: change the kernel and press <i>Trace and check</i>.</p></div>")
 
