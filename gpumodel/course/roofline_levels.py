@@ -45,7 +45,7 @@ LAB_M, LAB_N, LAB_K, LAB_GPU = 128, 128, 64, "A100-40GB"
 LAB_FLOPS = 2 * LAB_M * LAB_N * LAB_K
 """The lab GEMM's flops, two per FMA."""
 LAB_GRID, LAB_BLOCK = (LAB_N // 16, LAB_M // 16), (16, 16)
-"""The starter's launch: 8 x 8 blocks of 16 x 16 threads, one result of C per thread."""
+"""The starter's launch: blocks of 16 x 16 threads over 16 x 16 tiles of C, one result per thread."""
 LAB_STARTER = r"""
 #define TILE 16
 __global__ void gemm(const float* A, const float* B, float* C, int M, int N, int K) {
@@ -92,9 +92,10 @@ def check_thread_tile_gemm(source: str, grid=LAB_GRID, block=LAB_BLOCK, kernel: 
     p = predict(traced.workload(LAB_FLOPS), LAB_GPU)
     smem, math, ridge = float(p.level_times["smem"]), float(p.compute_time), float(p.ridge["smem"])
     per_fma = traced.bytes["smem"] / WAVEFRONT_BYTES / (LAB_FLOPS / 2 / 32)  # wavefronts per warp-wide FMA instruction
+    keep_up = 64 / ridge / WAVEFRONT_BYTES  # a warp-wide FMA's 64 flops, at the ridge, may cost 64 / ridge bytes
     reach = (f"{fmt_intensity(float(p.intensity['smem']))} through shared memory against a ridge of "
              f"{fmt_intensity(ridge)}: {per_fma:.2f} wavefronts per warp-wide FMA, where the banks keep up with "
-             f"{1 / (2 * ridge):.2f}; each float read from shared memory feeds {fmas_per_shared_read(traced):.2g} FMAs")
+             f"{keep_up:.2f}; each float read from shared memory feeds {fmas_per_shared_read(traced):.2g} FMAs")
     if smem <= math:
         return Feedback(True, f"On the {LAB_GPU} shared memory needs {fmt_time(smem)}, the FP32 math "
                         f"{fmt_time(math)}: {reach}, held in registers across a tile of results. The kernel is bound "
