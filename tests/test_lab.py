@@ -302,7 +302,7 @@ def test_chapter_4s_lab_wants_a_thread_tile_that_shared_memory_does_not_bind():
 
     m, n, k = lab.LAB_M, lab.LAB_N, lab.LAB_K
     a100 = gm.gpu(lab.LAB_GPU)
-    warps = m * n // 32  # one result per thread: two conflict-free loads per warp and step of k, two tile stores per 16
+    warps = m * n // 32  # one result per thread: two conflict-free loads per warp and step of k, two stores per tile
     smem, math = 128 * warps * (2 * k + 2 * k // 16) / a100.bandwidth("smem"), 2 * m * n * k / a100.peak("fp32")
     assert smem > math
     starter = lab.check_thread_tile_gemm(lab.LAB_STARTER)

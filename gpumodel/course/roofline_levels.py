@@ -40,7 +40,7 @@ def check_l2_tile(gpu, size: int, answer) -> Feedback:
                         "bandwidth. Take the next power of two.")
 
 
-LAB_M, LAB_N, LAB_K, LAB_GPU = 128, 128, 64, "A100-40GB"
+LAB_M, LAB_N, LAB_K, LAB_GPU = 64, 64, 256, "A100-40GB"
 """The GEMM lab: C = A B for an M x K and a K x N FP32 matrix, scored on the `LAB_GPU` preset."""
 LAB_FLOPS = 2 * LAB_M * LAB_N * LAB_K
 """The lab GEMM's flops, two per FMA."""
