@@ -299,6 +299,33 @@ def test_chapter_3s_lab_wants_a_transpose_without_bank_conflicts():
     assert "does not compile" in tiling.check_conflict_free_transpose("__global__ void transpose(").message
 
 
+def test_chapter_4s_lab_wants_a_thread_tile_that_shared_memory_does_not_bind():
+    from gpumodel.course import roofline_levels as lab
+
+    m, n, k = lab.LAB_M, lab.LAB_N, lab.LAB_K
+    a100 = gm.gpu(lab.LAB_GPU)
+    warps = m * n // 32  # one result per thread: two conflict-free loads per warp and step of k, two stores per tile
+    smem, math = 128 * warps * (2 * k + 2 * k // 16) / a100.bandwidth("smem"), 2 * m * n * k / a100.peak("fp32")
+    assert smem > math
+    starter = lab.check_thread_tile_gemm(lab.LAB_STARTER)
+    assert not starter and f"shared memory needs {gm.fmt_time(smem)} where the FP32 math needs {gm.fmt_time(math)}: " \
+        "shared memory binds" in starter.message
+    assert "feeds 0.5 FMAs (most wavefronts: line 12)" in starter.message
+    solution = chapter_solution("04_roofline_levels", "ex-levels-lab-thread-tile", lab=lab)
+    launch = dict(grid=(n // 64, m // 64), block=(8, 8))
+    right = lab.check_thread_tile_gemm(solution, **launch)
+    assert right and "feeds 4 FMAs" in right.message and "bound by compute" in right.message
+    wrong = lab.check_thread_tile_gemm(solution.replace("a[i] * b[j]", "a[i] * b[i]"), **launch)
+    assert not wrong and "C must be A B" in wrong.message and "shared memory needs" not in wrong.message
+    naive = lab.check_thread_tile_gemm("""__global__ void gemm(const float* A, const float* B, float* C, int M, int N, int K) {
+        int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = acc;
+    }""")
+    assert not naive and "No shared-memory access was traced" in naive.message
+
+
 def test_chapter_5s_lab_keeps_the_scores_out_of_hbm():
     from gpumodel.course import flashattention as flash
 

@@ -50,6 +50,7 @@ RULE = {  # exercise label: (chapter, the heading of the section that teaches it
     "ex-intensity-lab-coalesce": ("02_intensity", "Coalescing: bytes requested versus sectors moved"),
     "ex-intensity-lab-fuse": ("02_intensity", "Fusion: counting trips"),
     "ex-tiling-lab-banks": ("03_tiling", "Bank conflicts"),
+    "ex-levels-lab-thread-tile": ("04_roofline_levels", "One roof per level"),
     "ex-flash-lab-block-loop": ("05_flashattention", "The online softmax"),
 }
 

@@ -5,12 +5,15 @@ is an explorer of the model with an answer box."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _check, presets
+from ..hardware import WAVEFRONT_BYTES
 from ..model import predict
-from ..units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_intensity
+from ..units import fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_flops, fmt_intensity, fmt_time
 from ..waves import gemm_hbm, warm_read_time
 from ..workloads import gemm
-from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, number_rules, units_as
+from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, lab_run, number_rules, units_as
 from .widgets import GPUS, Checkpoint, WidgetExercise, _power, bars
 
 L2_TILES = (16, 32, 64, 128, 256, 512)
@@ -35,6 +38,72 @@ def check_l2_tile(gpu, size: int, answer) -> Feedback:
                         f"{fmt_intensity(p[b].ridge['l2'])}; the tile half its size falls short.",
                         hint="The L2 intensity of a b x b tile is about b / s; the ridge is the tensor peak over the L2 "
                         "bandwidth. Take the next power of two.")
+
+
+LAB_M, LAB_N, LAB_K, LAB_GPU = 64, 64, 256, "A100-40GB"
+"""The GEMM lab: C = A B for an M x K and a K x N FP32 matrix, scored on the `LAB_GPU` preset."""
+LAB_FLOPS = 2 * LAB_M * LAB_N * LAB_K
+"""The lab GEMM's flops, two per FMA."""
+LAB_GRID, LAB_BLOCK = (LAB_N // 16, LAB_M // 16), (16, 16)
+"""The starter's launch: blocks of 16 x 16 threads over 16 x 16 tiles of C, one result per thread."""
+LAB_STARTER = r"""
+#define TILE 16
+__global__ void gemm(const float* A, const float* B, float* C, int M, int N, int K) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+    float acc = 0.0f;  // this thread's one result
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        As[threadIdx.y][threadIdx.x] = A[row * K + k0 + threadIdx.x];
+        Bs[threadIdx.y][threadIdx.x] = B[(k0 + threadIdx.y) * N + col];
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+        __syncthreads();
+    }
+    C[row * N + col] = acc;
+}
+"""
+
+
+def fmas_per_shared_read(traced) -> float:
+    """Chapter 4's lab: the lab GEMM's FMAs per float its threads read from shared memory,
+    from `traced`, a `gm.lab.Trace` of it."""
+    reads = traced.scale * sum(s.lanes * s.size / 4 for s in traced.sites if s.space == "shared" and not s.write)
+    return LAB_FLOPS / 2 / reads if reads else float("inf")
+
+
+def check_thread_tile_gemm(source: str, grid=LAB_GRID, block=LAB_BLOCK, kernel: str = "gemm") -> Feedback:
+    """Chapter 4's lab: `kernel(A, B, C, M, N, K)` of the CUDA C `source`, launched over `grid`
+    x `block`, must compute C = A B for `LAB_M` x `LAB_K` and `LAB_K` x `LAB_N` FP32 matrices
+    (checked against NumPy first) through tiles in shared memory, and shared memory must not
+    bind it: the traced workload with the GEMM's 2MNK flops, predicted on `LAB_GPU`, needs no
+    more time for its shared-memory wavefronts than for its FP32 math."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(-2, 3, (LAB_M, LAB_K)).astype(np.float32)  # small integers: every sum is exact
+    b = rng.integers(-2, 3, (LAB_K, LAB_N)).astype(np.float32)
+    args = [a, b, np.zeros((LAB_M, LAB_N), np.float32), LAB_M, LAB_N, LAB_K]
+    traced = lab_run(source, kernel, grid, block, args, 2, a @ b, "C must be A B")
+    if isinstance(traced, Feedback):
+        return traced
+    shared = [s for s in traced.sites if s.space == "shared"]
+    if not shared:
+        return Feedback(False, "No shared-memory access was traced: the lab asks for tiles of A and B staged in "
+                        "shared memory.")
+    p = predict(traced.workload(LAB_FLOPS), LAB_GPU)
+    smem, math, ridge = float(p.level_times["smem"]), float(p.compute_time), float(p.ridge["smem"])
+    per_fma = traced.bytes["smem"] / WAVEFRONT_BYTES / (LAB_FLOPS / 2 / 32)  # wavefronts per warp-wide FMA instruction
+    keep_up = 64 / ridge / WAVEFRONT_BYTES  # a warp-wide FMA's 64 flops, at the ridge, may cost 64 / ridge bytes
+    reach = (f"{fmt_intensity(float(p.intensity['smem']))} through shared memory against a ridge of "
+             f"{fmt_intensity(ridge)}: {per_fma:.2f} wavefronts per warp-wide FMA, where the banks keep up with "
+             f"{keep_up:.2f}; each float read from shared memory feeds {fmas_per_shared_read(traced):.2g} FMAs")
+    if smem <= math:
+        return Feedback(True, f"On the {LAB_GPU} shared memory needs {fmt_time(smem)}, the FP32 math "
+                        f"{fmt_time(math)}: {reach}, held in registers across a tile of results. The kernel is bound "
+                        f"by {fmt_bound(p.bound)}.")
+    worst = max(shared, key=lambda s: s.wavefronts)
+    return Feedback(False, f"On the {LAB_GPU} shared memory needs {fmt_time(smem)} where the FP32 math needs "
+                    f"{fmt_time(math)}: shared memory binds. The kernel reaches {reach} (most wavefronts: line "
+                    f"{worst.line}). How could one value read from shared memory feed more FMAs?")
 
 
 GROUPS = (1, 2, 4, 8, 16, 32, 64)
