@@ -51,6 +51,10 @@ RULE = {  # exercise label: (chapter, the heading of the section that teaches it
     "ex-intensity-lab-fuse": ("02_intensity", "Fusion: counting trips"),
     "ex-tiling-lab-banks": ("03_tiling", "Bank conflicts"),
     "ex-flash-lab-block-loop": ("05_flashattention", "The online softmax"),
+    "ex-capstone-softmax": ("08_capstone", "Warp shuffles: a reduction without shared memory"),
+    "ex-capstone-layernorm": ("08_capstone", "Warp shuffles: a reduction without shared memory"),
+    "ex-capstone-gemm": ("03_tiling", "Rung 2: 16 x 16 tiles in shared memory"),
+    "ex-capstone-attention": ("05_flashattention", "The online softmax"),
 }
 
 

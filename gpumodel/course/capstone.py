@@ -10,7 +10,7 @@ model sends through L2 (for a tiled task, each tile once per block); L1, the sec
 request, the same bytes (perfect coalescing: every sector a block needs requested once); shared
 memory the model's tile formula where the task stages tiles (and nothing where it does not).
 `score` traces the learner's kernel (`gm.lab.trace`), correctness first, then holds its bytes
-against the budget level by level, and times both in the model (`timed`).
+against the budget level by level, and times both in the model.
 """
 
 from __future__ import annotations
@@ -205,21 +205,21 @@ TASKS = {
 """The capstone's tasks by name, in the order the chapter lists them."""
 
 
-def task(name: str) -> Task:
-    """The capstone task `name`, one of `TASKS`. Chapter 8."""
-    return TASKS[_check.choice("task", name, tuple(TASKS))]
+def _task(task: str) -> Task:
+    """The capstone task named `task`, one of `TASKS`."""
+    return TASKS[_check.choice("task", task, tuple(TASKS))]
 
 
-def budget(name: str) -> dict:
-    """Bytes per level (`LEVELS`) that task `name`'s kernel may move: HBM, L2 and shared memory
-    from the model's workload (`Task.workload`), L1 the L2 bytes (every sector a block needs,
-    requested once). Chapter 8."""
-    w = task(name).workload()
+def budget(task: str) -> dict:
+    """Bytes per level (`LEVELS`) that a kernel for `task` (a name of `TASKS`) may move: HBM, L2
+    and shared memory from the model's workload (`Task.workload`), L1 the L2 bytes (every
+    sector a block needs, requested once). Chapter 8."""
+    w = _task(task).workload()
     return {"hbm": float(w.bytes["hbm"]), "l2": float(w.bytes["l2"]), "l1": float(w.bytes["l2"]),
             "smem": float(w.bytes["smem"])}
 
 
-def timed(name: str, flops: float, levels: dict) -> Workload:
+def _timed(name: str, flops: float, levels: dict) -> Workload:
     """A workload the model times from bytes per level (`LEVELS`) and FP32 `flops`: HBM and L2
     as they are; the SM's L1/shared-memory data path, the model's `smem` level, carries both
     the shared-memory wavefronts and the sectors the warps request (as chapter 3's naive GEMM
@@ -228,10 +228,11 @@ def timed(name: str, flops: float, levels: dict) -> Workload:
                                   "l2": levels["l2"], "hbm": levels["hbm"]})
 
 
-def budget_time(name: str, gpu: str = "H100-SXM") -> float:
-    """The model's time (seconds) on `gpu` of a kernel for task `name` that moves its budget. Chapter 8."""
+def budget_time(task: str, gpu: str = "H100-SXM") -> float:
+    """The model's time (seconds) on `gpu` of a kernel for `task` that moves its budget. Chapter 8."""
+    flops = _task(task).flops
     _check.choice("gpu", gpu, preset_names())
-    return float(predict(timed(f"{name} (budget)", task(name).flops, budget(name)), gpu).time)
+    return float(predict(_timed(f"{task} (budget)", flops, budget(task)), gpu).time)
 
 
 def budget_table(gpu: str = "H100-SXM") -> str:
@@ -249,13 +250,14 @@ def _ratio(got: float, allowed: float) -> str:
     return "none, as budgeted" if got == 0 else "over (budget 0)"
 
 
-def score(name: str, source: str, kernel: str | None = None, grid=None, block=None, gpu: str = "H100-SXM") -> Feedback:
+def score(task: str, source: str, kernel: str | None = None, grid=None, block=None, gpu: str = "H100-SXM") -> Feedback:
     """Chapter 8's capstone: trace `kernel` (the task's, by default) of the CUDA C `source` for
-    task `name` on the CPU, launched as `grid` x `block` (the starter's, by default); right when
-    the result matches the NumPy reference and the bytes at every level stay within `budget`.
-    The feedback holds a table per level (traced bytes, budget, ratio), the worst line
-    (`Trace.hottest`) and the model's time on `gpu` of the kernel and of the budget."""
-    t = task(name)
+    `task` (a name of `TASKS`) on the CPU, launched as `grid` x `block` (the starter's, by
+    default). Right when the result matches the NumPy reference and the bytes at every level
+    stay within `budget`; the feedback holds a table per level (traced bytes, budget, ratio),
+    the worst line (`Trace.hottest`) and the model's time on `gpu` of the kernel and of the
+    budget."""
+    t = _task(task)
     if not isinstance(source, str):
         raise TypeError(f"source must be the kernel's CUDA C source as a str, got {type(source).__name__}")
     _check.choice("gpu", gpu, preset_names())
@@ -263,14 +265,13 @@ def score(name: str, source: str, kernel: str | None = None, grid=None, block=No
     traced = lab_run(source, kernel or t.kernel, t.grid if grid is None else grid, t.block if block is None else block,
                      args, out, want, t.rule)
     if isinstance(traced, Feedback):
-        return record(f"capstone {name}", traced)
-    return record(f"capstone {name}", judge(t, traced, gpu))
+        return record(f"capstone {task}", traced)
+    return record(f"capstone {task}", _judge(t, traced, gpu))
 
 
-def judge(t: Task, traced: Trace, gpu: str = "H100-SXM") -> Feedback:
+def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
     """The score of a correct kernel's trace `traced` for task `t`: within budget at every
-    level or not, with the table, the worst line and the model's times on `gpu` (seconds
-    shown in us). Chapter 8."""
+    level or not, with the table, the worst line and the model's times on `gpu`."""
     allowed = budget(t.name)
     got = {lv: traced.bytes[lv] for lv in LEVELS}
     over = sorted((lv for lv in LEVELS if got[lv] > allowed[lv]),
@@ -281,9 +282,9 @@ def judge(t: Task, traced: Trace, gpu: str = "H100-SXM") -> Feedback:
     worst = traced.hottest()
     unit, have, ideal = (("sectors", worst.sectors, worst.ideal_sectors) if worst.space == "global"
                          else ("wavefronts", worst.wavefronts, worst.ideal_wavefronts))
-    line = (f"Worst line: {worst.line} ({worst.kind}), {have / worst.instructions:.2f} {unit} per request "
-            f"where {ideal / worst.instructions:.2f} would do.")
-    mine, ideal_time = float(predict(timed(f"{t.name} (yours)", t.flops, got), gpu).time), budget_time(t.name, gpu)
+    line = (f"Worst line: {worst.line} ({worst.kind}), {have / worst.instructions:.2f} {unit} per request, "
+            f"ideal {ideal / worst.instructions:.2f}.")
+    mine, ideal_time = float(predict(_timed(f"{t.name} (yours)", t.flops, got), gpu).time), budget_time(t.name, gpu)
     times = (f"In the model, on the {gpu}: your kernel {fmt_time(mine)}, the budget {fmt_time(ideal_time)} "
              f"({mine / ideal_time:.2f}x).")
     if over:
@@ -292,3 +293,7 @@ def judge(t: Task, traced: Trace, gpu: str = "H100-SXM") -> Feedback:
     else:
         head = "Correct, and within the budget at every level."
     return Feedback(not over, f"{head} {line} {times}\n\n{table}")
+
+
+WIDGET_EXERCISES = ()
+"""This chapter's widget exercises, in the order it shows them: none, its exercises are kernels."""
