@@ -261,8 +261,12 @@ static float shuffle(float value, int from, int width) {
 float __shfl_sync(unsigned, float value, int lane, int width) {
     return shuffle(value, my_lane / width * width + lane % width, width);
 }
-float __shfl_xor_sync(unsigned, float value, int lane_mask, int width) { return shuffle(value, my_lane ^ lane_mask, width); }
-float __shfl_down_sync(unsigned, float value, unsigned delta, int width) { return shuffle(value, my_lane + delta, width); }
+float __shfl_xor_sync(unsigned, float value, int lane_mask, int width) {
+    return shuffle(value, my_lane ^ lane_mask, width);
+}
+float __shfl_down_sync(unsigned, float value, unsigned delta, int width) {
+    return shuffle(value, my_lane + delta, width);
+}
 
 #define GM_HOOKS(N)                                                                                    \
     extern "C" void __tsan_read##N(void* p) { record(p, N, false, __builtin_return_address(0)); }      \
