@@ -61,7 +61,7 @@ std::vector<Array> arrays;
 thread_local Log* my_log = nullptr;
 struct Warp {  // the lanes of one warp of the running block, for shuffles
     std::unique_ptr<std::barrier<>> gate;
-    float values[WARP] = {};  // a lane that never publishes (it has returned) reads as 0
+    float values[WARP] = {};  // a lane that has not yet published (it returned first) reads as 0
     int lanes;
 };
 std::vector<Warp>* block_warps = nullptr;
