@@ -19,13 +19,16 @@ FLOAT = 4  # bytes
 
 def test_row_wise_budgets_read_the_input_once_and_write_the_output_once():
     for name in ("softmax", "layernorm"):
-        args, out, _ = cap.TASKS[name].make()
-        once = float(args[0].nbytes + args[out].nbytes)
+        sizes = cap.TASKS[name].sizes
+        once = 2.0 * FLOAT * sizes["rows"] * sizes["cols"]  # x read, y written
         assert cap.budget(name) == {"hbm": once, "l2": once, "l1": once, "smem": 0.0}
+        args, out, _ = cap.TASKS[name].make()
+        assert once == args[0].nbytes + args[out].nbytes
 
 
 def test_the_gemm_budget_is_chapter_3s_tiled_gemm():
-    n, b = cap.GEMM_SIZE, gm.kernel_info.KERNELS[cap.GEMM_TILE].block[0]
+    n, b = cap.TASKS["gemm"].sizes["m"], gm.kernel_info.KERNELS[cap.GEMM_TILE].block[0]
+    assert cap.TASKS["gemm"].sizes == {"m": n, "n": n, "k": n}
     blocks, warps = (n // b) ** 2, b * b // 32
     tiles = FLOAT * (n * n * (n // b) + n * n * (n // b))  # each block reads its rows of A and columns of B
     operands = 128 * 2 * warps * n * blocks  # per warp per step of k: a broadcast of A, a row of B, one wavefront each
@@ -37,7 +40,7 @@ def test_the_gemm_budget_is_chapter_3s_tiled_gemm():
 
 
 def test_the_attention_budget_is_flash_attentions_with_the_tasks_query_blocks():
-    n, d, br = cap.SEQ, cap.HEAD_DIM, cap.QUERY_BLOCK
+    (n, d), br = cap.TASKS["attention"].sizes.values(), cap.TASKS["attention"].block[0]
     kv_reads = 2 * n * d * math.ceil(n / br)  # K and V, once per block of queries
     want = {"hbm": FLOAT * 4.0 * n * d, "l2": FLOAT * (2.0 * n * d + kv_reads), "l1": FLOAT * (2.0 * n * d + kv_reads),
             "smem": 2.0 * FLOAT * (n * d + kv_reads)}

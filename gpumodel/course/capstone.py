@@ -61,8 +61,8 @@ class Task:
 
 
 ROWS, COLS = 64, 256
-"""The row-wise tasks' input: 64 rows of 256 FP32 values (64 KiB)."""
-SOFTMAX_FLOPS, LAYERNORM_FLOPS = 5, 7
+"""The row-wise tasks' input: ROWS rows of COLS FP32 values."""
+SOFTMAX_FLOPS, LAYERNORM_FLOPS = 5, 6
 """FLOPs per element: softmax compares for the max, subtracts it, exponentiates, adds to the sum
 and divides; layernorm adds for the mean, subtracts it, squares and adds for the variance,
 subtracts and multiplies by the reciprocal square root (the per-row terms left out)."""
