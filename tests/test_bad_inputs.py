@@ -383,6 +383,10 @@ SIGNATURES = {
     "course.tensor_cores.wave_tail": (course.tensor_cores.wave_tail, {
         "gpu": ("H100-SXM", outside(course.tensor_cores.WAVE_GPUS)),
         "block": (128, outside(course.tensor_cores.WAVE_BLOCKS))}),
+    "course.capstone.budget": (course.capstone.budget, {"task": ("softmax", choice(tuple(course.capstone.TASKS)))}),
+    "course.capstone.budget_time": (course.capstone.budget_time, {
+        "task": ("gemm", choice(tuple(course.capstone.TASKS))), "gpu": ("H100-SXM", GPU)}),
+    "course.capstone.budget_table": (course.capstone.budget_table, {"gpu": ("A100-40GB", GPU)}),
     "course.appendix_presets.highest_ridge": (course.appendix_presets.highest_ridge, {
         "math": ("fp16", outside(course.appendix_presets.RIDGE_MATH))}),
 }
@@ -395,7 +399,7 @@ EXCLUDED = {
        "compute wrong are tests/test_lab.py's" for name in (
         "course.checks.lab_run", "course.intensity.check_coalesced_kernel", "course.intensity.check_fused_chain",
         "course.tiling.check_conflict_free_transpose", "course.roofline_levels.check_thread_tile_gemm",
-        "course.flashattention.check_flash_kernel")},
+        "course.flashattention.check_flash_kernel", "course.capstone.score")},
 }
 """Public callables that take input but no learner's value, with the reason."""
 EXCLUDED |= {
@@ -412,7 +416,7 @@ EXCLUDED |= {
 }
 RESULTS = {"overhead.LaunchCost", "overhead.Sequence", "model.Prediction", "simulate.Run", "occupancy.Occupancy", "waves.WaveTraffic", "hardware.Capability",
            "hardware.GPU", "tensor_cores.Pipeline", "tensor_cores.WaveQuantisation", "course.checks.Feedback", "published.Record",
-           "published.Comparison", "presets.DataError"}
+           "published.Comparison", "presets.DataError", "course.capstone.Task"}
 """Records the package returns (and its error class), not built from a learner's values."""
 MODULES = ("workloads", "model", "simulate", "occupancy", "waves", "tiles", "hardware", "presets", "units", "tensor_cores",
            "overhead", "blackwell", "low_precision",

@@ -105,6 +105,27 @@ def test_syncthreads_separates_the_phases():
     assert site(t, "shared", True).instructions == 2 and site(t, "shared", False).wavefronts == 2
 
 
+SHUFFLES = r"""
+__global__ void shuffles(const float* x, float* total, float* moved) {
+    int t = threadIdx.x;
+    float v = x[t];
+    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffff, v, o);
+    total[t] = v;
+    moved[t] = __shfl_down_sync(0xffffffff, x[t], 1) + __shfl_sync(0xffffffff, x[t], 3);
+}
+"""
+
+
+def test_warp_shuffles_pass_registers_within_each_warp_and_touch_no_memory():
+    x, total, moved = np.arange(64, dtype=np.float32), np.zeros(64, np.float32), np.zeros(64, np.float32)
+    t = trace(SHUFFLES, "shuffles", 1, 64, [x, total, moved])
+    warps = x.reshape(2, 32)
+    np.testing.assert_array_equal(total.reshape(2, 32), np.repeat(warps.sum(axis=1, keepdims=True), 32, axis=1))
+    down = np.concatenate([warps[:, 1:], warps[:, -1:]], axis=1)  # the last lane keeps its own value
+    np.testing.assert_array_equal(moved.reshape(2, 32), down + warps[:, 3:4])
+    assert t.bytes["smem"] == 0 and t.bytes["l2"] == 3 * x.nbytes  # x read once, two arrays written
+
+
 def test_an_out_of_bounds_guard_keeps_the_last_warp_partial():
     x, y = np.arange(40, dtype=np.float32), np.zeros(40, np.float32)
     t = trace(HAND, "guarded", 2, 32, [x, y, 40])

@@ -33,6 +33,11 @@ using std::min;
 
 #ifdef GM_LAB_TRACE
 void __syncthreads();
+// Warp shuffles (the traced build only): every lane of the warp names the lane whose value it
+// reads, as on the GPU; a lane outside the warp's `width`-lane segment reads its own value.
+float __shfl_sync(unsigned mask, float value, int lane, int width = 32);
+float __shfl_xor_sync(unsigned mask, float value, int lane_mask, int width = 32);
+float __shfl_down_sync(unsigned mask, float value, unsigned delta, int width = 32);
 #else
 inline void __syncthreads() { emu_block_barrier->arrive_and_wait(); }
 

@@ -334,8 +334,9 @@ def trace(source: str, kernel: str, grid, block, args, *, timeout: float = 30.0,
             done = subprocess.run([str(exe), str(tmp / "spec"), str(tmp / "stats")], capture_output=True, text=True,
                                   timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise LabError(f"{kernel} ran past the time limit of {timeout:g} s: an endless loop, or a __syncthreads() "
-                           "that not every thread of the block reaches?") from None
+            raise LabError(f"{kernel} ran past the time limit of {timeout:g} s: an endless loop, a __syncthreads() "
+                           "that not every thread of the block reaches, or a shuffle that not every lane of the warp "
+                           "reaches?") from None
         if done.returncode:
             why = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
                    else f"exit status {done.returncode}")

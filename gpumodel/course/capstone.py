@@ -1,0 +1,299 @@
+"""Chapter `08_capstone` (Capstone: a kernel within its byte budget): the tasks a learner picks
+from, each with a byte budget per level derived from the model, and the score of a kernel
+against it.
+
+A task is data: a statement, a starter kernel (CUDA C, right but wasteful in bytes), its
+launch, sizes that trace in seconds on a CPU, a NumPy reference and the model's workload of a
+kernel that moves no byte more than it must. The budget per level comes from that workload:
+HBM its compulsory bytes (each input read once, the output written once); L2 the bytes the
+model sends through L2 (for a tiled task, each tile once per block); L1, the sectors the warps
+request, the same bytes (perfect coalescing: every sector a block needs requested once); shared
+memory the model's tile formula where the task stages tiles (and nothing where it does not).
+`score` traces the learner's kernel (`gm.lab.trace`), correctness first, then holds its bytes
+against the budget level by level, and times both in the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .. import _check
+from ..hardware import REGISTER_BYTES_PER_FLOP
+from ..kernel_info import KERNELS
+from ..lab import Trace
+from ..model import predict
+from ..presets import preset_names
+from ..units import fmt_bytes, fmt_time
+from ..workloads import Workload, attention, elementwise_chain, gemm
+from .checks import Feedback, lab_run, record
+from .tables import markdown_table
+
+LEVELS = ("hbm", "l2", "l1", "smem")
+"""The levels a budget covers, as `gm.lab.Trace.bytes` names them, outermost first."""
+LEVEL_NAMES = {"hbm": "HBM", "l2": "L2", "l1": "L1 (sectors requested)", "smem": "shared memory"}
+
+
+@dataclass(frozen=True)
+class Task:
+    """One capstone task: `name`, a one-line `statement`, the `kernel` function the learner
+    writes and its `starter` source, the starter's launch (`grid`, `block`), the `sizes`, a
+    `make()` that returns fresh (args, index of the output among them, the NumPy result), the
+    `rule` the result owes, and `workload()`: the model's workload of a kernel within budget."""
+
+    name: str
+    statement: str
+    kernel: str
+    starter: str
+    grid: tuple
+    block: tuple
+    sizes: dict
+    make: Callable
+    rule: str
+    workload: Callable
+
+    @property
+    def flops(self) -> float:
+        """The task's FLOPs, as the model counts them (its workload's)."""
+        return float(self.workload().flops)
+
+
+ROWS, COLS = 64, 256
+"""The row-wise tasks' input: ROWS rows of COLS FP32 values."""
+SOFTMAX_FLOPS, LAYERNORM_FLOPS = 5, 6
+"""FLOPs per element: softmax compares for the max, subtracts it, exponentiates, adds to the sum
+and divides; layernorm adds for the mean, subtracts it, squares and adds for the variance,
+subtracts and multiplies by the reciprocal square root (the per-row terms left out)."""
+EPS = 1e-5
+"""Layernorm's epsilon, added to the variance."""
+
+
+def _rows() -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((ROWS, COLS)).astype(np.float32)
+
+
+def _softmax():
+    x = _rows()
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    return [x, np.zeros_like(x), ROWS, COLS], 1, e / e.sum(axis=1, keepdims=True)
+
+
+def _layernorm():
+    x = _rows()
+    x64 = x.astype(np.float64)
+    mean, var = x64.mean(axis=1, keepdims=True), x64.var(axis=1, keepdims=True)
+    return [x, np.zeros_like(x), ROWS, COLS, EPS], 1, (x64 - mean) / np.sqrt(var + EPS)
+
+
+def _rowwise(flops_per_element: int) -> Callable:
+    """A row-wise task's workload: the bytes of a fused elementwise chain (chapter 2), its
+    input read once and its output written once, nothing staged in shared memory."""
+    return lambda: elementwise_chain(ROWS * COLS, flops_per_element, fused=True)
+
+
+SOFTMAX_STARTER = r"""
+__global__ void softmax(const float* x, float* y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per row
+    if (r >= rows) return;
+    float m = -INFINITY, sum = 0.0f;
+    for (int j = 0; j < cols; ++j) m = fmaxf(m, x[r * cols + j]);
+    for (int j = 0; j < cols; ++j) sum += expf(x[r * cols + j] - m);
+    for (int j = 0; j < cols; ++j) y[r * cols + j] = expf(x[r * cols + j] - m) / sum;
+}
+"""
+
+LAYERNORM_STARTER = r"""
+__global__ void layernorm(const float* x, float* y, int rows, int cols, float eps) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per row
+    if (r >= rows) return;
+    float mean = 0.0f, var = 0.0f;
+    for (int j = 0; j < cols; ++j) mean += x[r * cols + j];
+    mean /= cols;
+    for (int j = 0; j < cols; ++j) var += (x[r * cols + j] - mean) * (x[r * cols + j] - mean);
+    var /= cols;
+    for (int j = 0; j < cols; ++j) y[r * cols + j] = (x[r * cols + j] - mean) / sqrtf(var + eps);
+}
+"""
+
+GEMM_SIZE = 64
+"""The GEMM task's M = N = K."""
+GEMM_TILE = "gemm_smem16"
+"""The course kernel whose tiles the GEMM budget counts with: chapter 3's 16 x 16 shared-memory tiles."""
+
+
+def _gemm():
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((GEMM_SIZE, GEMM_SIZE)).astype(np.float32) for _ in range(2))
+    n = GEMM_SIZE
+    return [a, b, np.zeros((n, n), np.float32), n, n, n], 2, a.astype(np.float64) @ b
+
+
+def _gemm_workload() -> Workload:
+    tile = KERNELS[GEMM_TILE]
+    return gemm(GEMM_SIZE, GEMM_SIZE, GEMM_SIZE, block=tile.block, thread=tile.thread)
+
+
+GEMM_STARTER = r"""
+__global__ void gemm(const float* A, const float* B, float* C, int m, int n, int k) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;  // neighbouring threads take neighbouring rows
+    int col = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= m || col >= n) return;
+    float acc = 0.0f;
+    for (int p = 0; p < k; ++p) acc += A[row * k + p] * B[p * n + col];
+    C[row * n + col] = acc;
+}
+"""
+
+SEQ, HEAD_DIM, QUERY_BLOCK = 64, 16, 32
+"""The attention task: one head of 64 queries and keys of 16 FP32 values, 32 query rows per block."""
+
+
+def _attention():
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((SEQ, HEAD_DIM)).astype(np.float32) for _ in range(3))
+    scale = 1 / np.sqrt(HEAD_DIM)
+    s = q.astype(np.float64) @ k.T * scale
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return [q, k, v, np.zeros_like(q), SEQ, float(scale)], 3, (p / p.sum(axis=1, keepdims=True)) @ v
+
+
+def _attention_workload() -> Workload:
+    """FlashAttention's workload (chapter 5) with blocks of `QUERY_BLOCK` queries and keys: Q, K,
+    V read and O written once at HBM, K and V once per query block at L2."""
+    return attention(1, 1, SEQ, HEAD_DIM, "fp32", "flash", block=(QUERY_BLOCK, QUERY_BLOCK), l2_reuse=True)
+
+
+ATTENTION_STARTER = r"""
+#define D 16
+__global__ void attention(const float* Q, const float* K, const float* V, float* O, int n, float scale) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per query row
+    float m = -INFINITY, sum = 0.0f, acc[D] = {};
+    for (int j = 0; j < n; ++j) {  // pass 1: the row's largest score
+        float dot = 0.0f;
+        for (int k = 0; k < D; ++k) dot += Q[i * D + k] * K[j * D + k];
+        m = fmaxf(m, dot * scale);
+    }
+    for (int j = 0; j < n; ++j) {  // pass 2: the scores again, weighted
+        float dot = 0.0f;
+        for (int k = 0; k < D; ++k) dot += Q[i * D + k] * K[j * D + k];
+        float p = expf(dot * scale - m);
+        sum += p;
+        for (int k = 0; k < D; ++k) acc[k] += p * V[j * D + k];
+    }
+    for (int k = 0; k < D; ++k) O[i * D + k] = acc[k] / sum;
+}
+"""
+
+TASKS = {
+    "softmax": Task("softmax", f"y = softmax(x) along each row of a {ROWS} x {COLS} FP32 matrix.", "softmax",
+                    SOFTMAX_STARTER, (ROWS // 32,), (32,), {"rows": ROWS, "cols": COLS}, _softmax,
+                    "y must be softmax(x), row by row", _rowwise(SOFTMAX_FLOPS)),
+    "layernorm": Task("layernorm", f"y = (x - mean) / sqrt(var + eps) along each row of a {ROWS} x {COLS} FP32 "
+                      "matrix (no scale or shift).", "layernorm", LAYERNORM_STARTER, (ROWS // 32,), (32,),
+                      {"rows": ROWS, "cols": COLS}, _layernorm, "y must be each row normalised",
+                      _rowwise(LAYERNORM_FLOPS)),
+    "gemm": Task("gemm", f"C = A B for {GEMM_SIZE} x {GEMM_SIZE} FP32 matrices.", "gemm", GEMM_STARTER,
+                 (GEMM_SIZE // 16, GEMM_SIZE // 16), (16, 16), {"m": GEMM_SIZE, "n": GEMM_SIZE, "k": GEMM_SIZE},
+                 _gemm, "C must be A B", _gemm_workload),
+    "attention": Task("attention", f"O = softmax(Q K^T scale) V for one head of {SEQ} queries and keys of "
+                      f"{HEAD_DIM} FP32 values.", "attention", ATTENTION_STARTER, (SEQ // QUERY_BLOCK,),
+                      (QUERY_BLOCK,), {"seq": SEQ, "head_dim": HEAD_DIM}, _attention,
+                      "O must be softmax(Q K^T scale) V", _attention_workload),
+}
+"""The capstone's tasks by name, in the order the chapter lists them."""
+
+
+def _task(task: str) -> Task:
+    """The capstone task named `task`, one of `TASKS`."""
+    return TASKS[_check.choice("task", task, tuple(TASKS))]
+
+
+def budget(task: str) -> dict:
+    """Bytes per level (`LEVELS`) that a kernel for `task` (a name of `TASKS`) may move: HBM, L2
+    and shared memory from the model's workload (`Task.workload`), L1 the L2 bytes (every
+    sector a block needs, requested once). Chapter 8."""
+    w = _task(task).workload()
+    return {"hbm": float(w.bytes["hbm"]), "l2": float(w.bytes["l2"]), "l1": float(w.bytes["l2"]),
+            "smem": float(w.bytes["smem"])}
+
+
+def _timed(name: str, flops: float, levels: dict) -> Workload:
+    """A workload the model times from bytes per level (`LEVELS`) and FP32 `flops`: HBM and L2
+    as they are; the SM's L1/shared-memory data path, the model's `smem` level, carries both
+    the shared-memory wavefronts and the sectors the warps request (as chapter 3's naive GEMM
+    pays its loads there), so both are charged to it; registers 12 bytes per flop. Chapter 8."""
+    return Workload(name, flops, {"registers": REGISTER_BYTES_PER_FLOP * flops, "smem": levels["smem"] + levels["l1"],
+                                  "l2": levels["l2"], "hbm": levels["hbm"]})
+
+
+def budget_time(task: str, gpu: str = "H100-SXM") -> float:
+    """The model's time (seconds) on `gpu` of a kernel for `task` that moves its budget. Chapter 8."""
+    flops = _task(task).flops
+    _check.choice("gpu", gpu, preset_names())
+    return float(predict(_timed(f"{task} (budget)", flops, budget(task)), gpu).time)
+
+
+def budget_table(gpu: str = "H100-SXM") -> str:
+    """Every task's statement, budget per level (bytes) and the budget's time on `gpu` in the
+    model, as a Markdown table. Chapter 8."""
+    _check.choice("gpu", gpu, preset_names())
+    rows = [[f"`{t.name}`", t.statement, *(fmt_bytes(budget(t.name)[lv]) for lv in LEVELS),
+             fmt_time(budget_time(t.name, gpu))] for t in TASKS.values()]
+    return markdown_table(["task", "statement", *(LEVEL_NAMES[lv] for lv in LEVELS), f"time on the {gpu}"], rows)
+
+
+def _ratio(got: float, allowed: float) -> str:
+    if allowed:
+        return f"{got / allowed:.2f}x"
+    return "none, as budgeted" if got == 0 else "over (budget 0)"
+
+
+def score(task: str, source: str, kernel: str | None = None, grid=None, block=None, gpu: str = "H100-SXM") -> Feedback:
+    """Chapter 8's capstone: trace `kernel` (the task's, by default) of the CUDA C `source` for
+    `task` (a name of `TASKS`) on the CPU, launched as `grid` x `block` (the starter's, by
+    default). Right when the result matches the NumPy reference and the bytes at every level
+    stay within `budget`; the feedback holds a table per level (traced bytes, budget, ratio),
+    the worst line (`Trace.hottest`) and the model's time on `gpu` of the kernel and of the
+    budget."""
+    t = _task(task)
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the kernel's CUDA C source as a str, got {type(source).__name__}")
+    _check.choice("gpu", gpu, preset_names())
+    args, out, want = t.make()
+    traced = lab_run(source, kernel or t.kernel, t.grid if grid is None else grid, t.block if block is None else block,
+                     args, out, want, t.rule)
+    if isinstance(traced, Feedback):
+        return record(f"capstone {task}", traced)
+    return record(f"capstone {task}", _judge(t, traced, gpu))
+
+
+def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
+    """The score of a correct kernel's trace `traced` for task `t`: within budget at every
+    level or not, with the table, the worst line and the model's times on `gpu`."""
+    allowed = budget(t.name)
+    got = {lv: traced.bytes[lv] for lv in LEVELS}
+    over = sorted((lv for lv in LEVELS if got[lv] > allowed[lv]),
+                  key=lambda lv: got[lv] / allowed[lv] if allowed[lv] else np.inf, reverse=True)
+    table = markdown_table(["level", "traced", "budget", "traced / budget"],
+                           [[LEVEL_NAMES[lv], fmt_bytes(got[lv]), fmt_bytes(allowed[lv]), _ratio(got[lv], allowed[lv])]
+                            for lv in LEVELS])
+    worst = traced.hottest()
+    unit, have, ideal = (("sectors", worst.sectors, worst.ideal_sectors) if worst.space == "global"
+                         else ("wavefronts", worst.wavefronts, worst.ideal_wavefronts))
+    line = (f"Worst line: {worst.line} ({worst.kind}), {have / worst.instructions:.2f} {unit} per request, "
+            f"ideal {ideal / worst.instructions:.2f}.")
+    mine, ideal_time = float(predict(_timed(f"{t.name} (yours)", t.flops, got), gpu).time), budget_time(t.name, gpu)
+    times = (f"In the model, on the {gpu}: your kernel {fmt_time(mine)}, the budget {fmt_time(ideal_time)} "
+             f"({mine / ideal_time:.2f}x).")
+    if over:
+        levels = ", ".join(f"{LEVEL_NAMES[lv]} ({_ratio(got[lv], allowed[lv])})" for lv in over)
+        head = f"Correct, but over the budget at {levels}."
+    else:
+        head = "Correct, and within the budget at every level."
+    return Feedback(not over, f"{head} {line} {times}\n\n{table}")
+
+
+WIDGET_EXERCISES = ()
+"""This chapter's widget exercises, in the order it shows them: none, its exercises are kernels."""

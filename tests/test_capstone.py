@@ -1,0 +1,116 @@
+"""Chapter 8's capstone: each task's budget is the model's count (derived here again from the
+sizes, and from the workloads), each starter is correct but over its budget (the score names the
+levels and the line), each solution of the chapter meets its budget, and bad input is refused."""
+
+import math
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+import gpumodel as gm
+from gpumodel.course import capstone as cap
+from gpumodel.lab import trace
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FLOAT = 4  # bytes
+
+
+def test_row_wise_budgets_read_the_input_once_and_write_the_output_once():
+    for name in ("softmax", "layernorm"):
+        sizes = cap.TASKS[name].sizes
+        once = 2.0 * FLOAT * sizes["rows"] * sizes["cols"]  # x read, y written
+        assert cap.budget(name) == {"hbm": once, "l2": once, "l1": once, "smem": 0.0}
+        args, out, _ = cap.TASKS[name].make()
+        assert once == args[0].nbytes + args[out].nbytes
+
+
+def test_the_gemm_budget_is_chapter_3s_tiled_gemm():
+    n, b = cap.TASKS["gemm"].sizes["m"], gm.kernel_info.KERNELS[cap.GEMM_TILE].block[0]
+    assert cap.TASKS["gemm"].sizes == {"m": n, "n": n, "k": n}
+    blocks, warps = (n // b) ** 2, b * b // 32
+    tiles = FLOAT * (n * n * (n // b) + n * n * (n // b))  # each block reads its rows of A and columns of B
+    operands = 128 * 2 * warps * n * blocks  # per warp per step of k: a broadcast of A, a row of B, one wavefront each
+    want = {"hbm": 3.0 * FLOAT * n * n, "l2": tiles + FLOAT * n * n, "l1": tiles + FLOAT * n * n,
+            "smem": tiles + operands}
+    assert cap.budget("gemm") == want
+    w = gm.gemm(n, n, n, block=(b, b, b))
+    assert want == {"hbm": w.bytes["hbm"], "l2": w.bytes["l2"], "l1": w.bytes["l2"], "smem": w.bytes["smem"]}
+
+
+def test_the_attention_budget_is_flash_attentions_with_the_tasks_query_blocks():
+    (n, d), br = cap.TASKS["attention"].sizes.values(), cap.TASKS["attention"].block[0]
+    kv_reads = 2 * n * d * math.ceil(n / br)  # K and V, once per block of queries
+    want = {"hbm": FLOAT * 4.0 * n * d, "l2": FLOAT * (2.0 * n * d + kv_reads), "l1": FLOAT * (2.0 * n * d + kv_reads),
+            "smem": 2.0 * FLOAT * (n * d + kv_reads)}
+    assert cap.budget("attention") == want
+    w = gm.attention(1, 1, n, d, "fp32", "flash", block=(br, br), l2_reuse=True)
+    assert want == {"hbm": w.bytes["hbm"], "l2": w.bytes["l2"], "l1": w.bytes["l2"], "smem": w.bytes["smem"]}
+
+
+def test_the_budget_table_lists_every_task_with_its_budget_and_time():
+    table = cap.budget_table("A100-40GB")
+    assert table.count("\n") == len(cap.TASKS) + 1
+    for name in cap.TASKS:
+        assert f"`{name}`" in table and gm.fmt_bytes(cap.budget(name)["smem"]) in table
+        assert gm.fmt_time(cap.budget_time(name, "A100-40GB")) in table
+
+
+@pytest.mark.parametrize("name", list(cap.TASKS))
+def test_each_starter_is_correct_but_over_budget_and_the_score_says_where(name):
+    task = cap.TASKS[name]
+    args, out, want = task.make()
+    traced = trace(task.starter, task.kernel, task.grid, task.block, args)
+    np.testing.assert_allclose(args[out], want, rtol=1e-4, atol=1e-5)
+    allowed = cap.budget(name)
+    over = [lv for lv in cap.LEVELS if traced.bytes[lv] > allowed[lv]]
+    assert over and "hbm" not in over  # wasteful at L1 and L2; HBM sees each distinct sector once anyway
+    feedback = cap.score(name, task.starter)
+    assert not feedback and feedback.message.startswith("Correct, but over the budget at")
+    head = feedback.message.split("Worst line")[0]
+    assert all(cap.LEVEL_NAMES[lv] in head for lv in over) and "HBM" not in head
+    assert f"Worst line: {traced.hottest().line} (" in feedback.message
+    assert f"| {cap.LEVEL_NAMES['l1']} | {gm.fmt_bytes(traced.bytes['l1'])} |" in feedback.message
+    times = re.search(r"your kernel (.+), the budget (.+) \(([\d.]+)x\)", feedback.message)
+    assert times[2] == gm.fmt_time(cap.budget_time(name, "H100-SXM")) and float(times[3]) > 1  # the waste takes time
+
+
+def chapter_solution(label: str):
+    """The solution dropdown of exercise `label` in chapter 8: the kernel source it defines, and
+    the score its last line computes (with the launch the solution chooses)."""
+    text = (ROOT / "chapters" / "08_capstone.md").read_text()
+    start = text.index(f"````{{solution-start}} {label}")
+    cell = text[start:text.index("````{solution-end}", start)].split("```{code-cell} ipython3\n")[1].split("\n```")[0]
+    body, last = cell.rsplit("\n", 1)
+    namespace = {"gm": gm, "cap": cap, "np": np}
+    exec(body, namespace)
+    return namespace["solution"], eval(last, namespace)
+
+
+@pytest.mark.parametrize("name", list(cap.TASKS))
+def test_each_chapter_solution_meets_its_budget(name):
+    source, feedback = chapter_solution(f"ex-capstone-{name}")
+    assert feedback and feedback.message.startswith("Correct, and within the budget at every level")
+    assert "(1.00x)" in feedback.message  # the model's time: the budget's, exactly
+    assert source != cap.TASKS[name].starter
+
+
+def test_correctness_comes_before_bytes():
+    source, _ = chapter_solution("ex-capstone-softmax")
+    wrong = cap.score("softmax", source.replace("v[j] / sum", "v[j] * sum"), grid=cap.ROWS // 4, block=128)
+    assert not wrong and "y must be softmax(x), row by row" in wrong.message
+    short = cap.score("softmax", source)  # the starter's launch: one warp, too few for every row
+    assert not short and "Correctness first" in short.message
+    assert "does not compile" in cap.score("gemm", "__global__ void gemm(").message
+
+
+def test_bad_input_is_refused_naming_the_parameter():
+    with pytest.raises(ValueError, match=r"task must be one of \('softmax', 'layernorm', 'gemm', 'attention'\)"):
+        cap.score("matmul", cap.TASKS["gemm"].starter)
+    with pytest.raises(TypeError, match="source must be the kernel's CUDA C source as a str, got int"):
+        cap.score("softmax", 42)
+    with pytest.raises(ValueError, match="gpu must be one of"):
+        cap.score("softmax", cap.TASKS["softmax"].starter, gpu="H300")
+    with pytest.raises(ValueError, match="task must be one of"):
+        cap.budget(None)
