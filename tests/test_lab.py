@@ -187,7 +187,16 @@ def test_the_naive_gemm_pays_one_l1_wavefront_per_global_request():
     counts = t.counts()
     requests = sum(row["requests"] for name, row in counts.items() if name.startswith("global"))
     assert 128 * requests == float(plan.workload.bytes["smem"]) > 0
+    assert float(t.workload().bytes["smem"]) == float(plan.workload.bytes["smem"])  # the traced workload charges them
     assert not any(row["requests"] for name, row in counts.items() if name.startswith("shared"))
+
+
+@pytest.mark.parametrize("stride, per_request", [(1, 128), (2, 256), (8, 1024), (64, 1024)])
+def test_a_global_request_takes_a_wavefront_or_its_sectors_on_the_l1_path(stride, per_request):
+    x, y = np.zeros(32 * 64, np.float32), np.zeros(32, np.float32)
+    t = trace(HAND, "copy", 1, 32, [x, y, stride])
+    assert t.l1_path_bytes == per_request + 128  # the load, and the coalesced store
+    assert float(t.workload().bytes["smem"]) == t.l1_path_bytes
 
 
 def test_a_partial_last_warp_reads_only_its_live_lanes():
@@ -325,11 +334,15 @@ def test_chapter_4s_lab_wants_a_thread_tile_that_shared_memory_does_not_bind():
 
     m, n, k = lab.LAB_M, lab.LAB_N, lab.LAB_K
     a100 = gm.gpu(lab.LAB_GPU)
-    warps = m * n // 32  # one result per thread: two conflict-free loads per warp and step of k, two stores per tile
-    smem, math = 128 * warps * (2 * k + 2 * k // 16) / a100.bandwidth("smem"), 2 * m * n * k / a100.peak("fp32")
+    # One result per thread: per warp, two conflict-free shared loads per step of k and two shared
+    # stores per 16-wide tile; on the same L1 path, two global loads per tile and one store of C,
+    # each a single 128 B wavefront (a warp spans two rows of 16 floats: four sectors).
+    warps = m * n // 32
+    wavefronts = 2 * k + 2 * k // 16 + 2 * k // 16 + 1
+    smem, math = 128 * warps * wavefronts / a100.bandwidth("smem"), 2 * m * n * k / a100.peak("fp32")
     assert smem > math
     starter = lab.check_thread_tile_gemm(lab.LAB_STARTER)
-    assert not starter and f"shared memory needs {gm.fmt_time(smem)} where the FP32 math needs {gm.fmt_time(math)}: " \
+    assert not starter and f"L1/shared-memory path needs {gm.fmt_time(smem)} where the FP32 math needs {gm.fmt_time(math)}: " \
         "shared memory binds" in starter.message
     assert "feeds 0.5 FMAs (most wavefronts: line 12)" in starter.message
     solution = chapter_solution("04_roofline_levels", "ex-levels-lab-thread-tile", lab=lab)
@@ -337,7 +350,7 @@ def test_chapter_4s_lab_wants_a_thread_tile_that_shared_memory_does_not_bind():
     right = lab.check_thread_tile_gemm(solution, **launch)
     assert right and "feeds 4 FMAs" in right.message and "bound by compute" in right.message
     wrong = lab.check_thread_tile_gemm(solution.replace("a[i] * b[j]", "a[i] * b[i]"), **launch)
-    assert not wrong and "C must be A B" in wrong.message and "shared memory needs" not in wrong.message
+    assert not wrong and "C must be A B" in wrong.message and "path needs" not in wrong.message
     naive = lab.check_thread_tile_gemm("""__global__ void gemm(const float* A, const float* B, float* C, int M, int N, int K) {
         int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
         float acc = 0.0f;

@@ -220,10 +220,10 @@ def budget(task: str) -> dict:
 
 
 def _timed(name: str, flops: float, levels: dict) -> Workload:
-    """A workload the model times from bytes per level (`LEVELS`) and FP32 `flops`: HBM and L2
-    as they are; the SM's L1/shared-memory data path, the model's `smem` level, carries both
-    the shared-memory wavefronts and the sectors the warps request (as chapter 3's naive GEMM
-    pays its loads there), so both are charged to it; registers 12 bytes per flop. Chapter 8."""
+    """A workload the model times from a budget's bytes per level (`LEVELS`) and FP32 `flops`:
+    HBM and L2 as they are; the model's `smem` level, the SM's L1/shared-memory data path,
+    carries the shared-memory bytes and the L1 sectors, as `gm.lab.Trace.workload` charges a
+    kernel whose requests are coalesced; registers 12 bytes per flop. Chapter 8."""
     return Workload(name, flops, {"registers": REGISTER_BYTES_PER_FLOP * flops, "smem": levels["smem"] + levels["l1"],
                                   "l2": levels["l2"], "hbm": levels["hbm"]})
 
@@ -284,7 +284,7 @@ def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
                          else ("wavefronts", worst.wavefronts, worst.ideal_wavefronts))
     line = (f"Worst line: {worst.line} ({worst.kind}), {have / worst.instructions:.2f} {unit} per request, "
             f"ideal {ideal / worst.instructions:.2f}.")
-    mine, ideal_time = float(predict(_timed(f"{t.name} (yours)", t.flops, got), gpu).time), budget_time(t.name, gpu)
+    mine, ideal_time = float(predict(traced.workload(t.flops), gpu).time), budget_time(t.name, gpu)
     times = (f"In the model, on the {gpu}: your kernel {fmt_time(mine)}, the budget {fmt_time(ideal_time)} "
              f"({mine / ideal_time:.2f}x).")
     if over:

@@ -97,11 +97,11 @@ def check_thread_tile_gemm(source: str, grid=LAB_GRID, block=LAB_BLOCK, kernel: 
              f"{fmt_intensity(ridge)}: {per_fma:.2f} wavefronts per warp-wide FMA, where the banks keep up with "
              f"{keep_up:.2f}; each float read from shared memory feeds {fmas_per_shared_read(traced):.2g} FMAs")
     if smem <= math:
-        return Feedback(True, f"On the {LAB_GPU} shared memory needs {fmt_time(smem)}, the FP32 math "
+        return Feedback(True, f"On the {LAB_GPU} the L1/shared-memory path needs {fmt_time(smem)}, the FP32 math "
                         f"{fmt_time(math)}: {reach}, held in registers across a tile of results. The kernel is bound "
                         f"by {fmt_bound(p.bound)}.")
     worst = max(shared, key=lambda s: s.wavefronts)
-    return Feedback(False, f"On the {LAB_GPU} shared memory needs {fmt_time(smem)} where the FP32 math needs "
+    return Feedback(False, f"On the {LAB_GPU} the L1/shared-memory path needs {fmt_time(smem)} where the FP32 math needs "
                     f"{fmt_time(math)}: shared memory binds. The kernel reaches {reach} (most wavefronts: line "
                     f"{worst.line}). How could one value read from shared memory feed more FMAs?")
 

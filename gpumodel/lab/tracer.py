@@ -131,12 +131,22 @@ class Trace:
         return {"smem": WAVEFRONT_BYTES * self._sum("wavefronts", "shared"), "l1": SECTOR_BYTES * self._sum("sectors", "global"),
                 "l2": l2, "hbm": SECTOR_BYTES * self.distinct_sectors * self.scale, "hbm_no_reuse": l2}
 
+    @property
+    def l1_path_bytes(self) -> float:
+        """Bytes the global loads and stores take on the SM's L1/shared-memory data path (one
+        SRAM): each warp instruction at least one 128 B wavefront, as `gm.gemm` charges the
+        naive kernel, and its sectors' bytes when they are more; scaled."""
+        return self.scale * sum(max(WAVEFRONT_BYTES * s.instructions, SECTOR_BYTES * s.sectors)
+                                for s in self.sites if s.space == "global")
+
     def workload(self, flops: float = 0.0) -> Workload:
-        """A `gm.Workload` of the traced bytes, with `flops` (FP32) the caller counts."""
+        """A `gm.Workload` of the traced bytes, with `flops` (FP32) the caller counts: the model's
+        `smem` level carries the shared-memory wavefronts and `l1_path_bytes`."""
         flops = float(_check.amount("flops", flops))
         b = self.bytes
         return Workload(f"{self.kernel} (traced)", flops,
-                        {"registers": REGISTER_BYTES_PER_FLOP * flops, "smem": b["smem"], "l2": b["l2"], "hbm": b["hbm"]},
+                        {"registers": REGISTER_BYTES_PER_FLOP * flops, "smem": b["smem"] + self.l1_path_bytes,
+                         "l2": b["l2"], "hbm": b["hbm"]},
                         note="bytes from a traced run on the CPU")
 
     def hottest(self) -> Site:
