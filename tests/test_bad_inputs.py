@@ -384,6 +384,7 @@ SIGNATURES = {
         "gpu": ("H100-SXM", outside(course.tensor_cores.WAVE_GPUS)),
         "block": (128, outside(course.tensor_cores.WAVE_BLOCKS))}),
     "course.capstone.budget": (course.capstone.budget, {"task": ("softmax", choice(tuple(course.capstone.TASKS)))}),
+    "course.capstone.editor": (course.capstone.editor, {"task": ("gemm", choice(tuple(course.capstone.TASKS)))}),
     "course.capstone.budget_time": (course.capstone.budget_time, {
         "task": ("gemm", choice(tuple(course.capstone.TASKS))), "gpu": ("H100-SXM", GPU)}),
     "course.capstone.budget_table": (course.capstone.budget_table, {"gpu": ("A100-40GB", GPU)}),

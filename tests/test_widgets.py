@@ -289,3 +289,37 @@ def test_on_the_site_the_lab_editor_is_the_starter_and_its_verdict(monkeypatch):
     assert editor.show() is editor
     page = editor._repr_html_()
     assert "__global__ void scale_by_two" in page and "Not yet." in page and "sectors per load request" in page
+
+
+def test_the_lab_editor_takes_the_launch_the_learner_types():
+    calls = []
+
+    def check(source, grid, block):
+        calls.append((source, grid, block))
+        return gm.course.checks.Feedback(True, f"launched {grid} x {block}")
+
+    editor = gm.course.widgets.LabEditor("__global__ void k() {}", check, launch={"grid": (4, 4), "block": (16, 16)})
+    style, box, launch, buttons, verdict = editor.widget().children
+    grid, block = launch.children
+    run, reset = buttons.children
+    assert (grid.value, block.value) == ("(4, 4)", "(16, 16)")
+    grid.value, block.value = "(2, 2)", "64"
+    run.click()
+    assert calls[-1] == ("__global__ void k() {}", (2, 2), 64) and "launched (2, 2) x 64" in verdict.value
+    for bad in ("two", "(0, 1)", "(1, 2, 3, 4)", "True", "1.5"):
+        grid.value = bad
+        run.click()
+        assert "Not yet." in verdict.value and "grid must be a positive int or a tuple of 1 to 3" in verdict.value
+    assert len(calls) == 1
+    reset.click()
+    assert (grid.value, block.value) == ("(4, 4)", "(16, 16)")
+
+
+def test_each_capstone_task_has_an_editor_with_its_starter_and_launch(monkeypatch):
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")
+    cap = gm.course.capstone
+    for name, task in cap.TASKS.items():
+        editor = cap.editor(name)
+        assert editor.starter == task.starter and editor.launch == {"grid": task.grid, "block": task.block}
+    page = cap.editor("softmax")._repr_html_()
+    assert f"grid <code>{cap.TASKS['softmax'].grid}</code>" in page and "over the budget" in page

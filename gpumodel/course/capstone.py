@@ -15,6 +15,7 @@ against the budget level by level, and times both in the model.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -293,6 +294,15 @@ def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
     else:
         head = "Correct, and within the budget at every level."
     return Feedback(not over, f"{head} {line} {times}\n\n{table}")
+
+
+def editor(task: str):
+    """The lab editor (`gm.course.widgets.LabEditor`) for `task` (a name of `TASKS`): its
+    starter and launch, scored by `score`. Chapter 8."""
+    from .widgets import LabEditor
+
+    t = _task(task)
+    return LabEditor(t.starter, functools.partial(score, task), launch={"grid": t.grid, "block": t.block})
 
 
 WIDGET_EXERCISES = ()

@@ -22,6 +22,7 @@ site's script is `_vendor/widgets.js`; it keeps what was answered right in the b
 
 from __future__ import annotations
 
+import ast
 import html
 import io
 import itertools
@@ -403,46 +404,75 @@ LAB_STYLE = "<style>.gm-lab-source textarea { font-family: monospace; font-size:
 class LabEditor:
     """A lab exercise's kernel, to edit and check: `starter` (CUDA C) and `check`, the chapter's
     lab checker (source -> `Feedback`: the kernel traced on the CPU, its result against NumPy,
-    then its bytes). In Jupyter and Colab a text box and a button; on the site the starter as a
-    listing with its verdict when the book was built. `key` names it in the reader's progress."""
+    then its bytes). `launch` (e.g. {"grid": (4, 4), "block": (16, 16)}), where the learner
+    chooses the launch, is passed to `check` as keywords and can be edited too. In Jupyter and
+    Colab a text box and a button; on the site the starter as a listing with its verdict when
+    the book was built. `key` names it in the reader's progress (empty: `check` notes it itself)."""
 
     starter: str
     check: Callable
-    key: str
+    key: str = ""
+    launch: dict = field(default_factory=dict)
 
-    def judge(self, source: str) -> Feedback:
-        """`check(source)`, noted in this session's progress."""
-        return record(self.key, self.check(source))
+    def judge(self, source: str, **launch) -> Feedback:
+        """`check(source, **launch)` (this editor's `launch` where not given), noted in this
+        session's progress."""
+        feedback = self.check(source, **{**self.launch, **launch})
+        return record(self.key, feedback) if self.key else feedback
 
     def _repr_html_(self) -> str:
-        verdict_now = self.check(self.starter)
-        return (f'<div class="gm-lab"><pre class="gm-lab-source" style="overflow-x: auto"><code>{html.escape(self.starter.strip())}</code></pre>'
-                f"<p><b>The starter, checked when this page was built:</b> {html.escape(str(verdict_now))}</p>"
+        launched = "".join(f", {name} <code>{value}</code>" for name, value in self.launch.items())
+        return (f'<div class="gm-lab"><pre class="gm-lab-source" style="overflow-x: auto"><code>'
+                f"{html.escape(self.starter.strip())}</code></pre>"
+                f"<p><b>The starter{launched}, checked when this page was built:</b> "
+                f"{html.escape(str(self.check(self.starter, **self.launch)))}</p>"
                 "<p>In Jupyter or Colab this is an editor: change the kernel and press <i>Trace and check</i>.</p></div>")
 
     def widget(self):
-        """The editor as ipywidgets: the source in a text box, Trace and check, and Start over."""
+        """The editor as ipywidgets: the source in a text box (and the launch, where the learner
+        chooses it), Trace and check, and Start over."""
         import ipywidgets as w
 
         source = self.starter.strip()
         box = w.Textarea(value=source, layout=w.Layout(width="100%", height=f"{1.5 * (source.count(chr(10)) + 2):.0f}em"))
         box.add_class("gm-lab-source")
+        launch = {name: w.Text(value=str(value), description=name) for name, value in self.launch.items()}
         run, reset = w.Button(description="Trace and check", button_style="primary"), w.Button(description="Start over")
         result = w.HTML()
 
         def judge(_=None):
             result.value = "<p>Tracing on the CPU...</p>"
-            feedback = self.judge(box.value)
+            try:
+                chosen = {name: _launch_value(name, text.value) for name, text in launch.items()}
+            except ValueError as err:
+                result.value = f"<p><b>Not yet.</b> {html.escape(str(err))}</p>"
+                return
+            feedback = self.judge(box.value, **chosen)
             result.value = (f"<p><b>{'Right.' if feedback else 'Not yet.'}</b></p>"
                             f'<pre style="white-space: pre-wrap">{html.escape(feedback.message)}</pre>')
 
         def start_over(_=None):
             box.value, result.value = source, ""
+            for name, text in launch.items():
+                text.value = str(self.launch[name])
 
         run.on_click(judge)
         reset.on_click(start_over)
-        return w.VBox([w.HTML(LAB_STYLE), box, w.HBox([run, reset]), result])
+        return w.VBox([w.HTML(LAB_STYLE), box, *([w.HBox(list(launch.values()))] if launch else []),
+                       w.HBox([run, reset]), result])
 
     def show(self):
         """The listing while the book is built, the editor elsewhere."""
         return self if building_book() else self.widget()
+
+
+def _launch_value(name: str, text: str):
+    """A launch dimension typed in the editor: an int or a tuple of 1 to 3 ints."""
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        value = None
+    dims = value if isinstance(value, tuple) else (value,)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
+        raise ValueError(f"{name} must be a positive int or a tuple of 1 to 3 of them, like (4, 4); got {text!r}")
+    return value
