@@ -124,7 +124,8 @@ def test_run_all_in_jupyterlab(lab, browser, name, glued):
 
 def test_a_widget_exercise_in_jupyterlab(lab, browser):
     """Chapter 3's thread-tile exercise, operated as a learner would: its menus redraw the
-    bars, a wrong answer gets a hint, the right one is accepted."""
+    bars, a wrong answer gets a hint, the right one is accepted; then its kernel lab's editor:
+    the starter refused for its bank conflicts, the padded tile accepted."""
     page = run_all(browser, lab, "03_tiling.ipynb")
     box = page.locator(".widget-vbox", has=page.locator("select")).filter(
         has=page.locator("button", has_text="Check")).first  # an explorer, not a checkpoint (no menus)
@@ -147,4 +148,16 @@ def test_a_widget_exercise_in_jupyterlab(lab, browser):
     page.wait_for_function("(el) => el.innerText.includes('Right.')", arg=verdict.element_handle(), timeout=10_000)
     SHOTS.mkdir(parents=True, exist_ok=True)
     box.screenshot(path=str(SHOTS / "lab-03_tiling-exercise.png"))
+
+    # The kernel lab's editor on the same page: the starter traced as it stands, then edited.
+    editor = page.locator(".widget-vbox", has=page.locator("textarea")).first
+    source, trace = editor.locator("textarea"), editor.locator("button", has_text="Trace and check")
+    verdict = editor.locator(".widget-html").last
+    trace.click()
+    page.wait_for_function("(el) => el.innerText.includes('Not yet.')", arg=verdict.element_handle(), timeout=60_000)
+    assert "bank conflicts" in verdict.inner_text()
+    source.fill(gm.course.tiling.LAB_STARTER.replace("tile[TILE][TILE]", "tile[TILE][TILE + 1]"))
+    trace.click()
+    page.wait_for_function("(el) => el.innerText.includes('Right.')", arg=verdict.element_handle(), timeout=60_000)
+    editor.screenshot(path=str(SHOTS / "lab-03_tiling-editor.png"))
     page.close()
