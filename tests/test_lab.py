@@ -178,6 +178,21 @@ def test_course_kernels_traced_equal_their_workloads(make, levels):
         assert got[level] == float(plan.workload.bytes[level]), (plan.label, level)
 
 
+@pytest.mark.parametrize("make", [lambda: plans.plan_gemm("gemm_smem16", 64, 64, 32),
+                                  lambda: plans.plan_gemm("gemm_reg128", 128, 128, 16),
+                                  lambda: plans.plan_transpose("transpose_padded", 64)])
+def test_the_traced_workload_adds_to_a_tiled_kernels_smem_only_the_l1_path_the_model_leaves_out(make):
+    """A difference found, not a tolerance: the model's tiled formulas charge the shared-memory
+    level with the tiles' wavefronts only, the traced workload also with the global loads and
+    stores that cross the same data path (as the model charges the naive GEMM's). Each of these
+    kernels' global requests is coalesced: one 128 B wavefront each."""
+    plan = make()
+    (t,) = trace_plan(plan)
+    requests = sum(row["requests"] for name, row in t.counts().items() if name.startswith("global"))
+    assert t.l1_path_bytes == 128 * requests > 0
+    assert float(t.workload().bytes["smem"]) == float(plan.workload.bytes["smem"]) + t.l1_path_bytes
+
+
 def test_the_naive_gemm_pays_one_l1_wavefront_per_global_request():
     """The naive GEMM has no shared memory; the model charges its loads and stores the L1 and
     shared-memory data path they share, one 128 B wavefront per warp request (chapter 3).
