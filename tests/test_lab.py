@@ -492,3 +492,12 @@ def test_the_build_folder_keeps_only_the_most_recently_used_executables(monkeypa
 def test_run_refuses_bad_input_before_tracing(bad, message):
     with pytest.raises((ValueError, TypeError), match=message):
         gm.lab.run(INPLACE, "twice", 1, 32, [np.ones(32, np.float32), 32], **bad)
+
+
+def test_shuffles_run_alike_traced_and_on_the_stand_ins_gpu(stand_in):
+    """The plain emulator behind the CuPy stand-in shares the traced build's shuffles (one
+    definition in cuda_emu.h): the GPU run's arrays equal the traced run's."""
+    x, total, moved = np.arange(64, dtype=np.float32), np.zeros(64, np.float32), np.zeros(64, np.float32)
+    done = gm.lab.run(SHUFFLES, "shuffles", 1, 64, [x, total, moved], repeats=1)
+    assert done.measured.matches and done.measured.max_abs_error == 0
+    assert total[0] == x[:32].sum()

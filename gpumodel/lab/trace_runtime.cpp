@@ -13,6 +13,7 @@
 // "block x y z", "blocks b0 b1 ..." (linear ids to run), then one "arg P bytes path" (an array, read from and written back to path),
 // "arg I value" or "arg F value" per kernel parameter. STATS gets one line per access site.
 #define GM_LAB_TRACE
+#define GM_LAB_RUNTIME
 #include "cuda_emu.h"
 
 #include <pthread.h>
@@ -59,13 +60,6 @@ struct OutOfBounds { uint64_t count = 0; uintptr_t pc = 0, addr = 0; bool write 
 
 std::vector<Array> arrays;
 thread_local Log* my_log = nullptr;
-struct Warp {  // the lanes of one warp of the running block, for shuffles
-    std::unique_ptr<std::barrier<>> gate;
-    float values[WARP] = {};  // a lane that has not yet published (it returned first) reads as 0
-    int lanes;
-};
-std::vector<Warp>* block_warps = nullptr;
-thread_local int my_lane = 0, my_warp = 0;
 OutOfBounds oob;
 std::mutex oob_lock;
 
@@ -203,12 +197,8 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
     const unsigned bx = linear % grid.x, by = linear / grid.x % grid.y, bz = linear / (grid.x * grid.y);
     std::vector<Log> logs(n);
     for (auto& l : logs) l.cap = MAX_RECORDS / n;
-    std::vector<Warp> warps((n + WARP - 1) / WARP);
-    for (unsigned w = 0; w < warps.size(); ++w) {
-        warps[w].lanes = std::min<int>(WARP, n - w * WARP);
-        warps[w].gate = std::make_unique<std::barrier<>>(warps[w].lanes);
-    }
-    block_warps = &warps;
+    std::vector<emu_warp> warps = emu_warps(n);
+    emu_block_warps = &warps;
     block_sectors.clear();
     block_logs = &logs;
     std::barrier<Phase> barrier(n);
@@ -228,11 +218,11 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
             logs[t].stack_lo = (uintptr_t)lo;
             logs[t].stack_hi = (uintptr_t)lo + size;
             my_log = &logs[t];
-            my_lane = t % WARP;
-            my_warp = t / WARP;
+            emu_lane = t % WARP;
+            emu_warp_id = t / WARP;
             gm_body(kernel, args);
             my_log = nullptr;
-            warps[my_warp].gate->arrive_and_drop();  // a finished lane no longer holds its warp's shuffles
+            warps[emu_warp_id].gate->arrive_and_drop();  // a finished lane no longer holds its warp's shuffles
             barrier.arrive_and_drop();
         });
     for (auto& t : threads) t.join();
@@ -246,27 +236,6 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
 }  // namespace
 
 void __syncthreads() { block_barrier->arrive_and_wait(); }
-
-// Lane `from` (of this lane's `width`-lane segment) publishes `value` to this lane, or this lane
-// keeps its own when `from` lies outside the segment or past the warp's last thread.
-static float shuffle(float value, int from, int width) {
-    Warp& w = (*block_warps)[my_warp];
-    const int start = my_lane / width * width;
-    w.values[my_lane] = value;
-    w.gate->arrive_and_wait();
-    const float got = from >= start && from < start + width && from < w.lanes ? w.values[from] : value;
-    w.gate->arrive_and_wait();  // every lane has read before any publishes again
-    return got;
-}
-float __shfl_sync(unsigned, float value, int lane, int width) {
-    return shuffle(value, my_lane / width * width + lane % width, width);
-}
-float __shfl_xor_sync(unsigned, float value, int lane_mask, int width) {
-    return shuffle(value, my_lane ^ lane_mask, width);
-}
-float __shfl_down_sync(unsigned, float value, unsigned delta, int width) {
-    return shuffle(value, my_lane + delta, width);
-}
 
 #define GM_HOOKS(N)                                                                                    \
     extern "C" void __tsan_read##N(void* p) { record(p, N, false, __builtin_return_address(0)); }      \
