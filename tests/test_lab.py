@@ -53,6 +53,12 @@ __global__ void guarded(const float* x, float* y, int n) {
 """
 
 
+def starter_line(source: str, text: str) -> int:
+    """The line of `source` (numbered from 1, as the learner sees it) that holds `text`."""
+    (line,) = [i for i, row in enumerate(source.splitlines(), 1) if text in row]
+    return line
+
+
 def site(t, space, write):
     (s,) = [s for s in t.sites if s.space == space and s.write == write]
     return s
@@ -280,7 +286,8 @@ def test_chapter_2s_lab_scores_the_starter_and_the_solution():
     from gpumodel.course import intensity
 
     starter = intensity.check_coalesced_kernel(intensity.LAB_STARTER)
-    assert not starter and "sectors per load request where 4.00 would do (line 6)" in starter.message
+    line = starter_line(intensity.LAB_STARTER, "2.0f * x[")
+    assert not starter and f"sectors per load request where 4.00 would do (line {line})" in starter.message
     solution = intensity.LAB_STARTER.replace("y[t * per + k] = 2.0f * x[t * per + k]",
                                              "y[k * (n / per) + t] = 2.0f * x[k * (n / per) + t]")
     assert intensity.check_coalesced_kernel(solution)
@@ -335,7 +342,8 @@ def test_chapter_3s_lab_wants_a_transpose_without_bank_conflicts():
     from gpumodel.course import tiling
 
     starter = tiling.check_conflict_free_transpose(tiling.LAB_STARTER)
-    assert not starter and "where 256 would do, 3,968 of them bank conflicts (worst: line 12)" in starter.message
+    line = starter_line(tiling.LAB_STARTER, "= tile[threadIdx.x]")
+    assert not starter and f"where 256 would do, 3,968 of them bank conflicts (worst: line {line})" in starter.message
     solution = chapter_solution("03_tiling", "ex-tiling-lab-banks", lab=tiling)
     assert solution != tiling.LAB_STARTER and tiling.check_conflict_free_transpose(solution)
     copy = solution.replace("tile[threadIdx.x][threadIdx.y + j]", "tile[threadIdx.y + j][threadIdx.x]")
@@ -359,7 +367,7 @@ def test_chapter_4s_lab_wants_a_thread_tile_that_shared_memory_does_not_bind():
     starter = lab.check_thread_tile_gemm(lab.LAB_STARTER)
     assert not starter and f"L1/shared-memory path needs {gm.fmt_time(smem)} where the FP32 math needs {gm.fmt_time(math)}: " \
         "shared memory binds" in starter.message
-    assert "feeds 0.5 FMAs (most wavefronts: line 12)" in starter.message
+    assert f"feeds 0.5 FMAs (most wavefronts: line {starter_line(lab.LAB_STARTER, '+= As[')})" in starter.message
     solution = chapter_solution("04_roofline_levels", "ex-levels-lab-thread-tile", lab=lab)
     launch = dict(grid=(n // 64, m // 64), block=(8, 8))
     right = lab.check_thread_tile_gemm(solution, **launch)
@@ -501,3 +509,35 @@ def test_shuffles_run_alike_traced_and_on_the_stand_ins_gpu(stand_in):
     done = gm.lab.run(SHUFFLES, "shuffles", 1, 64, [x, total, moved], repeats=1)
     assert done.measured.matches and done.measured.max_abs_error == 0
     assert total[0] == x[:32].sum()
+
+
+def test_the_lab_knows_the_common_intrinsics_and_the_upward_shuffle():
+    source = r"""
+__global__ void fast(const float* x, float* y) {
+    int t = threadIdx.x;
+    float v = __ldg(&x[t]);
+    y[t] = __expf(__logf(v)) + __fdividef(v, 2.0f) * rsqrtf(v * v) + __shfl_up_sync(0xffffffff, v, 1);
+}
+"""
+    x, y = np.arange(1, 33, dtype=np.float32), np.zeros(32, np.float32)
+    t = trace(source, "fast", 1, 32, [x, y])
+    up = np.concatenate([x[:1], x[:-1]])  # lane 0 keeps its own value
+    np.testing.assert_allclose(y, x + 0.5 + up, rtol=1e-5)
+    assert site(t, "global", False).line == 4 and site(t, "global", False).sectors == 4  # __ldg is a load
+
+
+def test_a_link_error_keeps_its_reason():
+    source = "float mystery(float);\n__global__ void k(float* y) { y[threadIdx.x] = mystery(1.0f); }\n"
+    with pytest.raises(LabError, match="undefined reference to `mystery"):
+        trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
+
+
+def test_elements_left_unwritten_get_a_hint_about_the_launch():
+    half = r"""__global__ void scale_by_two(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = 2.0f * x[i];
+}"""
+    feedback = gm.course.intensity.check_coalesced_kernel(half)  # 512 threads for 16,384 floats
+    assert not feedback and "as if never written: do grid x block threads cover every element?" in feedback.message
+    wrong = gm.course.intensity.check_coalesced_kernel(gm.course.intensity.LAB_STARTER.replace("= 2.0f", "= 3.0f"))
+    assert not wrong and "never written" not in wrong.message

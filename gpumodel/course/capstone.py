@@ -94,8 +94,7 @@ def _rowwise(flops_per_element: int) -> Callable:
     return lambda: elementwise_chain(ROWS * COLS, flops_per_element, fused=True)
 
 
-SOFTMAX_STARTER = r"""
-__global__ void softmax(const float* x, float* y, int rows, int cols) {
+SOFTMAX_STARTER = r"""__global__ void softmax(const float* x, float* y, int rows, int cols) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per row
     if (r >= rows) return;
     float m = -INFINITY, sum = 0.0f;
@@ -105,8 +104,7 @@ __global__ void softmax(const float* x, float* y, int rows, int cols) {
 }
 """
 
-LAYERNORM_STARTER = r"""
-__global__ void layernorm(const float* x, float* y, int rows, int cols, float eps) {
+LAYERNORM_STARTER = r"""__global__ void layernorm(const float* x, float* y, int rows, int cols, float eps) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per row
     if (r >= rows) return;
     float mean = 0.0f, var = 0.0f;
@@ -136,8 +134,7 @@ def _gemm_workload() -> Workload:
     return gemm(GEMM_SIZE, GEMM_SIZE, GEMM_SIZE, block=tile.block, thread=tile.thread)
 
 
-GEMM_STARTER = r"""
-__global__ void gemm(const float* A, const float* B, float* C, int m, int n, int k) {
+GEMM_STARTER = r"""__global__ void gemm(const float* A, const float* B, float* C, int m, int n, int k) {
     int row = blockIdx.x * blockDim.x + threadIdx.x;  // neighbouring threads take neighbouring rows
     int col = blockIdx.y * blockDim.y + threadIdx.y;
     if (row >= m || col >= n) return;
@@ -166,8 +163,7 @@ def _attention_workload() -> Workload:
     return attention(1, 1, SEQ, HEAD_DIM, "fp32", "flash", block=(QUERY_BLOCK, QUERY_BLOCK), l2_reuse=True)
 
 
-ATTENTION_STARTER = r"""
-#define D 16
+ATTENTION_STARTER = r"""#define D 16
 __global__ void attention(const float* Q, const float* K, const float* V, float* O, int n, float scale) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per query row
     float m = -INFINITY, sum = 0.0f, acc[D] = {};
@@ -248,7 +244,7 @@ def budget_table(gpu: str = "H100-SXM") -> str:
 def _ratio(got: float, allowed: float) -> str:
     if allowed:
         return f"{got / allowed:.2f}x"
-    return "none, as budgeted" if got == 0 else "over (budget 0)"
+    return "none, as budgeted" if got == 0 else "over a budget of 0"
 
 
 def score(task: str, source: str, kernel: str | None = None, grid=None, block=None, gpu: str = "H100-SXM") -> Feedback:
@@ -280,16 +276,20 @@ def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
     table = markdown_table(["level", "traced", "budget", "traced / budget"],
                            [[LEVEL_NAMES[lv], fmt_bytes(got[lv]), fmt_bytes(allowed[lv]), _ratio(got[lv], allowed[lv])]
                             for lv in LEVELS])
-    worst = traced.hottest()
+    spaces = {"shared" if lv == "smem" else "global" for lv in over} or {"global", "shared"}
+    worst = traced.hottest(spaces)
     unit, have, ideal = (("sectors", worst.sectors, worst.ideal_sectors) if worst.space == "global"
                          else ("wavefronts", worst.wavefronts, worst.ideal_wavefronts))
     line = (f"Worst line: {worst.line} ({worst.kind}), {have / worst.instructions:.2f} {unit} per request, "
             f"ideal {ideal / worst.instructions:.2f}.")
+    if over and have == ideal:
+        line += (" Every access there is already at its ideal: the bytes over budget are the same data "
+                 "requested more than once.")
     mine, ideal_time = float(predict(traced.workload(t.flops), gpu).time), budget_time(t.name, gpu)
     times = (f"In the model, on the {gpu}: your kernel {fmt_time(mine)}, the budget {fmt_time(ideal_time)} "
              f"({mine / ideal_time:.2f}x).")
     if over:
-        levels = ", ".join(f"{LEVEL_NAMES[lv]} ({_ratio(got[lv], allowed[lv])})" for lv in over)
+        levels = "; ".join(f"{LEVEL_NAMES[lv]}: {_ratio(got[lv], allowed[lv])}" for lv in over)
         head = f"Correct, but over the budget at {levels}."
     else:
         head = "Correct, and within the budget at every level."

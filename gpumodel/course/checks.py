@@ -333,6 +333,9 @@ def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, r
     if len(wrong):
         at = tuple(int(i) for i in wrong[0])
         where = ", ".join(map(str, at))
+        unwritten = bool(np.all(got[tuple(wrong.T)] == 0))
+        why = (" They are all still 0, as if never written: do grid x block threads cover every element?"
+               if unwritten else "")
         return Feedback(False, f"{rule}: element [{where}] is {got[at]:g}, not {want[at]:g} "
-                        f"({len(wrong):,} elements wrong). Correctness first, then bytes.")
+                        f"({len(wrong):,} elements wrong).{why} Correctness first, then bytes.")
     return traced

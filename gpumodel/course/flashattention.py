@@ -55,8 +55,7 @@ def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Fee
 LAB_N, LAB_D, LAB_BLOCK = 64, 16, 32
 """The attention lab's launch: one head of 64 queries and keys of 16 FP32 values, a thread per
 query row, 2 blocks of 32 threads."""
-LAB_STARTER = r"""
-#define D 16
+LAB_STARTER = r"""#define D 16
 __global__ void attention(const float* Q, const float* K, const float* V, float* O, float* S, int n, float scale) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // this thread's query row
     float* s = S + i * n;                           // its row of scores, in global memory

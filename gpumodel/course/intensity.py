@@ -34,8 +34,7 @@ def check_fusion_limit(gpu, dtype: str, answer) -> Feedback:
 
 LAB_N, LAB_GRID, LAB_BLOCK = 2**14, 4, 128
 """The lab's launch: n floats over 4 blocks of 128 threads, 32 elements per thread."""
-LAB_STARTER = r"""
-__global__ void scale_by_two(const float* x, float* y, int n) {
+LAB_STARTER = r"""__global__ void scale_by_two(const float* x, float* y, int n) {
     // each thread takes a contiguous chunk of the array, as a CPU thread would
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     int per = n / (gridDim.x * blockDim.x);
@@ -64,8 +63,7 @@ def check_coalesced_kernel(source: str, kernel: str = "scale_by_two") -> Feedbac
 
 CHAIN_SCALE, CHAIN_BIAS = 0.5, -0.25
 """The chain lab's constants: y = relu(x) * 0.5 - 0.25."""
-CHAIN_STARTER = r"""
-__global__ void chain(const float* x, float* tmp, float* y, float s, float b, int n) {
+CHAIN_STARTER = r"""__global__ void chain(const float* x, float* tmp, float* y, float s, float b, int n) {
     // three passes, as three kernels would make: each reads and writes an array in global memory
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     tmp[i] = fmaxf(x[i], 0.0f);

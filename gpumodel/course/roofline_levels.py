@@ -46,8 +46,7 @@ LAB_FLOPS = 2 * LAB_M * LAB_N * LAB_K
 """The lab GEMM's flops, two per FMA."""
 LAB_GRID, LAB_BLOCK = (LAB_N // 16, LAB_M // 16), (16, 16)
 """The starter's launch: blocks of 16 x 16 threads over 16 x 16 tiles of C, one result per thread."""
-LAB_STARTER = r"""
-#define TILE 16
+LAB_STARTER = r"""#define TILE 16
 __global__ void gemm(const float* A, const float* B, float* C, int M, int N, int K) {
     __shared__ float As[TILE][TILE];
     __shared__ float Bs[TILE][TILE];

@@ -87,8 +87,7 @@ def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Fee
 
 LAB_N, LAB_BLOCK = 64, (32, 8)
 """The transpose lab's launch: a 64 x 64 matrix in 32 x 32 tiles, 2 x 2 blocks of 32 x 8 threads."""
-LAB_STARTER = r"""
-#define TILE 32
+LAB_STARTER = r"""#define TILE 32
 #define ROWS 8
 __global__ void transpose(const float* in, float* out, int n) {
     __shared__ float tile[TILE][TILE];

@@ -51,6 +51,7 @@ inline std::vector<emu_warp> emu_warps(unsigned threads) {
 float __shfl_sync(unsigned mask, float value, int lane, int width = 32);
 float __shfl_xor_sync(unsigned mask, float value, int lane_mask, int width = 32);
 float __shfl_down_sync(unsigned mask, float value, unsigned delta, int width = 32);
+float __shfl_up_sync(unsigned mask, float value, unsigned delta, int width = 32);
 #else
 #ifdef GM_LAB_RUNTIME
 #define EMU_SHUFFLE
@@ -77,6 +78,9 @@ EMU_SHUFFLE float __shfl_xor_sync(unsigned, float value, int lane_mask, int widt
 EMU_SHUFFLE float __shfl_down_sync(unsigned, float value, unsigned delta, int width = 32) {
     return emu_shuffle(value, emu_lane + delta, width);
 }
+EMU_SHUFFLE float __shfl_up_sync(unsigned, float value, unsigned delta, int width = 32) {
+    return emu_shuffle(value, emu_lane - (int)delta, width);
+}
 #endif
 
 #define __global__
@@ -86,6 +90,14 @@ EMU_SHUFFLE float __shfl_down_sync(unsigned, float value, unsigned delta, int wi
 #define __launch_bounds__(...)
 using std::max;
 using std::min;
+// Fast-math intrinsics and the read-only load, as plain C++ (results may differ from the GPU's
+// in the last bits).
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+template <typename T>
+inline T __ldg(const T* p) { return *p; }
 
 #ifdef GM_LAB_TRACE
 void __syncthreads();

@@ -151,12 +151,13 @@ class Trace:
                          "l2": b["l2"], "hbm": b["hbm"]},
                         note="bytes from a traced run on the CPU")
 
-    def hottest(self) -> Site:
-        """The site that costs the most sectors or wavefronts over its ideal (ties: the most)."""
+    def hottest(self, spaces=("global", "shared")) -> Site:
+        """The site in `spaces` that costs the most sectors or wavefronts over its ideal (ties:
+        the most); any site where `spaces` holds none."""
         def waste(s):
             got, ideal = (s.sectors, s.ideal_sectors) if s.space == "global" else (s.wavefronts, s.ideal_wavefronts)
             return (got - ideal, got)
-        return max(self.sites, key=waste)
+        return max([s for s in self.sites if s.space in spaces] or self.sites, key=waste)
 
     def report(self, flops: float = 0.0, gpus=None) -> str:
         """The text a learner reads: per level, per access, the worst line, the model's time."""
@@ -195,7 +196,8 @@ def _build_dir() -> pathlib.Path:
 def _compile(args: list, what: str) -> None:
     done = subprocess.run(["g++", *args], capture_output=True, text=True)
     if done.returncode:
-        errors = [line for line in done.stderr.splitlines() if "error" in line or SOURCE_NAME in line]
+        errors = [line for line in done.stderr.splitlines()
+                  if "error" in line or "undefined reference" in line or SOURCE_NAME in line]
         raise LabError(f"{what} does not compile:\n" + "\n".join(errors[:20] or done.stderr.splitlines()[:20]))
 
 
