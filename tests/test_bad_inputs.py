@@ -384,6 +384,8 @@ SIGNATURES = {
         "gpu": ("H100-SXM", outside(course.tensor_cores.WAVE_GPUS)),
         "block": (128, outside(course.tensor_cores.WAVE_BLOCKS))}),
     "course.capstone.budget": (course.capstone.budget, {"task": ("softmax", choice(tuple(course.capstone.TASKS)))}),
+    "course.capstone.check_gemm_l2_budget": (course.capstone.check_gemm_l2_budget, {
+        "answer": (8650752, ANSWER), "size": (256, integer(16, 2**14))}),
     "course.capstone.editor": (course.capstone.editor, {"task": ("gemm", choice(tuple(course.capstone.TASKS)))}),
     "course.capstone.budget_time": (course.capstone.budget_time, {
         "task": ("gemm", choice(tuple(course.capstone.TASKS))), "gpu": ("H100-SXM", GPU)}),

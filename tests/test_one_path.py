@@ -52,6 +52,7 @@ RULE = {  # exercise label: (chapter, the heading of the section that teaches it
     "ex-tiling-lab-banks": ("03_tiling", "Bank conflicts"),
     "ex-levels-lab-thread-tile": ("04_roofline_levels", "One roof per level"),
     "ex-flash-lab-block-loop": ("05_flashattention", "The online softmax"),
+    "ex-capstone-budget": ("08_capstone", "The tasks and their budgets"),
     "ex-capstone-softmax": ("08_capstone", "Warp shuffles: a reduction without shared memory"),
     "ex-capstone-layernorm": ("08_capstone", "Warp shuffles: a reduction without shared memory"),
     "ex-capstone-gemm": ("03_tiling", "Rung 2: 16 x 16 tiles in shared memory"),

@@ -29,7 +29,7 @@ from ..model import predict
 from ..presets import preset_names
 from ..units import fmt_bytes, fmt_time
 from ..workloads import Workload, attention, elementwise_chain, gemm
-from .checks import Feedback, lab_run, record
+from .checks import Feedback, check_number, lab_run, record
 from .tables import markdown_table
 
 LEVELS = ("hbm", "l2", "l1", "smem")
@@ -129,9 +129,23 @@ def _gemm():
     return [a, b, np.zeros((n, n), np.float32), n, n, n], 2, a.astype(np.float64) @ b
 
 
-def _gemm_workload() -> Workload:
+def _gemm_workload(size: int = GEMM_SIZE) -> Workload:
     tile = KERNELS[GEMM_TILE]
-    return gemm(GEMM_SIZE, GEMM_SIZE, GEMM_SIZE, block=tile.block, thread=tile.thread)
+    return gemm(size, size, size, block=tile.block, thread=tile.thread)
+
+
+def check_gemm_l2_budget(answer, size: int = 256) -> Feedback:
+    """Chapter 8: the GEMM task's L2 budget, in bytes, at `size` x `size` x `size` FP32 (whole
+    tiles): each tile of A and B read once per block, C written once."""
+    b = KERNELS[GEMM_TILE].block[0]
+    size = _check.integer("size", size, b, 2**14)
+    if size % b:
+        raise ValueError(f"size must be a multiple of the tile, {b}, got {size}")
+    return check_number(answer, float(_gemm_workload(size).bytes["l2"]), "bytes", rtol=0.01,
+                        key=f"check_gemm_l2_budget({size})",
+                        explain=f"{(size // b) ** 2:,} blocks each read a {b} x {size} strip of A and a {size} x {b} "
+                        "strip of B, 4 bytes an element, and C is written once.",
+                        hint="Count the blocks; each reads its rows of A and its columns of B in full, once. Add C.")
 
 
 GEMM_STARTER = r"""__global__ void gemm(const float* A, const float* B, float* C, int m, int n, int k) {

@@ -135,9 +135,10 @@ class Trace:
     def l1_path_bytes(self) -> float:
         """Bytes the global loads and stores take on the SM's L1/shared-memory data path (one
         SRAM): each warp instruction at least one 128 B wavefront, as `gm.gemm` charges the
-        naive kernel, and its sectors' bytes when they are more; scaled. The model's tiled
-        formulas (`gm.gemm` with tiles, `gm.transpose`) leave the global requests out of that
-        level: there the traced workload is higher by exactly these bytes."""
+        naive kernel, and its sectors' bytes when they are more; scaled. The model's other
+        formulas (elementwise, strided, tiled: `gm.gemm` with tiles, `gm.transpose`) leave the
+        global requests out of that level: there the traced workload is higher by exactly
+        these bytes."""
         return self.scale * sum(max(WAVEFRONT_BYTES * s.instructions, SECTOR_BYTES * s.sectors)
                                 for s in self.sites if s.space == "global")
 
