@@ -1,7 +1,7 @@
 """Every question a reader answers, on the site and in Jupyter: the code-cell exercises (their
 checkers' rules), the widget exercises and the checkpoints. One way to read a typed number
 (the same table drives widgets.js in tests/test_browser.py), hints that never hold the
-answer, a text keyboard for names, checkpoints in chapters 1-6, and progress kept."""
+answer, a text keyboard for names, checkpoints in chapters 1-7, and progress kept."""
 
 import json
 import pathlib
@@ -155,10 +155,10 @@ def test_a_python_tuple_from_thousands_separators_gets_a_sentence():
 CHECKPOINT_CELL = re.compile(r"""gm\.course\.checkpoint\(["']([\w-]+)["']\)""")
 
 
-def test_every_checkpoint_is_shown_once_in_its_chapter_and_chapters_one_to_six_have_two_or_more():
+def test_every_checkpoint_is_shown_once_in_its_chapter_and_chapters_one_to_seven_have_two_or_more():
     made = gm.course.checkpoints()
     shown = {}
-    for path in sorted((ROOT / "chapters").glob("0[1-6]_*.md")):
+    for path in sorted((ROOT / "chapters").glob("0[1-7]_*.md")):
         keys = CHECKPOINT_CELL.findall(path.read_text())
         assert len(keys) >= 2, f"{path.name}: {len(keys)} checkpoints"
         shown |= {k: path.stem for k in keys}

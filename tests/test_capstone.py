@@ -119,8 +119,8 @@ def test_bad_input_is_refused_naming_the_parameter():
 def test_the_budget_exercise_wants_each_tile_once_per_block_and_c_once():
     n, tile = 256, 16
     expected = (n // tile) ** 2 * 2 * tile * n * 4 + n * n * 4  # strips of A and B per block, then C
-    assert cap.check_gemm_l2_budget(f"{expected:,}", size=n)
-    forgot_c = cap.check_gemm_l2_budget(expected - n * n * 4, size=n)
+    assert cap.check_gemm_l2_budget(n, f"{expected:,}")
+    forgot_c = cap.check_gemm_l2_budget(n, expected - n * n * 4)
     assert not forgot_c and f"{expected:,}" not in forgot_c.message and "Add C" in forgot_c.message
     with pytest.raises(ValueError, match="size must be a multiple of the tile, 16"):
-        cap.check_gemm_l2_budget(expected, size=100)
+        cap.check_gemm_l2_budget(100, expected)

@@ -16,7 +16,7 @@ from ..tensor_cores import operand_intensity
 from ..units import fmt_intensity, fmt_time
 from ..workloads import gemm_ideal, vector_add
 from .checks import Feedback, check_number, number_rules
-from .widgets import WidgetExercise, bars
+from .widgets import Checkpoint, WidgetExercise, bars
 
 
 def check_launch_bound(kernels: int, kernel_time: float, answer, gpu: str = "B200") -> Feedback:
@@ -144,3 +144,29 @@ def tile_ridge(gpu: str = "B200", tile: str = "m128 (tcgen05, 1 CTA)") -> Widget
 
 WIDGET_EXERCISES = (launch_bound, tile_ridge)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+def _checkpoint(key: str, question: str, unanswered: Feedback, prompt: str) -> Checkpoint:
+    """A checkpoint asking `question`, judged by the rules its checker gives an unanswered call."""
+    return Checkpoint(key, question, unanswered.rules, prompt)
+
+
+CHECKPOINTS = {
+    "cp-bw-launches": lambda: _checkpoint(
+        "cp-bw-launches", "100 kernels of 1 us each are launched one by one by the CUDA driver on the B200. "
+        "How long do they take?", check_launch_bound(100, 1e-6, None), "time"),
+    "cp-bw-pair": lambda: _checkpoint(
+        "cp-bw-pair", "A 2-CTA fp16 MMA of 256 x 256: how many FLOP does each CTA do per byte it reads from "
+        "shared memory?", check_pair_intensity(None), "intensity"),
+    "cp-bw-registers": lambda: _checkpoint(
+        "cp-bw-registers", "One producer warpgroup has lowered itself to 40 registers per thread. How many "
+        "registers per thread can each of two consumer warpgroups take?", check_consumer_registers(None),
+        "registers"),
+    "cp-bw-nvfp4": lambda: _checkpoint(
+        "cp-bw-nvfp4", "How many bytes does one NVFP4 weight cost, its share of the block scale included?",
+        check_nvfp4_bytes(None), "bytes"),
+    "cp-bw-held-clock": lambda: _checkpoint(
+        "cp-bw-held-clock", "What is the model's time of the 8192^3 fp16 GEMM on an H100 SXM held at 1500 MHz?",
+        check_held_clock(None), "time"),
+}
+"""This chapter's checkpoints, in the order it shows them (the checkers above judge them)."""

@@ -134,7 +134,7 @@ def _gemm_workload(size: int = GEMM_SIZE) -> Workload:
     return gemm(size, size, size, block=tile.block, thread=tile.thread)
 
 
-def check_gemm_l2_budget(answer, size: int = 256) -> Feedback:
+def check_gemm_l2_budget(size: int, answer) -> Feedback:
     """Chapter 8: the GEMM task's L2 budget, in bytes, at `size` x `size` x `size` FP32 (whole
     tiles): each tile of A and B read once per block, C written once."""
     b = KERNELS[GEMM_TILE].block[0]
