@@ -92,7 +92,7 @@ def check_thread_tile_gemm(source: str, grid=LAB_GRID, block=LAB_BLOCK, kernel: 
     smem, math, ridge = float(p.level_times["smem"]), float(p.compute_time), float(p.ridge["smem"])
     per_fma = traced.bytes["smem"] / WAVEFRONT_BYTES / (LAB_FLOPS / 2 / 32)  # wavefronts per warp-wide FMA instruction
     keep_up = 64 / ridge / WAVEFRONT_BYTES  # a warp-wide FMA's 64 flops, at the ridge, may cost 64 / ridge bytes
-    reach = (f"{fmt_intensity(float(p.intensity['smem']))} through shared memory against a ridge of "
+    reach = (f"{fmt_intensity(float(p.intensity['smem']))} through the L1/shared-memory path against a ridge of "
              f"{fmt_intensity(ridge)}: {per_fma:.2f} wavefronts per warp-wide FMA, where the banks keep up with "
              f"{keep_up:.2f}; each float read from shared memory feeds {fmas_per_shared_read(traced):.2g} FMAs")
     if smem <= math:

@@ -37,6 +37,13 @@ def kernels(source: str) -> list:
     return re.findall(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(", source)
 
 
+def base_type(ctype: str) -> str:
+    """A parameter's type without qualifiers or pointer: "const float* __restrict__" -> "float"."""
+    for word in ("const", "volatile", "__restrict__", "*"):
+        ctype = ctype.replace(word, "")
+    return ctype.strip()
+
+
 def wrapper(source: str) -> str:
     """The kernel source plus one `emu_<kernel>(grid, block, args...)` C entry point each."""
     lines = ['#include "cuda_emu.h"', source]
@@ -85,7 +92,7 @@ class Emulator:
             if "*" in t:
                 converted.append(np.ascontiguousarray(arg).ctypes.data_as(ctypes.c_void_p))
             else:
-                converted.append(CTYPES[t.replace("const", "").strip()](arg))
+                converted.append(CTYPES[base_type(t)](arg))
         grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
         getattr(lib, f"emu_{kernel}")(*map(ctypes.c_uint, grid + block), *converted)
 

@@ -15,11 +15,8 @@ import numpy as np
 
 from .. import _check
 from ..cuda.runtime import Timing
-from .emulator import parameters
+from .emulator import CTYPES, base_type, parameters
 from .tracer import LabError, Trace, trace
-
-C_SCALARS = {"int": np.int32, "float": np.float32}
-"""The exact C type of each scalar parameter: CuPy passes a Python int as 64 bits and a float as a double."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +93,8 @@ def _on_gpu(source: str, kernel: str, traced: Trace, inputs: list, flops: float,
         function = module.get_function(kernel)  # found by its C++ name, as the learner need not write extern "C"
     except Exception as err:  # CuPy's CompileException, or the driver's error  # noqa: BLE001
         raise LabError(f"CuPy (NVRTC) does not compile {kernel}, though g++ did:\n{err}") from None
-    args = tuple(cp.asarray(v) if isinstance(v, np.ndarray) else C_SCALARS[_base(t)](v)
+    # A scalar as its parameter's exact C type: CuPy passes a Python int as 64 bits, a float as a double.
+    args = tuple(cp.asarray(v) if isinstance(v, np.ndarray) else np.dtype(CTYPES[base_type(t)]).type(v)
                  for (t, _), v in zip(parameters(source, kernel), inputs))
     grid, block = tuple(traced.grid), tuple(traced.block)
     try:
@@ -114,7 +112,3 @@ def _on_gpu(source: str, kernel: str, traced: Trace, inputs: list, flops: float,
     device = live_gpu()
     p = predict(traced.workload(flops), device)
     return Measured(device.name, timing, float(p.time), str(p.bound), error, matches)
-
-
-def _base(ctype: str) -> str:
-    return ctype.replace("const", "").strip()

@@ -37,7 +37,7 @@ from ..hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
 from ..model import predict
 from ..presets import preset_names
 from ..workloads import Workload
-from .emulator import kernels, parameters
+from .emulator import base_type, kernels, parameters
 
 HERE = pathlib.Path(__file__).resolve().parent
 KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fsanitize=thread", "-pthread", "-fPIE"]
@@ -287,7 +287,7 @@ def _arguments(source: str, kernel: str, args) -> list:
                          f"got {len(args)}")
     spec = []
     for (t, name), arg in zip(params, args):
-        base = t.replace("const", "").replace("volatile", "").replace("__restrict__", "").replace("*", "").strip()
+        base = base_type(t)
         if "*" in t:
             if not isinstance(arg, np.ndarray) or not arg.flags.c_contiguous or base not in POINTEES \
                     or (base != "float4" and arg.dtype != POINTEES[base]) or (base == "float4" and arg.dtype != np.float32):
