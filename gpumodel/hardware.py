@@ -25,6 +25,8 @@ fp16, bf16, fp8 or fp4 inputs (dense, FP32 accumulate)."""
 
 WARP = 32
 """Threads in a warp."""
+MAX_BLOCK = 1024
+"""The most threads a block may have on every GPU of the course (compute capability 3.0 on)."""
 SMEM_BANKS = 32
 BANK_BYTES = 4
 WAVEFRONT_BYTES = SMEM_BANKS * BANK_BYTES

@@ -10,7 +10,8 @@ from .. import _check, presets
 from ..blackwell import pair_intensity
 from ..low_precision import bytes_per_element
 from ..model import predict
-from ..occupancy import consumer_registers
+from ..hardware import WARP
+from ..occupancy import SETMAXNREG, consumer_registers, limits
 from ..overhead import launch_cost, launch_costs, sequence_time
 from ..tensor_cores import operand_intensity
 from ..units import fmt_intensity, fmt_time
@@ -47,11 +48,12 @@ def check_consumer_registers(answer, producer_registers: int = 40, gpu: str = "H
     """Chapter 7: the registers per thread each of two consumer warpgroups may take with
     setmaxnreg once one producer warpgroup has lowered itself to `producer_registers`."""
     expected = consumer_registers(gpu, producer_registers)
+    registers, warpgroup, step = limits(gpu).registers_per_sm, 4 * WARP, SETMAXNREG[2]
     return check_number(answer, expected, "registers", rtol=0,
-                        explain="The register file holds 512 registers per thread of one warpgroup; what the "
-                        "producer gives up, the two consumers share, in steps of 8.",
-                        hint="Divide the SM's 65,536 registers by 128 threads, take away the producer's, halve, "
-                        "and round down to a multiple of 8.")
+                        explain=f"The register file holds {registers // warpgroup} registers per thread of one "
+                        f"warpgroup; what the producer gives up, the two consumers share, in steps of {step}.",
+                        hint=f"Divide the SM's {registers:,} registers by {warpgroup} threads, take away the "
+                        f"producer's, halve, and round down to a multiple of {step}.")
 
 
 def check_nvfp4_bytes(answer) -> Feedback:
@@ -137,7 +139,8 @@ def tile_ridge(gpu: str = "B200", tile: str = "m128 (tcgen05, 1 CTA)") -> Widget
     return WidgetExercise(
         "tile-ridge", {"gpu": list(RIDGE_GPUS), "tile": list(TILES), "n": list(TILE_NS)}, view,
         number_rules(smallest, "columns", 0, explain="A wider tile reuses each row of A across more columns; on "
-                     "the B200 the ridge is twice the H100's, so a tile needs twice the reuse.",
+                     f"the B200 the ridge is {presets.gpu('B200').ridge('smem', 'fp16') / presets.gpu('H100-SXM').ridge('smem', 'fp16'):.2g} "
+                     "times the H100's, so a tile needs that much more reuse.",
                      hint="Fix the GPU and the tile; raise N until the tile's bar passes the ridge."),
         "N")
 

@@ -27,6 +27,7 @@ from ..kernel_info import KERNELS
 from ..lab import Trace
 from ..model import predict
 from ..presets import preset_names
+from ..units import LEVEL_NAMES as UNIT_LEVEL_NAMES
 from ..units import fmt_bytes, fmt_time
 from ..workloads import Workload, attention, elementwise_chain, gemm
 from .checks import Feedback, check_number, lab_run, record
@@ -34,7 +35,7 @@ from .tables import markdown_table
 
 LEVELS = ("hbm", "l2", "l1", "smem")
 """The levels a budget covers, as `gm.lab.Trace.bytes` names them, outermost first."""
-LEVEL_NAMES = {"hbm": "HBM", "l2": "L2", "l1": "L1 (sectors requested)", "smem": "shared memory"}
+LEVEL_NAMES = {**UNIT_LEVEL_NAMES, "l1": "L1 (sectors requested)"}
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,7 @@ def _timed(name: str, flops: float, levels: dict) -> Workload:
     """A workload the model times from a budget's bytes per level (`LEVELS`) and FP32 `flops`:
     HBM and L2 as they are; the model's `smem` level, the SM's L1/shared-memory data path,
     carries the shared-memory bytes and the L1 sectors, as `gm.lab.Trace.workload` charges a
-    kernel whose requests are coalesced; registers 12 bytes per flop. Chapter 8."""
+    kernel whose requests are coalesced; registers `REGISTER_BYTES_PER_FLOP` per flop. Chapter 8."""
     return Workload(name, flops, {"registers": REGISTER_BYTES_PER_FLOP * flops, "smem": levels["smem"] + levels["l1"],
                                   "l2": levels["l2"], "hbm": levels["hbm"]})
 
@@ -292,8 +293,7 @@ def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
                             for lv in LEVELS])
     spaces = {"shared" if lv == "smem" else "global" for lv in over} or {"global", "shared"}
     worst = traced.hottest(spaces)
-    unit, have, ideal = (("sectors", worst.sectors, worst.ideal_sectors) if worst.space == "global"
-                         else ("wavefronts", worst.wavefronts, worst.ideal_wavefronts))
+    unit, have, ideal = worst.cost
     line = (f"Worst line: {worst.line} ({worst.kind}), {have / worst.instructions:.2f} {unit} per request, "
             f"ideal {ideal / worst.instructions:.2f}.")
     if over and have == ideal:

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _check, presets
 from ..model import predict
+from ..blackwell import tensor_per_exp
 from ..units import fmt_bytes, fmt_capacity
 from ..workloads import attention, attention_memory, flash_block
 from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, lab_run, number_rules, units_as
@@ -17,9 +18,8 @@ from .widgets import GPUS, Checkpoint, WidgetExercise, _power, bars, prediction_
 
 def tensor_over_sfu(gpu="H100-SXM", math: str = "fp16") -> float:
     """Chapter 5: tensor-core flops of `math` per special-function result, both at one clock
-    (the clock the tensor peak is rated at, `GPU.running`)."""
-    g = presets.gpu(gpu).running(math)
-    return g.peak(math) / g.special_rate
+    (`gm.blackwell.tensor_per_exp`, which chapter 7 takes further)."""
+    return float(tensor_per_exp(gpu, math))
 
 
 def check_attention_limit(head_dim: int, dtype: str, answer) -> Feedback:

@@ -246,8 +246,8 @@ def lab_sites(trace):
     """Sectors (global) or wavefronts (shared) per request of each load and store in a traced
     kernel (`gm.lab.trace`), beside the ideal, by source line. Chapter 2's lab."""
     sites = sorted(trace.sites, key=lambda s: (s.line, s.space, s.write))
-    got = [(s.sectors if s.space == "global" else s.wavefronts) / s.instructions for s in sites]
-    ideal = [(s.ideal_sectors if s.space == "global" else s.ideal_wavefronts) / s.instructions for s in sites]
+    got = [s.cost[1] / s.instructions for s in sites]
+    ideal = [s.cost[2] / s.instructions for s in sites]
     y = np.arange(len(sites))
     fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(sites)), layout="constrained")
     ax.barh(y + 0.2, got, 0.4, label="traced")

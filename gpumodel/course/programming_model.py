@@ -10,12 +10,10 @@ import numpy as np
 
 from .. import _check
 from ..simulate import sectors_touched
-from ..hardware import WARP
+from ..hardware import MAX_BLOCK, WARP
 from .checks import Feedback, check_number
 
 
-MAX_BLOCK = 1024
-"""The most threads a block may have on every GPU of the course (compute capability 3.0 on)."""
 MAX_ELEMENT = 16
 """The widest element one thread loads in one instruction, bytes (a float4)."""
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _check
 from ..cuda.runtime import Timing
+from ..units import fmt_time
 from .emulator import CTYPES, base_type, parameters
 from .tracer import LabError, Trace, trace
 
@@ -51,8 +52,8 @@ class LabRun:
             out.append(f"No GPU answers here ({self.why}): the times above are the model's, nothing was measured.")
             return "\n".join(out)
         t = m.timing
-        out.append(f"on {m.gpu}: {t.median_s * 1e6:.2f} us measured (median of {t.samples} samples, "
-                   f"{t.min_s * 1e6:.2f} to {t.max_s * 1e6:.2f} us), the model {m.predicted_s * 1e6:.2f} us "
+        out.append(f"on {m.gpu}: {fmt_time(t.median_s)} measured (median of {t.samples} samples, "
+                   f"{fmt_time(t.min_s)} to {fmt_time(t.max_s)}), the model {fmt_time(m.predicted_s)} "
                    f"({m.bound} bound): measured / model = {t.median_s / m.predicted_s:.2f}")
         if m.max_abs_error is None:
             out.append("The trace ran a sample of the blocks, so the GPU's result is not compared with it.")
@@ -72,7 +73,7 @@ def run(source: str, kernel: str, grid, block, args, *, flops: float = 0.0, time
     beside the model's time for that GPU. `flops` (FP32) is what the caller counts. Chapter 2's lab."""
     from ..cuda.runtime import gpu_status
 
-    flops, repeats = float(_check.amount("flops", flops)), int(_check.size("repeats", repeats))
+    flops, repeats = float(_check.amount("flops", flops)), _check.one("repeats", repeats)
     inputs = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
     traced = trace(source, kernel, grid, block, args, timeout=timeout)
     ok, why = gpu_status()

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _check
-from ..hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
+from ..hardware import MAX_BLOCK, REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
 from ..model import predict
 from ..presets import preset_names
 from ..workloads import Workload
@@ -49,7 +49,6 @@ RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread", "-fPIE"]
 MAX_THREADS = 2**16
 """The most CUDA threads a trace runs (each a std::thread, about 10 us to start); a larger
 launch runs an evenly spaced sample of its blocks and scales the counts."""
-MAX_BLOCK = 1024
 CACHE_KEEP = 64
 """Traced executables kept in the build folder (about 50 KB each); building one more removes
 the least recently used beyond these, and the runtime objects of other versions."""
@@ -77,6 +76,13 @@ class Site:
     ideal_sectors: int
     wavefronts: int
     ideal_wavefronts: int
+
+    @property
+    def cost(self) -> tuple:
+        """(unit, got, ideal): sectors for a global access, wavefronts for a shared one."""
+        if self.space == "global":
+            return "sectors", self.sectors, self.ideal_sectors
+        return "wavefronts", self.wavefronts, self.ideal_wavefronts
 
     @property
     def kind(self) -> str:
@@ -156,7 +162,7 @@ class Trace:
         """The site in `spaces` that costs the most sectors or wavefronts over its ideal (ties:
         the most); any site where `spaces` holds none."""
         def waste(s):
-            got, ideal = (s.sectors, s.ideal_sectors) if s.space == "global" else (s.wavefronts, s.ideal_wavefronts)
+            _, got, ideal = s.cost
             return (got - ideal, got)
         return max([s for s in self.sites if s.space in spaces] or self.sites, key=waste)
 
@@ -172,8 +178,7 @@ class Trace:
                            f"{row['ideal'] / row['requests']:8.2f} {row['divergent']:10.0f}")
         out.append("by line:")
         for s in sorted(self.sites, key=lambda s: (s.line, s.space, s.write)):
-            got, ideal, unit = ((s.sectors, s.ideal_sectors, "sectors") if s.space == "global"
-                                else (s.wavefronts, s.ideal_wavefronts, "wavefronts"))
+            unit, got, ideal = s.cost
             out.append(f"  line {s.line:4}: {s.kind:24} {s.instructions:8} requests, {got / s.instructions:6.2f} "
                        f"{unit}/request (ideal {ideal / s.instructions:.2f})")
         worst = self.hottest()
