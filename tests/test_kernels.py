@@ -164,7 +164,22 @@ def test_the_recorded_compiler_report_is_current():
     record = compiler.recorded()
     assert record["archs"] == list(compiler.ARCHS) and record["options"] == list(compiler.COMPILE_OPTIONS)
     assert record["compiler"].startswith("nvrtc") and record["command"] == "make reports"
+    files = sorted(p.name for p in compiler.kernel_dir().glob("*.cu"))
+    assert record["sources"] == {f: compiler.source_hash(f) for f in files}, "a kernel changed: run make reports"
     assert compiler.report() == record["reports"], "the recorded compiler report is stale: run make reports"
+
+
+def test_shown_report_reads_the_record_made_by_this_compiler_from_these_sources(monkeypatch):
+    """Chapter 3 shows the record without compiling when the record was made here from these
+    exact sources; a changed source is compiled live."""
+    live = compiler.report(files=("transpose.cu",))
+    monkeypatch.setattr(compiler, "report", lambda *a, **k: pytest.fail("compiled though the record is current"))
+    rows, origin = compiler.shown_report(("gemm.cu", "transpose.cu"))
+    assert {r.file for r in rows} == {"gemm.cu", "transpose.cu"} and "from these exact sources" in origin
+    assert [r for r in rows if r.file == "transpose.cu"] == live
+    monkeypatch.setattr(compiler, "source_hash", lambda file: "0" * 64)
+    monkeypatch.setattr(compiler, "report", lambda archs, files: ["live"])
+    assert compiler.shown_report(("gemm.cu",)) == (["live"], f"Compiled just now with {compiler.compiler()}.")
 
 
 def test_shown_report_falls_back_to_the_record(monkeypatch):
@@ -195,6 +210,7 @@ def _edited_record(tmp_path, edit) -> pathlib.Path:
     (lambda r: r["reports"][1].update(extra=1), r"compiler_reports.json report 2 must hold exactly the keys"),
     (lambda r: r["reports"][1].pop("arch"), r"compiler_reports.json report 2 must hold exactly the keys"),
     (lambda r: r["reports"][1].update(kernel=7), r"report 2.kernel must be a string, got 7"),
+    (lambda r: r["sources"].update({"gemm.cu": "abc"}), r"compiler_reports.json.sources.gemm.cu must be a SHA-256 in hex"),
 ])
 def test_a_bad_compiler_record_is_refused_naming_file_and_report(tmp_path, edit, message):
     """Issue 26: the record was not validated (a KeyError, a TypeError, registers "31" failing later)."""

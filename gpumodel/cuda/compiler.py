@@ -12,6 +12,7 @@ import ctypes
 import datetime
 import functools
 import glob
+import hashlib
 import importlib.util
 import json
 import os
@@ -173,17 +174,24 @@ def _compiled(file: str, arch: str, source: str) -> tuple:
     return tuple(sorted(parse_ptxas(log, file, arch), key=lambda r: order.get(r.kernel, len(order))))
 
 
+def source_hash(file: str) -> str:
+    """The SHA-256 of `kernels/<file>`, as a compiler record names the source it compiled."""
+    return hashlib.sha256(kernel_source(file).encode()).hexdigest()
+
+
 def write_record(path=RECORD) -> dict:
-    """Compile every kernel for ARCHS and write the report with its compiler, architectures
-    and date to `path` (`make reports`); return the record."""
+    """Compile every kernel for ARCHS and write the report with its compiler, architectures,
+    date and the hash of each source to `path` (`make reports`); return the record."""
+    files = sorted(p.name for p in kernel_dir().glob("*.cu"))
     record = {"compiler": compiler(), "archs": list(ARCHS), "options": list(COMPILE_OPTIONS),
               "date": datetime.date.today().isoformat(), "command": "make reports",
-              "reports": [r.__dict__ for r in report()]}
+              "sources": {f: source_hash(f) for f in files}, "reports": [r.__dict__ for r in report()]}
     pathlib.Path(path).write_text(json.dumps(record, indent=1) + "\n")
     return record
 
 
-RECORD_SCHEMA = {"compiler": str, "archs": list, "options": list, "date": str, "command": str, "reports": list}
+RECORD_SCHEMA = {"compiler": str, "archs": list, "options": list, "date": str, "command": str, "sources": dict,
+                 "reports": list}
 """The keys of a compiler record (`write_record`) and the JSON type of each; its reports hold
 KernelReport's fields, strings and whole numbers >= 0."""
 
@@ -202,6 +210,9 @@ def recorded(path=RECORD) -> dict:
     for key, kind in RECORD_SCHEMA.items():
         if not isinstance(record[key], kind):
             raise DataError(f"{path.name}.{key} must be a JSON {kind.__name__}, got {record[key]!r}")
+    for file, digest in record["sources"].items():
+        if not re.fullmatch(r"[0-9a-f]{64}", str(digest)):
+            raise DataError(f"{path.name}.sources.{file} must be a SHA-256 in hex, got {digest!r}")
     return {**record, "reports": [_report(f"{path.name} report {i + 1}", r) for i, r in enumerate(record["reports"])]}
 
 
@@ -220,12 +231,20 @@ def _report(where: str, entry) -> KernelReport:
 
 
 def shown_report(files, archs=ARCHS) -> tuple[list, str]:
-    """What a chapter shows of `files`: the live report where a compiler is here, else the
-    committed record; with a sentence saying which. Chapter 3."""
-    if compiler() is not None:
-        return report(archs, files), f"Compiled just now with {compiler()}."
-    record = recorded()
+    """What a chapter shows of `files`, with a sentence saying where it comes from: the
+    committed record where it was made by this compiler with these options from these exact
+    sources (a compile here would print the same), a live compile where any of that differs,
+    the record where no compiler is here. Chapter 3."""
+    record, here = recorded(), compiler()
     rows = [r for r in record["reports"] if r.file in files and r.arch in archs]
+    made_here = (record["compiler"] == here and record["options"] == list(COMPILE_OPTIONS)
+                 and set(archs) <= set(record["archs"])
+                 and all(record["sources"].get(f) == source_hash(f) for f in files))
+    if made_here:
+        return rows, (f"Compiled with {here} by `{record['command']}` on {record['date']}, from these "
+                      f"exact sources; `gm.cuda.compiler.report(files)` compiles them again here.")
+    if here is not None:
+        return report(archs, files), f"Compiled just now with {here}."
     return rows, (f"No CUDA compiler here: this is the report recorded on {record['date']} with "
                   f"{record['compiler']} (`{record['command']}`).")
 
