@@ -4,11 +4,13 @@ sequence of them."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+import matplotlib
 import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogFormatter
 
-plt.rcParams["svg.fonttype"] = "none"  # text stays text: small files, sharp at any width
+matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: small files, sharp at any width
 try:  # in Jupyter and on the site, figures are SVG, so they read on a phone as on a desktop
     from matplotlib_inline.backend_inline import set_matplotlib_formats
 
@@ -23,6 +25,14 @@ from ..tiles import is_legal
 from ..units import LEVEL_NAMES, fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
 from ..workloads import catalogue, gemm, seed_kernels, strided_read
 
+def _figure(nrows: int = 1, ncols: int = 1, *, figsize, **kwargs):
+    """A figure with constrained layout and its axes (`Figure.subplots(nrows, ncols, **kwargs)`),
+    kept out of pyplot: Jupyter draws it once, when the cell shows it, where a pyplot figure is
+    also redrawn at the end of the cell."""
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
 SMALL = 9
 """The smallest text a figure shows (pt): on a phone, where a figure is drawn no narrower
 than its width in pt (phone.js), 9 CSS px."""
@@ -32,7 +42,7 @@ def hierarchy_figure(gpus=("V100", "A100-40GB", "H100-SXM")):
     """Bandwidth (TB/s) and capacity (bytes) of the four levels for each named preset, on
     log scales, side by side. The appendix "GPU presets" and chapter 1."""
     gpus = [presets.gpu(g) for g in gpus]
-    fig, (ax_bw, ax_cap) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    fig, (ax_bw, ax_cap) = _figure(1, 2, figsize=(10, 4))
     x = np.arange(len(LEVELS))
     width = 0.8 / len(gpus)
     for i, g in enumerate(gpus):
@@ -57,7 +67,7 @@ def preset_levels(gpu="A100-40GB"):
     axes fixed across every preset so that frames can be compared. The appendix's player."""
     g = presets.gpu(gpu)
     everyone = [presets.gpu(n) for n in presets.preset_names()]
-    fig, (ax_bw, ax_cap) = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
+    fig, (ax_bw, ax_cap) = _figure(1, 2, figsize=(9, 3.6))
     labels = [LEVEL_NAMES[lv] for lv in LEVELS]
     bandwidth = [g.bandwidth(lv) for lv in LEVELS]
     capacity = [g.capacity(lv) for lv in LEVELS]
@@ -86,7 +96,7 @@ PART_LABELS = {"compute": "ALUs", "sfu": "SFUs", **LEVEL_NAMES}
 def busy_bars(predictions: dict):
     """How busy each part is (time / kernel time) for each named prediction: one group of
     bars per kernel, the bound at 100 %. Chapter 1."""
-    fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+    fig, ax = _figure(figsize=(8, 4))
     parts = list(BOUNDS)
     width = 0.8 / len(parts)
     x = np.arange(len(predictions))
@@ -109,13 +119,13 @@ def pipes(kernel: str = "vector_add", gpu="A100-40GB", step: int = 0, steps: int
     g = presets.gpu(gpu)
     p = predict(w, g)
     widest = g.bandwidth("registers")
-    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    fig, ax = _figure(figsize=(8, 3.6))
     y = 0.0
     for level in LEVELS:
         thick = 0.9 * g.bandwidth(level) / widest
         busy = float(p.busy[level])
         color = "tab:red" if p.bound == level else "tab:blue"
-        ax.add_patch(plt.Rectangle((0, y - thick / 2), 10, max(thick, 0.004), color=color, alpha=0.25, lw=0))
+        ax.add_patch(Rectangle((0, y - thick / 2), 10, max(thick, 0.004), color=color, alpha=0.25, lw=0))
         shift = (step / steps) * 2 * busy  # a fully busy pipe moves its packets two gaps per loop
         xs = (np.arange(10) + 0.5 + shift) % 10
         if busy > 0:
@@ -164,7 +174,7 @@ def sweep(curves: list, marks: dict | None = None, capacities: dict | None = Non
     in bytes/s) each; `marks`: label -> bandwidth drawn as a horizontal line (a preset's
     figures); `capacities`: label -> bytes drawn as a vertical line (a cache's size).
     Chapter 1's "measure yours"."""
-    fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+    fig, ax = _figure(figsize=(8, 3.8))
     for label, sizes, bandwidth in curves:
         ax.plot(sizes, np.asarray(bandwidth) / 1e9, marker="o", ms=3, label=label)
     for i, (label, value) in enumerate((marks or {}).items()):
@@ -186,7 +196,7 @@ def published_staircase(comparisons: list):
     reads = [c for c in comparisons if c.record.run["kind"] == "read"]
     if not reads:
         raise ValueError("comparisons must hold at least one read record")
-    fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+    fig, ax = _figure(figsize=(8, 3.8))
     for i, gpu in enumerate(dict.fromkeys(c.record.gpu for c in reads)):
         mine = sorted((c for c in reads if c.record.gpu == gpu), key=lambda c: c.record.run["bytes"])
         sizes = np.array([c.record.run["bytes"] for c in mine], dtype=float)
@@ -201,7 +211,7 @@ def roofline(gpus=("A100-40GB",), points=(), math: str = "fp32", level: str = "h
     """The roofline of each GPU against one level: attainable FLOP/s =
     min(peak, intensity x bandwidth), log-log, the ridge marked. `points` are (label,
     intensity in FLOP/B), drawn on the first GPU's roof. Chapter 2."""
-    fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+    fig, ax = _figure(figsize=(8, 4))
     x = np.logspace(-2, 3, 200)
     gpus = [presets.gpu(g).running(math) for g in gpus]
     for i, g in enumerate(gpus):
@@ -231,7 +241,7 @@ def coalescing(strides=range(1, 33), gpu="A100-40GB", measured: dict | None = No
     g = presets.gpu(gpu)
     useful = 8.0  # bytes per element: one read, one write
     moved = np.asarray([float(strided_read(1 << 20, s).bytes["hbm"]) / (1 << 20) for s in strides])
-    fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
+    fig, ax = _figure(figsize=(8, 3.4))
     ax.plot(strides, g.bandwidth("hbm") * useful / moved / 1e9, marker="o", ms=3, label=f"model, {g.name}")
     for name, points in (measured or {}).items():
         ax.plot(list(points), np.asarray(list(points.values())) / 1e9, "s", label=name)
@@ -249,7 +259,7 @@ def lab_sites(trace):
     got = [s.cost[1] / s.instructions for s in sites]
     ideal = [s.cost[2] / s.instructions for s in sites]
     y = np.arange(len(sites))
-    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(sites)), layout="constrained")
+    fig, ax = _figure(figsize=(8, 0.9 + 0.45 * len(sites)))
     ax.barh(y + 0.2, got, 0.4, label="traced")
     ax.barh(y - 0.2, ideal, 0.4, color="grey", label="ideal")
     ax.set_yticks(y, [f"line {s.line}: {s.kind}" for s in sites])
@@ -266,7 +276,7 @@ def tile_traffic(gpus=("A100-40GB", "H100-SXM"), n: int = 4096, tiles=(8, 16, 32
     b = np.asarray(tiles, dtype=float)
     t = np.minimum(8, b)
     w = gemm(n, n, n, block=(b, b), thread=(t, t))
-    fig, (ax_b, ax_t) = plt.subplots(2, 1, figsize=(6.4, 7), sharex=True, layout="constrained")
+    fig, (ax_b, ax_t) = _figure(2, 1, figsize=(6.4, 7), sharex=True)
     for i, level in enumerate(("smem", "l2", "hbm")):
         ax_b.plot(b, w.bytes[level], marker="o", ms=3, color=f"C{i}", label=LEVEL_NAMES[level])
     ax_b.plot(b, 2 * n**3 * 4 / b, ls=":", color="grey", label="2n³s / b, so I = b/s")
@@ -288,7 +298,7 @@ def ladder(gpu="A100-40GB", n: int = 4096):
     g = presets.gpu(gpu)
     preds = {kernel_info.label(k): predict(gemm(n, n, n, block=kernel_info.info(k).block, thread=kernel_info.info(k).thread), g)
              for k in kernel_info.GEMM_LADDER}
-    fig, ax = plt.subplots(figsize=(9, 3.6), layout="constrained")
+    fig, ax = _figure(figsize=(9, 3.6))
     width = 0.8 / len(BOUNDS)
     x = np.arange(len(preds))
     for j, part in enumerate(BOUNDS):
@@ -318,7 +328,7 @@ def gemm_levels(block: int = 128, thread: int = 8, gpu="A100-40GB", n: int = 409
                          "too much shared memory or too many registers")
     p = predict(gemm(n, n, n, block=(block, block), thread=(thread, thread)), g)
     times = [max(float(p.times[part]), 1e-12) for part in BOUNDS]  # a part with no work: a sliver
-    fig, ax = plt.subplots(figsize=(7, 3), layout="constrained")
+    fig, ax = _figure(figsize=(7, 3))
     colors = ["tab:red" if part == p.bound else "tab:blue" for part in BOUNDS]
     ax.barh([PART_LABELS[b] for b in BOUNDS][::-1], [t * 1e3 for t in times][::-1], color=colors[::-1])
     _log(ax.xaxis)
@@ -336,7 +346,7 @@ def roofline_levels(kernel: str = "gemm_smem16", gpu="A100-40GB"):
     p = predict(w, gpu)
     g = p.gpu  # at the clock the workload's math runs at
     peak = g.peak(w.math)
-    fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+    fig, ax = _figure(figsize=(8, 4))
     x = np.logspace(-3, 4, 200)
     ax.axhline(peak / 1e12, color="black", lw=1.5, label=f"compute: {fmt_flops(peak)}")
     for i, level in enumerate(LEVELS):
@@ -364,7 +374,7 @@ def wave_traffic(gpu="A100-40GB", size: int = 8192, groups=(1, 2, 4, 8, 16, 32, 
     lines."""
     from ..waves import gemm_hbm
 
-    fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+    fig, ax = _figure(figsize=(8, 3.8))
     for j, frac in enumerate(drift_fractions):
         drift = max(1, int(size * frac))
         grouped = [gemm_hbm(size, size, size, gpu=gpu, blocks_per_sm=2, order="grouped", group=gr, drift_k=drift).hbm
@@ -389,7 +399,7 @@ def warm_reads(gpus=("A100-40GB", "H100-SXM"), recorded=()):
     sweeps (label, sizes, bandwidth) drawn beside."""
     from ..waves import warm_read_time
 
-    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    fig, ax = _figure(figsize=(8, 3.6))
     for i, g in enumerate(presets.gpu(g) for g in gpus):
         l2 = g.capacity("l2")
         sizes = np.array([2.0**20, l2, l2 + 1, 2.0**32])  # the step sits exactly at the capacity
@@ -409,7 +419,7 @@ def attention_memory(gpus=("A100-40GB", "H100-SXM", "B200"), batch: int = 8, hea
     from ..workloads import attention_memory as footprint
 
     n = 2.0 ** np.arange(9, 18)
-    fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+    fig, ax = _figure(figsize=(8, 3.8))
     for kind in ("standard", "flash"):
         ax.plot(n, footprint(batch, heads, n, head_dim, dtype, kind) / 1e9, marker="o", ms=3, label=kind)
     for i, g in enumerate(presets.gpu(g) for g in gpus):
@@ -428,7 +438,7 @@ def flash_hbm(seq: int = 4096, head_dim: int = 64, dtype: str = "fp16", sram=(16
     blocks = [flash_block(int(k * 1024), head_dim, dtype) for k in kib]
     flash = [float(attention(1, 1, seq, head_dim, dtype, "flash", block=(b, b)).bytes["hbm"]) for b in blocks]
     standard = float(attention(1, 1, seq, head_dim, dtype, "standard").bytes["hbm"])
-    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    fig, ax = _figure(figsize=(8, 3.6))
     ax.plot(kib, np.asarray(flash) / 1e6, marker="o", ms=3, label="flash")
     for k, b, f in zip(kib, blocks, flash):
         ax.annotate(f"Br = {b}", (k, f / 1e6), textcoords="offset points", xytext=(4, 4), fontsize=SMALL)
@@ -445,7 +455,7 @@ def attention_by_length(gpu="A100-40GB", batch: int = 8, heads: int = 32, head_d
 
     n = 2.0 ** np.arange(9, 16)
     g = presets.gpu(gpu)
-    fig, (ax_b, ax_t) = plt.subplots(2, 1, figsize=(6.4, 6.6), sharex=True, layout="constrained")
+    fig, (ax_b, ax_t) = _figure(2, 1, figsize=(6.4, 6.6), sharex=True)
     cases = {"standard": ("standard", False), "flash, K and V re-read from HBM": ("flash", False),
              "flash, K and V re-read from L2": ("flash", True)}
     for label, (kind, reuse) in cases.items():
@@ -464,7 +474,7 @@ def _grid(ax, x0, y0, width, height, rows, cols, color="white", edge="grey", lw=
     """Draw a rows x cols grid of cells filling the rectangle (x0, y0, width, height)."""
     for r in range(rows):
         for c in range(cols):
-            ax.add_patch(plt.Rectangle((x0 + c * width / cols, y0 + (rows - 1 - r) * height / rows),
+            ax.add_patch(Rectangle((x0 + c * width / cols, y0 + (rows - 1 - r) * height / rows),
                                        width / cols, height / rows, facecolor=color, edgecolor=edge, lw=lw))
 
 
@@ -472,7 +482,7 @@ def tiled_gemm_diagram(blocks: int = 4, threads: int = 4):
     """Chapter 3's picture of a tiled GEMM: C cut into blocks x blocks tiles, one block's
     tile cut into threads x threads thread tiles, and the row panel of A and column panel of
     B that block reads, with the current k-slice of each darker."""
-    fig, ax = plt.subplots(figsize=(7.5, 6), layout="constrained")
+    fig, ax = _figure(figsize=(7.5, 6))
     size, gap = 4.0, 0.4
     a_x, c_y = 0.0, 0.0
     c_x, b_y = 1.6 + gap, size + gap
@@ -480,16 +490,16 @@ def tiled_gemm_diagram(blocks: int = 4, threads: int = 4):
     _grid(ax, c_x, c_y, size, size, blocks, blocks)
     bi, bj = 1, 2  # the block drawn in detail
     bx, by = c_x + bj * cell, c_y + (blocks - 1 - bi) * cell
-    ax.add_patch(plt.Rectangle((bx, by), cell, cell, facecolor="tab:orange", alpha=0.35, edgecolor="tab:orange", lw=2))
+    ax.add_patch(Rectangle((bx, by), cell, cell, facecolor="tab:orange", alpha=0.35, edgecolor="tab:orange", lw=2))
     _grid(ax, bx, by, cell, cell, threads, threads, color="none", edge="tab:orange", lw=0.6)
-    ax.add_patch(plt.Rectangle((bx, by + cell - cell / threads), cell / threads, cell / threads, facecolor="tab:red", alpha=0.6))
+    ax.add_patch(Rectangle((bx, by + cell - cell / threads), cell / threads, cell / threads, facecolor="tab:red", alpha=0.6))
     # A: M x K, the block's row panel; B: K x N, the block's column panel.
-    ax.add_patch(plt.Rectangle((a_x, c_y), 1.6, size, facecolor="white", edgecolor="grey"))
-    ax.add_patch(plt.Rectangle((a_x, by), 1.6, cell, facecolor="tab:blue", alpha=0.25, edgecolor="tab:blue"))
-    ax.add_patch(plt.Rectangle((a_x + 0.6, by), 0.3, cell, facecolor="tab:blue", alpha=0.7))
-    ax.add_patch(plt.Rectangle((c_x, b_y), size, 1.6, facecolor="white", edgecolor="grey"))
-    ax.add_patch(plt.Rectangle((bx, b_y), cell, 1.6, facecolor="tab:green", alpha=0.25, edgecolor="tab:green"))
-    ax.add_patch(plt.Rectangle((bx, b_y + 0.7), cell, 0.3, facecolor="tab:green", alpha=0.7))
+    ax.add_patch(Rectangle((a_x, c_y), 1.6, size, facecolor="white", edgecolor="grey"))
+    ax.add_patch(Rectangle((a_x, by), 1.6, cell, facecolor="tab:blue", alpha=0.25, edgecolor="tab:blue"))
+    ax.add_patch(Rectangle((a_x + 0.6, by), 0.3, cell, facecolor="tab:blue", alpha=0.7))
+    ax.add_patch(Rectangle((c_x, b_y), size, 1.6, facecolor="white", edgecolor="grey"))
+    ax.add_patch(Rectangle((bx, b_y), cell, 1.6, facecolor="tab:green", alpha=0.25, edgecolor="tab:green"))
+    ax.add_patch(Rectangle((bx, b_y + 0.7), cell, 0.3, facecolor="tab:green", alpha=0.7))
     notes = [
         (a_x + 0.8, size + 0.15, "A (M x K):\nthe block's row panel;\ndark slice bM x bK\n(in shared memory now)", "tab:blue"),
         (c_x + size / 2, b_y + 1.95, "B (K x N): the block's column panel; dark slice bK x bN", "tab:green"),
@@ -511,7 +521,7 @@ def wave_map(rows: int = 16, cols: int = 16, wave: int = 40, group: int = 4):
     column panels that wave needs."""
     from ..waves import block_coordinates
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4.4), layout="constrained")
+    fig, axes = _figure(1, 2, figsize=(9, 4.4))
     for ax, (order, title) in zip(axes, (("row", "row-major"), ("grouped", f"grouped by {group} rows"))):
         r, c = block_coordinates(rows, cols, order, group)
         waves = np.empty((rows, cols))
@@ -519,7 +529,7 @@ def wave_map(rows: int = 16, cols: int = 16, wave: int = 40, group: int = 4):
         ax.imshow(waves, cmap="tab20", interpolation="nearest")
         first = waves == 0
         for rr, cc in zip(*np.nonzero(first)):
-            ax.add_patch(plt.Rectangle((cc - 0.5, rr - 0.5), 1, 1, fill=False, hatch="//", edgecolor="black", lw=0))
+            ax.add_patch(Rectangle((cc - 0.5, rr - 0.5), 1, 1, fill=False, hatch="//", edgecolor="black", lw=0))
         used_rows, used_cols = int(first.any(axis=1).sum()), int(first.any(axis=0).sum())
         ax.set_title(f"{title}: the first wave ({wave} blocks)\nneeds {used_rows} row panels of A "
                      f"and {used_cols} column panels of B", fontsize=9)
@@ -531,26 +541,26 @@ def wave_map(rows: int = 16, cols: int = 16, wave: int = 40, group: int = 4):
 def flash_diagram(blocks: int = 8):
     """Chapter 5's picture of FlashAttention's forward pass: a block of query rows, the key
     and value tile it is working on, and the one score tile that exists, in SRAM."""
-    fig, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")
+    fig, ax = _figure(figsize=(8.5, 4.2))
     n, d = 4.0, 1.0
     cell = n / blocks
     qi, kj = 2, 5
     # Q (N x d) on the left, S (N x N) in the middle, V (N x d) and O (N x d) on the right.
-    ax.add_patch(plt.Rectangle((0, 0), d, n, facecolor="white", edgecolor="grey"))
-    ax.add_patch(plt.Rectangle((0, n - (qi + 1) * cell), d, cell, facecolor="tab:blue", alpha=0.6))
+    ax.add_patch(Rectangle((0, 0), d, n, facecolor="white", edgecolor="grey"))
+    ax.add_patch(Rectangle((0, n - (qi + 1) * cell), d, cell, facecolor="tab:blue", alpha=0.6))
     ax.text(d / 2, n + 0.15, "Q", ha="center")
     s_x = d + 0.5
     _grid(ax, s_x, 0, n, n, blocks, blocks, color="white", edge="#dddddd")
-    ax.add_patch(plt.Rectangle((s_x, n - (qi + 1) * cell), (kj) * cell, cell, facecolor="tab:orange", alpha=0.2))
-    ax.add_patch(plt.Rectangle((s_x + kj * cell, n - (qi + 1) * cell), cell, cell, facecolor="tab:red", alpha=0.8))
+    ax.add_patch(Rectangle((s_x, n - (qi + 1) * cell), (kj) * cell, cell, facecolor="tab:orange", alpha=0.2))
+    ax.add_patch(Rectangle((s_x + kj * cell, n - (qi + 1) * cell), cell, cell, facecolor="tab:red", alpha=0.8))
     ax.text(s_x + n / 2, n + 0.15, "S = Q Kᵀ: never stored", ha="center")
     k_y = n + 0.55
-    ax.add_patch(plt.Rectangle((s_x, k_y), n, d, facecolor="white", edgecolor="grey"))
-    ax.add_patch(plt.Rectangle((s_x + kj * cell, k_y), cell, d, facecolor="tab:green", alpha=0.6))
+    ax.add_patch(Rectangle((s_x, k_y), n, d, facecolor="white", edgecolor="grey"))
+    ax.add_patch(Rectangle((s_x + kj * cell, k_y), cell, d, facecolor="tab:green", alpha=0.6))
     ax.text(s_x + n / 2, k_y + d + 0.1, "Kᵀ (and V): streamed tile by tile", ha="center")
     o_x = s_x + n + 0.5
-    ax.add_patch(plt.Rectangle((o_x, 0), d, n, facecolor="white", edgecolor="grey"))
-    ax.add_patch(plt.Rectangle((o_x, n - (qi + 1) * cell), d, cell, facecolor="tab:purple", alpha=0.6))
+    ax.add_patch(Rectangle((o_x, 0), d, n, facecolor="white", edgecolor="grey"))
+    ax.add_patch(Rectangle((o_x, n - (qi + 1) * cell), d, cell, facecolor="tab:purple", alpha=0.6))
     ax.text(o_x + d / 2, n + 0.15, "O", ha="center")
     ax.text(s_x + n / 2, -0.3, "red: the one score tile in SRAM now; orange: tiles already folded into the running\n"
             "max m, sum l and output a of this query block (blue), which writes its rows of O (purple) once",
@@ -564,7 +574,7 @@ def flash_diagram(blocks: int = 8):
 
 def _box(ax, x, y, width, height, text, color, fontsize=8):
     """A labelled box for the block diagrams."""
-    ax.add_patch(plt.Rectangle((x, y), width, height, facecolor=color, alpha=0.3, edgecolor=color, lw=1.5))
+    ax.add_patch(Rectangle((x, y), width, height, facecolor=color, alpha=0.3, edgecolor=color, lw=1.5))
     ax.text(x + width / 2, y + height / 2, text, ha="center", va="center", fontsize=fontsize)
 
 
@@ -574,10 +584,10 @@ def machine_map(gpu="A100-40GB", sms: int = 4):
     shared memory and FP32 lanes), the L2 all SMs share, and HBM, labelled with `gpu`'s sizes."""
     g = presets.gpu(gpu)
     n_sms = int(g.sms.value)
-    fig, ax = plt.subplots(figsize=(9, 4.6), layout="constrained")
+    fig, ax = _figure(figsize=(9, 4.6))
     # The program's side: a grid of 3 x 4 blocks, one of them as 8 warps of 32 threads.
     _grid(ax, 0, 2.2, 2.4, 1.8, 3, 4, color="#e8f0fa", edge="tab:blue")
-    ax.add_patch(plt.Rectangle((0.6, 3.4), 0.6, 0.6, facecolor="tab:blue", alpha=0.5))
+    ax.add_patch(Rectangle((0.6, 3.4), 0.6, 0.6, facecolor="tab:blue", alpha=0.5))
     ax.text(1.2, 4.15, "grid of blocks (one kernel launch)", ha="center", fontsize=8)
     _grid(ax, 0, 0, 2.4, 1.6, 8, 1, color="#fdebd3", edge="tab:orange")
     ax.text(1.2, 1.7, "one block: warps of 32 threads", ha="center", fontsize=8)
@@ -590,7 +600,7 @@ def machine_map(gpu="A100-40GB", sms: int = 4):
     for s in range(sms):
         x = x0 + s * sm_w + 0.05
         label = f"SM {s}" if s < sms - 1 else f"... SM {n_sms - 1}"
-        ax.add_patch(plt.Rectangle((x, 1.9), sm_w - 0.1, 2.2, facecolor="white", edgecolor="grey"))
+        ax.add_patch(Rectangle((x, 1.9), sm_w - 0.1, 2.2, facecolor="white", edgecolor="grey"))
         ax.text(x + (sm_w - 0.1) / 2, 3.95, label, ha="center", va="center", fontsize=8)
         _box(ax, x + 0.08, 3.15, sm_w - 0.26, 0.6, f"registers\n{fmt_capacity(g.register_file_per_sm.value)}", "tab:red", 7)
         _box(ax, x + 0.08, 2.5, sm_w - 0.26, 0.55, f"shared mem.\n{fmt_capacity(g.smem_per_sm.value)}", "tab:orange", 7)
@@ -613,7 +623,7 @@ def tensor_data_path(gpu="H100-SXM"):
     memory), the tensor cores, with `gpu`'s bandwidth at each level (at its tensor clock) and
     the instruction that moves the data across each arrow."""
     g = presets.gpu(gpu).running("fp16")
-    fig, ax = plt.subplots(figsize=(10, 3.2), layout="constrained")
+    fig, ax = _figure(figsize=(10, 3.2))
     stages = [
         ("global (HBM)", f"{fmt_bandwidth(g.bandwidth('hbm'))}", "tab:blue"),
         ("L2", f"{fmt_bandwidth(g.bandwidth('l2'))}", "tab:green"),

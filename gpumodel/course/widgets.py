@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-import matplotlib.pyplot as plt
+import matplotlib
 
 from .. import _check
 from ..model import BOUNDS, predict
@@ -45,11 +45,10 @@ _ids = itertools.count()
 
 def svg(fig) -> str:
     """A figure as SVG text (text stays text: legible at any width), the same text for the
-    same figure (fixed ids, no date); the figure is closed."""
+    same figure (fixed ids, no date)."""
     buf = io.StringIO()
-    with plt.rc_context({"svg.hashsalt": "gpumodel"}):
+    with matplotlib.rc_context({"svg.hashsalt": "gpumodel"}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
-    plt.close(fig)
     return buf.getvalue()
 
 
@@ -170,7 +169,6 @@ def player(draw, controls: dict, labels: dict | None = None, title: str = "", al
                 return [svg(draw(**values))]
             return [svg(draw(**values, step=t)) for t in range(steps)]
         except ValueError as err:
-            plt.close("all")
             return f"Not available: {err}."
 
     distinct, states = _states(controls, frames)
@@ -210,11 +208,9 @@ def explorer(draw, controls: dict, labels: dict | None = None, steps: int = 1):
             try:
                 figure = draw(**values)
             except ValueError as err:
-                plt.close("all")
                 print(f"Not available: {err}.")
                 return
             display(figure)
-            plt.close("all")
 
     w.interactive_output(update, inputs)
     return w.VBox([w.HBox(row, layout=w.Layout(flex_flow="row wrap")), out])
