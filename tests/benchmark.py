@@ -9,7 +9,8 @@ Then a table of medians over repeats: a 10^5-configuration `predict` sweep (targ
 100 ms on one core), the kernel lab's traced run of the flash-attention kernel (accesses per
 second and the run's peak memory; built once before timing) and the execution of each chapter
 as a notebook.
-Run as `python tests/benchmark.py [--repeats N] [--calls-only]`.
+Run as `python tests/benchmark.py [--repeats N] [--calls-only] [--largest P]`;
+`tests/test_benchmark_sweep.py` runs the same sweep with sizes up to 2^12.
 """
 
 from __future__ import annotations
@@ -67,7 +68,10 @@ def lab_trace() -> int:
 
 LIMIT = 20.0
 """A call still running after this many seconds is stopped and reported as such."""
-SIZES = [2**p for p in (10, 16, 20, 26, 32, 40, 53)]
+EXPONENTS = (10, 16, 20, 26, 32, 40, 53)
+"""A size parameter is pushed to 2^p for each p here up to the sweep's largest exponent."""
+LARGEST = 53
+"""The full sweep's largest exponent: 2^53, the largest size the model accepts."""
 SCALES = (2, 4, 8, 16, 32, 64)
 MOST_ELEMENTS = 2**24
 """The largest array a probe builds (128 MiB of float64): larger ones are refused by shape anyway."""
@@ -100,15 +104,17 @@ def cpu_time(call) -> float | None:
     return time.process_time() - start
 
 
-def _probes(function, params: dict):
+def _probes(function, params: dict, largest: int = LARGEST):
     """(description, call) pairs for one callable of the sweep: its valid call, each size
-    parameter pushed up alone and all together, and its arrays scaled up together."""
+    parameter pushed up alone and all together (to 2^p for each p of EXPONENTS up to
+    `largest`), and its arrays scaled up together (to at most 2^largest elements)."""
     from test_bad_inputs import SIZE
 
     valid = {p: v for p, (v, _) in params.items()}
     yield "valid arguments", lambda: function(**valid)
     sizes = [p for p, (_, kind) in params.items() if kind is SIZE]
-    for value in SIZES:
+    most = min(MOST_ELEMENTS, 2**largest)
+    for value in (2**p for p in EXPONENTS if p <= largest):
         for p in sizes:
             yield f"{p}={value}", lambda p=p, value=value: function(**{**valid, p: value})
         if len(sizes) > 1:
@@ -116,7 +122,7 @@ def _probes(function, params: dict):
     arrays = [p for p, (v, _) in params.items() if isinstance(v, np.ndarray) and v.ndim >= 1]
     for scale in SCALES if arrays else ():
         shapes = {p: tuple(n * scale for n in valid[p].shape) for p in arrays}
-        if max(np.prod(shape) for shape in shapes.values()) <= MOST_ELEMENTS:
+        if max(np.prod(shape) for shape in shapes.values()) <= most:
             yield (f"{', '.join(arrays)} x{scale} per axis",
                    lambda shapes=shapes: function(**{**valid, **{p: np.ones(shape) for p, shape in shapes.items()}}))
 
@@ -163,16 +169,29 @@ def _exercise_probes():
             yield f"{key}.render", ", ".join(f"{p}={v!r}" for p, v in state.items()), lambda render=exercise.render, state=state: render(**state)
 
 
-def slowest_calls() -> dict:
-    """key -> (CPU seconds, description, calls timed) of the slowest accepted call of each function."""
+def probes(largest: int = LARGEST) -> list:
+    """(key, description, call) of every call the sweep times, with sizes up to 2^largest: the
+    bad-input sweep's callables (`_probes`), the EDGES (calls at the work limits, so only in
+    the full sweep, largest = LARGEST) and every widget exercise (which takes no size)."""
     from test_bad_inputs import SIGNATURES
 
-    probes = [(key, what, call) for key, (function, params) in SIGNATURES.items() for what, call in _probes(function, params)]
-    probes += [(key, what, call) for key, calls in EDGES.items() for what, call in calls]
-    probes += list(_exercise_probes())
+    calls = [(key, what, call) for key, (function, params) in SIGNATURES.items()
+             for what, call in _probes(function, params, largest)]
+    if largest >= LARGEST:
+        calls += [(key, what, call) for key, edges in EDGES.items() for what, call in edges]
+    return calls + list(_exercise_probes())
+
+
+def slowest_calls(largest: int = LARGEST) -> dict:
+    """key -> (CPU seconds, description, calls timed) of the slowest accepted call of each
+    function, over `probes(largest)`. A call that raises anything but a ValueError or
+    TypeError (a refusal) stops the sweep with an error naming the call."""
     slowest, timed = {}, collections.Counter()
-    for key, what, call in probes:
-        seconds = cpu_time(call)
+    for key, what, call in probes(largest):
+        try:
+            seconds = cpu_time(call)
+        except Exception as err:
+            raise RuntimeError(f"{key}({what}) raised {type(err).__name__}: {err}") from err
         if seconds is None:
             continue
         timed[key] += 1
@@ -181,9 +200,9 @@ def slowest_calls() -> dict:
     return {key: (seconds, what, timed[key]) for key, (seconds, what) in slowest.items()}
 
 
-def report_calls():
-    """Print the slowest accepted call of each function, then of each module."""
-    slowest = slowest_calls()
+def report_calls(largest: int = LARGEST):
+    """Print the slowest accepted call of each function, then of each module (sizes up to 2^largest)."""
+    slowest = slowest_calls(largest)
     width = max(map(len, slowest))
     print(f"{'function':<{width}}  {'calls':>5}  {'slowest':>9}  slowest accepted call")
     for key, (seconds, what, timed) in sorted(slowest.items()):
@@ -214,8 +233,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="runs per item (median reported)")
     parser.add_argument("--calls-only", action="store_true", help="only the slowest accepted call of each function")
+    parser.add_argument("--largest", type=int, default=LARGEST, choices=range(1, LARGEST + 1), metavar="P",
+                        help=f"push sizes up to 2^P only (default {LARGEST}; below it, no edge calls)")
     args = parser.parse_args()
-    report_calls()
+    report_calls(args.largest)
     if args.calls_only:
         return
     print()

@@ -130,8 +130,8 @@ def test_the_fma_hint_only_where_flops_are_counted(key):
 def test_a_name_gets_a_text_keyboard_and_a_number_a_number_pad():
     name = gm.course.appendix_presets.highest_ridge()._repr_html_()
     assert 'inputmode="text"' in name and 'inputmode="decimal"' not in name
-    assert 'inputmode="text"' in gm.course.widgets.answer_box(code_cell_rules("ex-hierarchy-bound"), "bound")
-    assert 'inputmode="decimal"' in gm.course.widgets.answer_box(code_cell_rules("ex-hierarchy-fmas"), "FMAs")
+    assert 'inputmode="text"' in gm.course.checks.answer_box(code_cell_rules("ex-hierarchy-bound"), "bound")
+    assert 'inputmode="decimal"' in gm.course.checks.answer_box(code_cell_rules("ex-hierarchy-fmas"), "FMAs")
     listed = code_cell_rules("ex-hierarchy-bound")["not_number"]
     assert listed == "Type one of: compute, hbm, l2, registers, sfu, smem."
 

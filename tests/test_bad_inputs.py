@@ -410,6 +410,8 @@ EXCLUDED |= {
     "tests/test_lab.py drives it through chapter 4's lab checker",
     "course.checks.judge": "the step every checker ends with, given the checker's own rules and its checked answer",
     "course.checks.record": "keeps the Feedback a checker returned, for gm.course.progress()",
+    "course.checks.answer_box": "the site's HTML box for a question's rules, built by the course from its own "
+    "values; the learner's answer goes through verdict, swept above",
     "course.checks.units_as": "builds a question's unit table from the package's own unit names",
     **{f"course.{name}": "a question's rules or a checkpoint, built by the chapter from its own values; the "
        "learner's answer goes through verdict, swept above" for name in (

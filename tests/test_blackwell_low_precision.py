@@ -272,3 +272,21 @@ def test_widget_exercises_have_the_answers_derived_by_hand():
     assert "overhead" in launch.render(elements=2**10, kernels=100)
     assert "below" in tile.render(gpu="B200", tile="m64 (wgmma)", n=256)
     assert "at or past" in tile.render(gpu="H100-SXM", tile="m64 (wgmma)", n=256)
+
+
+@pytest.mark.parametrize("gpu", course.RIDGE_GPUS)
+@pytest.mark.parametrize("tile", list(course.TILES))
+def test_the_tile_explorer_builds_for_every_gpu_and_tile_its_menus_offer(gpu, tile):
+    """Every (gpu, tile) of the explorer's menus gives an exercise, or a ValueError naming both
+    when no N offered reaches the ridge (make bench once stopped on a StopIteration here).
+    By hand, an m x n tile reads mn/(m + n) FLOP per byte, the 2-CTA m256 one 256n/(256 + n):
+    against the H100's ridge of 32 and the B200's of 64, the smallest N offered is as below;
+    an m64 tile stays under 64 at every N (its limit is 64), so on the B200 it is refused."""
+    smallest = {("H100-SXM", "m64 (wgmma)"): 64, ("H100-SXM", "m128 (tcgen05, 1 CTA)"): 64,
+                ("H100-SXM", "m256 (tcgen05, 2 CTAs)"): 64, ("B200", "m64 (wgmma)"): None,
+                ("B200", "m128 (tcgen05, 1 CTA)"): 128, ("B200", "m256 (tcgen05, 2 CTAs)"): 96}[gpu, tile]
+    if smallest is None:
+        with pytest.raises(ValueError, match="gpu and tile"):
+            course.tile_ridge(gpu, tile)
+    else:
+        assert course.tile_ridge(gpu, tile).rules["answer"] == smallest

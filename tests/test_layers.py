@@ -1,7 +1,8 @@
 """The folders are the layers, and imports go one way: core (`gpumodel/*.py`) <- `cuda/` <- `lab/`
 <- `course/` <- `book/`. The core imports only NumPy (and the standard library); nothing but
 `cuda/` reaches CuPy; nothing below `course/` reaches matplotlib, ipywidgets or IPython.
-Function-level imports count too. A module's layer is its folder."""
+Function-level imports count too. A module's layer is its folder. No two modules import each
+other, directly or through others (an import cycle), inside a layer or across."""
 
 import ast
 import pathlib
@@ -28,11 +29,13 @@ def layer(module: str) -> str:
     return first if first in LAYERS else "core"
 
 
-def _imports(module: str) -> set:
-    """(kind, name) of everything `module` imports: ("own", "cuda/runtime") or ("other", "numpy")."""
+def _imports(module: str, source: str | None = None) -> set:
+    """(kind, name) of everything `module` imports (its file, or `source` in its place):
+    ("own", "cuda/runtime") or ("other", "numpy")."""
     found = set()
     package = module.split("/")[:-1]
-    for node in ast.walk(ast.parse((PACKAGE / f"{module}.py").read_text())):
+    source = (PACKAGE / f"{module}.py").read_text() if source is None else source
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level:
             base = package[:len(package) - (node.level - 1)]
             parts = base + (node.module.split(".") if node.module else [])
@@ -43,6 +46,38 @@ def _imports(module: str) -> set:
         elif isinstance(node, ast.Import):
             found |= {("other", a.name.split(".")[0]) for a in node.names}
     return found
+
+
+def _own_modules(module: str, source: str | None = None) -> set:
+    """The package's modules `module` imports: a name imported from a module is that module
+    (`from .checks import Feedback` and `from . import checks` both import "course/checks"),
+    one from a package that package's `__init__`."""
+    found = set()
+    for kind, name in _imports(module, source):
+        if kind == "own":
+            parent = name.rpartition("/")[0]
+            found.add(name if name in MODULES else parent if parent in MODULES else f"{parent}/__init__".lstrip("/"))
+    return found
+
+
+def _cycle(graph: dict) -> list:
+    """One import cycle of `graph` (module -> the modules it imports), as [a, b, ..., a]; [] if none."""
+    done, path = set(), []
+
+    def visit(module):
+        if module in path:
+            return path[path.index(module):] + [module]
+        if module in done:
+            return []
+        path.append(module)
+        for imported in sorted(graph.get(module, ())):
+            if found := visit(imported):
+                return found
+        path.pop()
+        done.add(module)
+        return []
+
+    return next(filter(None, map(visit, sorted(graph))), [])
 
 
 def test_every_folder_is_a_layer():
@@ -64,6 +99,21 @@ def test_imports_go_one_way(module):
 def test_the_checker_sees_a_wrong_import():
     assert ("own", "cuda/runtime") in _imports("book/chapter")
     assert layer("book/chapter") == "book" and layer("cuda/runtime") == "cuda" and layer("model") == "core"
+
+
+def test_no_import_cycle():
+    cycle = _cycle({module: _own_modules(module) for module in MODULES})
+    assert not cycle, f"an import cycle: {' -> '.join(cycle)}"
+
+
+def test_the_checker_sees_an_import_cycle():
+    checks = "from .. import _check\n\ndef box():\n    from .widgets import answer_box\n"
+    widgets = "from . import checks\nfrom .plots import PART_LABELS\n"
+    graph = {"course/checks": _own_modules("course/checks", checks), "course/widgets": _own_modules("course/widgets", widgets)}
+    assert graph == {"course/checks": {"_check", "course/widgets"}, "course/widgets": {"course/checks", "course/plots"}}
+    assert _cycle(graph) == ["course/checks", "course/widgets", "course/checks"]
+    assert _cycle({**graph, "course/widgets": {"course/plots"}}) == []
+    assert _own_modules("course/tiling", "from ..lab import trace\nfrom .. import presets\n") == {"lab/__init__", "presets"}
 
 
 def test_the_core_imports_without_plotting_widgets_or_cupy():

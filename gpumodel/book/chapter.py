@@ -39,7 +39,7 @@ def colab_badge(chapter: str):
     (already open, its repository unknown to the kernel): None, which shows nothing."""
     from IPython.display import Markdown
 
-    from ..course.widgets import building_book
+    from ..course.checks import building_book
 
     if not building_book():
         return None
@@ -52,7 +52,7 @@ def gpu_notice():
     on, or that it shows the CPU path and recorded data (why no GPU answered goes to the log)."""
     from IPython.display import Markdown
 
-    from ..course.widgets import building_book
+    from ..course.checks import building_book
 
     if runtime.have_gpu():
         title, text = "Running on a GPU", (f"{runtime.gpu_status()[1]} answered: the kernels below run on it "

@@ -135,7 +135,10 @@ def tile_ridge(gpu: str = "B200", tile: str = "m128 (tcgen05, 1 CTA)") -> Widget
                      ("smem ridge", ridge, fmt_intensity(ridge), False)])
 
     ridge = presets.gpu(gpu).ridge("smem", "fp16")
-    smallest = next(n for n in TILE_NS if intensity(tile, n) >= ridge)
+    smallest = next((n for n in TILE_NS if intensity(tile, n) >= ridge), None)
+    if smallest is None:
+        raise ValueError(f"gpu and tile must give a tile that reaches the {gpu}'s shared-memory ridge "
+                         f"({fmt_intensity(ridge)}) at some N of {TILE_NS}, got {gpu!r} and {tile!r}")
     return WidgetExercise(
         "tile-ridge", {"gpu": list(RIDGE_GPUS), "tile": list(TILES), "n": list(TILE_NS)}, view,
         number_rules(smallest, "columns", 0, explain="A wider tile reuses each row of A across more columns; on "

@@ -21,6 +21,8 @@ by the same rules.
 
 from __future__ import annotations
 
+import html
+import json
 import math
 import os
 import re
@@ -55,14 +57,36 @@ class Feedback:
         (Jupyter shows the Markdown)."""
         if self.rules is None or not building_book():
             return None
-        from .widgets import answer_box
-
         return answer_box(self.rules, self.prompt)
 
 
 def building_book() -> bool:
     """True while `make book` executes the chapters (it sets GPUMODEL_BUILD=book)."""
     return os.environ.get("GPUMODEL_BUILD") == "book"
+
+
+def _form_html(rules: dict, prompt: str) -> str:
+    """The answer form and its verdict line: a text keyboard for a name, a number pad for a number."""
+    mode = "text" if rules["kind"] == "choice" else "decimal"
+    return (f'<form class="gm-answer"><label>{html.escape(prompt)} <input type="text" inputmode="{mode}" '
+            'autocomplete="off" autocapitalize="off" spellcheck="false"></label> <button type="submit">Check</button>'
+            '</form><p class="gm-verdict" aria-live="polite"></p>')
+
+
+def answer_box(rules: dict, prompt: str, key: str = "", question: str = "") -> str:
+    """An answer box for the site, judged in the browser by `rules` (widgets.js); `key` names
+    it in the reader's progress (else the exercise it follows names it), `question` (HTML)
+    is asked above it."""
+    ident = f' id="{html.escape(key)}" data-key="{html.escape(key)}"' if key else ""
+    asked = f'<p class="gm-asked">{question}</p>' if question else ""
+    return (f'<div class="gm-question gm-widget"{ident}>{asked}{_form_html(rules, prompt)}'
+            f'{_data_html({"rules": rules})}</div>')
+
+
+def _data_html(data: dict) -> str:
+    """Data for widgets.js, as JSON in a script element (`</` escaped)."""
+    text = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    return f'<script type="application/json">{text}</script>'
 
 
 def _wrong_type(answer, wanted: str) -> Feedback:

@@ -37,7 +37,7 @@ import matplotlib
 from .. import _check
 from ..model import BOUNDS, predict
 from ..units import fmt_time
-from .checks import Feedback, building_book, record, verdict
+from .checks import Feedback, _data_html, _form_html, answer_box, building_book, record, verdict
 from .plots import PART_LABELS
 
 _ids = itertools.count()
@@ -109,12 +109,6 @@ def _pack(texts: list) -> tuple[list, list]:
                 runs.append([i, 1])
         spelled.append([n for first, count in runs for n in ([first] if count == 1 else [first, -count])])
     return pieces, spelled
-
-
-def _data_html(data: dict) -> str:
-    """Data for widgets.js, as JSON in a script element (`</` escaped)."""
-    text = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    return f'<script type="application/json">{text}</script>'
 
 
 @dataclass
@@ -282,24 +276,6 @@ class WidgetExercise:
     def show(self):
         """The static exercise while the book is built, the live widget elsewhere."""
         return self if building_book() else self.widget()
-
-
-def _form_html(rules: dict, prompt: str) -> str:
-    """The answer form and its verdict line: a text keyboard for a name, a number pad for a number."""
-    mode = "text" if rules["kind"] == "choice" else "decimal"
-    return (f'<form class="gm-answer"><label>{html.escape(prompt)} <input type="text" inputmode="{mode}" '
-            'autocomplete="off" autocapitalize="off" spellcheck="false"></label> <button type="submit">Check</button>'
-            '</form><p class="gm-verdict" aria-live="polite"></p>')
-
-
-def answer_box(rules: dict, prompt: str, key: str = "", question: str = "") -> str:
-    """An answer box for the site, judged in the browser by `rules` (widgets.js); `key` names
-    it in the reader's progress (else the exercise it follows names it), `question` (HTML)
-    is asked above it."""
-    ident = f' id="{html.escape(key)}" data-key="{html.escape(key)}"' if key else ""
-    asked = f'<p class="gm-asked">{question}</p>' if question else ""
-    return (f'<div class="gm-question gm-widget"{ident}>{asked}{_form_html(rules, prompt)}'
-            f'{_data_html({"rules": rules})}</div>')
 
 
 def _answer_widgets(prompt: str, check) -> list:
