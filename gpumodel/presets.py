@@ -5,8 +5,8 @@ A GPU file states each fact as its source does (value, unit, kind, a `references
 where in that document, a note), plus the GPU's compute capability; the per-capability facts
 (FP32 lanes, register file, shared memory, occupancy limits) come from
 `data/capabilities.toml`. Derived figures are computed by `GPU`, never stored. A file with a
-missing or unknown key, an unknown unit or an unknown source is refused, naming the file and
-the key. Adding a GPU is adding one file.
+missing or unknown key, an unknown unit or an unknown source, or figures that contradict each
+other (`BELOW`), is refused, naming the file and the key. Adding a GPU is adding one file.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ RUN_KEYS = {"read": {"bytes"}, "gemm": {"size", "dtype", "block", "thread", "lay
 RUN_NEEDS = {"read": {"bytes"}, "gemm": {"size"}, "attention": {"batch", "heads", "seq", "head_dim", "attention", "passes"},
              "latency": {"level"}, "launch": {"path"}}
 """The keys each kind of run must have; the others of RUN_KEYS have defaults (dtype: fp32 for a
-GEMM, fp16 for attention; no tiles: the naive kernel)."""
+GEMM, fp16 for attention; no block: the naive kernel; no thread: one result per thread)."""
 RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "violation", "sets_preset", "holdout",
                "also"}
 RUN_FIELDS = {
@@ -106,8 +106,9 @@ class Comparison:
 
 @functools.cache
 def records() -> tuple:
-    """Every record of `data/published/*.toml`, checked: a known GPU, a bib key, a unit its
-    kind accepts, a positive value; a DataError naming file and key otherwise."""
+    """Every record of `data/published/*.toml`, checked: a known GPU, a bib key, a run with the
+    keys its kind needs, a unit its kind accepts, a positive value, a chapter of the book, no
+    record repeated; a DataError naming file and key otherwise."""
     out = []
     for path in sorted(DATA.glob("*.toml")):
         data = _read(path)
@@ -133,7 +134,7 @@ def records() -> tuple:
             if entry["gpu"] not in presets.preset_names():
                 raise DataError(f"{where}.gpu must be a preset, got {entry['gpu']!r}")
             try:
-                _chapter("chapter", entry["chapter"])
+                _chapter(entry["chapter"])
             except ValueError as err:
                 raise DataError(f"{where}.{err}") from None
             _field(f"{where}.holdout", entry.get("holdout", False), "flag")
@@ -260,17 +261,17 @@ def compare(record: Record, rated: bool = False) -> Comparison:
     return Comparison(record, "time", seconds, measured_s, seconds / measured_s, bound)
 
 
-def _chapter(name: str, chapter) -> None:
+def _chapter(chapter) -> None:
     """Refuse a chapter that is not a chapter's number (an integer of CHAPTERS)."""
     if isinstance(chapter, bool) or not isinstance(chapter, numbers.Integral) or chapter not in CHAPTERS:
-        raise ValueError(f"{name} must be a chapter's number, one of {CHAPTERS}, got {chapter!r}")
+        raise ValueError(f"chapter must be a chapter's number, one of {CHAPTERS}, got {chapter!r}")
 
 
 def comparisons(chapter: int | None = None, rated: bool = False) -> list[Comparison]:
     """Every record against the model (of `chapter`, when given; at the rated clocks when
     `rated`, see `compare`); none is left out."""
     if chapter is not None:
-        _chapter("chapter", chapter)
+        _chapter(chapter)
     rated = _check.flag("rated", rated)
     return [compare(r, rated) for r in records() if chapter is None or r.chapter == chapter]
 
