@@ -24,8 +24,9 @@ MOST_CONFIGURATIONS = 2**20
 """The most configurations one sweep may hold (the size of its broadcast shape): a million
 configurations take about half a second through a builder and `predict` on one core."""
 BIGGEST = 1e150
-"""The largest magnitude a simulation's input may hold: products of two such numbers, summed
-over any dimension a simulation accepts, stay finite in float64."""
+"""The largest magnitude a simulation's input (or a time summed over a sequence of kernels) may
+hold: products of two such numbers, summed over any dimension a simulation accepts, stay finite
+in float64."""
 
 
 def _numbers(name: str, value, wanted: str) -> np.ndarray:
@@ -50,7 +51,11 @@ def _numbers(name: str, value, wanted: str) -> np.ndarray:
 def array(name: str, value, most: float = BIGGEST) -> np.ndarray:
     """`value` as a non-empty float64 array of finite numbers no larger than `most` in
     magnitude (a simulation's matrix)."""
-    arr = _numbers(name, value, "an array of numbers")
+    return _at_most(name, _numbers(name, value, "an array of numbers"), most)
+
+
+def _at_most(name: str, arr: np.ndarray, most: float) -> np.ndarray:
+    """`arr` if no entry is larger than `most` in magnitude."""
     if np.any(np.abs(arr) > most):
         raise ValueError(f"{name} must hold numbers of magnitude at most {most:g}, got {np.abs(arr).max():g}")
     return arr
@@ -145,23 +150,25 @@ def count(name: str, value) -> np.ndarray:
     return arr
 
 
-def amount(name: str, value) -> np.ndarray:
-    """`value` as a float64 array of finite numbers >= 0 (flops, bytes): not a bool or a string."""
+def amount(name: str, value, most: float = math.inf) -> np.ndarray:
+    """`value` as a float64 array of finite numbers >= 0 (flops, bytes), none above `most`:
+    not a bool or a string."""
     arr = _numbers(name, value, "a number >= 0 (or an array of them)")
     if np.any(arr < 0):
         raise ValueError(f"{name} must be finite and not negative, got {arr[arr < 0].ravel()[0]!r}")
-    return arr
+    return _at_most(name, arr, most)
 
 
-def real(name: str, value, least: float | None = None) -> float:
+def real(name: str, value, least: float | None = None, most: float | None = None) -> float:
     """`value` as a float: one finite real number (Python's or NumPy's, or a 0-d array),
-    not a bool; at least `least` when given."""
-    wanted = "a finite number" + (f" >= {least:g}" if least is not None else "")
+    not a bool; at least `least` and at most `most` when given."""
+    limits = " and ".join(f"{sign} {x:g}" for sign, x in ((">=", least), ("<=", most)) if x is not None)
+    wanted = f"a finite number {limits}".rstrip()
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise ValueError(f"{name} must be {wanted}, got {value!r}")
-    if least is not None and value < least:
+    if (least is not None and value < least) or (most is not None and value > most):
         raise ValueError(f"{name} must be {wanted}, got {value!r}")
     return float(value)
 

@@ -19,6 +19,15 @@ KINDS = ("spec", "measured", "estimate", "derived")
 (`measured`), a reasoned estimate where nothing is published or measured (`estimate`), or a
 formula over other facts (`derived`)."""
 
+PLAUSIBLE = {
+    # SI unit -> (least, most) a GPU's figure in it may be: a typo of a unit or a digit lands outside
+    "SM": (1, 1024), "Hz": (1e8, 5e9), "B/clk": (16, 1e5), "B/s": (1e10, 1e15), "B": (2**20, 1e13),
+    "FLOP/s": (1e12, 1e17), "cycle": (1, 1e5),
+}
+"""The plausible range of a GPU's figure in each SI unit, in a GPU file (`gpumodel.presets`) or
+given to `GPU.at_clock`: clocks from 100 MHz to 5 GHz, up to 1024 SMs, capacities from 1 MiB to
+10 TB...; SMs are whole."""
+
 MATH = ("fp32", "fp16", "bf16", "fp8", "fp4")
 """Which units a workload's arithmetic runs on: the FP32 lanes, or the tensor cores with
 fp16, bf16, fp8 or fp4 inputs (dense, FP32 accumulate)."""
@@ -190,8 +199,10 @@ class GPU:
     def at_clock(self, mhz) -> GPU:
         """This GPU held at `mhz` MHz, as power or heat hold a loaded part below its boost: as
         `bound`, every on-chip rate and tensor peak at that one clock (the peaks scaled from
-        the clock they are rated at); HBM as stated. Chapter 7."""
-        hz = _check.real("mhz", mhz, least=1) * 1e6
+        the clock they are rated at); HBM as stated. `mhz` must be a plausible clock (PLAUSIBLE,
+        as in a GPU file). Chapter 7."""
+        least, most = PLAUSIBLE["Hz"]
+        hz = _check.real("mhz", mhz, least=least / 1e6, most=most / 1e6) * 1e6
         return self._held(Fact(hz, "Hz", "derived", self.clock.source, note=f"held at {hz / 1e6:g} MHz"))
 
     def _held(self, top: Fact) -> GPU:

@@ -99,9 +99,9 @@ class Sequence:
 def sequence_time(kernel_times, launch: float, graph: bool = False) -> Sequence:
     """The time of kernels taking `kernel_times` (s, in order) on the GPU, each launched by
     the host in `launch` seconds (see the module doc); with `graph`, the whole sequence is
-    one launch. Chapter 7."""
-    t = _check.amount("kernel_times", kernel_times).astype(float).ravel()
-    launch = _check.real("launch", launch, least=0)
+    one launch. Each time is at most `_check.BIGGEST`, so that their sum stays finite. Chapter 7."""
+    t = _check.amount("kernel_times", kernel_times, most=_check.BIGGEST).ravel()
+    launch = _check.real("launch", launch, least=0, most=_check.BIGGEST)
     _check.flag("graph", graph)
     device = float(t.sum())
     if graph:

@@ -5,8 +5,8 @@ A GPU file states each fact as its source does (value, unit, kind, a `references
 where in that document, a note), plus the GPU's compute capability; the per-capability facts
 (FP32 lanes, register file, shared memory, occupancy limits) come from
 `data/capabilities.toml`. Derived figures are computed by `GPU`, never stored. A file with a
-missing or unknown key, an unknown unit or an unknown source is refused, naming the file and
-the key. Adding a GPU is adding one file.
+missing or unknown key, an unknown unit or an unknown source, or figures that contradict each
+other (`BELOW`), is refused, naming the file and the key. Adding a GPU is adding one file.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pathlib
 import re
 import sys
 
-from .hardware import GPU, KIB, KINDS, Capability, Fact
+from .hardware import GPU, KIB, KINDS, PLAUSIBLE, WARP, Capability, Fact
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,13 +39,6 @@ UNITS = {
 }
 """The units a GPU file may use. Capacities on chip are binary (KiB, MiB), memory sizes decimal
 (GB), as the datasheets state them; rates are decimal."""
-PLAUSIBLE = {
-    # SI unit -> (least, most) a GPU's figure in it may be: a typo of a unit or a digit lands outside
-    "SM": (1, 1024), "Hz": (1e8, 5e9), "B/clk": (16, 1e5), "B/s": (1e10, 1e15), "B": (2**20, 1e13),
-    "FLOP/s": (1e12, 1e17), "cycle": (1, 1e5),
-}
-"""The plausible range of a GPU file's figure in each SI unit (clocks from 100 MHz to 5 GHz, up to
-1024 SMs, capacities from 1 MiB to 10 TB...); SMs are whole."""
 FACTS = {
     # fact -> the SI units it may be stated in
     "sms": ("SM",), "clock": ("Hz",), "l2_bandwidth": ("B/clk", "B/s"), "hbm_bandwidth": ("B/s",),
@@ -56,6 +49,10 @@ OPTIONAL_FACTS = {"tensor_clock": ("Hz",), "max_clock": ("Hz",)}
 """Facts a GPU file states where its source does: the clock the tensor peaks are rated at,
 when it is not the boost clock; the highest SM clock the part is shown to reach, when it is
 above the boost clock (a bound's clock, `GPU.bound`)."""
+BELOW = (("tensor_clock", "clock"), ("clock", "max_clock"), ("l2_capacity", "hbm_capacity"))
+"""Pairs of facts of a GPU file of which the first must be below the second, where both are stated:
+the tensor peaks' clock below the boost clock, the boost clock below the highest one reached, the
+L2 smaller than the memory."""
 TABLES = {"tensor": (("fp16", "bf16", "fp8", "fp4"), ("FLOP/s",)), "latency": (("smem", "l2", "hbm"), ("cycle",))}
 """Optional tables of facts: dense tensor-core peaks by input type, measured latencies by level."""
 FACT_KEYS = {"value", "unit", "kind", "source", "where", "note"}
@@ -134,6 +131,9 @@ def capabilities() -> dict:
             least = 0 if key == "reserved_smem_per_block_kib" else 1  # every count but the reserve is positive
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise DataError(f"{where}.{key} must be a whole number >= {least}, got {value!r}")
+        if entry["max_threads_per_sm"] != entry["max_warps_per_sm"] * WARP:
+            raise DataError(f"{where}.max_threads_per_sm must be max_warps_per_sm x {WARP} = "
+                            f"{entry['max_warps_per_sm'] * WARP}, got {entry['max_threads_per_sm']}")
         version = tuple(int(v) for v in name.split("."))
         fields = {key.removesuffix("_kib"): value * (CAPABILITY_KEYS[key] or 1) for key, value in entry.items()}
         out[version] = Capability(version, **fields)
@@ -167,6 +167,10 @@ def load_gpu(path) -> GPU:
         if not isinstance(entries, dict) or set(entries) - set(names):
             raise DataError(f"{path.name}.{table} may hold only {names}, got {sorted(entries)}")
         facts[table] = {n: _fact(f"{path.name}.{table}.{n}", e, units) for n, e in entries.items()}
+    for low, high in BELOW:
+        if low in facts and high in facts and not facts[low].value < facts[high].value:
+            raise DataError(f"{path.name}.{low} must be below {high} ({facts[high].value:g} {facts[high].unit}), "
+                            f"got {facts[low].value:g} {facts[low].unit}")
     return GPU(name=str(data["name"]), capability=cap, **facts)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from dataclasses import dataclass, field
 
 from . import _check, presets
@@ -42,6 +43,10 @@ UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attent
 RUN_KEYS = {"read": {"bytes"}, "gemm": {"size", "dtype", "block", "thread", "layout", "ideal"},
             "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes"}, "latency": {"level"},
             "launch": {"path"}}
+RUN_NEEDS = {"read": {"bytes"}, "gemm": {"size"}, "attention": {"batch", "heads", "seq", "head_dim", "attention", "passes"},
+             "latency": {"level"}, "launch": {"path"}}
+"""The keys each kind of run must have; the others of RUN_KEYS have defaults (dtype: fp32 for a
+GEMM, fp16 for attention; no block: the naive kernel; no thread: one result per thread)."""
 RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "violation", "sets_preset", "holdout",
                "also"}
 RUN_FIELDS = {
@@ -52,6 +57,9 @@ RUN_FIELDS = {
     "attention": ("standard", "flash"), "passes": ("forward", "forward+backward"), "level": LEVELS, "path": PATHS,
 }
 """What each field of a record's `run` holds."""
+CHAPTERS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 98, 99)
+"""The chapters' numbers, as `chapters/NN_topic.md` number them (tests/test_published.py holds the
+two equal): a record's `chapter`, and the `chapter` that `comparisons` takes."""
 ALSO_UNITS = ("GB", "GFLOP")
 """The units an `also` figure may be in; its name ends with one (`hbm_GB`, `work_GFLOP`)."""
 SLOW = 1.5
@@ -98,8 +106,9 @@ class Comparison:
 
 @functools.cache
 def records() -> tuple:
-    """Every record of `data/published/*.toml`, checked: a known GPU, a bib key, a unit its
-    kind accepts, a positive value; a DataError naming file and key otherwise."""
+    """Every record of `data/published/*.toml`, checked: a known GPU, a bib key, a run with the
+    keys its kind needs, a unit its kind accepts, a positive value, a chapter of the book, no
+    record repeated; a DataError naming file and key otherwise."""
     out = []
     for path in sorted(DATA.glob("*.toml")):
         data = _read(path)
@@ -107,8 +116,11 @@ def records() -> tuple:
         if source not in presets.bib_keys():
             raise DataError(f"{path.name}: source must be a key of references.bib, got {source!r}")
         reasons = data.get("reasons", {})  # reasons several records share, by name
-        for i, entry in enumerate(data.get("record", [])):
+        raw = data.get("record", [])
+        for i, entry in enumerate(raw):
             where = f"{path.name} record {i + 1}"
+            if entry in raw[:i]:
+                raise DataError(f"{where} repeats record {raw.index(entry) + 1} word for word")
             entry = {**entry, **{key: _shared(f"{where}.{key}", entry[key], reasons)
                                  for key in ("reason", "violation") if key in entry}}
             _no_gaps(where, {"gpu", "what", "where", "run", "value", "unit", "chapter"} - set(entry),
@@ -116,14 +128,18 @@ def records() -> tuple:
             kind = entry["run"].get("kind") if isinstance(entry["run"], dict) else None
             if kind not in UNITS:
                 raise DataError(f"{where}: run must be a table whose kind is one of {sorted(UNITS)}, got {entry['run']!r}")
-            _no_gaps(f"{where}.run", set(), set(entry["run"]) - RUN_KEYS[kind] - {"kind"})
-            for name, value in entry["run"].items():
-                if name != "kind":
-                    _run_field(f"{where}.run.{name}", value, RUN_FIELDS[name])
+            _run_fields(f"{where}.run", entry["run"], kind)
             if entry["unit"] not in UNITS[kind]:
                 raise DataError(f"{where}.unit must be one of {UNITS[kind]} for a {kind}, got {entry['unit']!r}")
             if entry["gpu"] not in presets.preset_names():
                 raise DataError(f"{where}.gpu must be a preset, got {entry['gpu']!r}")
+            try:
+                _chapter(entry["chapter"])
+            except ValueError as err:
+                raise DataError(f"{where}.{err}") from None
+            _field(f"{where}.holdout", entry.get("holdout", False), "flag")
+            if "sets_preset" in entry:
+                _sets_preset(f"{where}.sets_preset", entry, source)
             value = entry["value"]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
                 raise DataError(f"{where}.value must be a finite positive number, got {value!r}")
@@ -148,8 +164,29 @@ def _shared(where: str, text, reasons: dict) -> str:
     return reasons[text]
 
 
-def _run_field(where: str, value, wanted) -> None:
-    """Refuse a run's field that does not hold what RUN_FIELDS says."""
+def _sets_preset(where: str, entry: dict, source: str) -> None:
+    """Refuse a `sets_preset` that does not begin with a figure of the record's preset citing its
+    source, then a colon ("l2_bandwidth: ..."), or that comes with `holdout`."""
+    citing = sorted(name for name, fact in presets.gpu(entry["gpu"]).facts().items() if fact.source == source)
+    text = entry["sets_preset"]
+    if not isinstance(text, str) or ":" not in text or text.split(":")[0] not in citing:
+        raise DataError(f"{where} must be a figure of the {entry['gpu']} preset citing {source} {citing}, "
+                        f"a colon and why, got {text!r}")
+    if entry.get("holdout"):
+        raise DataError(f"{where}: a record that sets a preset is not holdout")
+
+
+def _run_fields(where: str, run: dict, kind: str) -> None:
+    """Refuse a run of `kind` with a key missing or unknown, or a field that does not hold what
+    RUN_FIELDS says."""
+    _no_gaps(where, RUN_NEEDS[kind] - set(run), set(run) - RUN_KEYS[kind] - {"kind"})
+    for name, value in run.items():
+        if name != "kind":
+            _field(f"{where}.{name}", value, RUN_FIELDS[name])
+
+
+def _field(where: str, value, wanted) -> None:
+    """Refuse a record's field that does not hold what `wanted` (a kind of RUN_FIELDS) says."""
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if isinstance(wanted, tuple):
         fine, accepted = value in wanted, f"one of {wanted}"
@@ -167,8 +204,11 @@ def _run_field(where: str, value, wanted) -> None:
 
 
 def attention_flops(run: dict) -> float:
-    """FLOPs of an attention run counted the FlashAttention papers' way: 4 N^2 d per head
-    forward, 2.5 times that backward (softmax and masking not counted)."""
+    """FLOPs of an attention run (a record's `run` table) counted the FlashAttention papers'
+    way: 4 N^2 d per head forward, 2.5 times that backward (softmax and masking not counted)."""
+    if not isinstance(run, dict) or run.get("kind", "attention") != "attention":
+        raise ValueError(f"run must be an attention run's table ({', '.join(sorted(RUN_KEYS['attention']))}), got {run!r}")
+    _run_fields("run", run, "attention")
     forward = 4.0 * run["seq"] ** 2 * run["head_dim"] * run["heads"] * run["batch"]
     return forward * (3.5 if run["passes"] == "forward+backward" else 1.0)
 
@@ -180,7 +220,7 @@ def _time(run: dict, gpu) -> tuple[float, float, str]:
         if run.get("ideal"):
             w = gemm_ideal(n, n, n, dtype)
         elif "block" in run:
-            w = gemm(n, n, n, block=tuple(run["block"]), thread=tuple(run["thread"]), dtype=dtype,
+            w = gemm(n, n, n, block=tuple(run["block"]), thread=tuple(run.get("thread", (1, 1))), dtype=dtype,
                      layout=run.get("layout", "strided"))
         else:
             w = gemm(n, n, n, dtype=dtype)
@@ -222,15 +262,16 @@ def compare(record: Record, rated: bool = False) -> Comparison:
 
 
 def _chapter(chapter) -> None:
-    """Refuse a chapter that is neither None nor a chapter's number."""
-    if chapter is not None:
-        _check.integer("chapter", chapter, 1, 99)
+    """Refuse a chapter that is not a chapter's number (an integer of CHAPTERS)."""
+    if isinstance(chapter, bool) or not isinstance(chapter, numbers.Integral) or chapter not in CHAPTERS:
+        raise ValueError(f"chapter must be a chapter's number, one of {CHAPTERS}, got {chapter!r}")
 
 
 def comparisons(chapter: int | None = None, rated: bool = False) -> list[Comparison]:
     """Every record against the model (of `chapter`, when given; at the rated clocks when
     `rated`, see `compare`); none is left out."""
-    _chapter(chapter)
+    if chapter is not None:
+        _chapter(chapter)
     rated = _check.flag("rated", rated)
     return [compare(r, rated) for r in records() if chapter is None or r.chapter == chapter]
 

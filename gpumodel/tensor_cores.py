@@ -242,11 +242,12 @@ def split_k_bytes(m, n, splits, partial_bytes: int = 4):
 def split_k_time(m, n, splits, gpu, math: str = "fp16", partial_bytes: int = 4) -> tuple:
     """(seconds, level): the time split-K's partial sums (`split_k_bytes`: written by the
     slices, read back by the reduction) take at the level that holds them, L2 when one set of
-    them fits in it, else HBM, at the clock `math` runs at. Chapter 6."""
+    them fits in it, else HBM, at the clock `math` runs at; arrays for arrays of sizes. Chapter 6."""
     g = presets.gpu(gpu).running(math)
-    nbytes = split_k_bytes(m, n, splits, partial_bytes)
-    level = "l2" if nbytes / 2 <= g.capacity("l2") else "hbm"
-    return nbytes / g.bandwidth(level), level
+    nbytes = np.asarray(split_k_bytes(m, n, splits, partial_bytes))
+    in_l2 = nbytes / 2 <= g.capacity("l2")
+    seconds = nbytes / np.where(in_l2, g.bandwidth("l2"), g.bandwidth("hbm"))
+    return _check.as_output(seconds), _check.as_output(np.where(in_l2, "l2", "hbm"))
 
 
 def stream_k(tiles, k_steps, sms) -> dict:

@@ -45,6 +45,8 @@ COUNT = st.one_of(st.sampled_from(NOT_NUMBERS + NON_FINITE), st.integers(max_val
 AMOUNT = st.one_of(st.sampled_from(NOT_NUMBERS + NON_FINITE), st.floats(max_value=-1e-300))
 REAL = st.sampled_from(NOT_NUMBERS + NON_FINITE + [np.array([1.0, 2.0]), "1.0"])
 POSITIVE = st.one_of(REAL, st.floats(max_value=0), st.integers(max_value=0))
+MHZ = st.one_of(POSITIVE, st.floats(min_value=0, max_value=99.99), st.floats(min_value=5000.01))
+"""Not a clock in MHz a GPU runs at (PLAUSIBLE: 100 to 5000)."""
 NOT_NEGATIVE = st.one_of(REAL, st.floats(max_value=-1e-300))
 FLAG = st.sampled_from([0, 1, 1.0, "True", "", None, [True], np.array([True, False])])
 NOT_STRINGS = [None, 1, 2.5, True, [], ["fp16"], {"hbm": 1}, b"fp16", np.array(["fp16", "fp32"])]
@@ -99,7 +101,14 @@ UNIT_TABLES = st.sampled_from([[], "ms", {"ms": 0}, {"ms": "1"}, {1: 1.0}, {"ms"
 ROWS = st.sampled_from([None, 5, "x", [5], [(1.0,)], [(1.0, 2)], [("1", "hint")], [(float("nan"), "hint")], [(True, "hint")]])
 HINTS = st.sampled_from([None, [], "b", {1: "hint"}, {None: "hint"}, {"a100": "the answer is no hint"}])
 
-CHAPTER = integer(1, 99).filter(lambda v: v is not None)  # None: every chapter
+CHAPTER = st.one_of(st.integers().filter(lambda v: v not in gm.published.CHAPTERS), st.floats(),
+                    st.sampled_from([v for v in NOT_NUMBERS if v is not None] + [np.float64(1.0)]))  # None: every chapter
+ATTENTION_RUN = {"kind": "attention", "batch": 2, "heads": 4, "seq": 256, "head_dim": 64, "attention": "flash",
+                 "passes": "forward"}
+RUNS = st.sampled_from([None, {}, [], "attention", {**ATTENTION_RUN, "kind": "gemm"}, {**ATTENTION_RUN, "seq": -256},
+                        {**ATTENTION_RUN, "seq": 2.5}, {**ATTENTION_RUN, "heads": True}, {**ATTENTION_RUN, "passes": "backward"},
+                        {**ATTENTION_RUN, "colour": 1}, {k: v for k, v in ATTENTION_RUN.items() if k != "batch"}])
+"""Not an attention run's table: not a table, another kind, a key missing or unknown, a field of the wrong kind."""
 RECORD = gm.published.comparisons()[0].record
 WHATS = {r.what for r in gm.published.records()}
 RUNNING = st.sampled_from(NOT_NUMBERS + [np.full((2, 1), np.nan), np.full((2, 1), np.inf), np.zeros((3, 1)), "abc"])
@@ -197,7 +206,7 @@ SIGNATURES = {
                                 "source": ("nvidia_cuda_guide", TEXT), "where": ("", TEXT), "note": ("", TEXT)}),
     "GPU.peak": (A100.peak, {"math": ("fp16", choice(MATH))}),
     "GPU.running": (gm.gpu("H100-SXM").running, {"math": ("fp16", choice(MATH))}),
-    "GPU.at_clock": (gm.gpu("H100-SXM").at_clock, {"mhz": (1500, POSITIVE)}),
+    "GPU.at_clock": (gm.gpu("H100-SXM").at_clock, {"mhz": (1500, MHZ)}),
     "GPU.ridge": (gm.gpu("H100-SXM").ridge, {"level": ("smem", choice(LEVELS)), "math": ("fp16", choice(MATH))}),
     "GPU.bandwidth": (A100.bandwidth, {"level": ("l2", choice(LEVELS))}),
     "GPU.capacity": (A100.capacity, {"level": ("l2", choice(LEVELS))}),
@@ -308,7 +317,8 @@ SIGNATURES = {
                                                                        "consumers": (2, integer(1, 8)),
                                                                        "producers": (1, integer(1, 8))}),
     "overhead.launch_cost": (gm.overhead.launch_cost, {"gpu": ("B200", GPU), "path": ("driver", choice(gm.overhead.PATHS))}),
-    "overhead.sequence_time": (gm.overhead.sequence_time, {"kernel_times": ([1e-6, 2e-6], AMOUNT), "launch": (3e-6, NOT_NEGATIVE),
+    "overhead.sequence_time": (gm.overhead.sequence_time, {"kernel_times": ([1e-6, 2e-6], st.one_of(AMOUNT, st.just([1e-6, 1e308]))),
+                                                           "launch": (3e-6, st.one_of(NOT_NEGATIVE, st.floats(min_value=1.01e150))),
                                                            "graph": (False, FLAG)}),
     "overhead.predict_sequence": (gm.overhead.predict_sequence, {
         "workloads": ([gm.vector_add(64)] * 3, st.sampled_from(["gemm", None, 5, {}, [], gm.vector_add(4), [None],
@@ -347,8 +357,9 @@ SIGNATURES = {
     "course.blackwell_low_precision.check_nvfp4_bytes": (gm.course.blackwell_low_precision.check_nvfp4_bytes, {
         "answer": (0.5625, ANSWER)}),
     "course.blackwell_low_precision.check_held_clock": (gm.course.blackwell_low_precision.check_held_clock, {
-        "answer": (1.36, ANSWER), "mhz": (1500, POSITIVE), "n": (8192, SIZE), "gpu": ("H100-SXM", GPU)}),
+        "answer": (1.36, ANSWER), "mhz": (1500, MHZ), "n": (8192, SIZE), "gpu": ("H100-SXM", GPU)}),
     "published.violations": (gm.published.violations, {"chapter": (3, CHAPTER)}),
+    "published.attention_flops": (gm.published.attention_flops, {"run": (ATTENTION_RUN, RUNS)}),
     "WidgetExercise.check": (EXERCISE.check, {"answer": ("3.0", ANSWER)}),
     # The widget exercises' constructors: a value outside the menu the explorer offers is refused.
     "course.hierarchy.littles_law": (course.hierarchy.littles_law, {
@@ -397,7 +408,6 @@ SIGNATURES = {
 EXCLUDED = {
     "presets.load_gpu": "reads a data file; its errors name the file and key (tests/test_presets.py, test_gpu_data.py)",
     "published.compare": "takes a Record of published.records(), checked when the data file is loaded",
-    "published.attention_flops": "takes the run table of a checked published record",
     **{name: "compiles and runs a learner's kernel (seconds a call); its sources that do not compile, crash, loop or "
        "compute wrong are tests/test_lab.py's" for name in (
         "course.checks.lab_run", "course.intensity.check_coalesced_kernel", "course.intensity.check_fused_chain",

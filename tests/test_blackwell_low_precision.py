@@ -212,6 +212,8 @@ def test_cluster_launch_control_against_the_static_scheduler():
     assert bw.tile_schedule(400, 100, 20, 10.0, dynamic=True) == 5  # the early 80 finish alone
     assert bw.tile_schedule(401, 100) == 5 == bw.tile_schedule(401, 100, dynamic=True)  # equal tiles: the same tail
     assert bw.tile_schedule(5, 100, 100, 3.0, dynamic=True) == 4
+    for dynamic in (False, True):  # every SM late (a probe asked): the whole schedule starts after the delay
+        assert bw.tile_schedule(300, 148, 148, 0.5, dynamic) == 0.5 + bw.tile_schedule(300, 148, dynamic=dynamic) == 3.5
     with pytest.raises(ValueError, match="late_sms must be an integer from 0 to 100"):
         bw.tile_schedule(400, 100, 101)
 

@@ -83,6 +83,13 @@ def good(tmp_path):
          "test-gpu.toml.sms must be a table with value, unit, kind and source"),
         (lambda t: t.replace('[tensor.fp16]\nvalue = 125\nunit = "TFLOP/s"\nkind = "spec"', '[tensor.fp16]\nvalue = 125\nunit = "TFLOP/s"\nkind = "guess"'),
          "test-gpu.toml.tensor.fp16.kind must be one of"),
+        # a probe of bad input: figures that contradict each other were accepted
+        (lambda t: t + '\n[tensor_clock]\nvalue = 1600\nunit = "MHz"\nkind = "spec"\nsource = "nvidia2017v100"\n',
+         r"^test-gpu.toml.tensor_clock must be below clock \(1.53e\+09 Hz\), got 1.6e\+09 Hz$"),
+        (lambda t: t + '\n[max_clock]\nvalue = 1400\nunit = "MHz"\nkind = "measured"\nsource = "jia2018volta"\n',
+         r"^test-gpu.toml.clock must be below max_clock \(1.4e\+09 Hz\), got 1.53e\+09 Hz$"),
+        (lambda t: t.replace('[l2_capacity]\nvalue = 6\n', '[l2_capacity]\nvalue = 20000\n'),
+         r"^test-gpu.toml.l2_capacity must be below hbm_capacity \(1.6e\+10 B\), got 2.09715e\+10 B$"),
     ],
 )
 def test_loader_refuses_a_bad_file_naming_file_and_key(tmp_path, good, change, message):
@@ -98,29 +105,23 @@ def test_an_estimate_must_say_how_it_was_made(tmp_path):
         presets.load_gpu(_write(tmp_path, text.replace(note + "\n", ""), "t4.toml"))
 
 
-def test_a_bad_capability_file_is_refused(tmp_path, monkeypatch):
-    text = (presets.DATA / "capabilities.toml").read_text().replace("max_threads_per_block = 1024\n", "", 1)
-    (tmp_path / "capabilities.toml").write_text(text)
-    monkeypatch.setattr(presets, "DATA", tmp_path)
-    presets.capabilities.cache_clear()
-    try:
-        with pytest.raises(presets.DataError, match=r"capabilities.toml \[7.0\]: missing \['max_threads_per_block'\]"):
-            presets.capabilities()
-    finally:
-        monkeypatch.undo()
-        presets.capabilities.cache_clear()
-
-
-@pytest.mark.parametrize("key", ["fp32_lanes_per_sm", "max_warps_per_sm"])
-def test_a_capability_count_of_zero_is_refused(tmp_path, monkeypatch, key):
-    """Issue 26: 0 FP32 lanes divided by zero inside predict, 0 warps gave 0 warps silently."""
+@pytest.mark.parametrize("line, new, message", [
+    ("max_threads_per_block = 1024", "", r"capabilities.toml \[7.0\]: missing \['max_threads_per_block'\]"),
+    # issue 26: 0 FP32 lanes divided by zero inside predict, 0 warps gave 0 warps silently
+    ("fp32_lanes_per_sm = 64", "fp32_lanes_per_sm = 0", r"capabilities.toml \[7.0\].fp32_lanes_per_sm must be a whole number >= 1, got 0"),
+    ("max_warps_per_sm = 64", "max_warps_per_sm = 0", r"capabilities.toml \[7.0\].max_warps_per_sm must be a whole number >= 1, got 0"),
+    # a probe of bad input: 512 threads in 64 warps was accepted
+    ("max_threads_per_sm = 2048", "max_threads_per_sm = 512",
+     r"^capabilities.toml \[7.0\].max_threads_per_sm must be max_warps_per_sm x 32 = 2048, got 512$"),
+])
+def test_a_bad_capability_file_is_refused(tmp_path, monkeypatch, line, new, message):
     text = (presets.DATA / "capabilities.toml").read_text()
-    line = next(line for line in text.splitlines() if line.startswith(key + " = "))
-    (tmp_path / "capabilities.toml").write_text(text.replace(line, f"{key} = 0", 1))
+    assert line in text
+    (tmp_path / "capabilities.toml").write_text(text.replace(line, new, 1))
     monkeypatch.setattr(presets, "DATA", tmp_path)
     presets.capabilities.cache_clear()
     try:
-        with pytest.raises(presets.DataError, match=rf"capabilities.toml \[7.0\].{key} must be a whole number >= 1, got 0"):
+        with pytest.raises(presets.DataError, match=message):
             presets.capabilities()
     finally:
         monkeypatch.undo()

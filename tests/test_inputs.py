@@ -9,6 +9,8 @@ import pytest
 import gpumodel as gm
 
 A100 = gm.gpu("A100-40GB")
+ATTENTION_RUN = {"kind": "attention", "batch": 1, "heads": 8, "seq": 1024, "head_dim": 64, "attention": "flash",
+                 "passes": "forward"}
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, float("nan"), float("inf"), "10", None, [], [4, 0]])
@@ -361,6 +363,20 @@ def test_a_cluster_larger_than_the_matrix_names_the_cluster():
                                              np.ones((2, 4)), np.ones((4, 3))), ValueError, "^m must hold finite numbers"),
     (lambda: gm.simulate.online_softmax_step(np.full((2, 1), -np.inf), np.zeros((2, 1)), np.zeros((2, 3)),
                                              np.ones((2, 4)), np.ones((5, 3))), ValueError, "^scores and values must"),
+    # a probe of bad input: 3.4e22 FLOP/s at 1e12 MHz, "value" named at 1e308, a negative sequence and an
+    # unknown pass counted, a KeyError, an infinite time
+    (lambda: gm.gpu("H100-SXM").at_clock(1e12), ValueError, r"^mhz must be a finite number >= 100 and <= 5000, got 1000000000000.0$"),
+    (lambda: gm.gpu("H100-SXM").at_clock(1e308), ValueError, r"^mhz must be a finite number >= 100 and <= 5000, got 1e\+308$"),
+    (lambda: gm.published.attention_flops({**ATTENTION_RUN, "seq": -1024}), ValueError,
+     r"^run.seq must be a positive whole number, got -1024$"),
+    (lambda: gm.published.attention_flops({**ATTENTION_RUN, "passes": "backward"}), ValueError,
+     r"^run.passes must be one of \('forward', 'forward\+backward'\), got 'backward'$"),
+    (lambda: gm.published.attention_flops({}), ValueError,
+     r"^run: missing \['attention', 'batch', 'head_dim', 'heads', 'passes', 'seq'\]$"),
+    (lambda: gm.overhead.sequence_time([1e-6, 2e-6], 1e308), ValueError,
+     r"^launch must be a finite number >= 0 and <= 1e\+150, got 1e\+308$"),
+    (lambda: gm.overhead.sequence_time([1e308, 1e308], 1e-6), ValueError,
+     r"^kernel_times must hold numbers of magnitude at most 1e\+150, got 1e\+308$"),
 ])
 def test_what_raised_raw_errors_or_returned_inf_is_refused_naming_the_parameter(call, error, message):
     with warnings.catch_warnings():

@@ -75,7 +75,7 @@ def test_comparisons_are_computed_from_the_model():
 
 
 def test_the_papers_flop_count():
-    run = {"seq": 1024, "head_dim": 64, "heads": 16, "batch": 8, "passes": "forward+backward"}
+    run = {"seq": 1024, "head_dim": 64, "heads": 16, "batch": 8, "attention": "flash", "passes": "forward+backward"}
     assert published.attention_flops(run) == 3.5 * 4 * 1024**2 * 64 * 16 * 8
 
 
@@ -108,15 +108,57 @@ def test_the_summary_the_appendix_shows():
 ])
 def test_a_bad_record_is_refused_naming_file_and_key(edit, message, tmp_path, monkeypatch):
     text = 'source = "x_src"\n[[record]]\ngpu = "H200"\nwhat = "r"\nwhere = "w"\nrun = { kind = "read", bytes = 4096 }\nvalue = 100\nunit = "GB/s"\nchapter = 1\n'
-    (tmp_path / "x.toml").write_text(edit(text))
-    monkeypatch.setattr(published, "DATA", tmp_path)
     monkeypatch.setattr(presets, "bib_keys", lambda: frozenset({"x_src"}))
+    with pytest.raises(presets.DataError, match=message):
+        _load(tmp_path, monkeypatch, "x.toml", edit(text))
+
+
+def _load(tmp_path, monkeypatch, name, text):
+    """The records of a data folder that holds only `text`, as the file `name`."""
+    (tmp_path / name).write_text(text)
+    monkeypatch.setattr(published, "DATA", tmp_path)
     published.records.cache_clear()
     try:
-        with pytest.raises(presets.DataError, match=message):
-            published.records()
+        return published.records()
     finally:
         published.records.cache_clear()
+
+
+def _repeat_first_record(text):
+    first = text.index("[[record]]")
+    return text + "\n" + text[first:text.index("[[record]]", first + 1)]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace("chapter = 1", "chapter = 9", 1),
+     r"^gpu_benches.toml record 1.chapter must be a chapter's number, one of \(0, 1, .*, 98, 99\), got 9$"),
+    (lambda t: t.replace("chapter = 1", 'chapter = "1"', 1), r"^gpu_benches.toml record 1.chapter must be .*, got '1'$"),
+    (lambda t: t.replace("holdout = true", 'holdout = "yes"', 1),
+     r"^gpu_benches.toml record \d+.holdout must be true or false, got 'yes'$"),
+    (lambda t: t.replace('sets_preset = "l2_bandwidth:', 'sets_preset = "l2_speed:', 1),
+     r"^gpu_benches.toml record 5.sets_preset must be a figure of the H100-PCIe preset citing ernst_gpubenches "
+     r"\['hbm_bandwidth', 'l2_bandwidth'\], a colon and why, got \"l2_speed: "),
+    (lambda t: t.replace('sets_preset = "l2_bandwidth:', 'sets_preset = "l2_capacity:', 1),
+     r"^gpu_benches.toml record 5.sets_preset must be a figure of the H100-PCIe preset citing ernst_gpubenches"),
+    (lambda t: t.replace("by construction\"\n", 'by construction"\nholdout = true\n', 1),
+     r"^gpu_benches.toml record 5.sets_preset: a record that sets a preset is not holdout$"),
+    (_repeat_first_record, r"^gpu_benches.toml record \d+ repeats record 1 word for word$"),
+    (lambda t: t.replace('run = { kind = "read", bytes = 10485760 }', 'run = { kind = "read" }', 1),
+     r"^gpu_benches.toml record 1.run: missing \['bytes'\]$"),
+])
+def test_a_real_file_made_wrong_is_refused_naming_file_and_key(edit, message, tmp_path, monkeypatch):
+    """A probe of bad input: each was accepted (or raised a bare KeyError in `compare`)."""
+    text = (published.DATA / "gpu_benches.toml").read_text()
+    assert edit(text) != text
+    with pytest.raises(presets.DataError, match=message):
+        _load(tmp_path, monkeypatch, "gpu_benches.toml", edit(text))
+
+
+def test_a_record_names_a_chapter_of_the_book():
+    """published.CHAPTERS are the numbers of chapters/NN_topic.md (the installed package has no chapters/)."""
+    assert published.CHAPTERS == tuple(sorted(int(p.name[:2]) for p in gm.book.syllabus.CHAPTERS.glob("[0-9][0-9]_*.md")))
+    with pytest.raises(ValueError, match=r"^chapter must be a chapter's number, one of \(0, 1, "):
+        published.comparisons(chapter=9)
 
 
 def test_tables_cite_each_source():

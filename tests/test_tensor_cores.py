@@ -197,6 +197,14 @@ def test_split_k_partial_sums_cost_at_the_level_that_holds_them():
     assert level == "hbm" and seconds == pytest.approx(2 * 2 * 8192**2 * 4 / h100.bandwidth("hbm"))
 
 
+def test_split_k_time_broadcasts_as_split_k_bytes_does():
+    """A probe of bad input: an array of sizes raised NumPy's "truth value of an array is ambiguous"."""
+    seconds, level = tc.split_k_time([1024, 8192], 1024, [[2], [4]], "H100-SXM")
+    assert np.shape(seconds) == np.shape(level) == np.shape(tc.split_k_bytes([1024, 8192], 1024, [[2], [4]])) == (2, 2)
+    for (i, j), s in np.ndenumerate(seconds):
+        assert (s, level[i, j]) == tc.split_k_time([1024, 8192][j], 1024, [2, 4][i], "H100-SXM")
+
+
 def test_a_full_last_wave_is_one():
     """108 tiles of 128 x 128 on the A100's 108 SMs: one full wave, whose occupancy 1.0 is right
     (not mistaken for a percentage)."""
