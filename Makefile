@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SHELL := /bin/bash
 
-.PHONY: book test lab bench mutation vendor notebooks reports clean gpu-check
+.PHONY: book test test-fast lab bench mutation vendor notebooks reports clean gpu-check
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
@@ -20,9 +20,16 @@ book: $(STAMP)
 	set -o pipefail; GPUMODEL_BUILD=book $(VENV)/bin/jupyter-book build . -n -W --keep-going 2>&1 | tee _build.log
 	@echo "Built: open $(CURDIR)/_build/html/index.html"
 
-## Run every test, and execute every chapter's notebook (the ones Colab opens) with nbmake.
+## Run every test, on one worker per core (at most 4): the slow ones too, which build the site
+## and test it in a browser, execute every learners' notebook in fresh Colab-like and Binder
+## environments, and run two in JupyterLab. Each keeps its environment on one worker.
+WORKERS ?= $(shell $(PYTHON) -c 'import os; print(min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))')
 test: $(STAMP)
-	$(PY) -m pytest tests notebooks --nbmake --nbmake-timeout=300
+	$(PY) -m pytest -n $(WORKERS) --dist loadgroup tests
+
+## The loop of a change (under 2 minutes here): every test but those marked slow.
+test-fast: $(STAMP)
+	$(PY) -m pytest -n $(WORKERS) --dist loadgroup -m "not slow" tests
 
 ## Regenerate notebooks/*.ipynb from chapters/*.md, each chapter executed once for its numbers
 ## (a test fails when they are out of date).

@@ -28,7 +28,7 @@ import gpumodel as gm
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHOTS = pathlib.Path(os.environ.get("SCREENSHOT_DIR", ROOT / "_build" / "screenshots"))
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.slow, pytest.mark.xdist_group("site")]
 THIRD_PARTY = (
     # pydata-sphinx-theme logs this when a fresh browser has no stored light/dark mode.
     "Got invalid theme mode: . Resetting to auto.",

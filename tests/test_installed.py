@@ -1,12 +1,18 @@
 """The package as learners get it, not as it sits in this checkout: the wheel holds every file
-the package reads; in fresh virtual environments outside the checkout every notebook runs
-with 0 errors: in a Colab-like one (tests/colab-constraints.txt), where the notebook's own
-install cell installs the wheel without changing a package Colab pins, and in the one
-repo2docker builds from binder/requirements.txt (BinderHub, a class's JupyterHub). The
-widget tests also run on Colab's ipywidgets 7.7 (the checkout's environment has 8).
+the package reads; in a fresh Colab-like virtual environment outside the checkout
+(tests/colab-constraints.txt) every notebook runs with 0 errors, its own install cell
+installing the wheel without changing a package Colab pins, every glued number comes out as
+its prose shows it, no checker says "Right.", and chapter 3 runs with no CUDA compiler on the
+PATH. The environment repo2docker builds from binder/requirements.txt (BinderHub, a class's
+JupyterHub) installs gpumodel from the clone, its install cell installs nothing, and it runs
+the notebooks' packages at the versions this checkout runs them (the book build, the
+JupyterLab test and the widget tests ran there); where a version differs, every notebook is
+run there too. The widget tests also run on Colab's ipywidgets 7.7 (the checkout has 8).
 
-Each environment installs from the package index (pip's cache serves repeated installs);
-Docker is not available here, so repo2docker itself does not run: its requirements file does."""
+This is the one place the learners' notebooks are executed (`make test` runs no nbmake pass:
+the site's build executes every chapter, this module every notebook). Each environment
+installs from the package index (pip's cache serves repeated installs); Docker is not
+available here, so repo2docker itself does not run: its requirements file does."""
 
 import json
 import os
@@ -23,25 +29,25 @@ from gpumodel.book import notebooks as book
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("installed")]
 COLAB = ROOT / "tests" / "colab-constraints.txt"
 RUN = """
 import json, pathlib, sys
 import nbclient, nbformat
-errors = {}
-for path in map(pathlib.Path, sys.argv[1:]):
+out = pathlib.Path(sys.argv[1])
+for path in map(pathlib.Path, sys.argv[2:]):
     nb = nbformat.read(path, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell("import gpumodel; print(gpumodel.__file__)"))
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import json, gpumodel; print(json.dumps([gpumodel.__file__, gpumodel.book.chapter.GLUED]))"))
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(path.parent)}}).execute()
-    errors[path.stem] = [f"{o['ename']}: {o['evalue']}" for c in nb.cells for o in c.get("outputs", [])
-                         if o.get("output_type") == "error"]
-    errors[path.stem] += [] if nb.cells[-1].outputs else ["the probe printed nothing"]
-    where = nb.cells[-1].outputs[0].get("text", "") if nb.cells[-1].outputs else ""
-    errors[path.stem] += [] if where.startswith(sys.prefix) else [f"gpumodel imported from {where.strip()}"]
-print(json.dumps(errors))
+    nbformat.write(nb, out / path.name)
 """
-"""Run each notebook given, in this interpreter's kernel; print {notebook: [errors]} as JSON,
-counting as an error a gpumodel imported from anywhere but this environment."""
+"""Run each notebook given after the output folder, in this interpreter's kernel, and write it
+there with its outputs; its last cell prints where gpumodel came from and what it glued."""
+ENV_PACKAGES = ("numpy", "matplotlib", "ipython", "ipykernel", "ipywidgets", "nbclient")
+"""What the notebooks run on: where the Binder environment has these at this checkout's
+versions, the runs made here (the book, JupyterLab, the widget tests) stand for it."""
 
 
 def _env(home: pathlib.Path) -> dict:
@@ -77,10 +83,39 @@ def _pins() -> dict:
     return {name.lower().replace("_", "-"): version for name, version in (x.split("==") for x in lines if x)}
 
 
-def _run_notebooks(python, folder: pathlib.Path, env) -> dict:
-    """Run every notebook in `folder` with `python`'s kernel: {notebook: [errors]}."""
-    out = _run([python, "-c", RUN, *sorted(map(str, folder.glob("*.ipynb")))], cwd=folder, env=env)
-    return json.loads(out.strip().splitlines()[-1])
+def _run_notebooks(python, paths, env) -> dict:
+    """Run `paths` with `python`'s kernel: {notebook: the executed notebook}."""
+    paths = sorted(paths)
+    out = paths[0].parent / "executed"
+    out.mkdir(exist_ok=True)
+    _run([python, "-c", RUN, str(out), *map(str, paths)], cwd=out, env=env)
+    return {p.stem: nbformat.read(out / p.name, as_version=4) for p in paths}
+
+
+def _errors(nb, prefix: str) -> list:
+    """The errors of an executed notebook, and a gpumodel imported from anywhere but `prefix`."""
+    errors = [f"{o['ename']}: {o['evalue']}\n" + "\n".join(o.get("traceback", [])[-3:])
+              for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    probe = [o for o in nb.cells[-1].get("outputs", []) if o.get("name") == "stdout"]
+    if not probe:
+        return errors + ["the probe printed nothing"]
+    where, _ = json.loads(probe[0]["text"])
+    return errors + ([] if where.startswith(str(prefix)) else [f"gpumodel imported from {where}"])
+
+
+def _glued(nb) -> dict:
+    """What an executed notebook glued, as its probe printed it."""
+    probe = [o for o in nb.cells[-1].get("outputs", []) if o.get("name") == "stdout"]
+    return json.loads(probe[0]["text"])[1]
+
+
+def _no_cuda_compiler(folder: pathlib.Path) -> str:
+    """A PATH with only what the kernel lab needs from this machine (g++ and binutils), so no
+    nvcc is found; the Colab-like venv installs no NVRTC."""
+    folder.mkdir()
+    for tool in ("g++", "as", "ld", "addr2line"):
+        (folder / tool).symlink_to(shutil.which(tool))
+    return str(folder)
 
 
 @pytest.fixture(scope="module")
@@ -122,9 +157,10 @@ def test_the_wheel_holds_every_file_the_package_reads(checkout, wheel):
 
 @pytest.fixture(scope="module")
 def colab(wheel, tmp_path_factory):
-    """A fresh environment with what Colab's kernel ships (tests/colab-constraints.txt); every
-    notebook run there, its own install cell installing the wheel as it installs the commit on
-    Colab. Returns (python, the versions before the install, after, the errors per notebook)."""
+    """A fresh environment with what Colab's kernel ships (tests/colab-constraints.txt) and no
+    CUDA compiler on the PATH; every notebook run there, its own install cell installing the
+    wheel as it installs the commit on Colab. Returns (python, the versions before the install,
+    after, the executed notebooks by name)."""
     home = tmp_path_factory.mktemp("colab")
     env = _env(home)
     python = _venv(home / "venv", env, "-r", str(COLAB))
@@ -138,8 +174,9 @@ def colab(wheel, tmp_path_factory):
         assert cell.source == book.install_source(book.LOCAL_SPEC), f"{path.name}: the install cell comes first"
         cell.source = book.install_source(spec)  # the published cell, for this wheel rather than a commit
         nbformat.write(nb, folder / path.name)
-    errors = _run_notebooks(python, folder, env)
-    return python, before, _freeze(python, env), errors
+    env["PATH"] = f"{python.parent}:{_no_cuda_compiler(home / 'bin')}"
+    executed = _run_notebooks(python, folder.glob("*.ipynb"), env)
+    return python, before, _freeze(python, env), executed
 
 
 def test_colab_like_environment_has_colabs_pins(colab):
@@ -155,10 +192,31 @@ def test_the_install_cell_changes_no_package_colab_pins(colab):
     assert {name: after.get(name) for name in before} == before
 
 
-def test_every_notebook_runs_on_colab_like_kernel(colab):
-    _, _, _, errors = colab
-    assert set(errors) == {p.stem for p in NOTEBOOKS}
-    assert {name: found for name, found in errors.items() if found} == {}
+@pytest.mark.parametrize("name", [p.stem for p in NOTEBOOKS])
+def test_every_notebook_runs_on_colab_like_kernel(colab, name):
+    python, _, _, executed = colab
+    assert set(executed) == {p.stem for p in NOTEBOOKS}
+    assert _errors(executed[name], python.parent.parent) == []
+
+
+@pytest.mark.parametrize("name", [p.stem for p in NOTEBOOKS])
+def test_run_all_reproduces_the_numbers_and_shows_no_solution(colab, name):
+    """Run All on a generated notebook: every glued value (but those that vary by machine)
+    comes out as the notebook's prose shows it, and no checker says "Right."."""
+    nb = colab[3][name]
+    meta = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4).metadata["gpumodel"]
+    assert {k: v for k, v in _glued(nb).items() if k not in meta["varies"]} == \
+        {k: v for k, v in meta["glued"].items() if k not in meta["varies"]}
+    outputs = json.dumps([c.get("outputs", []) for c in nb.cells[:-1]])
+    assert "Right." not in outputs and "No answer yet" in outputs
+
+
+def test_chapter_3_runs_with_no_compiler(colab):
+    """Chapter 3 on a machine with neither NVRTC nor nvcc shows the recorded report; its lab
+    needs only g++."""
+    text = json.dumps([c.get("outputs", []) for c in colab[3]["03_tiling"].cells])
+    assert "No CUDA compiler here: this is the report recorded on" in text
+    assert "gemm_spill" in text
 
 
 def test_the_widget_tests_pass_on_ipywidgets_7(colab, tmp_path):
@@ -177,14 +235,25 @@ def test_the_widget_tests_pass_on_ipywidgets_7(colab, tmp_path):
 
 def test_every_notebook_runs_in_the_binder_environment(checkout, tmp_path_factory):
     """binder/requirements.txt installed as repo2docker installs it (from the clone's root),
-    with the kernel and nbclient repo2docker's base environment provides; every notebook of
-    the clone run there: the install cell finds gpumodel and installs nothing."""
+    with the kernel and nbclient repo2docker's base environment provides: gpumodel comes from
+    the clone, its install cell installs nothing, and the notebooks' packages are this
+    checkout's versions (else every notebook of the clone is run there)."""
     home = tmp_path_factory.mktemp("binder")
     env = _env(home)
     python = _venv(home / "venv", env, "-r", "binder/requirements.txt", "ipykernel", "nbclient", cwd=checkout)
     installed = _freeze(python, env)
     assert installed["gpumodel"] == "0.1.0" and "nbgitpuller" in installed
-    errors = _run_notebooks(python, checkout / "notebooks", env)
-    assert set(errors) == {p.stem for p in NOTEBOOKS}
-    assert {name: found for name, found in errors.items() if found} == {}
+    ours = _freeze(pathlib.Path(sys.executable), os.environ)
+    differ = {name: (installed.get(name), ours.get(name)) for name in ENV_PACKAGES if installed.get(name) != ours.get(name)}
+    if differ:  # not the packages the checkout's runs used: run the notebooks here
+        paths = list((checkout / "notebooks").glob("*.ipynb"))
+    else:  # the install cell, and the package found where repo2docker put it
+        first = nbformat.read(NOTEBOOKS[0], as_version=4)
+        probe = nbformat.v4.new_notebook(cells=[first.cells[0], nbformat.v4.new_code_cell(
+            "import gpumodel as gm, gpumodel.cuda.compiler as c\nassert list(c.kernel_dir().glob('*.cu'))\n"
+            "gm.course.checkpoint('cp-hierarchy-time')")])
+        paths = [home / "probe.ipynb"]
+        nbformat.write(probe, paths[0])
+    executed = _run_notebooks(python, paths, env)
+    assert {name: _errors(nb, home / "venv") for name, nb in executed.items()} == {p.stem: [] for p in paths}, differ
     assert _freeze(python, env) == installed, "the install cell installed nothing"

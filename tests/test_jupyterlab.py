@@ -22,7 +22,7 @@ from conftest import needs_chromium
 import gpumodel as gm
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.slow, pytest.mark.xdist_group("jupyterlab")]
 SHOTS = pathlib.Path(os.environ.get("SCREENSHOT_DIR", ROOT / "_build" / "screenshots"))
 
 

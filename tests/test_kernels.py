@@ -16,6 +16,7 @@ from gpumodel.cuda import compiler
 from gpumodel.cuda import plans as launches
 from gpumodel.lab.emulator import Emulator
 
+pytestmark = pytest.mark.xdist_group("kernels")  # one worker builds the module's fixtures once
 
 HOT = {"vector_add", "relu_scale_bias", "strided_read", "sweep_read", "gemm_reg128_raster", "gemm_smem16", "gemm_reg128", "transpose_padded", "flash_attn_d64"}
 ODD = [  # sizes that are not multiples of any tile

@@ -1,5 +1,5 @@
 """Runs a `gpumodel.cuda.plans.Plan` on the CPU: the kernel's own CUDA source, compiled by
-g++ against `cuda_emu.h`, one std::thread per CUDA thread. It checks kernel logic where no GPU
+g++ against `cuda_emu.h`, each CUDA thread a fiber taking turns with its block's others. It checks kernel logic where no GPU
 answers (the tests, the fake CuPy) and measures nothing; the traced run (`tracer`) builds on it.
 Chapter 2's lab."""
 

@@ -1,7 +1,7 @@
 // The kernel lab's traced run (see tracer.py). The learner's kernel is compiled by g++ with
 // -fsanitize=thread, which makes the compiler call __tsan_readN / __tsan_writeN before every
 // load and store it keeps; this file, compiled without that flag, defines those hooks (no
-// libtsan), runs the blocks one after another (one std::thread per CUDA thread, as
+// libtsan), runs the blocks one after another (each CUDA thread a fiber, as in
 // cuda_emu.h), and at the end of each block groups each warp's accesses per instruction
 // (its address in the code and the how-many-th time this thread runs it) and counts sectors,
 // requests and shared-memory wavefronts with the model's rules (gpumodel/simulate.py). Memory
@@ -16,15 +16,12 @@
 #define GM_LAB_RUNTIME
 #include "cuda_emu.h"
 
-#include <pthread.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -59,15 +56,14 @@ struct OutOfBounds { uint64_t count = 0; uintptr_t pc = 0, addr = 0; bool write 
                      long offset = 0; unsigned thread[3] = {}, block[3] = {}; };
 
 std::vector<Array> arrays;
-thread_local Log* my_log = nullptr;
+Log* my_log = nullptr;  // the running CUDA thread's
 OutOfBounds oob;
-std::mutex oob_lock;
 
 bool in(uintptr_t a, const void* v, size_t n) { return a >= (uintptr_t)v && a < (uintptr_t)v + n; }
 
 bool is_shared(uintptr_t a) {  // a static of the kernel's, not one of the emulator's
     return a >= (uintptr_t)__data_start && a < (uintptr_t)_end && !in(a, &blockDim, sizeof blockDim) &&
-           !in(a, &gridDim, sizeof gridDim) && !in(a, &emu_block_barrier, sizeof emu_block_barrier);
+           !in(a, &gridDim, sizeof gridDim);
 }
 
 void record(void* p, uint32_t size, bool write, void* pc) {
@@ -90,7 +86,6 @@ void record(void* p, uint32_t size, bool write, void* pc) {
             log->accesses.push_back({at, a, size, write});
             return;
         }
-        std::lock_guard<std::mutex> hold(oob_lock);
         if (oob.count++ == 0) oob = {1, at, a, write, (int)i, (long)(a - lo), {threadIdx.x, threadIdx.y, threadIdx.z},
                                      {blockIdx.x, blockIdx.y, blockIdx.z}};
         return;
@@ -99,13 +94,10 @@ void record(void* p, uint32_t size, bool write, void* pc) {
         (a >= (uintptr_t)__executable_start && a < (uintptr_t)_end))
         return;  // the emulator's own variables
     if (a >= log->stack_lo && a < log->stack_hi) { ++log->local; return; }
-    std::lock_guard<std::mutex> hold(oob_lock);
     if (oob.count++ == 0) oob = {1, at, a, write, -1, 0, {threadIdx.x, threadIdx.y, threadIdx.z},
                                  {blockIdx.x, blockIdx.y, blockIdx.z}};
 }
 
-struct Phase { void operator()() noexcept; };  // runs when every thread has reached the barrier
-std::barrier<Phase>* block_barrier = nullptr;
 std::vector<Log>* block_logs = nullptr;
 std::unordered_map<uintptr_t, Site> sites;
 std::unordered_set<uintptr_t> distinct_sectors, block_sectors;  // over the run; over this block's loads
@@ -190,42 +182,22 @@ void count_phase() {  // the block's accesses since the last barrier, warp by wa
     for (auto& l : logs) l.accesses.clear();
 }
 
-void Phase::operator()() noexcept { count_phase(); }
+void take_turn(unsigned t) {  // before each turn of CUDA thread t: its log, and its stack's bounds
+    Log& log = (*block_logs)[t];
+    log.stack_lo = (uintptr_t)emu_run->fibers[t].stack;
+    log.stack_hi = log.stack_lo + EMU_STACK;
+    my_log = &log;
+}
 
 void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) {
     const unsigned n = block.x * block.y * block.z;
     const unsigned bx = linear % grid.x, by = linear / grid.x % grid.y, bz = linear / (grid.x * grid.y);
     std::vector<Log> logs(n);
     for (auto& l : logs) l.cap = MAX_RECORDS / n;
-    std::vector<emu_warp> warps = emu_warps(n);
-    emu_block_warps = &warps;
     block_sectors.clear();
     block_logs = &logs;
-    std::barrier<Phase> barrier(n);
-    block_barrier = &barrier;
-    std::vector<std::thread> threads;
-    threads.reserve(n);
-    for (unsigned t = 0; t < n; ++t)
-        threads.emplace_back([&, t] {
-            threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
-            blockIdx = {bx, by, bz};
-            pthread_attr_t attr;
-            void* lo;
-            size_t size;
-            pthread_getattr_np(pthread_self(), &attr);
-            pthread_attr_getstack(&attr, &lo, &size);
-            pthread_attr_destroy(&attr);
-            logs[t].stack_lo = (uintptr_t)lo;
-            logs[t].stack_hi = (uintptr_t)lo + size;
-            my_log = &logs[t];
-            emu_lane = t % WARP;
-            emu_warp_id = t / WARP;
-            gm_body(kernel, args);
-            my_log = nullptr;
-            warps[emu_warp_id].gate->arrive_and_drop();  // a finished lane no longer holds its warp's shuffles
-            barrier.arrive_and_drop();
-        });
-    for (auto& t : threads) t.join();
+    emu_run_block(block, {bx, by, bz}, [&](unsigned) { gm_body(kernel, args); }, count_phase, take_turn);
+    my_log = nullptr;
     count_phase();
     for (auto& l : logs) {
         local_accesses += l.local;
@@ -235,7 +207,7 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
 
 }  // namespace
 
-void __syncthreads() { block_barrier->arrive_and_wait(); }
+void __syncthreads() { emu_block_gate->arrive_and_wait(); }
 
 #define GM_HOOKS(N)                                                                                    \
     extern "C" void __tsan_read##N(void* p) { record(p, N, false, __builtin_return_address(0)); }      \

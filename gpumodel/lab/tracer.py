@@ -4,7 +4,7 @@ per warp instruction and counted in sectors, requests and wavefronts, as bytes p
 The route (DESIGN.md, "The kernel lab"): g++ compiles the learner's source unchanged with
 `-fsanitize=thread`, which makes it call `__tsan_readN`/`__tsan_writeN(address)` before each
 load and store it keeps; `trace_runtime.cpp` defines those hooks (no libtsan is linked), runs
-each CUDA thread as a std::thread (`cuda_emu.h`), and knows whose access it is from the
+each CUDA thread as a fiber taking turns with its block's others (`cuda_emu.h`), and knows whose access it is from the
 thread's `threadIdx`/`blockIdx` and which instruction from the hook's return address. A warp
 instruction is one access site executed for the k-th time by the warp's threads (lockstep);
 fewer lanes than the warp's threads is a divergent instruction. The run is a subprocess with a
@@ -47,8 +47,8 @@ Position-independent (and linked -pie), so a code offset from the start of the e
 the address addr2line reads."""
 RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread", "-fPIE"]
 MAX_THREADS = 2**16
-"""The most CUDA threads a trace runs (each a std::thread, about 10 us to start); a larger
-launch runs an evenly spaced sample of its blocks and scales the counts."""
+"""The most CUDA threads a trace runs; a larger launch runs an evenly spaced sample of its
+blocks and scales the counts."""
 CACHE_KEEP = 64
 """Traced executables kept in the build folder (about 50 KB each); building one more removes
 the least recently used beyond these, and the runtime objects of other versions."""
