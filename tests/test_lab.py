@@ -261,6 +261,16 @@ def test_an_endless_loop_hits_the_time_limit():
         trace(source, "k", 1, 32, [np.zeros(32, np.float32)], timeout=2)
 
 
+def test_threads_waiting_at_different_barriers_are_a_deadlock_not_a_hang():
+    """Lane 0 waits at __syncthreads() while lanes 1 to 31 wait at a shuffle: on a GPU a hang;
+    here the round in which no thread moves is reported at once."""
+    source = ("__global__ void k(float* x) {\n    float v = x[threadIdx.x];\n    if (threadIdx.x == 0) __syncthreads();\n"
+              "    else v = __shfl_sync(0xffffffff, v, 1);\n    x[threadIdx.x] = v;\n}")
+    with pytest.raises(LabError, match=r"k never finishes: a __syncthreads\(\) that not every thread.*\ndeadlock: the "
+                                       r"threads of block \(0, 0, 0\) wait at different barriers"):
+        trace(source, "k", 1, 32, [np.zeros(32, np.float32)], timeout=20)
+
+
 def test_an_out_of_bounds_write_names_the_line_thread_and_array():
     source = "__global__ void k(const float* x, float* y) {\n    int i = threadIdx.x;\n    y[i] = x[i];\n}"
     with pytest.raises(LabError, match=r"writes out of bounds at line 3") as err:

@@ -357,6 +357,10 @@ def trace(source: str, kernel: str, grid, block, args, *, timeout: float = 30.0,
             raise LabError(f"{kernel} ran past the time limit of {timeout:g} s: an endless loop, a __syncthreads() "
                            "that not every thread of the block reaches, or a shuffle that not every lane of the warp "
                            "reaches?") from None
+        if done.returncode and "deadlock:" in done.stderr:
+            raise LabError(f"{kernel} never finishes: a __syncthreads() that not every thread of the block reaches, "
+                           "or a shuffle that not every lane of the warp reaches, while the others wait at another.\n"
+                           + done.stderr[done.stderr.index("deadlock:"):][:500])
         if done.returncode:
             why = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
                    else f"exit status {done.returncode}")
