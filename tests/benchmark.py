@@ -8,7 +8,7 @@ built for every value its menus offer and rendered for every state; then the slo
 Then a table of medians over repeats: a 10^5-configuration `predict` sweep (target: well under
 100 ms on one core), the kernel lab's traced run of the flash-attention kernel (accesses per
 second and the run's peak memory; built once before timing) and the execution of each chapter
-as a notebook.
+as a notebook, kernel start included; each beside its target (`TARGETS`), OVER where it misses.
 Run as `python tests/benchmark.py [--repeats N] [--calls-only] [--largest P]`;
 `tests/test_benchmark_sweep.py` runs the same sweep with sizes up to 2^12.
 """
@@ -223,6 +223,11 @@ def _seconds(seconds: float) -> str:
     return f"> {LIMIT:g} s" if seconds == float("inf") else gm.fmt_time(seconds)
 
 
+TARGETS = {"predict": 0.1, "trace": 10.0, "chapter": 8.0}
+"""Seconds each timed item should take here: the sweep well under 100 ms; a lab trace of a
+course-sized kernel under 10 s; each learners' notebook under 8 s, its kernel's start included."""
+
+
 def run_chapter(path: pathlib.Path):
     """Execute one chapter's notebook (`notebooks/`, as the tests and Colab run it)."""
     nb = nbformat.read(path, as_version=4)
@@ -240,18 +245,18 @@ def main():
     if args.calls_only:
         return
     print()
-    rows = [("predict, 10^5 GEMM configurations", median_time(sweep, max(args.repeats, 5)))]
+    rows = [("predict, 10^5 GEMM configurations", median_time(sweep, max(args.repeats, 5)), TARGETS["predict"])]
     accesses = lab_trace()  # builds the traced executable
     seconds = median_time(lab_trace, args.repeats)
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
-    rows.append((f"lab: trace flash attention, {accesses / seconds:,.0f} accesses/s, peak {peak:.0f} MiB", seconds))
+    rows.append((f"lab: trace flash attention, {accesses / seconds:,.0f} accesses/s, peak {peak:.0f} MiB", seconds,
+                 TARGETS["trace"]))
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        rows.append((f"chapter {path.stem}", median_time(lambda: run_chapter(path), args.repeats)))
+        rows.append((f"chapter {path.stem}", median_time(lambda: run_chapter(path), args.repeats), TARGETS["chapter"]))
     width = max(len(r[0]) for r in rows)
-    print(f"{'what':<{width}}  median")
-    for what, seconds in rows:
-        print(f"{what:<{width}}  {gm.fmt_time(seconds)}")
-
+    print(f"{'what':<{width}}  {'median':>9}  {'target':>9}")
+    for what, seconds, target in rows:
+        print(f"{what:<{width}}  {gm.fmt_time(seconds):>9}  {gm.fmt_time(target):>9}{'  OVER' if seconds > target else ''}")
 
 if __name__ == "__main__":
     main()
