@@ -78,7 +78,7 @@ def cpu_caches() -> dict:
     return caches
 
 
-def cpu_chain(n: int = 2**24, chunk: int = 2**16, target: float = 0.05) -> dict:
+def cpu_chain(n: int = 2**24, chunk: int = 2**16, target: float = 0.02) -> dict:
     """Chapter 2's relu / scale / bias chain on the CPU with NumPy, three ways, in seconds:
 
     - "temporaries": `np.maximum(x, 0) * s + b`, a new array per step (6 passes over
