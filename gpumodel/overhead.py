@@ -119,7 +119,8 @@ def predict_sequence(workloads, gpu, path: str = "driver", graph: bool = False) 
     if not isinstance(workloads, (list, tuple)) or not workloads or not all(isinstance(w, Workload) for w in workloads):
         raise TypeError(f"workloads must be a non-empty list of Workloads (gm.vector_add, gm.gemm, ...), one per kernel, got {workloads!r}")
     g = presets.gpu(gpu)
-    once = {id(w): float(predict(w, g).time) for w in workloads}  # a kernel repeated is predicted once
+    distinct = {id(w): w for w in workloads}
+    once = {key: float(predict(w, g).time) for key, w in distinct.items()}  # a kernel repeated is predicted once
     times = [once[id(w)] for w in workloads]
     return sequence_time(times, launch_cost(gpu, path).seconds, graph)
 

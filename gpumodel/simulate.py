@@ -197,8 +197,7 @@ def bank_conflicts(addresses) -> int:
             or np.any(addr < 0)):
         raise ValueError(f"addresses must be the word addresses of one warp access: 1 to {WARP * VECTOR_WORDS} "
                          f"non-negative integers, got {addresses!r}")
-    banks = addr % SMEM_BANKS
-    return max(len(np.unique(addr[banks == bank])) for bank in np.unique(banks))
+    return int(np.bincount(np.unique(addr) % SMEM_BANKS).max())  # distinct words per bank
 
 
 def wavefronts(addresses) -> int:

@@ -8,6 +8,7 @@ place, taken from `GLUED` when they are generated.
 
 from __future__ import annotations
 
+from ..course.checks import building_book
 from ..cuda import runtime
 from . import notebooks
 
@@ -25,6 +26,8 @@ def glue(name: str, text: str, varies: bool = False) -> None:
         raise TypeError(f"text must be a str (format numbers with gm.fmt_*), got {type(text).__name__}")
     GLUED[name] = text
     (VARIES.add if varies else VARIES.discard)(name)
+    if not building_book():  # only the site's build reads myst-nb's glue (importing it takes a second)
+        return
     try:
         from IPython.display import Markdown
         from myst_nb import glue as myst_glue
@@ -39,8 +42,6 @@ def colab_badge(chapter: str):
     (already open, its repository unknown to the kernel): None, which shows nothing."""
     from IPython.display import Markdown
 
-    from ..course.checks import building_book
-
     if not building_book():
         return None
     colab = f"[Open this chapter in Colab]({notebooks.colab_url(chapter)}) (the first cell installs `gpumodel` there)"
@@ -51,8 +52,6 @@ def gpu_notice():
     """The one line a chapter that runs kernels says about this machine: the GPU it runs
     on, or that it shows the CPU path and recorded data (why no GPU answered goes to the log)."""
     from IPython.display import Markdown
-
-    from ..course.checks import building_book
 
     if runtime.have_gpu():
         title, text = "Running on a GPU", (f"{runtime.gpu_status()[1]} answered: the kernels below run on it "

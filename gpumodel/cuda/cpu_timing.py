@@ -43,15 +43,17 @@ def working_sets(smallest: int = 32 * 1024, largest: int = 256 * 1024**2, per_oc
     return np.unique((lo * 2 ** (np.arange(count) / per_octave) // 8192 * 8192).astype(np.int64))
 
 
-def cpu_sweep(sizes=None, target: float = 0.02) -> tuple[np.ndarray, np.ndarray]:
+def cpu_sweep(sizes=None, target: float = 0.005) -> tuple[np.ndarray, np.ndarray]:
     """Copy bandwidth of this CPU against working set: for each size in bytes, two float32
-    arrays of half that size, `np.copyto` timed; bandwidth counts the read and the write.
+    arrays of half that size (the leading parts of two arrays allocated once, for the
+    largest size), `np.copyto` timed; bandwidth counts the read and the write.
     Returns (sizes in bytes, bandwidth in bytes/s)."""
     sizes = working_sets() if sizes is None else np.asarray([int(_check.size("sizes", s)) for s in np.ravel(sizes)])
+    counts = [max(1, int(size) // 8) for size in sizes]
+    source, destination = np.ones(max(counts), np.float32), np.empty(max(counts), np.float32)
     bandwidth = []
-    for size in sizes:
-        n = max(1, int(size) // 8)
-        src, dst = np.ones(n, np.float32), np.empty(n, np.float32)
+    for n in counts:
+        src, dst = source[:n], destination[:n]
         bandwidth.append(8 * n / seconds_per_call(lambda: np.copyto(dst, src), target))
     return sizes, np.asarray(bandwidth)
 
@@ -76,7 +78,7 @@ def cpu_caches() -> dict:
     return caches
 
 
-def cpu_chain(n: int = 2**24, chunk: int = 2**16, target: float = 0.05) -> dict:
+def cpu_chain(n: int = 2**24, chunk: int = 2**16, target: float = 0.02) -> dict:
     """Chapter 2's relu / scale / bias chain on the CPU with NumPy, three ways, in seconds:
 
     - "temporaries": `np.maximum(x, 0) * s + b`, a new array per step (6 passes over
@@ -86,7 +88,7 @@ def cpu_chain(n: int = 2**24, chunk: int = 2**16, target: float = 0.05) -> dict:
       the intermediates stay in cache and memory sees 2 passes: fusion by blocking.
     """
     n, chunk = int(_check.size("n", n)), int(_check.size("chunk", chunk))
-    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
     w = np.empty_like(x)
     scale, bias = np.float32(0.5), np.float32(-0.25)
 
