@@ -140,7 +140,9 @@ def known_words(site: pathlib.Path) -> set[str]:
 
 FONT_FACE = re.compile(r"@font-face\{[^}]*\}")
 FONT_URL = re.compile(r"url\(([^)]*?)\.woff2\)")
-ICON = re.compile(r'content:\s*"((?:[^"\\]|\\.)*)"')
+ICON = re.compile(r'(?:\bcontent|--[\w-]+)\s*:\s*"((?:[^"\\]|\\.)*)"')
+"""A string an icon may draw: a `content:`, or a custom property's (pydata-sphinx-theme's
+admonition icons are `--pst-icon-admonition-tip: "\\f0eb"`, drawn through `content: var(...)`)."""
 
 
 def _css_chars(text: str) -> set[int]:
@@ -159,12 +161,15 @@ def _css_chars(text: str) -> set[int]:
     return chars
 
 
-def subset_icon_fonts(css_path: pathlib.Path, css: str) -> str:
-    """Subset every web font `css` declares in @font-face with a sibling .ttf (Font Awesome's)
-    to the characters its `content:` strings draw; return `css` pointing at the subsets."""
-    from fontTools import subset, ttLib
+def icon_chars(css: str) -> set[int]:
+    """The characters `css` may draw as icons: those of its ICON strings."""
+    return set().union(*(_css_chars(s) for s in ICON.findall(css)))
 
-    chars = set().union(*(_css_chars(s) for s in ICON.findall(css)))
+
+def subset_icon_fonts(css_path: pathlib.Path, css: str, chars: set[int]) -> str:
+    """Subset every web font `css` declares in @font-face with a sibling .ttf (Font Awesome's)
+    to `chars`; return `css` pointing at the subsets."""
+    from fontTools import subset, ttLib
 
     def one(face):
         text = face.group()
@@ -214,10 +219,10 @@ def trim(site: pathlib.Path) -> None:
     site = pathlib.Path(site)
     drop_search_scripts(site)
     known = known_words(site)
-    for path in (site / "_static").rglob("*.css"):
-        css = path.read_text(encoding="utf-8")
-        trimmed = purge(css, known)
-        if "@font-face" in trimmed:
-            trimmed = subset_icon_fonts(path, trimmed)
-        path.write_text(trimmed + "\n", encoding="utf-8")
+    sheets = {path: purge(path.read_text(encoding="utf-8"), known) for path in (site / "_static").rglob("*.css")}
+    chars = set().union(*map(icon_chars, sheets.values()))  # a sheet may draw with another's font
+    for path, css in sheets.items():
+        if "@font-face" in css:
+            css = subset_icon_fonts(path, css, chars)
+        path.write_text(css + "\n", encoding="utf-8")
         path.with_name(path.name + ".map").unlink(missing_ok=True)  # it maps the untrimmed file
