@@ -114,7 +114,7 @@ def purge(css: str, known: set[str]) -> str:
     out = []
     for prelude, body in rules(css):
         if body is None:
-            out.append(prelude if prelude.startswith("/*!") else prelude)
+            out.append(prelude)
         elif prelude.startswith(GROUPING):
             inner = purge(body, known)
             if inner.strip():
