@@ -70,16 +70,17 @@ mutation: $(STAMP)
 	set -o pipefail; $(VENV)/bin/mutmut run $(foreach m,$(MODULES),"gpumodel.$(m).*") | grep --line-buffered -v '^🎉'
 	$(PY) tests/mutation_report.py $(MODULES)
 
-## Refresh the vendored browser assets in _vendor/ from the npm registry (needs npm).
-## The site loads MathJax from there, never from a CDN.
+## Refresh the vendored browser assets in _vendor/ from the npm registry (needs npm): MathJax,
+## which the site loads from there, never from a CDN; only the parts _config.yml has it load
+## (_vendor/VENDORED.txt). The site's own CSS and JS are in _static/.
 VENDOR := _vendor
+MATHJAX_PARTS := startup.js core.js input/tex-base.js output/chtml.js output/chtml/fonts/tex.js \
+	a11y/assistive-mml.js output/chtml/fonts/woff-v2
 vendor:
 	rm -rf $(VENDOR)/mathjax .npm-vendor
 	mkdir -p $(VENDOR)/mathjax
 	npm install --prefix .npm-vendor --no-audit --no-fund --silent mathjax@3.2.2
-	cd .npm-vendor/node_modules/mathjax/es5 && cp -r --parents startup.js core.js input/tex.js output/chtml.js \
-		output/chtml/fonts/tex.js a11y/assistive-mml.js input/tex/extensions output/chtml/fonts/woff-v2 \
-		$(CURDIR)/$(VENDOR)/mathjax/
+	cd .npm-vendor/node_modules/mathjax/es5 && cp -r --parents $(MATHJAX_PARTS) $(CURDIR)/$(VENDOR)/mathjax/
 	cp .npm-vendor/node_modules/mathjax/LICENSE $(VENDOR)/mathjax/LICENSE
 	rm -rf .npm-vendor
 

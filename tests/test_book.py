@@ -131,14 +131,100 @@ def test_mathjax_is_served_by_the_site_and_held_for_phone_js():
     from gpumodel.book import site
 
     config = CONFIG["sphinx"]["config"]
-    static = ROOT / config["html_static_path"][0]
+    vendored = ROOT / site.VENDOR
     parts = [config["mathjax_path"]] + [f"mathjax/{name}.js" for name in config["mathjax3_config"]["loader"]["load"]]
-    assert [p for p in parts if not (static / p).is_file()] == []
+    assert [p for p in parts if not (vendored / p).is_file()] == []
     app = type("App", (), {"config": type("Config", (), {"mathjax_path": config["mathjax_path"]})})()
     mathjax, other = _JavaScript("_static/" + config["mathjax_path"], defer="defer"), _JavaScript("_static/phone.js")
     context = {"script_files": [other, mathjax]}
     site.hold_mathjax(app, "chapters/02_intensity", "page.html", context, None)
     assert context["script_files"] == [other, _JavaScript(mathjax.filename, type=site.LAZY_MATH)]
+
+
+def test_make_vendor_fetches_what_the_site_loads_and_no_more():
+    """The Makefile's MathJax parts are the ones _config.yml loads (and the core, the CHTML font
+    data and fonts they need), the vendored folder holds exactly those, and no TeX extension: the TeX
+    input runs with a fixed package list."""
+    from gpumodel.book import site
+
+    makefile = (ROOT / "Makefile").read_text()
+    parts = re.search(r"MATHJAX_PARTS := ((?:.*\\\n)*.*)", makefile).group(1).replace("\\\n", " ").split()
+    config = CONFIG["sphinx"]["config"]
+    loaded = {config["mathjax_path"].removeprefix("mathjax/")} | {f"{name}.js" for name in config["mathjax3_config"]["loader"]["load"]}
+    assert set(parts) == loaded | {"core.js", "output/chtml/fonts/tex.js", "output/chtml/fonts/woff-v2"}
+    mathjax = ROOT / site.VENDOR / "mathjax"
+    shipped = {str(p.relative_to(mathjax)) for p in mathjax.rglob("*") if p.is_file()}
+    fonts = {p for p in shipped if p.startswith("output/chtml/fonts/woff-v2/")}
+    assert shipped == (set(parts) - {"output/chtml/fonts/woff-v2"}) | fonts | {"LICENSE"}
+    assert config["mathjax3_config"]["tex"]["packages"] == ["base"] and "mhchem" not in makefile
+
+
+BASE_MACROS = set("""Big Bigg big bigg cdot cdots dots ldots ell frac ge geq le leq lceil rceil lfloor rfloor
+    left right mathrm mathbf mathit text max min sum prod sqrt times top bmod pmod oplus otimes quad qquad
+    underbrace overbrace approx neq infty log exp alpha beta gamma delta epsilon lambda mu pi sigma tau
+    theta phi omega Delta Sigma to rightarrow leftarrow cdot lvert rvert vert mid""".split())
+"""TeX macros of MathJax's base package (the only one _config.yml has it load) that the
+formulas may use; a formula with another macro fails here (and would render as an error)."""
+
+
+def test_every_formula_uses_only_the_tex_base_package():
+    """Every formula of the chapters, the formula sheet and the glossary is written with
+    macros of MathJax's base package, the one TeX package the site loads."""
+    sources = [*(ROOT / "chapters").glob("*.md"), ROOT / "formulas.md", ROOT / "glossary.md", ROOT / "intro.md"]
+    found = {}
+    for path in sources:
+        text = path.read_text()
+        formulas = re.findall(r"\$\$(.+?)\$\$", text, re.S) + re.findall(r"(?<![$\\])\$([^$\n]+?)\$", text)
+        formulas += re.findall(r"\{math\}`([^`]+)`", text) + re.findall(r"```\{math\}(.*?)```", text, re.S)
+        for formula in formulas:
+            for macro in set(re.findall(r"\\([A-Za-z]+)", formula)) - BASE_MACROS:
+                found.setdefault(macro, path.name)
+    assert found == {}, f"macros outside MathJax's base package list (BASE_MACROS): {found}"
+    assert "\\begin{" not in "".join(p.read_text() for p in sources), "an environment needs the ams package"
+
+
+def test_the_built_site_is_trimmed_to_what_its_pages_use(tmp_path):
+    """trim.purge drops a rule whose selector needs a class no page spells (keeping :not() of
+    one, @media around kept rules, @font-face, licences); Font Awesome is subset to the icons
+    the kept rules draw, as a WOFF under a hashed name; the search index leaves every page but
+    the search page."""
+    from fontTools import ttLib
+    import pydata_sphinx_theme
+
+    from gpumodel.book import trim
+
+    css = ('/*! licence */.a{x:1}.b,.a .c{x:2}.a:not(.gone){x:3}@media (min-width:1px){.gone{x:4}.a>p{x:5}}'
+           '@media print{.gone{x:6}}@font-face{font-family:F}@keyframes k{0%{x:7}}.fa-ok:before{content:"\\f002"}'
+           '.fa-gone:before{content:"\\f003"}')
+    kept = trim.purge(css, {"a", "fa-ok"})
+    for present in ("/*! licence */", ".a{x:1}", ".a:not(.gone){x:3}", "@media (min-width:1px){.a>p{x:5}}",
+                    "@font-face{font-family:F}", "@keyframes k{0%{x:7}}", ".fa-ok:before"):
+        assert present in kept, present
+    for gone in (".b", ".c", "x:4", "x:6", "@media print", "fa-gone"):
+        assert gone not in kept, gone
+    assert trim.selectors('a:is(.x,.y), .z[title="p,q"]') == ["a:is(.x,.y)", '.z[title="p,q"]']
+    assert trim.required_classes('.a .b:not(.c):is(.d,.e)[class~=".f"]') == {"a", "b"}
+
+    fonts = pathlib.Path(pydata_sphinx_theme.__file__).parent / "theme/pydata_sphinx_theme/static/vendor/fontawesome/webfonts"
+    site = tmp_path / "html"
+    (site / "_static/styles").mkdir(parents=True)
+    (site / "_static/webfonts").mkdir()
+    for name in ("fa-solid-900.ttf", "fa-solid-900.woff2"):
+        (site / "_static/webfonts" / name).write_bytes((fonts / name).read_bytes())
+    (site / "_static/styles/theme.css").write_text(
+        '@font-face{font-family:X;src:url(../webfonts/fa-solid-900.woff2) format("woff2"),'
+        'url(../webfonts/fa-solid-900.ttf) format("truetype")}.fa-magnifying-glass:before{content:"\\f002"}'
+        '.fa-unused:before{content:"\\f004"}')
+    search = '<script src="_static/searchtools.js"></script><script src="searchindex.js"></script>'
+    (site / "page.html").write_text(f'<head>{search}</head><i class="fa-solid fa-magnifying-glass"></i>')
+    (site / "search.html").write_text(f"<head>{search}</head>")
+    trim.trim(site)
+    (woff,) = (site / "_static/webfonts").iterdir()
+    assert re.fullmatch(r"fa-solid-900\.[0-9a-f]{10}\.woff", woff.name) and woff.stat().st_size < 10_000
+    assert set(ttLib.TTFont(woff).getBestCmap()) == {0xF002}
+    theme = (site / "_static/styles/theme.css").read_text()
+    assert f'src:url(../webfonts/{woff.name}) format("woff")' in theme and "fa-unused" not in theme
+    assert "searchindex" not in (site / "page.html").read_text() and search in (site / "search.html").read_text()
 
 
 FIGURES = {

@@ -12,7 +12,12 @@ not load the script, and it is not shipped.
 
 MathJax (0.8 MB with its fonts: `_config.yml` loads its parts, without the menu) is loaded when
 a formula comes within a screen of the reader, not with every page that has one: its script
-tag is held (type LAZY_MATH) and phone.js starts it.
+tag is held (type LAZY_MATH) and phone.js starts it. It is served from `_vendor/` (VENDOR), which
+this hook adds to the static path once Jupyter Book has read `_config.yml`: Jupyter Book loads
+every .js of a static path named there on every page.
+
+After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
+pages use.
 
 The repository button and the launch buttons follow the repository being built
 (`GITHUB_REPOSITORY` on GitHub Actions, else `_config.yml`'s placeholder), so a fork's site
@@ -28,7 +33,7 @@ import pathlib
 import posixpath
 import re
 
-from . import notebooks
+from . import notebooks, trim
 
 THEBE_EVENTS = ("env-before-read-docs", "doctree-resolved")
 """The events at which sphinx-thebe adds its scripts to pages."""
@@ -38,11 +43,8 @@ FONTAWESOME = "_static/scripts/fontawesome.js"
 """The theme's Font Awesome script, relative to the site's root."""
 
 
-def drop_fontawesome(app, exception):
+def drop_fontawesome(out: pathlib.Path) -> None:
     """Take Font Awesome's script out of every built page and out of the site."""
-    if exception is not None or app.builder.format != "html":
-        return
-    out = pathlib.Path(app.outdir)
     tag = re.compile(r'<script[^>]*src="[^"]*' + re.escape(FONTAWESOME) + r'[^"]*"[^>]*></script>\s*')
     for page in out.rglob("*.html"):
         html = page.read_text(encoding="utf-8")
@@ -50,6 +52,24 @@ def drop_fontawesome(app, exception):
             page.write_text(tag.sub("", html), encoding="utf-8")
     for path in out.glob(FONTAWESOME + "*"):
         path.unlink()
+
+
+def finish(app, exception) -> None:
+    """The built site without Font Awesome's script, then trimmed (`trim`)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = pathlib.Path(app.outdir)
+    drop_fontawesome(out)
+    trim.trim(out)
+
+
+VENDOR = "_vendor"
+"""The folder of the book, beside `_config.yml`, that `make vendor` fills (MathJax)."""
+
+
+def serve_vendored(app, config) -> None:
+    """Serve VENDOR's files under `_static/`, as the static path's are."""
+    config.html_static_path = [*config.html_static_path, str(pathlib.Path(app.srcdir) / VENDOR)]
 
 
 LAZY_MATH = "text/x-gm-lazy"
@@ -92,7 +112,8 @@ def setup(app):
         listeners = app.events.listeners.get(event, [])
         listeners[:] = [ls for ls in listeners if not ls.handler.__module__.startswith("sphinx_thebe")]
     app.connect("html-page-context", hold_mathjax, priority=900)  # after sphinx.ext.mathjax's
-    app.connect("build-finished", drop_fontawesome)
+    app.connect("build-finished", finish)
     app.connect("config-inited", configure)
+    app.connect("config-inited", serve_vendored)
     app.connect("html-page-context", launch_notebooks, priority=502)  # after the theme adds them (501)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

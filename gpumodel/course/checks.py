@@ -9,7 +9,7 @@ or a list where a number is expected) gets a sentence, not a traceback. A number
 Python or NumPy number, a 0-d array, or text.
 
 A typed answer is read the same way here (`read_number`) and in the browser
-(`_vendor/widgets.js`): spaces ignored, case ignored; a unit the question names may follow
+(`_static/widgets.js`): spaces ignored, case ignored; a unit the question names may follow
 (`rules["units"]`, each with its factor: "37%" is 0.37 where percent is accepted); then a
 number, with commas only between groups of three digits ("8,388,608"), an exponent ("8e6"),
 or a power ("2^23", "2**23", "1.5 x 2^20"). Anything else is not a number.

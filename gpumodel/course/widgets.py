@@ -14,7 +14,7 @@ is HTML (bars drawn from the model's numbers), its answer judged by rules comput
 `gpumodel.course.checks` (`number_rules`, `choice_rules`), in Python in Jupyter and in the
 browser on the site. A `Checkpoint` is a question with an answer box and no explorer, and
 `answer_box` the box alone (an unanswered code-cell exercise shows one on the site). The
-site's script is `_vendor/widgets.js`; it keeps what was answered right in the browser.
+site's script is `_static/widgets.js`; it keeps what was answered right in the browser.
 
 `show(...)` and `WidgetExercise.show()` pick: the static version while the book is built
 (`GPUMODEL_BUILD=book`, set by `make book`), the live one everywhere else.
