@@ -18,7 +18,7 @@ THIRD_PARTY = {
     "cuda": {"numpy", "cupy", "cupy_backends", "pynvml"},
     "lab": {"numpy"},
     "course": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython"},
-    "book": {"numpy", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient"},
+    "book": {"numpy", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient", "fontTools"},
 }
 MODULES = sorted(p.relative_to(PACKAGE).with_suffix("").as_posix() for p in PACKAGE.rglob("*.py"))
 
