@@ -142,7 +142,8 @@ def test_every_page_in_a_real_browser(site, browser):
             assert page.locator('head script[type="text/x-gm-lazy"][src*="mathjax"]').count() == 1, f"{rel}: MathJax not held"
             page.locator("article .math").first.scroll_into_view_if_needed()
             page.wait_for_selector("mjx-container", timeout=15000)
-            assert page.locator("article .math mjx-container").count() == page.locator("article .math").count(), rel
+            page.wait_for_function("n => document.querySelectorAll('article .math mjx-container').length === n",
+                                   arg=page.locator("article .math").count(), timeout=15000)  # typeset in slices
             assert page.locator("article mjx-merror").count() == 0, f"{rel}: a formula MathJax's TeX packages cannot read"
         assert page.evaluate(BLANK_ICONS) == [], f"{rel}: icons drawn with no glyph"
         if page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():

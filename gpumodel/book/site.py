@@ -55,9 +55,14 @@ def drop_fontawesome(out: pathlib.Path) -> None:
 
 
 def finish(app, exception) -> None:
-    """The built site without Font Awesome's script, then trimmed (`trim`)."""
+    """The built site without Font Awesome's script, then trimmed (`trim`). The static files are
+    copied afresh first: a build with no page out of date copies none, and trimming what an
+    earlier build trimmed would keep its cuts."""
     if exception is not None or app.builder.format != "html":
         return
+    if not hasattr(app.builder, "globalcontext"):  # no page written: the context the static templates need
+        app.builder.prepare_writing(set())
+    app.builder.copy_static_files()
     out = pathlib.Path(app.outdir)
     drop_fontawesome(out)
     trim.trim(out)
