@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import html
-import io
 import itertools
 import json
 import math
@@ -32,24 +31,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-import matplotlib
-
 from .. import _check
 from ..model import BOUNDS, predict
 from ..units import fmt_time
 from .checks import Feedback, _data_html, _form_html, answer_box, building_book, record, verdict
-from .plots import PART_LABELS
+from .plots import PART_LABELS, svg
 
 _ids = itertools.count()
-
-
-def svg(fig) -> str:
-    """A figure as SVG text (text stays text: legible at any width), the same text for the
-    same figure (fixed ids, no date)."""
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": "gpumodel"}):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    return buf.getvalue()
 
 
 def _options(controls: dict, labels: dict | None = None) -> dict:
