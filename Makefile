@@ -25,7 +25,7 @@ book: $(STAMP)
 ## environments, and run two in JupyterLab. Each keeps its environment on one worker.
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))')
 test: $(STAMP)
-	$(PY) -m pytest -n $(WORKERS) --dist loadgroup tests
+	$(PY) -m pytest -n $(WORKERS) --dist loadgroup --durations=20 tests
 
 ## The loop of a change (under 2 minutes here): every test but those marked slow.
 test-fast: $(STAMP)
