@@ -31,7 +31,7 @@ ARCH = "sm_80"
 MAX_DYNAMIC_SHARED = 227 * 1024
 """The most dynamic shared memory a launch may ask for (bytes; H100's opt-in limit per block),
 as `EMU_DYNAMIC_SHARED_MAX` in cuda_emu.h."""
-SUPPORTED = "chapter 8 (chapters/08_capstone.md, \"What the lab runs\") lists what the lab's CUDA stand-in supports"
+SUPPORTED = "chapter 8 (chapters/08_capstone.md, \"Your kernel\") lists what the lab's CUDA stand-in supports"
 """Where a compile error that names something unsupported sends the reader."""
 
 
