@@ -90,7 +90,7 @@ SCALARS_AND_VECTORS = r"""
 __global__ void mix(int64_t n, double a, const float2* x, double* y, const half* h, unsigned char* arch) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * (x[i].x + x[i].y) + __half2float(h[i]);
-    if (i == 0) { arch[0] = __CUDA_ARCH__ / 100; arch[1] = warpSize; }
+    if (i == 0) { arch[0] = __CUDA_ARCH__ / 100; arch[1] = min(warpSize, 40u); }  // min(int, unsigned), as CUDA has it
 }
 """
 

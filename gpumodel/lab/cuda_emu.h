@@ -337,8 +337,11 @@ inline void __threadfence_block() {}
 #define __align__(n) alignas(n)
 #define __shared__ static
 #define __launch_bounds__(...)
-using std::max;
-using std::min;
+// CUDA's min and max take two arithmetic types, as its overloads do (min(int, unsigned) is unsigned).
+template <class A, class B>
+constexpr std::common_type_t<A, B> min(A a, B b) { return b < a ? b : a; }
+template <class A, class B>
+constexpr std::common_type_t<A, B> max(A a, B b) { return a < b ? b : a; }
 // Fast-math intrinsics, bit casts and the cache-hinted loads and stores, as plain C++ (results
 // may differ from the GPU's in the last bits).
 inline float __expf(float x) { return expf(x); }
