@@ -25,7 +25,7 @@ import types
 
 import numpy as np
 
-from gpumodel.lab.emulator import Emulator, parameters
+from gpumodel.lab.emulator import Emulator, element_type, parameters
 from gpumodel import presets
 from gpumodel.cuda import compiler
 
@@ -44,7 +44,6 @@ STATIC_SMEM_LIMIT = 48 * 1024
 GRID_LIMITS, BLOCK_LIMITS = (2**31 - 1, 65535, 65535), (1024, 1024, 64)
 LAB_REGISTERS = 32
 """Registers per thread the stand-in gives a kernel with no recorded compiler report."""
-C_TYPES = {"int": np.int32, "float": np.float32, "unsigned": np.uint32}
 
 
 class CUDARuntimeError(RuntimeError):
@@ -228,11 +227,11 @@ def make(build_dir, device: str = "H100", promotion: int = 14):
             if len(args) != len(self._params):
                 raise TypeError(f"{self.name} takes {len(self._params)} arguments, got {len(args)}")
             for (ctype, pname), arg in zip(self._params, args):
+                want = element_type(ctype)
                 if "*" in ctype:
-                    if not isinstance(arg, ndarray) or arg.dtype != np.float32 or not arg._a.flags.c_contiguous:
-                        raise TypeError(f"{self.name}: {pname} must be a contiguous float32 device array, got {type(arg)}")
+                    if not isinstance(arg, ndarray) or want not in (None, arg.dtype) or not arg._a.flags.c_contiguous:
+                        raise TypeError(f"{self.name}: {pname} must be a contiguous {want} device array, got {type(arg)}")
                 else:
-                    want = C_TYPES[ctype.replace("const", "").strip()]
                     if type(arg) is not want:
                         raise TypeError(f"{self.name}: {pname} is {ctype}, passed {type(arg).__name__} "
                                         f"(CuPy would pass it as {np.asarray(arg).dtype})")
@@ -242,7 +241,7 @@ def make(build_dir, device: str = "H100", promotion: int = 14):
                 if self.name in control.faults:
                     control.faults.discard(self.name)
                     raise CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
-                control.emulator.launch(self.code, self.name, grid, block, arrays)
+                control.emulator.launch(self.code, self.name, grid, block, arrays, shared_mem)
                 control.launches += 1
 
             control.enqueue(run)

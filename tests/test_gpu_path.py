@@ -164,8 +164,8 @@ def test_defect_2_short_kernels_are_timed_in_a_graph_over_copies_beyond_the_l2(s
     plan = plans.plan_vector_add(1024)
     seen = []
     launch = strict._fake.emulator.launch
-    monkeypatch.setattr(strict._fake.emulator, "launch", lambda code, name, grid, block, args: (
-        seen.append(args[0].ctypes.data), launch(code, name, grid, block, args))[-1])
+    monkeypatch.setattr(strict._fake.emulator, "launch", lambda code, name, grid, block, args, *shared_mem: (
+        seen.append(args[0].ctypes.data), launch(code, name, grid, block, args, *shared_mem))[-1])
     captured = []
     begin = strict.cuda.Stream.begin_capture
     monkeypatch.setattr(strict.cuda.Stream, "begin_capture", lambda self, mode=None: (captured.append(1), begin(self, mode))[-1])

@@ -263,9 +263,11 @@ def test_the_lab_editor_traces_what_the_learner_typed_and_judges_it(monkeypatch)
 
     monkeypatch.setattr(checks, "SESSION", {})
     editor = gm.course.widgets.LabEditor(intensity.LAB_STARTER, intensity.check_coalesced_kernel, "ex-intensity-lab-coalesce")
-    style, box, buttons, verdict = editor.widget().children
+    style, box, launch, buttons, verdict = editor.widget().children
     run, reset = buttons.children
+    (kernel,) = launch.children  # the name expression, shown only while the source holds a template
     assert isinstance(box, ipywidgets.Textarea) and box.value == intensity.LAB_STARTER.strip()
+    assert kernel.layout.display == "none"
     box.value = box.value.replace("= 2.0f", "= 3.0f")
     run.click()
     assert "Not yet." in verdict.value and "y must be 2 x" in verdict.value
@@ -277,6 +279,12 @@ def test_the_lab_editor_traces_what_the_learner_typed_and_judges_it(monkeypatch)
     run.click()
     assert "Right." in verdict.value
     assert checks.SESSION["ex-intensity-lab-coalesce"] == (3, True)
+    box.value = ("template <int PER>\n__global__ void scale_by_two(const float* x, float* y, int n) {\n"
+                 "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = 2.0f * x[i];\n}")
+    assert kernel.layout.display == ""
+    kernel.value = "scale_by_two<4>"
+    run.click()
+    assert "Right." in verdict.value
     reset.click()
     assert box.value == intensity.LAB_STARTER.strip() and verdict.value == ""
 
@@ -300,7 +308,7 @@ def test_the_lab_editor_takes_the_launch_the_learner_types():
 
     editor = gm.course.widgets.LabEditor("__global__ void k() {}", check, launch={"grid": (4, 4), "block": (16, 16)})
     style, box, launch, buttons, verdict = editor.widget().children
-    grid, block = launch.children
+    grid, block, _ = launch.children
     run, reset = buttons.children
     assert (grid.value, block.value) == ("(4, 4)", "(16, 16)")
     grid.value, block.value = "(2, 2)", "64"

@@ -262,10 +262,12 @@ def _ratio(got: float, allowed: float) -> str:
     return "none, as budgeted" if got == 0 else "over a budget of 0"
 
 
-def score(task: str, source: str, kernel: str | None = None, grid=None, block=None, gpu: str = "H100-SXM") -> Feedback:
-    """Chapter 8's capstone: trace `kernel` (the task's, by default) of the CUDA C `source` for
-    `task` (a name of `TASKS`) on the CPU, launched as `grid` x `block` (the starter's, by
-    default). Right when the result matches the NumPy reference and the bytes at every level
+def score(task: str, source: str, kernel: str | None = None, grid=None, block=None, gpu: str = "H100-SXM",
+          shared_mem: int = 0) -> Feedback:
+    """Chapter 8's capstone: trace `kernel` (the task's, by default; a name expression such as
+    "softmax<128>" for a template) of the CUDA C `source` for `task` (a name of `TASKS`) on the
+    CPU, launched as `grid` x `block` (the starter's, by default) with `shared_mem` bytes of
+    dynamic shared memory. Right when the result matches the NumPy reference and the bytes at every level
     stay within `budget`; the feedback holds a table per level (traced bytes, budget, ratio),
     the worst line (`Trace.hottest`) and the model's time on `gpu` of the kernel and of the
     budget."""
@@ -275,7 +277,7 @@ def score(task: str, source: str, kernel: str | None = None, grid=None, block=No
     _check.choice("gpu", gpu, preset_names())
     args, out, want = t.make()
     traced = lab_run(source, kernel or t.kernel, t.grid if grid is None else grid, t.block if block is None else block,
-                     args, out, want, t.rule)
+                     args, out, want, t.rule, shared_mem)
     if isinstance(traced, Feedback):
         return record(f"capstone {task}", traced)
     return record(f"capstone {task}", _judge(t, traced, gpu))

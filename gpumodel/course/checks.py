@@ -342,15 +342,16 @@ def progress():
                     "| question | tries | state |\n| --- | --- | --- |\n" + "\n".join(rows))
 
 
-def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, rule: str):
-    """The lab checkers' first step: trace `kernel` of the learner's CUDA C `source` over `grid`
-    x `block` with `args` (`gm.lab.trace`), then compare the array `args[out]` with `want`
-    (NumPy, to 1e-4). Returns the `Trace`, or a `Feedback` that says what went wrong: the
-    compile error, crash or out-of-bounds access, or the first wrong element and `rule`, the
-    result the kernel owes. Chapter 2's lab."""
+def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, rule: str, shared_mem: int = 0):
+    """The lab checkers' first step: trace `kernel` (a name or a name expression) of the
+    learner's CUDA C `source` over `grid` x `block` with `args` and `shared_mem` bytes of dynamic
+    shared memory (`gm.lab.trace`), then compare the array `args[out]` with `want` (NumPy, to
+    1e-4). Returns the `Trace`, or a `Feedback` that says what went wrong: the compile error,
+    crash or out-of-bounds access, or the first wrong element and `rule`, the result the kernel
+    owes. Chapter 2's lab."""
     try:
-        traced = trace(source, kernel, grid, block, args)
-    except (LabError, ValueError) as error:
+        traced = trace(source, kernel, grid, block, args, shared_mem=shared_mem)
+    except (LabError, ValueError, TypeError) as error:
         return Feedback(False, str(error))
     got = args[out]
     wrong = np.argwhere(~np.isclose(got, want, rtol=1e-4, atol=1e-5))

@@ -389,16 +389,23 @@ class LabEditor:
                 "<p>In Jupyter or Colab this is an editor: change the kernel and press <i>Trace and check</i>.</p></div>")
 
     def widget(self):
-        """The editor as ipywidgets: the source in a text box (and the launch, where the learner
-        chooses it), Trace and check, and Start over."""
+        """The editor as ipywidgets: the source in a text box, a row with the launch (where the
+        learner chooses it) and, while the source holds a template kernel, the name expression
+        to check (`kernel`, "softmax<128>"), Trace and check, and Start over."""
         import ipywidgets as w
+
+        from ..lab.emulator import declarations
 
         source = self.starter.strip()
         box = w.Textarea(value=source, layout=w.Layout(width="100%", height=f"{1.5 * (source.count(chr(10)) + 2):.0f}em"))
         box.add_class("gm-lab-source")
         launch = {name: w.Text(value=str(value), description=name) for name, value in self.launch.items()}
+        kernel = w.Text(value="", description="kernel", placeholder="a name expression: softmax<128>")
         run, reset = w.Button(description="Trace and check", button_style="primary"), w.Button(description="Start over")
         result = w.HTML()
+
+        def templates(_=None):
+            kernel.layout.display = "" if any(k.template for k in declarations(box.value)) else "none"
 
         def judge(_=None):
             result.value = "<p>Tracing on the CPU...</p>"
@@ -407,6 +414,8 @@ class LabEditor:
             except ValueError as err:
                 result.value = f"<p><b>Not yet.</b> {html.escape(str(err))}</p>"
                 return
+            if kernel.layout.display != "none" and kernel.value.strip():
+                chosen["kernel"] = kernel.value.strip()
             feedback = self.judge(box.value, **chosen)
             result.value = (f"<p><b>{'Right.' if feedback else 'Not yet.'}</b></p>"
                             f'<pre style="white-space: pre-wrap">{html.escape(feedback.message)}</pre>')
@@ -418,8 +427,9 @@ class LabEditor:
 
         run.on_click(judge)
         reset.on_click(start_over)
-        return w.VBox([w.HTML(LAB_STYLE), box, *([w.HBox(list(launch.values()))] if launch else []),
-                       w.HBox([run, reset]), result])
+        box.observe(templates, names="value")
+        templates()
+        return w.VBox([w.HTML(LAB_STYLE), box, w.HBox([*launch.values(), kernel]), w.HBox([run, reset]), result])
 
     def show(self):
         """The listing while the book is built, the editor elsewhere."""

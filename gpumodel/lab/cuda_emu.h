@@ -2,20 +2,26 @@
 // tested without a GPU: every thread of a block is a fiber (its own stack, ucontext) and the
 // block's fibers take turns on one OS thread, each running until it waits at __syncthreads()
 // or at a warp shuffle, or returns; __shared__ arrays are statics (blocks run one after
-// another); the lanes of a warp meet at a gate of their own to shuffle values (__shfl_*_sync,
-// float). It cannot show warp-level timing, races the hardware would hide, or anything about
-// speed. With GM_LAB_TRACE defined (the lab's traced build, gpumodel/lab/tracer.py), the launch
+// another), `extern __shared__` ones point at one buffer of the launch's shared_mem bytes
+// (emulator.py rewrites their declaration); the lanes of a warp meet at a gate of their own to
+// shuffle values of any 8-, 16-, 32- or 64-bit type, vote and sync; an atomic is a plain
+// read-modify-write (one OS thread). It cannot show warp-level timing, races the hardware would
+// hide, or anything about speed. With GM_LAB_TRACE defined (the lab's traced build, gpumodel/lab/tracer.py), the launch
 // and the barrier live in trace_runtime.cpp, which is compiled without the instrumentation.
 #pragma once
 #include <sys/mman.h>
 #include <ucontext.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 struct dim3 {
@@ -23,7 +29,31 @@ struct dim3 {
     dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
 struct emu_index { unsigned x, y, z; };
-struct float4 { float x, y, z, w; };
+constexpr int warpSize = 32;
+
+// CUDA's vector types (float2, int4, double2, uchar4 ...), aligned as CUDA aligns them, and make_*.
+#define EMU_VECTORS(T, NAME)                                                                         \
+    struct alignas(sizeof(T)) NAME##1 { T x; };                                                      \
+    struct alignas(std::min<size_t>(16, 2 * sizeof(T))) NAME##2 { T x, y; };                         \
+    struct alignas(sizeof(T)) NAME##3 { T x, y, z; };                                                \
+    struct alignas(std::min<size_t>(16, 4 * sizeof(T))) NAME##4 { T x, y, z, w; };                   \
+    inline NAME##1 make_##NAME##1(T x) { return {x}; }                                               \
+    inline NAME##2 make_##NAME##2(T x, T y) { return {x, y}; }                                       \
+    inline NAME##3 make_##NAME##3(T x, T y, T z) { return {x, y, z}; }                               \
+    inline NAME##4 make_##NAME##4(T x, T y, T z, T w) { return {x, y, z, w}; }
+EMU_VECTORS(signed char, char)
+EMU_VECTORS(unsigned char, uchar)
+EMU_VECTORS(short, short)
+EMU_VECTORS(unsigned short, ushort)
+EMU_VECTORS(int, int)
+EMU_VECTORS(unsigned, uint)
+EMU_VECTORS(long, long)
+EMU_VECTORS(unsigned long, ulong)
+EMU_VECTORS(long long, longlong)
+EMU_VECTORS(unsigned long long, ulonglong)
+EMU_VECTORS(float, float)
+EMU_VECTORS(double, double)
+#undef EMU_VECTORS
 
 inline thread_local emu_index threadIdx, blockIdx;  // the running fiber's, set at each of its turns
 inline dim3 blockDim, gridDim;
@@ -73,7 +103,7 @@ inline emu_gate* emu_block_gate = nullptr;
 // returned no longer holds its warp back (the launch drops it) and reads as 0.
 struct emu_warp {
     emu_gate gate;
-    float values[32] = {};
+    uint64_t values[32] = {};  // each lane's published bits
     int lanes = 32;
 };
 inline std::vector<emu_warp>* emu_block_warps = nullptr;
@@ -145,68 +175,224 @@ inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(
 }
 #endif
 
-// The traced kernel only declares the shuffles: instantiated there, std::barrier's code would be
-// instrumented, so trace_runtime.cpp (GM_LAB_RUNTIME, not instrumented) defines them once.
+inline size_t emu_dynamic_shared_bytes = 0;  // this launch's shared_mem
+constexpr size_t EMU_DYNAMIC_SHARED_MAX = 227 * 1024;  // the most a launch may ask for (emulator.MAX_DYNAMIC_SHARED)
+
+// The traced kernel only declares the warp's gates and the dynamic shared memory: instantiated
+// there, their code would be instrumented, so trace_runtime.cpp (GM_LAB_RUNTIME, not
+// instrumented) defines them once.
+enum emu_shuffle_kind { EMU_SHFL_IDX, EMU_SHFL_XOR, EMU_SHFL_DOWN, EMU_SHFL_UP };
 #if defined(GM_LAB_TRACE) && !defined(GM_LAB_RUNTIME)
-float __shfl_sync(unsigned mask, float value, int lane, int width = 32);
-float __shfl_xor_sync(unsigned mask, float value, int lane_mask, int width = 32);
-float __shfl_down_sync(unsigned mask, float value, unsigned delta, int width = 32);
-float __shfl_up_sync(unsigned mask, float value, unsigned delta, int width = 32);
+uint64_t emu_shuffle(uint64_t bits, emu_shuffle_kind kind, int lane, int width);
+unsigned emu_ballot(bool predicate);
+unsigned emu_activemask();
+void emu_syncwarp();
+char* emu_dynamic_shared();
 #else
 #ifdef GM_LAB_RUNTIME
-#define EMU_SHUFFLE
+#define EMU_RUNTIME
 #else
-#define EMU_SHUFFLE inline
+#define EMU_RUNTIME inline
 #endif
-// Lane `from` (of this lane's `width`-lane segment) publishes `value` to this lane, or this lane
-// keeps its own when `from` lies outside the segment or past the warp's last thread.
-EMU_SHUFFLE float emu_shuffle(float value, int from, int width) {
+// The lane that `kind` and `lane` (a lane, a lane mask or a delta) name publishes `bits` to this
+// lane, or this lane keeps its own when that lies outside this lane's `width`-lane segment or past
+// the warp's last thread.
+EMU_RUNTIME uint64_t emu_shuffle(uint64_t bits, emu_shuffle_kind kind, int lane_or_delta, int width) {
     emu_warp& w = (*emu_block_warps)[emu_warp_id];
     const int lane = emu_lane, start = lane / width * width;
-    w.values[lane] = value;
+    const int from = kind == EMU_SHFL_IDX ? start + lane_or_delta % width
+                     : kind == EMU_SHFL_XOR ? lane ^ lane_or_delta
+                     : kind == EMU_SHFL_DOWN ? lane + lane_or_delta : lane - lane_or_delta;
+    w.values[lane] = bits;
     w.gate.arrive_and_wait();
-    const float got = from >= start && from < start + width && from < w.lanes ? w.values[from] : value;
+    const uint64_t got = from >= start && from < start + width && from < w.lanes ? w.values[from] : bits;
     w.gate.arrive_and_wait();  // every lane has read before any publishes again
     return got;
 }
-EMU_SHUFFLE float __shfl_sync(unsigned, float value, int lane, int width = 32) {
-    return emu_shuffle(value, emu_lane / width * width + lane % width, width);
+// The lanes of this warp that have not returned (the lab runs a warp's lanes in step: no divergence).
+EMU_RUNTIME unsigned emu_activemask() {
+    unsigned mask = 0;
+    for (int lane = 0; lane < (*emu_block_warps)[emu_warp_id].lanes; ++lane)
+        mask |= unsigned(!emu_run->fibers[emu_warp_id * 32 + lane].done) << lane;
+    return mask;
 }
-EMU_SHUFFLE float __shfl_xor_sync(unsigned, float value, int lane_mask, int width = 32) {
-    return emu_shuffle(value, emu_lane ^ lane_mask, width);
+// Bit l set where live lane l's `predicate` holds.
+EMU_RUNTIME unsigned emu_ballot(bool predicate) {
+    emu_warp& w = (*emu_block_warps)[emu_warp_id];
+    w.values[emu_lane] = predicate;
+    w.gate.arrive_and_wait();
+    unsigned mask = 0;
+    for (int lane = 0; lane < w.lanes; ++lane) mask |= unsigned(w.values[lane] != 0) << lane;
+    w.gate.arrive_and_wait();
+    return mask & emu_activemask();
 }
-EMU_SHUFFLE float __shfl_down_sync(unsigned, float value, unsigned delta, int width = 32) {
-    return emu_shuffle(value, emu_lane + delta, width);
-}
-EMU_SHUFFLE float __shfl_up_sync(unsigned, float value, unsigned delta, int width = 32) {
-    return emu_shuffle(value, emu_lane - (int)delta, width);
+EMU_RUNTIME void emu_syncwarp() { (*emu_block_warps)[emu_warp_id].gate.arrive_and_wait(); }
+// The launch's dynamic shared memory: mapped once at one address (an `extern __shared__` array
+// declared at namespace scope points there too), outside the executable's statics, so an access
+// past the launch's shared_mem bytes is none of the kernel's memory.
+EMU_RUNTIME char* emu_dynamic_shared() {
+    static char* const buffer = static_cast<char*>(
+        mmap(nullptr, EMU_DYNAMIC_SHARED_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+    return buffer;
 }
 #endif
 
+#define EMU_INLINE inline __attribute__((always_inline))  // inlined: a traced access stays on the kernel's line
+template <size_t N>
+using emu_bits = std::conditional_t<N == 1, uint8_t, std::conditional_t<N == 2, uint16_t,
+                                                                        std::conditional_t<N == 4, uint32_t, uint64_t>>>;
+
+// Shuffles of any 8-, 16-, 32- or 64-bit type, its bits passed unchanged.
+template <class T>
+EMU_INLINE T emu_shuffled(T value, emu_shuffle_kind kind, int lane, int width) {
+    static_assert(std::is_trivially_copyable_v<T> && (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8),
+                  "a shuffle moves an 8-, 16-, 32- or 64-bit value");
+    using Bits = emu_bits<sizeof(T)>;
+    return std::bit_cast<T>(static_cast<Bits>(emu_shuffle(std::bit_cast<Bits>(value), kind, lane, width)));
+}
+template <class T>
+EMU_INLINE T __shfl_sync(unsigned, T value, int lane, int width = 32) {
+    return emu_shuffled(value, EMU_SHFL_IDX, lane, width);
+}
+template <class T>
+EMU_INLINE T __shfl_xor_sync(unsigned, T value, int lane_mask, int width = 32) {
+    return emu_shuffled(value, EMU_SHFL_XOR, lane_mask, width);
+}
+template <class T>
+EMU_INLINE T __shfl_down_sync(unsigned, T value, unsigned delta, int width = 32) {
+    return emu_shuffled(value, EMU_SHFL_DOWN, (int)delta, width);
+}
+template <class T>
+EMU_INLINE T __shfl_up_sync(unsigned, T value, unsigned delta, int width = 32) {
+    return emu_shuffled(value, EMU_SHFL_UP, (int)delta, width);
+}
+// Votes: a lane of `mask` that has returned votes no.
+inline unsigned __activemask() { return emu_activemask(); }
+inline unsigned __ballot_sync(unsigned mask, int predicate) { return emu_ballot(predicate) & mask; }
+inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) == (mask & emu_activemask()); }
+inline void __syncwarp(unsigned = 0xffffffff) { emu_syncwarp(); }
+// __reduce_*_sync: the values of the lanes of `mask` that have not returned, read lane by lane.
+template <class T, class Op>
+EMU_INLINE T emu_reduce(unsigned mask, T value, Op op) {
+    const unsigned lanes = mask & emu_activemask();
+    T result = 0;
+    for (int lane = 0, first = 1; lane < 32; ++lane) {
+        const T got = __shfl_sync(mask, value, lane);
+        if (lanes >> lane & 1) result = first ? got : op(result, got), first = 0;
+    }
+    return result;
+}
+#define EMU_REDUCE(NAME, T, EXPR) \
+    inline T __reduce_##NAME##_sync(unsigned mask, T v) { return emu_reduce(mask, v, [](T a, T b) { return EXPR; }); }
+EMU_REDUCE(add, unsigned, a + b)
+EMU_REDUCE(add, int, a + b)
+EMU_REDUCE(min, unsigned, std::min(a, b))
+EMU_REDUCE(min, int, std::min(a, b))
+EMU_REDUCE(max, unsigned, std::max(a, b))
+EMU_REDUCE(max, int, std::max(a, b))
+EMU_REDUCE(and, unsigned, a & b)
+EMU_REDUCE(or, unsigned, a | b)
+EMU_REDUCE(xor, unsigned, a ^ b)
+#undef EMU_REDUCE
+
+// Atomics. The fibers take turns on one OS thread, so an atomic is a plain read-modify-write;
+// its load and store are __atomic builtins, which -fsanitize=thread turns into
+// __tsan_atomicN_load/_store: trace_runtime.cpp records the load as the atomic's one access of
+// its width (global or shared, by its address) and the store as none.
+template <class T, class Update>
+EMU_INLINE T emu_atomic(T* address, Update update) {
+    using Bits = emu_bits<sizeof(T)>;
+    Bits* word = reinterpret_cast<Bits*>(address);
+    const T old = std::bit_cast<T>(__atomic_load_n(word, __ATOMIC_RELAXED));
+    __atomic_store_n(word, std::bit_cast<Bits>(static_cast<T>(update(old))), __ATOMIC_RELAXED);
+    return old;
+}
+#define EMU_ATOMIC(NAME, EXPR) \
+    template <class T, class V> \
+    EMU_INLINE T NAME(T* address, V value) { return emu_atomic(address, [=](T old) { return EXPR; }); }
+EMU_ATOMIC(atomicAdd, old + value)
+EMU_ATOMIC(atomicSub, old - value)
+EMU_ATOMIC(atomicExch, value)
+EMU_ATOMIC(atomicMin, std::min<T>(old, value))
+EMU_ATOMIC(atomicMax, std::max<T>(old, value))
+EMU_ATOMIC(atomicAnd, old & value)
+EMU_ATOMIC(atomicOr, old | value)
+EMU_ATOMIC(atomicXor, old ^ value)
+EMU_ATOMIC(atomicInc, old >= (T)value ? 0 : old + 1)
+EMU_ATOMIC(atomicDec, old == 0 || old > (T)value ? (T)value : old - 1)
+#undef EMU_ATOMIC
+template <class T, class C, class V>
+EMU_INLINE T atomicCAS(T* address, C compare, V value) {
+    return emu_atomic(address, [=](T old) { return old == (T)compare ? (T)value : old; });
+}
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+
 #define __global__
 #define __device__
+#define __host__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __align__(n) alignas(n)
 #define __shared__ static
 #define __launch_bounds__(...)
-using std::max;
-using std::min;
-// Fast-math intrinsics and the read-only load, as plain C++ (results may differ from the GPU's
-// in the last bits).
+// CUDA's min and max take two arithmetic types, as its overloads do (min(int, unsigned) is unsigned).
+template <class A, class B>
+constexpr std::common_type_t<A, B> min(A a, B b) { return b < a ? b : a; }
+template <class A, class B>
+constexpr std::common_type_t<A, B> max(A a, B b) { return a < b ? b : a; }
+// Fast-math intrinsics, bit casts and the cache-hinted loads and stores, as plain C++ (results
+// may differ from the GPU's in the last bits).
 inline float __expf(float x) { return expf(x); }
 inline float __logf(float x) { return logf(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __powf(float x, float y) { return powf(x, y); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-template <typename T>
-inline T __ldg(const T* p) { return *p; }
+inline int __float_as_int(float x) { return std::bit_cast<int>(x); }
+inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
+inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
+inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
+inline long long __double_as_longlong(double x) { return std::bit_cast<long long>(x); }
+inline double __longlong_as_double(long long x) { return std::bit_cast<double>(x); }
+inline int __popc(unsigned x) { return std::popcount(x); }
+inline int __popcll(unsigned long long x) { return std::popcount(x); }
+inline int __clz(int x) { return std::countl_zero((unsigned)x); }
+inline int __ffs(int x) { return x ? std::countr_zero((unsigned)x) + 1 : 0; }
+#define EMU_LOAD(NAME) template <class T> EMU_INLINE T NAME(const T* p) { return *p; }
+#define EMU_STORE(NAME) template <class T> EMU_INLINE void NAME(T* p, T value) { *p = value; }
+EMU_LOAD(__ldg) EMU_LOAD(__ldca) EMU_LOAD(__ldcg) EMU_LOAD(__ldcs) EMU_LOAD(__ldlu) EMU_LOAD(__ldcv)
+EMU_STORE(__stwb) EMU_STORE(__stcg) EMU_STORE(__stcs) EMU_STORE(__stwt)
+#undef EMU_LOAD
+#undef EMU_STORE
+
+// The launch's entry: `kernel` called with the arguments in `a` as a CUDA launch passes them (a
+// pointer's value; a scalar's address).
+template <class P>
+__attribute__((no_sanitize("thread"))) P emu_argument(void* a) {
+    if constexpr (std::is_pointer_v<P>) return static_cast<P>(a);
+    else return *static_cast<std::remove_cv_t<P>*>(a);
+}
+template <class... P, size_t... I>
+__attribute__((no_sanitize("thread"))) void emu_call(void (*kernel)(P...), void** a, std::index_sequence<I...>) {
+    kernel(emu_argument<P>(a[I])...);
+}
+template <class... P>
+__attribute__((no_sanitize("thread"))) void emu_call(void (*kernel)(P...), void** a) {
+    emu_call(kernel, a, std::index_sequence_for<P...>());
+}
 
 #ifdef GM_LAB_TRACE
 void __syncthreads();
 #else
 inline void __syncthreads() { emu_block_gate->arrive_and_wait(); }
 
-inline void emu_launch(dim3 grid, dim3 block, const std::function<void()>& body) {
+inline void emu_launch(dim3 grid, dim3 block, size_t shared_mem, const std::function<void()>& body) {
     gridDim = grid;
     blockDim = block;
+    emu_dynamic_shared_bytes = shared_mem;
     const std::function<void(unsigned)> thread = [&](unsigned) { body(); };
     for (unsigned bz = 0; bz < grid.z; ++bz)
         for (unsigned by = 0; by < grid.y; ++by)

@@ -1,7 +1,12 @@
 """Runs a `gpumodel.cuda.plans.Plan` on the CPU: the kernel's own CUDA source, compiled by
 g++ against `cuda_emu.h`, each CUDA thread a fiber taking turns with its block's others. It checks kernel logic where no GPU
 answers (the tests, the fake CuPy) and measures nothing; the traced run (`tracer`) builds on it.
-Chapter 2's lab."""
+
+Here too what both share: the source read as CUDA C++ (`declarations`: each `__global__`
+function's template and parameters, through comments, `__launch_bounds__(...)` and default
+arguments), a kernel named as CuPy's `name_expressions` name it (`instantiate`), the C type of
+each argument (`dtype`), and the wrapper g++ compiles (`wrapper`: `extern __shared__` pointed at
+the launch's dynamic shared memory, `gm_body` calling each named kernel). Chapter 2's lab."""
 
 from __future__ import annotations
 
@@ -11,52 +16,265 @@ import pathlib
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..cuda import compiler
 
 HERE = pathlib.Path(__file__).resolve().parent
-CTYPES = {"int": ctypes.c_int, "float": ctypes.c_float}
+INCLUDE = HERE / "include"
+"""Stand-ins for the CUDA headers device code includes (`cuda_runtime.h`, `cooperative_groups.h`
+...), first on the include path."""
+ARCH = "sm_80"
+"""The architecture device code is compiled for unless the caller names another: `__CUDA_ARCH__` 800."""
+MAX_DYNAMIC_SHARED = 227 * 1024
+"""The most dynamic shared memory a launch may ask for (bytes; H100's opt-in limit per block),
+as `EMU_DYNAMIC_SHARED_MAX` in cuda_emu.h."""
+SUPPORTED = "chapter 8 (chapters/08_capstone.md, \"Your kernel\") lists what the lab's CUDA stand-in supports"
+"""Where a compile error that names something unsupported sends the reader."""
 
 
-def parameters(source: str, kernel: str) -> list[tuple[str, str]]:
-    """(type, name) of each parameter of `kernel` in `source`."""
-    match = re.search(rf"void\s+(?:__launch_bounds__\([^)]*\)\s+)?{kernel}\s*\(([^)]*)\)", source)
+def _scalar_types() -> dict:
+    """C scalar type (as written, words separated by one space) -> NumPy dtype."""
+    types = {"float": np.float32, "double": np.float64, "half": np.float16, "__half": np.float16, "bool": np.bool_,
+             "char": np.int8, "size_t": np.uint64, "ptrdiff_t": np.int64, "ssize_t": np.int64, "intptr_t": np.int64,
+             "uintptr_t": np.uint64, "uint": np.uint32, "ushort": np.uint16, "ulong": np.uint64, "uchar": np.uint8}
+    for bits, names in ((8, ["char"]), (16, ["short", "short int"]), (32, ["int", ""]),
+                        (64, ["long", "long int", "long long", "long long int"])):
+        signed, unsigned = np.dtype(f"int{bits}").type, np.dtype(f"uint{bits}").type
+        types.update({f"int{bits}_t": signed, f"uint{bits}_t": unsigned})
+        for name in names:
+            types.update({name: signed, f"signed {name}".strip(): signed, f"unsigned {name}".strip(): unsigned})
+    return {name: types[name] for name in types if name}
+
+
+SCALAR_TYPES = _scalar_types()
+VECTOR_TYPE = re.compile(r"(u?)(char|short|int|longlong|long|float|double)([1-4])")
+"""CUDA's vector types (`float4`, `uint2`, `double2` ...): a pointer to one takes an array of its component."""
+QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "typename"}
+SOURCE_NAME = "kernel.cu"
+"""The learner's source as g++'s messages and addr2line name it."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A `__global__` function of a source: its `name`, its `template` parameters ((name, default
+    or None) each; empty when it is not a template) and its `params` ((type, name) each)."""
+
+    name: str
+    template: tuple
+    params: tuple
+
+
+_COMMENT_OR_STRING = re.compile(r"//[^\n]*|/\*[\s\S]*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'")
+_DIRECTIVE = re.compile(r"^[ \t]*#(?:\\\n|[^\n])*", re.M)
+_TOKEN = re.compile(r"\s*(\w+|::|\S)")
+_ATTRIBUTES = {"__launch_bounds__", "__attribute__", "alignas", "__align__", "__maxnreg__", "__cluster_dims__"}
+_OPEN, _CLOSE = "(<[{", ")>]}"
+
+
+def _code(source: str) -> str:
+    """`source` with its comments and preprocessor lines blanked, each newline kept."""
+    def blank(match):
+        text = match.group(0)
+        return text if text[0] in "\"'" else re.sub(r"[^\n]", " ", text)
+    return _DIRECTIVE.sub(blank, _COMMENT_OR_STRING.sub(blank, source))
+
+
+def _closing(text: str, at: int) -> int:
+    """The index just past the bracket that closes the one at `text[at]` (the end: none does,
+    and g++ will say so)."""
+    depth = 0
+    for i in range(at, len(text)):
+        depth += (text[i] == text[at]) - (text[i] == _CLOSE[_OPEN.index(text[at])])
+        if depth == 0:
+            return i + 1
+    return len(text) + 1
+
+
+def _split(text: str, separator: str = ",") -> list:
+    """`text` split at each `separator` outside brackets, the parts stripped, empty ones left out."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c in _OPEN) - (c in _CLOSE)
+        if c == separator and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [p.strip() for p in [*parts, text[start:]] if p.strip()]
+
+
+def _declared(text: str) -> tuple:
+    """(type, name) of one declaration, its default value left out: `const float* __restrict__ x`,
+    `float x[]` (a pointer), `int n = 16`."""
+    text = _split(text, "=")[0]
+    match = re.fullmatch(r"(.*?)(\w+)\s*((?:\[[^\]]*\]\s*)*)", text, re.S)
+    ctype = " ".join(match.group(1).replace("*", " * ").replace("&", " & ").split()) + " *" * match.group(3).count("[")
+    return (ctype, match.group(2)) if ctype.strip() else (match.group(2), "")
+
+
+def declarations(source: str) -> list:
+    """The `__global__` functions `source` defines or declares, as `Kernel`s, each once, in order."""
+    code, found = _code(source), {}
+    for match in re.finditer(r"\b__global__\b", code):
+        at, word = match.end(), None
+        while (token := _TOKEN.match(code, at)) is not None:
+            tok, at = token.group(1), token.end()
+            if tok == "(" and word in _ATTRIBUTES:  # __launch_bounds__((BM * BN) / (TM * TN), 1)
+                at, word = _closing(code, token.start(1)), None
+            elif tok == "(":
+                inside = code[at:_closing(code, token.start(1)) - 1]
+                params = tuple(_declared(p) for p in _split(inside))
+                found.setdefault(word, Kernel(word, _template(code, match.start()), params if params != (("void", ""),) else ()))
+                break
+            elif re.fullmatch(r"\w+", tok):
+                word = tok
+            elif tok not in ("*", "&", "::"):
+                break  # not a function
+    return list(found.values())
+
+
+def _template(code: str, at: int) -> tuple:
+    """The template parameters ((name, default or None) each) of the declaration at `at`."""
+    start = max(code.rfind(c, 0, at) for c in ";{}") + 1
+    match = re.search(r"\btemplate\s*<", code[start:at])
     if match is None:
-        raise ValueError(f"source must define `void {kernel}(...)` with its parameters")
+        return ()
+    opening = start + match.end() - 1
     params = []
-    for part in match.group(1).split(","):
-        words = part.replace("*", " * ").split()
-        params.append((" ".join(words[:-1]), words[-1]))
-    return params
+    for part in _split(code[opening + 1:_closing(code, opening) - 1]):
+        head, *default = _split(part, "=")
+        params.append((re.findall(r"\w+", head)[-1], default[0] if default else None))
+    return tuple(params)
 
 
 def kernels(source: str) -> list:
     """The names of the `__global__` functions `source` defines (C or C++ linkage), in order."""
-    return re.findall(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(", source)
+    return [k.name for k in declarations(source)]
+
+
+_EXPRESSION = re.compile(r"\s*((?:\w+\s*::\s*)*)(\w+)\s*(?:<(.*)>)?\s*", re.S)
+
+
+def instantiate(source: str, kernel: str) -> tuple:
+    """The `Kernel` that `kernel` names in `source` (a name, or a C++ name expression as CuPy's
+    `name_expressions` take it: "reduce<float>", "sgemm<128, 128, 8>") and its parameters
+    ((type, name) each) with the template's arguments in place of its parameters. ValueError
+    where it names no kernel of the source, or a template without its arguments."""
+    match = _EXPRESSION.fullmatch(kernel) if isinstance(kernel, str) else None
+    found = {k.name: k for k in declarations(source)} if match else {}
+    if match is None or match.group(2) not in found:
+        raise ValueError(f"kernel must name a kernel defined in source ({', '.join(found) or 'none found'}), or an "
+                         f"instantiation of one as a C++ name expression (\"reduce<float>\"); got {kernel!r}")
+    k, given = found[match.group(2)], _split(match.group(3) or "")
+    names = [name for name, _ in k.template]
+    if k.template and match.group(3) is None or len(given) > len(names):
+        raise ValueError(f"{k.name} is a template (template <{', '.join(names)}>): name an instantiation, as CuPy's "
+                         f"name_expressions do, like \"{k.name}<{', '.join(names)}>\" with their values")
+    values = dict(zip(names, given + [default for _, default in k.template[len(given):]]))
+    if None in values.values():
+        raise ValueError(f"{kernel} leaves out {', '.join(n for n, v in values.items() if v is None)}, which have no default")
+    if not values:
+        return k, list(k.params)
+    word = re.compile(r"\b(" + "|".join(map(re.escape, values)) + r")\b")
+    return k, [(word.sub(lambda m: values[m.group(1)], t), n) for t, n in k.params]
+
+
+def parameters(source: str, kernel: str) -> list:
+    """(type, name) of each parameter of `kernel` (a name or a name expression) in `source`."""
+    return instantiate(source, kernel)[1]
+
+
+def entries(source: str, kernel: str | None = None) -> list:
+    """The kernels a build of `source` can launch: every one that is not a template, and `kernel`
+    (a name expression) if it is not among them."""
+    names = [k.name for k in declarations(source) if not k.template]
+    return names + [kernel] if kernel is not None and kernel not in names else names
 
 
 def base_type(ctype: str) -> str:
     """A parameter's type without qualifiers or pointer: "const float* __restrict__" -> "float"."""
-    for word in ("const", "volatile", "__restrict__", "*"):
-        ctype = ctype.replace(word, "")
-    return ctype.strip()
+    words = ctype.replace("*", " ").replace("std::", "").split()
+    return " ".join(w for w in words if w not in QUALIFIERS)
 
 
-def wrapper(source: str) -> str:
-    """The kernel source plus one `emu_<kernel>(grid, block, args...)` C entry point each."""
-    lines = ['#include "cuda_emu.h"', source]
-    for kernel in kernels(source):
-        params = parameters(source, kernel)
-        decl = ", ".join(f"{t} {n}" for t, n in params)
-        names = ", ".join(n for _, n in params)
-        lines.append(
-            f'extern "C" void emu_{kernel}(unsigned gx, unsigned gy, unsigned gz, unsigned bx, '
-            f"unsigned by, unsigned bz, {decl}) {{ emu_launch(dim3(gx, gy, gz), dim3(bx, by, bz), "
-            f"[=] {{ {kernel}({names}); }}); }}"
-        )
-    return "\n".join(lines)
+def element_type(ctype: str):
+    """The NumPy dtype of a scalar of C type `ctype` (qualifiers and pointer aside), a vector
+    type's component's (float4 -> float32), None for void; TypeError for a type the lab cannot
+    pass."""
+    base = base_type(ctype)
+    vector = VECTOR_TYPE.fullmatch(base)
+    if vector:
+        base = ("unsigned " if vector.group(1) else "") + vector.group(2).replace("longlong", "long long")
+    if base in SCALAR_TYPES or base == "void":
+        return SCALAR_TYPES.get(base)
+    raise TypeError(f"the lab passes NumPy arrays to pointers to C's scalar types ({', '.join(sorted(SCALAR_TYPES))}), "
+                    f"CUDA's vector types (float4, int2 ...) and void, and those scalars by value; not {ctype}")
+
+
+def arguments(params: list, args) -> list:
+    """Each of `args` as a launch passes it to `params` ((type, name) each): a pointer's C-contiguous
+    NumPy array of the pointee's dtype itself, a scalar as a NumPy scalar of its parameter's C type."""
+    if len(args) != len(params):
+        raise ValueError(f"args must hold one value per parameter ({', '.join(n for _, n in params)}), got {len(args)}")
+    converted = []
+    for (ctype, name), arg in zip(params, args):
+        want = element_type(ctype)
+        if "*" in ctype:
+            if not isinstance(arg, np.ndarray) or not arg.flags.c_contiguous or want not in (None, arg.dtype):
+                raise TypeError(f"args: {name} ({ctype}) must be a C-contiguous NumPy array of "
+                                f"{np.dtype(want).name if want else 'any dtype'}, got {type(arg).__name__}"
+                                f"{' of ' + str(arg.dtype) if isinstance(arg, np.ndarray) else ''}")
+            converted.append(arg)
+        elif want is None or isinstance(arg, np.ndarray):
+            raise TypeError(f"args: {name} is {ctype}, which takes a number, not {type(arg).__name__}")
+        else:
+            converted.append(np.dtype(want).type(arg))
+    return converted
+
+
+def arch_number(arch: str) -> int:
+    """`__CUDA_ARCH__` for an architecture named as nvcc names it: "sm_80" -> 800, "sm_90a" -> 900."""
+    match = re.fullmatch(r"sm_(\d{2,3})[af]?", arch) if isinstance(arch, str) else None
+    if match is None:
+        raise ValueError(f"arch must name an architecture like \"sm_80\" or \"sm_90\", got {arch!r}")
+    return int(match.group(1)) * 10
+
+
+def compile_flags(arch: str = ARCH) -> list:
+    """g++'s flags for device code: the stand-in headers first, CUDA's macros."""
+    return [f"-I{INCLUDE}", f"-I{HERE}", "-D__CUDACC__", f"-D__CUDA_ARCH__={arch_number(arch)}"]
+
+
+_ALIGNMENT = r"(?:__align__|alignas)\s*\((?:[^()]|\([^()]*\))*\)"
+_EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\s+((?:[^;\[\]{}()]|" + _ALIGNMENT + r")*?)\b(\w+)\s*\[\s*\]\s*;")
+
+
+def _extern_shared(source: str) -> str:
+    """`source` with each `extern __shared__ T name[];` a `T* const name` at the launch's dynamic
+    shared memory (`emu_dynamic_shared`, sized by its shared_mem), its lines kept."""
+    def pointer(match):
+        ctype = re.sub(_ALIGNMENT, "", match.group(1)).strip()
+        return (f"{ctype}* const {match.group(2)} = reinterpret_cast<{ctype}*>(emu_dynamic_shared());"
+                + "\n" * match.group(0).count("\n"))
+    return _EXTERN_SHARED.sub(pointer, source)
+
+
+def wrapper(source: str, names: list, traced: bool = False) -> str:
+    """What g++ compiles: cuda_emu.h, the source as `SOURCE_NAME` (its `extern __shared__` arrays
+    at the launch's dynamic shared memory), and `gm_body(i, args)`, which calls the i-th of
+    `names` with `args` (a pointer's value, a scalar's address), itself not instrumented (g++
+    does not inline across that difference). Untraced, `emu_launch_kernel` launches it on a grid."""
+    cases = " ".join(f"case {i}: emu_call(&{name}, a); break;" for i, name in enumerate(names))
+    text = (f'{"#define GM_LAB_TRACE" if traced else ""}\n#include "cuda_emu.h"\n#line 1 "{SOURCE_NAME}"\n'
+            f'{_extern_shared(source)}\n#line 1 "gm_body.cpp"\n'
+            f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(int kernel, void** a) {{\n'
+            f"    switch (kernel) {{ {cases} }}\n}}\n")
+    if not traced:
+        text += ('extern "C" void emu_launch_kernel(int kernel, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, '
+                 "unsigned bz, size_t shared_mem, void** a) {\n    emu_launch(dim3(gx, gy, gz), dim3(bx, by, bz), "
+                 "shared_mem, [=] { gm_body(kernel, a); });\n}\n")
+    return text
 
 
 class Emulator:
@@ -68,33 +286,33 @@ class Emulator:
         self.build_dir = pathlib.Path(build_dir)
         self.libraries: dict = {}
 
-    def compile(self, source: str):
-        """The shared library built from `source` (cached by content)."""
-        key = hashlib.sha1(source.encode()).hexdigest()[:16]
+    def compile(self, source: str, names: list | None = None):
+        """The shared library built from `source` that launches `names` (`entries(source)` by
+        default), cached by content."""
+        text = wrapper(source, entries(source) if names is None else names)
+        key = hashlib.sha1(text.encode()).hexdigest()[:16]
         if key not in self.libraries:
             cpp = self.build_dir / f"{key}.cpp"
-            cpp.write_text(wrapper(source))
+            cpp.write_text(text)
             lib = self.build_dir / f"{key}.so"
             if not lib.exists():  # built by an earlier process in the same folder
                 subprocess.run(
-                    ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", f"-I{HERE}", str(cpp), "-o", str(lib)],
+                    ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", *compile_flags(), str(cpp), "-o", str(lib)],
                     check=True, capture_output=True, text=True,
                 )
             self.libraries[key] = ctypes.CDLL(str(lib))
         return self.libraries[key]
 
-    def launch(self, source: str, kernel: str, grid, block, args) -> None:
-        """Run `kernel` of `source` on a grid: `args` are NumPy arrays (passed as device
-        pointers) and scalars, in the kernel's parameter order."""
-        lib = self.compile(source)
-        converted = []
-        for (t, _), arg in zip(parameters(source, kernel), args):
-            if "*" in t:
-                converted.append(np.ascontiguousarray(arg).ctypes.data_as(ctypes.c_void_p))
-            else:
-                converted.append(CTYPES[base_type(t)](arg))
+    def launch(self, source: str, kernel: str, grid, block, args, shared_mem: int = 0) -> None:
+        """Run `kernel` (a name or a name expression) of `source` on a grid: `args` are NumPy
+        arrays (passed as device pointers) and scalars, in the kernel's parameter order;
+        `shared_mem` bytes of dynamic shared memory."""
+        names = entries(source, kernel)
+        lib = self.compile(source, names)
+        held = [np.asarray(v) for v in arguments(parameters(source, kernel), args)]  # a scalar: a 0-d array, its address
+        pointers = (ctypes.c_void_p * max(1, len(held)))(*[v.ctypes.data for v in held])
         grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
-        getattr(lib, f"emu_{kernel}")(*map(ctypes.c_uint, grid + block), *converted)
+        lib.emu_launch_kernel(names.index(kernel), *map(ctypes.c_uint, grid + block), ctypes.c_size_t(shared_mem), pointers)
 
     def run(self, plan) -> np.ndarray:
         """Execute every step of `plan` and return its result buffer."""

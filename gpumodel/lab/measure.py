@@ -16,7 +16,7 @@ import numpy as np
 from .. import _check
 from ..cuda.runtime import Timing
 from ..units import fmt_time
-from .emulator import CTYPES, base_type, parameters
+from .emulator import ARCH, arguments, parameters
 from .tracer import LabError, Trace, trace
 
 
@@ -65,24 +65,26 @@ class LabRun:
         return "\n".join(out)
 
 
-def run(source: str, kernel: str, grid, block, args, *, flops: float = 0.0, timeout: float = 30.0,
-        repeats: int = 10) -> LabRun:
-    """Trace `kernel` of the CUDA C `source` on the CPU (`gm.lab.trace`: the arrays in `args`
-    hold its result after), and where a GPU answers also compile it with CuPy, launch it on
-    copies of the inputs, compare its arrays with the CPU's and time it (`repeats` samples),
+def run(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, arch: str = ARCH, flops: float = 0.0,
+        timeout: float = 30.0, repeats: int = 10) -> LabRun:
+    """Trace `kernel` (a name or a C++ name expression) of the CUDA C `source` on the CPU
+    (`gm.lab.trace`, with `shared_mem` bytes of dynamic shared memory, for `arch`: the arrays in
+    `args` hold its result after), and where a GPU answers also compile it with CuPy, launch it
+    on copies of the inputs, compare its arrays with the CPU's and time it (`repeats` samples),
     beside the model's time for that GPU. `flops` (FP32) is what the caller counts. Chapter 2's lab."""
     from ..cuda.runtime import gpu_status
 
     flops, repeats = float(_check.amount("flops", flops)), _check.one("repeats", repeats)
     inputs = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
-    traced = trace(source, kernel, grid, block, args, timeout=timeout)
+    traced = trace(source, kernel, grid, block, args, shared_mem=shared_mem, arch=arch, timeout=timeout)
     ok, why = gpu_status()
     if not ok:
         return LabRun(traced, None, why, flops)
-    return LabRun(traced, _on_gpu(source, kernel, traced, inputs, flops, repeats), "", flops)
+    return LabRun(traced, _on_gpu(source, kernel, traced, inputs, flops, repeats, shared_mem), "", flops)
 
 
-def _on_gpu(source: str, kernel: str, traced: Trace, inputs: list, flops: float, repeats: int) -> Measured:
+def _on_gpu(source: str, kernel: str, traced: Trace, inputs: list, flops: float, repeats: int,
+            shared_mem: int = 0) -> Measured:
     from ..cuda.compiler import COMPILE_OPTIONS
     from ..cuda.runtime import Runner, live_gpu
     from ..model import predict
@@ -95,13 +97,12 @@ def _on_gpu(source: str, kernel: str, traced: Trace, inputs: list, flops: float,
     except Exception as err:  # CuPy's CompileException, or the driver's error  # noqa: BLE001
         raise LabError(f"CuPy (NVRTC) does not compile {kernel}, though g++ did:\n{err}") from None
     # A scalar as its parameter's exact C type: CuPy passes a Python int as 64 bits, a float as a double.
-    args = tuple(cp.asarray(v) if isinstance(v, np.ndarray) else np.dtype(CTYPES[base_type(t)]).type(v)
-                 for (t, _), v in zip(parameters(source, kernel), inputs))
+    args = tuple(cp.asarray(v) if isinstance(v, np.ndarray) else v for v in arguments(parameters(source, kernel), inputs))
     grid, block = tuple(traced.grid), tuple(traced.block)
     try:
-        function(grid, block, args)
+        function(grid, block, args, shared_mem=shared_mem)
         got = [a.get() for a in args if not isinstance(a, np.generic)]
-        timing = runner.time(lambda: function(grid, block, args), repeats)
+        timing = runner.time(lambda: function(grid, block, args, shared_mem=shared_mem), repeats)
     except Exception as err:  # CUDARuntimeError, CUDADriverError  # noqa: BLE001
         raise LabError(f"{kernel} failed on the GPU ({err}). A CUDA error is sticky: restart the notebook's "
                        "kernel before the next GPU run.") from None

@@ -10,8 +10,9 @@
 // the lanes meet at a barrier of their warp, and nothing is recorded.
 //
 // Usage: run SPEC STATS. SPEC lines: "kernel i" (which of the source's kernels), "grid x y z",
-// "block x y z", "blocks b0 b1 ..." (linear ids to run), then one "arg P bytes path" (an array, read from and written back to path),
-// "arg I value" or "arg F value" per kernel parameter. STATS gets one line per access site.
+// "block x y z", "blocks b0 b1 ..." (linear ids to run), "shared_mem bytes" (the launch's dynamic
+// shared memory), then one "arg P bytes path" (an array, read from and written back to path) or
+// "arg V hex" (a scalar's bytes) per kernel parameter. STATS gets one line per access site.
 #define GM_LAB_TRACE
 #define GM_LAB_RUNTIME
 #include "cuda_emu.h"
@@ -61,9 +62,9 @@ OutOfBounds oob;
 
 bool in(uintptr_t a, const void* v, size_t n) { return a >= (uintptr_t)v && a < (uintptr_t)v + n; }
 
-bool is_shared(uintptr_t a) {  // a static of the kernel's, not one of the emulator's
-    return a >= (uintptr_t)__data_start && a < (uintptr_t)_end && !in(a, &blockDim, sizeof blockDim) &&
-           !in(a, &gridDim, sizeof gridDim);
+bool is_shared(uintptr_t a) {  // a static of the kernel's, not one of the emulator's, or the launch's extern __shared__
+    return (a >= (uintptr_t)__data_start && a < (uintptr_t)_end && !in(a, &blockDim, sizeof blockDim) &&
+            !in(a, &gridDim, sizeof gridDim)) || in(a, emu_dynamic_shared(), emu_dynamic_shared_bytes);
 }
 
 void record(void* p, uint32_t size, bool write, void* pc) {
@@ -227,6 +228,17 @@ GM_HOOKS(16)
     }
 GM_RANGE(__tsan_read_range, false)
 GM_RANGE(__tsan_write_range, true)
+// An atomic (cuda_emu.h's emu_atomic): its load recorded as its one access, a store of its width; its store not again.
+#define GM_ATOMIC_HOOKS(BITS)                                                                          \
+    extern "C" uint##BITS##_t __tsan_atomic##BITS##_load(const volatile uint##BITS##_t* p, int) {       \
+        record((void*)p, BITS / 8, true, __builtin_return_address(0));                                 \
+        return *p;                                                                                     \
+    }                                                                                                  \
+    extern "C" void __tsan_atomic##BITS##_store(volatile uint##BITS##_t* p, uint##BITS##_t v, int) { *p = v; }
+GM_ATOMIC_HOOKS(8)
+GM_ATOMIC_HOOKS(16)
+GM_ATOMIC_HOOKS(32)
+GM_ATOMIC_HOOKS(64)
 extern "C" void __tsan_func_entry(void*) {}
 extern "C" void __tsan_func_exit() {}
 extern "C" void __tsan_init() {}
@@ -243,10 +255,7 @@ int main(int argc, char** argv) {
     int kernel = 0;
     std::vector<unsigned> blocks;
     std::vector<void*> args;
-    std::vector<int> ints;
-    std::vector<float> floats;
-    ints.reserve(64);
-    floats.reserve(64);
+    std::vector<std::unique_ptr<uint64_t[]>> scalars;  // each scalar argument's bytes, 8-byte aligned
     std::string line;
     while (std::getline(spec, line)) {
         std::istringstream in(line);
@@ -256,6 +265,7 @@ int main(int argc, char** argv) {
         else if (key == "grid") in >> grid.x >> grid.y >> grid.z;
         else if (key == "block") in >> block.x >> block.y >> block.z;
         else if (key == "blocks") for (unsigned b; in >> b;) blocks.push_back(b);
+        else if (key == "shared_mem") in >> emu_dynamic_shared_bytes;
         else if (key == "arg") {
             std::string kind;
             in >> kind;
@@ -269,14 +279,13 @@ int main(int argc, char** argv) {
                 std::ifstream(a.path, std::ios::binary).read(a.base, a.bytes);
                 arrays.push_back(a);
                 args.push_back(a.base);
-            } else if (kind == "I") {
-                ints.push_back(0);
-                in >> ints.back();
-                args.push_back(&ints.back());
-            } else {
-                floats.push_back(0);
-                in >> floats.back();
-                args.push_back(&floats.back());
+            } else {  // V: a scalar's bytes in hex
+                std::string hex;
+                in >> hex;
+                scalars.emplace_back(new uint64_t[hex.size() / 16 + 1]());
+                auto* bytes = reinterpret_cast<unsigned char*>(scalars.back().get());
+                for (size_t i = 0; i + 1 < hex.size(); i += 2) bytes[i / 2] = std::stoul(hex.substr(i, 2), nullptr, 16);
+                args.push_back(bytes);
             }
         }
     }

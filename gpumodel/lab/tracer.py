@@ -37,7 +37,8 @@ from ..hardware import MAX_BLOCK, REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRO
 from ..model import predict
 from ..presets import preset_names
 from ..workloads import Workload
-from .emulator import base_type, kernels, parameters
+from .emulator import (ARCH, MAX_DYNAMIC_SHARED, SOURCE_NAME, SUPPORTED, arguments, compile_flags, entries, parameters,
+                       wrapper)
 
 HERE = pathlib.Path(__file__).resolve().parent
 KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fsanitize=thread", "-pthread", "-fPIE"]
@@ -52,9 +53,6 @@ blocks and scales the counts."""
 CACHE_KEEP = 64
 """Traced executables kept in the build folder (about 50 KB each); building one more removes
 the least recently used beyond these, and the runtime objects of other versions."""
-SCALARS = {"int": ("I", int), "float": ("F", float)}
-POINTEES = {"float": np.float32, "float4": np.float32, "int": np.int32, "double": np.float64, "unsigned": np.uint32}
-SOURCE_NAME = "kernel.cu"
 
 
 class LabError(RuntimeError):
@@ -204,7 +202,8 @@ def _compile(args: list, what: str) -> None:
     if done.returncode:
         errors = [line for line in done.stderr.splitlines()
                   if "error" in line or "undefined reference" in line or SOURCE_NAME in line]
-        raise LabError(f"{what} does not compile:\n" + "\n".join(errors[:20] or done.stderr.splitlines()[:20]))
+        raise LabError(f"{what} does not compile:\n" + "\n".join(errors[:20] or done.stderr.splitlines()[:20])
+                       + f"\nWhere it names something of CUDA's that is missing: {SUPPORTED}.")
 
 
 def _runtime(folder: pathlib.Path) -> pathlib.Path:
@@ -220,28 +219,17 @@ def _runtime(folder: pathlib.Path) -> pathlib.Path:
     return obj
 
 
-def _body(source: str) -> str:
-    """`gm_body(i, args)`: calls the i-th kernel of `source` with its arguments, itself not
-    instrumented (g++ does not inline across that difference)."""
-    cases = []
-    for i, kernel in enumerate(kernels(source)):
-        params = parameters(source, kernel)
-        values = [f"({t})a[{j}]" if "*" in t else f"*({t}*)a[{j}]" for j, (t, _) in enumerate(params)]
-        cases.append(f"case {i}: {kernel}({', '.join(values)}); break;")
-    return (f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(int kernel, void** a) {{\n'
-            f'    switch (kernel) {{ {" ".join(cases)} }}\n}}\n')
-
-
-def build(source: str) -> pathlib.Path:
-    """The traced executable for the kernels of `source` (cached by content). Raises
-    `LabError` with g++'s messages when the source does not compile."""
+def build(source: str, names: list | None = None, arch: str = ARCH) -> pathlib.Path:
+    """The traced executable for the kernels `names` of `source` (`emulator.entries`: those that
+    are not templates, by default), compiled for `arch`, cached by content. Raises `LabError`
+    with g++'s messages when the source does not compile."""
     if not shutil.which("g++"):
         raise LabError("the kernel lab needs g++ (C++20) on the machine, and there is none here")
     folder = _build_dir()
     runtime = _runtime(folder)
-    text = (f'#define GM_LAB_TRACE\n#include "cuda_emu.h"\n#line 1 "{SOURCE_NAME}"\n{source}\n'
-            f'#line 1 "gm_body.cpp"\n{_body(source)}')
-    key = hashlib.sha1((text + str(KERNEL_FLAGS) + runtime.name).encode()).hexdigest()[:16]
+    text = wrapper(source, entries(source) if names is None else names, traced=True)
+    flags = [*KERNEL_FLAGS, *compile_flags(arch)]
+    key = hashlib.sha1((text + str(flags) + runtime.name).encode()).hexdigest()[:16]
     exe = folder / f"trace-{key}"
     if exe.exists():
         os.utime(exe)  # used now: pruning keeps the most recently used
@@ -249,7 +237,7 @@ def build(source: str) -> pathlib.Path:
         cpp, obj, tmp = (folder / f"trace-{key}.{os.getpid()}{end}" for end in (".cpp", ".o", ""))
         cpp.write_text(text)
         try:
-            _compile([*KERNEL_FLAGS, f"-I{HERE}", "-c", str(cpp), "-o", str(obj)], "the kernel")
+            _compile([*flags, "-c", str(cpp), "-o", str(obj)], "the kernel")
             _compile([str(obj), str(runtime), "-pthread", "-pie", "-o", str(tmp)], "the traced kernel")
             tmp.replace(exe)  # atomic: a process building the same source at once finds a whole file
         finally:
@@ -285,29 +273,6 @@ def _lines(exe: pathlib.Path, offsets: list) -> dict:
     return {o: lines.get(o, 0) for o in offsets}
 
 
-def _arguments(source: str, kernel: str, args) -> list:
-    params = parameters(source, kernel)
-    if len(args) != len(params):
-        raise ValueError(f"args must hold one value per parameter of {kernel} ({', '.join(n for _, n in params)}), "
-                         f"got {len(args)}")
-    spec = []
-    for (t, name), arg in zip(params, args):
-        base = base_type(t)
-        if "*" in t:
-            if not isinstance(arg, np.ndarray) or not arg.flags.c_contiguous or base not in POINTEES \
-                    or (base != "float4" and arg.dtype != POINTEES[base]) or (base == "float4" and arg.dtype != np.float32):
-                raise TypeError(f"args: {name} ({t}) must be a C-contiguous NumPy array of "
-                                f"{np.dtype(POINTEES.get(base, np.float32)).name}, got {type(arg).__name__}"
-                                f"{' of ' + str(arg.dtype) if isinstance(arg, np.ndarray) else ''}")
-            spec.append(("P", arg))
-        elif base in SCALARS:
-            kind, convert = SCALARS[base]
-            spec.append((kind, convert(arg)))
-        else:
-            raise TypeError(f"args: the lab passes int, float and pointers; {name} is {t}")
-    return spec
-
-
 def _dims(name: str, value) -> tuple:
     value = (value,) if np.isscalar(value) else tuple(value)
     if not 1 <= len(value) <= 3:
@@ -315,40 +280,46 @@ def _dims(name: str, value) -> tuple:
     return tuple(int(_check.size(f"{name}[{i}]", v)) for i, v in enumerate(value)) + (1,) * (3 - len(value))
 
 
-def trace(source: str, kernel: str, grid, block, args, *, timeout: float = 30.0, max_threads: int = MAX_THREADS) -> Trace:
+def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, arch: str = ARCH,
+          timeout: float = 30.0, max_threads: int = MAX_THREADS) -> Trace:
     """Run `kernel` of the CUDA C `source` on the CPU over `grid` x `block` with `args` (NumPy
-    arrays for pointers, written back after the run; ints and floats), tracing every global
-    and shared-memory access. More than `max_threads` threads: an evenly spaced sample of the
-    blocks runs (the result says so; the arrays are then only partly computed). Raises
-    `LabError` when the kernel does not compile, crashes, runs past `timeout` seconds, or
-    touches memory outside its arrays. Chapter 2's lab."""
-    if not isinstance(source, str) or not isinstance(kernel, str) or kernel not in source:
+    arrays for pointers, written back after the run; numbers for scalars, as their parameter's
+    C type), tracing every global and shared-memory access; as CuPy's `RawModule` and launch
+    take them: `kernel` a name or a C++ name expression ("reduce<float>", "sgemm<128, 128, 8>"),
+    `shared_mem` the bytes of the `extern __shared__` arrays, the source compiled for `arch`
+    (`__CUDA_ARCH__`). More than `max_threads` threads: an evenly spaced sample of the blocks
+    runs (the result says so; the arrays are then only partly computed). Raises `LabError` when
+    the kernel does not compile, crashes, runs past `timeout` seconds, or touches memory outside
+    its arrays. Chapter 2's lab."""
+    if not isinstance(source, str) or not isinstance(kernel, str):
         raise ValueError(f"kernel must name a kernel defined in source, got {kernel!r}")
     grid, block = _dims("grid", grid), _dims("block", block)
     threads = int(np.prod(block))
     if threads > MAX_BLOCK:
         raise ValueError(f"block must hold at most {MAX_BLOCK} threads, got {block} = {threads}")
+    shared_mem = _check.integer("shared_mem (bytes of dynamic shared memory)", shared_mem, 0, MAX_DYNAMIC_SHARED)
     try:
-        parameters(source, kernel)
-        which = kernels(source).index(kernel)
-    except ValueError:
-        raise LabError(f"the kernel does not compile: no `__global__ void {kernel}(...)` found in source") from None
-    spec = _arguments(source, kernel, args)
+        names = entries(source, kernel)
+        spec = [("P" if isinstance(v, np.ndarray) else "V", v) for v in arguments(parameters(source, kernel), args)]
+    except (ValueError, TypeError):
+        build(source, arch=arch)  # a source that does not compile says so first
+        raise
     blocks = int(np.prod(grid))
     traced = max(1, min(blocks, int(max_threads) // threads))
     chosen = np.unique(np.linspace(0, blocks - 1, traced).round().astype(np.int64))
-    exe = build(source)
+    exe = build(source, names, arch)
     with tempfile.TemporaryDirectory(prefix="gm-lab-") as tmp:
         tmp = pathlib.Path(tmp)
-        lines = [f"kernel {which}", f"grid {grid[0]} {grid[1]} {grid[2]}", f"block {block[0]} {block[1]} {block[2]}",
-                 "blocks " + " ".join(map(str, chosen))]
+        lines = [f"kernel {names.index(kernel)}", f"grid {grid[0]} {grid[1]} {grid[2]}",
+                 f"block {block[0]} {block[1]} {block[2]}", "blocks " + " ".join(map(str, chosen)),
+                 f"shared_mem {shared_mem}"]
         for i, (kind, value) in enumerate(spec):
             if kind == "P":
                 path = tmp / f"arg{i}.bin"
                 value.tofile(path)
                 lines.append(f"arg P {value.nbytes} {path}")
             else:
-                lines.append(f"arg {kind} {value!r}")
+                lines.append(f"arg V {value.tobytes().hex()}")
         (tmp / "spec").write_text("\n".join(lines) + "\n")
         try:
             done = subprocess.run([str(exe), str(tmp / "spec"), str(tmp / "stats")], capture_output=True, text=True,

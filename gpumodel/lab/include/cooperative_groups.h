@@ -1,0 +1,46 @@
+// The kernel lab's cooperative groups: the block (this_thread_block) and its warp tiles
+// (tiled_partition<N>, N a power of two up to 32), over cuda_emu.h's barrier, shuffles and votes.
+// A tile's lanes run in step with their warp's (the lab has no divergence), so a tile's sync is
+// its warp's. cg::reduce and its operators are in cooperative_groups/reduce.h, as in CUDA.
+#pragma once
+namespace cooperative_groups {
+
+struct thread_block {
+    static void sync() { __syncthreads(); }
+    static unsigned thread_rank() { return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x; }
+    static unsigned size() { return blockDim.x * blockDim.y * blockDim.z; }
+    static unsigned num_threads() { return size(); }
+    static dim3 group_index() { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+    static dim3 thread_index() { return dim3(threadIdx.x, threadIdx.y, threadIdx.z); }
+    static dim3 group_dim() { return blockDim; }
+    static dim3 dim_threads() { return blockDim; }
+};
+inline thread_block this_thread_block() { return {}; }
+inline void sync(const thread_block&) { __syncthreads(); }
+
+template <unsigned N>
+struct thread_block_tile {
+    static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "the lab's tiles are 1, 2, 4, 8, 16 or 32 threads");
+    static constexpr unsigned size() { return N; }
+    static constexpr unsigned num_threads() { return N; }
+    static unsigned thread_rank() { return thread_block::thread_rank() % N; }
+    static unsigned meta_group_rank() { return thread_block::thread_rank() / N; }
+    static unsigned meta_group_size() { return (thread_block::size() + N - 1) / N; }
+    static void sync() { __syncwarp(); }
+    template <class T> static T shfl(T value, int lane) { return __shfl_sync(0xffffffff, value, lane, N); }
+    template <class T> static T shfl_down(T value, unsigned delta) { return __shfl_down_sync(0xffffffff, value, delta, N); }
+    template <class T> static T shfl_up(T value, unsigned delta) { return __shfl_up_sync(0xffffffff, value, delta, N); }
+    template <class T> static T shfl_xor(T value, int lane_mask) { return __shfl_xor_sync(0xffffffff, value, lane_mask, N); }
+    static unsigned emu_ranks(unsigned warp_mask) {  // bit r: the tile's rank r
+        return warp_mask >> (thread_block::thread_rank() % 32 / N * N) & (N == 32 ? ~0u : (1u << N) - 1);
+    }
+    static unsigned ballot(int predicate) { return emu_ranks(__ballot_sync(0xffffffff, predicate)); }
+    static bool any(int predicate) { return ballot(predicate) != 0; }
+    static bool all(int predicate) { return ballot(predicate) == emu_ranks(__activemask()); }
+};
+template <unsigned N, class Parent>
+thread_block_tile<N> tiled_partition(const Parent&) { return {}; }
+template <unsigned N>
+void sync(const thread_block_tile<N>&) { __syncwarp(); }
+
+}  // namespace cooperative_groups

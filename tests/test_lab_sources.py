@@ -1,0 +1,259 @@
+"""The kernel lab takes device code as CuPy's RawModule takes it: kernels of our own written in
+the styles of public sources (a templated tile GEMM named by a name expression, a kernel file
+with CUDA's includes and `__launch_bounds__((BM * BN) / (TM * TN), 1)`, a cooperative-groups
+reduction in dynamic shared memory, atomics, integer and 64-bit shuffles, votes), each traced,
+its arrays checked against NumPy and a count against a hand derivation."""
+
+import numpy as np
+import pytest
+
+import gpumodel as gm
+from gpumodel.lab import LabError, trace
+from gpumodel.lab.emulator import Emulator, element_type, kernels, parameters
+from test_lab import stand_in, starter_line  # noqa: F401  (stand_in: a fixture)
+
+TILE_GEMM = r"""#pragma once
+#include <cassert>
+#include <cstdio>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#define CEIL_DIV(M, N) (((M) + (N) - 1) / (N))
+
+// A BM x BN tile of C per block, TM x TN results per thread, in columns tx + (BN / TN) j.
+template <const int BM, const int BN, const int BK, const int TM, const int TN>
+__global__ void __launch_bounds__((BM * BN) / (TM * TN), 1)
+    tile_gemm(unsigned int M, unsigned int N, unsigned int K, /* sizes */ const float* __restrict__ A,
+              const float* __restrict__ B, float* __restrict__ C) {
+    __shared__ float As[BM * BK], Bs[BK * BN];
+    const uint tx = threadIdx.x % (BN / TN), ty = threadIdx.x / (BN / TN);
+    const uint row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    assert(blockDim.x == (BM * BN) / (TM * TN));
+    float acc[TM * TN] = {0.0f};
+    for (uint k0 = 0; k0 < K; k0 += BK) {
+        for (uint e = threadIdx.x; e < BM * BK; e += blockDim.x) As[e] = A[(row0 + e / BK) * K + k0 + e % BK];
+        for (uint e = threadIdx.x; e < BK * BN; e += blockDim.x) Bs[e] = B[(k0 + e / BN) * N + col0 + e % BN];
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < BK; ++k)
+            for (int i = 0; i < TM; ++i)
+                for (int j = 0; j < TN; ++j) acc[i * TN + j] += As[(ty * TM + i) * BK + k] * Bs[k * BN + tx + j * (BN / TN)];
+        __syncthreads();
+    }
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j) C[(row0 + ty * TM + i) * N + col0 + tx + j * (BN / TN)] = acc[i * TN + j];
+}
+"""
+
+
+def test_a_templated_tile_gemm_runs_by_its_name_expression_from_a_kernel_file():
+    m = n = 64
+    k = 16
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    c = np.zeros((m, n), np.float32)
+    t = trace(TILE_GEMM, "tile_gemm<32, 32, 8, 4, 4>", (2, 2), 64, [m, n, k, a, b, c])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    # C's stores: 4 blocks x 2 warps x TM * TN = 16 instructions = 128 requests. In one, a warp's
+    # 32 threads are 4 rows (ty) of 8 neighbouring columns (tx): 8 floats = 32 B = 1 sector per
+    # row, 4 sectors per request, the ideal; 512 in all, each of C's 64 * 64 * 4 B / 32 B once.
+    (store,) = [s for s in t.sites if s.space == "global" and s.write]
+    assert store.line == starter_line(TILE_GEMM, "C[(row0") and (store.instructions, store.sectors) == (128, 512)
+    assert store.ideal_sectors == 512
+    with pytest.raises(ValueError, match=r"tile_gemm is a template \(template <BM, BN, BK, TM, TN>\): name an "
+                                         r"instantiation"):
+        trace(TILE_GEMM, "tile_gemm", (2, 2), 64, [m, n, k, a, b, c])
+
+
+def test_parameters_are_read_through_templates_comments_and_default_arguments():
+    source = r"""
+namespace ops {
+template <typename T, int BLOCK = 128>
+__global__ void __launch_bounds__(BLOCK) scale(const T* __restrict__ x,  // input, (n)
+                                               T* y, /* out, (n) */ size_t n, T factor = T(2)) {}
+}
+extern "C" __global__ void plain(float2* v, const unsigned int count, int64_t offsets[], void* any) {}
+"""
+    assert kernels(source) == ["scale", "plain"]
+    assert parameters(source, "ops::scale<double>") == [("const double * __restrict__", "x"), ("double *", "y"), ("size_t", "n"),
+                                                         ("double", "factor")]
+    assert parameters(source, "plain") == [("float2 *", "v"), ("const unsigned int", "count"),
+                                           ("int64_t *", "offsets"), ("void *", "any")]
+    assert [element_type(t) for t, _ in parameters(source, "plain")] == [np.float32, np.uint32, np.int64, None]
+    assert element_type("half*") == np.float16 and element_type("unsigned long long") == np.uint64
+    with pytest.raises(ValueError, match="leaves out T"):
+        parameters(source, "scale<>")
+
+
+SCALARS_AND_VECTORS = r"""
+#include <cuda_fp16.h>
+__global__ void mix(int64_t n, double a, const float2* x, double* y, const half* h, unsigned char* arch) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * (x[i].x + x[i].y) + __half2float(h[i]);
+    if (i == 0) { arch[0] = __CUDA_ARCH__ / 100; arch[1] = min(warpSize, 40u); }  // min(int, unsigned), as CUDA has it
+}
+"""
+
+
+def test_every_scalar_type_and_pointers_to_vectors_and_halves_pass_and_arch_is_the_callers():
+    n = 100
+    x = np.arange(2 * n, dtype=np.float32)
+    h, y, arch = np.linspace(0, 1, n).astype(np.float16), np.zeros(n), np.zeros(2, np.uint8)
+    t = trace(SCALARS_AND_VECTORS, "mix", 4, 32, [n, 0.5, x, y, h, arch], arch="sm_90")
+    np.testing.assert_allclose(y, 0.5 * (x[0::2] + x[1::2]) + h.astype(np.float64))
+    assert list(arch) == [9, 32]
+    # The float2 loads: 100 threads read 100 float2 (800 B) in 4 warps: 8 B x 32 lanes = 256 B =
+    # 8 sectors per full warp (at least 16 four-byte accesses g++ may split them into: counted
+    # per access, 3 warps x 8 + 1 x 1 = 25 sectors either way for the .x and the .y).
+    loads = [s for s in t.sites if s.space == "global" and not s.write and s.line == 4 and s.size in (4, 8)]
+    assert sum(s.sectors for s in loads if s.size == 8) in (0, 25) and all(s.sectors == 25 for s in loads if s.size == 4)
+    trace(SCALARS_AND_VECTORS, "mix", 4, 32, [n, 0.5, x, y, h, arch])
+    assert list(arch) == [8, 32]  # sm_80 unless the caller names another
+    with pytest.raises(TypeError, match=r"h \(const half \*\) must be a C-contiguous NumPy array of float16"):
+        trace(SCALARS_AND_VECTORS, "mix", 4, 32, [n, 0.5, x, y, h.astype(np.float32), arch])
+
+
+CG_REDUCE = r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+
+// Each block's sum and its largest warp sum, the warps' sums staged in dynamic shared memory.
+template <typename T>
+__global__ void block_sum(const T* x, T* out, int n) {
+    extern __shared__ __align__(sizeof(T)) unsigned char staged[];
+    T* partial = reinterpret_cast<T*>(staged);
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int i = blockIdx.x * block.size() + block.thread_rank();
+    T v = cg::reduce(warp, i < n ? x[i] : T(0), cg::plus<T>());
+    if (warp.thread_rank() == 0) partial[warp.meta_group_rank()] = v;
+    block.sync();
+    if (warp.meta_group_rank() == 0) {
+        const T mine = warp.thread_rank() < warp.meta_group_size() ? partial[warp.thread_rank()] : T(0);
+        const T total = cg::reduce(warp, mine, cg::plus<T>()), largest = cg::reduce(warp, mine, cg::greater<T>());
+        if (warp.thread_rank() == 0) { out[2 * blockIdx.x] = total; out[2 * blockIdx.x + 1] = largest; }
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("name, dtype", [("block_sum<float>", np.float32), ("block_sum<int>", np.int32)])
+def test_a_cooperative_groups_reduction_in_dynamic_shared_memory(name, dtype):
+    n, threads, blocks = 1000, 256, 4
+    x = (np.arange(n) % 7 + 1).astype(dtype)
+    out = np.zeros(2 * blocks, dtype)
+    t = trace(CG_REDUCE, name, blocks, threads, [x, out, n], shared_mem=8 * 4)
+    padded = np.concatenate([x, np.zeros(blocks * threads - n, dtype)]).reshape(blocks, 8, 32).sum(axis=2)
+    np.testing.assert_array_equal(out[0::2], padded.sum(axis=1))
+    np.testing.assert_array_equal(out[1::2], padded.max(axis=1))
+    # The extern __shared__ array is shared memory: per block, 8 stores of one lane each (lane 0 of
+    # each warp) and one load of 8 lanes (warp 0), 8 words in 8 banks: 1 wavefront each. 4 blocks:
+    # 32 store wavefronts, 4 load wavefronts, (32 + 4) x 128 B.
+    shared = {s.write: s for s in t.sites if s.space == "shared"}
+    assert (shared[True].instructions, shared[True].wavefronts) == (32, 32)
+    assert (shared[False].instructions, shared[False].wavefronts, shared[False].lanes) == (4, 4, 32)
+    assert t.bytes["smem"] == 36 * 128
+
+
+def test_dynamic_shared_memory_past_shared_mem_is_out_of_bounds():
+    x, out = np.ones(256, np.float32), np.zeros(2, np.float32)
+    with pytest.raises(LabError, match="writes out of bounds at line 15"):
+        trace(CG_REDUCE, "block_sum<float>", 1, 256, [x, out, 256], shared_mem=16)  # 4 of the 8 warps' sums
+
+
+ATOMICS = r"""
+__global__ void histogram(const int* keys, unsigned int* counts, float* total, int* range, int n) {
+    __shared__ unsigned int bins[8];
+    if (threadIdx.x < 8) bins[threadIdx.x] = 0;
+    __syncthreads();
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int key = i < n ? keys[i] : 0;
+    if (i < n) {
+        atomicAdd(&bins[key % 8], 1u);
+        atomicAdd(total, (float)key);
+        atomicMin(&range[0], key);
+        atomicMax(&range[1], key);
+        atomicSub(&counts[8], 1u);
+        atomicCAS(&range[2], 0, i + 1);
+        atomicExch(&range[3], 7);
+    }
+    __syncthreads();
+    if (threadIdx.x < 8) atomicAdd(&counts[threadIdx.x], bins[threadIdx.x]);
+}
+"""
+
+
+def test_atomics_on_global_and_shared_memory_are_one_access_each():
+    n = 256
+    keys = np.random.default_rng(1).integers(0, 1000, n).astype(np.int32)
+    counts, total, extent = np.zeros(9, np.uint32), np.zeros(1, np.float32), np.array([10**6, -1, 0, 0], np.int32)
+    t = trace(ATOMICS, "histogram", 4, 64, [keys, counts, total, extent, n])
+    np.testing.assert_array_equal(counts[:8], np.bincount(keys % 8, minlength=8))
+    assert counts[8] == 2**32 - n and total[0] == keys.sum()
+    assert (extent[0], extent[1], extent[3]) == (keys.min(), keys.max(), 7) and 1 <= extent[2] <= n
+    by_line = {line: [s for s in t.sites if s.line == line] for line in range(9, 20)}
+    # One access per atomic, of its width: atomicAdd(total, ...): 4 blocks x 2 warps = 8 requests,
+    # each 32 lanes at one address: 1 sector. The shared histogram's: 8 requests, 32 lanes on 8
+    # words, one per bank: 1 wavefront. The last one: lanes 0-7 of warp 0 of each block, 8
+    # neighbouring words (32 B, aligned): 4 requests of 1 sector.
+    (add,) = by_line[starter_line(ATOMICS, "atomicAdd(total")]
+    assert (add.space, add.size, add.instructions, add.sectors) == ("global", 4, 8, 8)
+    (shared,) = by_line[starter_line(ATOMICS, "atomicAdd(&bins")]
+    assert (shared.space, shared.instructions, shared.wavefronts) == ("shared", 8, 8)
+    (last,) = [s for s in by_line[starter_line(ATOMICS, "atomicAdd(&counts")] if s.write]  # beside bins' load
+    assert (last.space, last.instructions, last.lanes, last.sectors) == ("global", 4, 32, 4)
+
+
+VOTES = r"""
+__global__ void votes(const int* x, int* got, long long* wide, double* down, unsigned* warp) {
+    const int t = threadIdx.x, lane = t % warpSize;
+    const int v = __ldcs(&x[t]);
+    got[t] = __shfl_sync(0xffffffff, v, 0);
+    wide[t] = __shfl_xor_sync(0xffffffff, (long long)v << 20, 1);
+    down[t] = __shfl_down_sync(0xffffffff, v + 0.25, 1);
+    const unsigned odd = __ballot_sync(0xffffffff, v % 2), any = __any_sync(0xffffffff, v > 16777216),
+                   all = __all_sync(0xffffffff, v > 0), sum = __reduce_add_sync(0xffffffff, (unsigned)v),
+                   active = __activemask();
+    __syncwarp();
+    if (lane == 0) {
+        unsigned* mine = warp + t / warpSize * 5;
+        __stcs(&mine[0], odd); __stcs(&mine[1], any); __stcs(&mine[2], all); __stcs(&mine[3], sum); __stcs(&mine[4], active);
+    }
+}
+"""
+
+
+def test_shuffles_keep_every_bit_and_votes_see_the_warps_live_lanes():
+    threads = 40  # warp 1 has 8 lanes
+    x = np.arange(16_777_217, 16_777_217 + threads, dtype=np.int32)
+    got, wide, down, warp = (np.zeros(threads, np.int32), np.zeros(threads, np.int64), np.zeros(threads),
+                             np.zeros(10, np.uint32))
+    t = trace(VOTES, "votes", 1, threads, [x, got, wide, down, warp])
+    assert got[0] == 16_777_217 and list(got) == [16_777_217] * 32 + [16_777_217 + 32] * 8  # not through float
+    np.testing.assert_array_equal(wide, x[np.arange(threads) ^ 1].astype(np.int64) << 20)
+    lanes = np.arange(threads)
+    below = np.where((lanes % 32 + 1 < 32) & (lanes + 1 < threads), lanes + 1, lanes)  # the last lane keeps its own
+    np.testing.assert_array_equal(down, x[below] + 0.25)
+    for w, live in ((0, 32), (1, 8)):
+        mine = x[32 * w:32 * w + live]
+        odd = sum(1 << i for i, v in enumerate(mine) if v % 2)
+        assert list(warp[5 * w:5 * w + 5]) == [odd, 1, 1, mine.astype(np.uint32).sum(), (1 << live) - 1]
+    # got[t]'s stores: warp 0, 32 lanes x 4 B = 4 sectors; warp 1, 8 lanes = 1 sector.
+    (store,) = [s for s in t.sites if s.line == 5]
+    assert (store.instructions, store.sectors) == (2, 5)
+
+
+def test_the_emulator_and_the_stand_ins_gpu_take_name_expressions_and_shared_mem(tmp_path, stand_in):
+    x, out = np.arange(512, dtype=np.float32), np.zeros(4, np.float32)
+    Emulator(tmp_path).launch(CG_REDUCE, "block_sum<float>", (2,), (256,), [x, out, 512], shared_mem=32)
+    np.testing.assert_array_equal(out[0::2], x.reshape(2, 256).sum(axis=1))
+    done = gm.lab.run(CG_REDUCE, "block_sum<float>", 2, 256, [x, np.zeros(4, np.float32), 512], shared_mem=32,
+                      repeats=1)
+    assert done.measured.matches and done.measured.max_abs_error == 0
+
+
+def test_something_unsupported_says_where_the_list_of_what_is_supported_stands():
+    source = "#include <mma.h>\n__global__ void k(float* y) { y[0] = 1; }\n"
+    with pytest.raises(LabError, match=r"mma.h[\s\S]*chapter 8 .*lists what the lab's CUDA stand-in supports"):
+        trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
