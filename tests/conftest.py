@@ -9,6 +9,13 @@ import pytest
 from gpumodel.cuda import runtime
 
 
+def pytest_runtest_setup(item):
+    """A test of an xdist group must run on its group's worker (it shares that worker's
+    environment or site): under `--dist loadgroup` its node id carries the group's name."""
+    if getattr(item.config.option, "loadgroup", False) and item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+        raise pytest.UsageError(f"{item.nodeid}: pytest-xdist did not group it (requirements.txt pins the pytest it needs)")
+
+
 def pytest_collection_modifyitems(config, items):
     ok, why = runtime.gpu_status()
     if ok:
