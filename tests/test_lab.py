@@ -179,9 +179,11 @@ EXACT = [
 @pytest.mark.parametrize("make, levels", EXACT, ids=lambda v: "" if callable(v) else "-".join(v))
 def test_course_kernels_traced_equal_their_workloads(make, levels):
     plan = make()
-    got = total_bytes(trace_plan(plan))
+    traces = trace_plan(plan)
+    got = total_bytes(traces)
     for level in levels:
         assert got[level] == float(plan.workload.bytes[level]), (plan.label, level)
+    assert not [race.message for t in traces for race in t.races]  # racecheck and initcheck clean
 
 
 @pytest.mark.parametrize("make", [lambda: plans.plan_gemm("gemm_smem16", 64, 64, 32),
