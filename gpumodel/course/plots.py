@@ -256,7 +256,7 @@ def lab_sites(trace):
     """Sectors (global) or wavefronts (shared) per request of each load and store in a traced
     kernel (`gm.lab.trace`), beside the ideal, by source line (and column, where two accesses of
     one kind share a line). Chapter 2's lab."""
-    sites = sorted(trace.sites, key=lambda s: (s.line, s.column, s.space, s.write))
+    sites = sorted(trace.sites, key=lambda s: (s.line, s.space, s.write, s.column))
     kinds = [(s.line, s.kind) for s in sites]
     got = [s.cost[1] / s.instructions for s in sites]
     ideal = [s.cost[2] / s.instructions for s in sites]

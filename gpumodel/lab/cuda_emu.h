@@ -23,7 +23,14 @@ struct dim3 {
     dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
 struct emu_index { unsigned x, y, z; };
-struct float4 { float x, y, z, w; };
+// A vector type is assigned whole (a memcpy of its width), so that a float4 built from four
+// values and stored is one 128-bit store in the traced build, as on the GPU, not four. (The
+// members' initialisers keep a __shared__ float4 array a constant-initialised static: without
+// them, that assignment would make g++ guard its initialisation.)
+struct float4 {
+    float x = 0, y = 0, z = 0, w = 0;
+    float4& operator=(const float4& o) { __builtin_memcpy(this, &o, sizeof o); return *this; }
+};
 
 inline thread_local emu_index threadIdx, blockIdx;  // the running fiber's, set at each of its turns
 inline dim3 blockDim, gridDim;
