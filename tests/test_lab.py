@@ -738,3 +738,113 @@ def test_two_accesses_on_one_line_are_two_sites_told_apart_by_column():
         assert f"line 4, column {s.column}:" in text
     assert f"worst: line 4, column {loads[1].column} (global load 32-bit): {row.strip()}" in text
     np.testing.assert_array_equal(y, x[:32] + x[::8])
+
+
+# Races and uninitialized reads (compute-sanitizer's racecheck and initcheck), in a softmax of
+# our own: one block per row of 64, two warps; the block's max and then its sum pass through
+# partial[0]. The racy twin leaves out the barrier that keeps warp 0 from overwriting
+# partial[0] (the max) with its sum before warp 1 has read the max.
+SOFTMAX = r"""
+__global__ void softmax_rows(const float* x, float* y, int n) {
+    __shared__ float partial[32];
+    int row = blockIdx.x, t = threadIdx.x, lane = t % 32, warp = t / 32;
+    float v = x[row * n + t];
+    float m = v;
+    for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffff, m, o));
+    if (lane == 0) partial[warp] = m;
+    __syncthreads();
+    if (t == 0) {
+        for (int w = 1; w < blockDim.x / 32; ++w) partial[0] = fmaxf(partial[0], partial[w]);
+    }
+    __syncthreads();
+    float e = expf(v - partial[0]);
+    float s = e;
+    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffff, s, o);
+    __syncthreads();  // every warp has read the max
+    if (lane == 0) partial[warp] = s;
+    __syncthreads();
+    if (t == 0) {
+        for (int w = 1; w < blockDim.x / 32; ++w) partial[0] += partial[w];
+    }
+    __syncthreads();
+    y[row * n + t] = e / partial[0];
+}
+"""
+RACY_SOFTMAX = SOFTMAX.replace("    __syncthreads();  // every warp has read the max\n", "")
+
+
+def test_a_missing_barrier_is_a_race_named_with_both_lines_threads_and_hazard():
+    """The CPU runs the threads in turns, 0 to 63, each until it waits: every thread reads the max
+    (line `expf`) and waits at its warp's first shuffle (the last to reach a barrier goes on in
+    the same turn); in later turns warp 0's lanes shuffle (a warp-level sync: their own reads are
+    ordered before their lane 0's write) and lane 0 writes its sum over partial[0], which threads
+    of warp 1 have read in this phase: one write-after-read hazard per block, 4 in all. On a GPU warp 0 may as well get there first, and
+    warp 1 read the sum as its max."""
+    x, y = np.linspace(-3, 3, 4 * 64, dtype=np.float32).reshape(4, 64), np.zeros((4, 64), np.float32)
+    t = trace(RACY_SOFTMAX, "softmax_rows", 4, 64, [x, y, 64])
+    write, read = starter_line(RACY_SOFTMAX, "partial[warp] = s"), starter_line(RACY_SOFTMAX, "expf(v - partial[0])")
+    (race,) = t.races
+    assert race.hazard == "write-after-read" and (race.first[0], race.second[0]) == (read, write)
+    assert race.threads[1] == (0, 0, 0) and 32 <= race.threads[0][0] < 64  # thread 0 after a thread of warp 1
+    assert race.block == (0, 0, 0) and race.count == 4
+    assert race.second[2] == "if (lane == 0) partial[warp] = s;" and race.first[2] == "float e = expf(v - partial[0]);"
+    message = race.message
+    assert f"between line {read} and line {write}" in message and "write-after-read race" in message
+    assert "RACE write-after-read" in t.report(gpus=["H100-SXM"])
+    # The fixed twin: clean, and right.
+    fixed = trace(SOFTMAX, "softmax_rows", 4, 64, [x, y, 64])
+    assert fixed.races == []
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+SHARED_HAZARDS = r"""
+__global__ void one_word(float* y) {
+    __shared__ float s[1];
+    s[0] = threadIdx.x;
+    __syncthreads();
+    y[threadIdx.x] = s[0];
+}
+__global__ void unwritten(const float* x, float* y) {
+    __shared__ float s[64];
+    s[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    y[threadIdx.x] = s[threadIdx.x] + s[threadIdx.x % 32 + 32];
+}
+"""
+
+
+def test_lanes_of_one_warp_instruction_do_not_race_other_warps_do():
+    """All lanes store s[0] in one instruction: on a GPU one lane's value lands, no hazard
+    (racecheck's rule); a second warp storing the same word before the barrier is a
+    write-after-write race: thread 31's store, then thread 32's (warp 1's other lanes follow
+    thread 32 in the same instruction: one hazard)."""
+    y = np.zeros(64, np.float32)
+    assert trace(SHARED_HAZARDS, "one_word", 1, 32, [y[:32].copy()]).races == []
+    (race,) = trace(SHARED_HAZARDS, "one_word", 1, 64, [y]).races
+    assert (race.hazard, race.first[0], race.second[0], race.count) == ("write-after-write", 4, 4, 1)
+    assert race.threads == ((31, 0, 0), (32, 0, 0)) and "one pass of line 4 and the next" in race.message
+
+
+def test_a_read_of_shared_memory_no_thread_wrote_is_an_uninitialized_read():
+    """A block of 32 writes s[0..31] and reads s[t % 32 + 32]: 32 words read, never written; a
+    block of 64 writes them all."""
+    x, y = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
+    t = trace(SHARED_HAZARDS, "unwritten", 1, 32, [x, y])
+    (race,) = t.races
+    assert (race.hazard, race.first[0], race.threads[0], race.count) == ("uninitialized read", 12, (0, 0, 0), 32)
+    assert "INITCHECK uninitialized read of shared memory: thread (0, 0, 0)" in t.report(gpus=["H100-SXM"])
+    assert trace(SHARED_HAZARDS, "unwritten", 1, 64, [np.arange(64, dtype=np.float32), np.zeros(64, np.float32)]) \
+        .races == []
+
+
+def test_a_checker_does_not_score_a_racy_kernel():
+    from gpumodel.course.checks import lab_run
+
+    x = np.linspace(-3, 3, 4 * 64, dtype=np.float32).reshape(4, 64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    args = [x, np.zeros_like(x), 64]
+    feedback = lab_run(RACY_SOFTMAX, "softmax_rows", 4, 64, args, 1, e / e.sum(axis=1, keepdims=True), "softmax")
+    read, write = starter_line(RACY_SOFTMAX, "expf(v - partial[0])"), starter_line(RACY_SOFTMAX, "partial[warp] = s")
+    assert not feedback and feedback.message.startswith("Not scored: the kernel's result depends on which thread")
+    assert f"Missing: a __syncthreads() between line {read} and line {write}" in feedback.message

@@ -11,8 +11,8 @@
 // warp, and nothing is recorded.
 //
 // Races and uninitialised reads, as compute-sanitizer's racecheck and initcheck: per shared word
-// and phase (between two barriers) the last writer and the last two readers (of different
-// threads); an access that conflicts with one of them (another thread, at least one a write, not
+// and phase (between two barriers) the last writer and the last readers (the last, the last of
+// another thread, the last of another warp); an access that conflicts with one of them (another thread, at least one a write, not
 // the same warp instruction, no __syncwarp or shuffle of their warp between) is a hazard, named
 // in the order the fibers ran them. A read of a word the block has not written yet, and that no
 // other thread writes before the barrier, is an uninitialised read.
@@ -32,6 +32,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -76,7 +77,7 @@ unsigned current_block = 0;  // the linear id of the block running
 
 // Race detection (see the top of the file).
 struct Touch { uint32_t thread = UINT32_MAX; uintptr_t pc = 0; uint32_t k = 0, warp_sync = 0; };
-struct Word { Touch writer, readers[2]; };  // this phase's last writer; last readers of two threads
+struct Word { Touch writer, readers[3]; };  // this phase's last writer; last reader, last of another thread, of another warp
 enum Hazard { RAW, WAR, WAW, UNINIT };
 struct HazardKey {
     int hazard; uintptr_t first, second;
@@ -118,37 +119,47 @@ bool unordered(const Touch& earlier, const Touch& now) {
     return earlier.warp_sync == now.warp_sync && !(earlier.pc == now.pc && earlier.k == now.k);
 }
 
-void check_race(uintptr_t a, uint32_t size, bool write, const Touch& now) {
+// An atomic is no race (the hardware orders atomics); it initialises what it touches.
+void check_race(uintptr_t a, uint32_t size, bool write, bool atomic, const Touch& now) {
     if (a < (uintptr_t)__bss_start) return;  // an initialised static: not __shared__
     const uint32_t unit = size < 4 ? 1 : 4;  // bytes apart are not a race; a float's bytes are one word
     for (uintptr_t w = a / unit; w <= (a + size - 1) / unit; ++w) {
         const uintptr_t key = w * unit;
+        if (atomic) {
+            written.insert(key);
+            continue;
+        }
         Word& word = phase_words[key];
         if (write) {
             if (unordered(word.writer, now)) found(WAW, word.writer, now, key);
             else for (const Touch& r : word.readers)
                 if (unordered(r, now)) { found(WAR, r, now, key); break; }
             word.writer = now;
-            word.readers[0] = word.readers[1] = Touch{};
+            for (Touch& r : word.readers) r = Touch{};
             written.insert(key);
             auto unread = unwritten_reads.find(key);
             if (unread != unwritten_reads.end() && unread->second.thread != now.thread) unwritten_reads.erase(unread);
         } else {
             if (unordered(word.writer, now)) found(RAW, word.writer, now, key);
-            if (word.readers[0].thread != now.thread) word.readers[1] = word.readers[0];
-            word.readers[0] = now;
+            Touch& last = word.readers[0];
+            if (last.thread != UINT32_MAX && last.thread / WARP != now.thread / WARP) word.readers[2] = last;
+            if (last.thread != now.thread) word.readers[1] = last;
+            last = now;
             if (!written.count(key)) unwritten_reads.emplace(key, now);
         }
     }
 }
 
 void end_phase_races() {  // at a barrier: what was read unwritten stays so; touches start afresh
-    for (auto& [key, read] : unwritten_reads) found(UNINIT, read, read, key);
+    std::vector<std::pair<uintptr_t, Touch>> reads(unwritten_reads.begin(), unwritten_reads.end());
+    std::sort(reads.begin(), reads.end(), [](auto& a, auto& b) { return std::tie(a.second.thread, a.first) <
+                                                                        std::tie(b.second.thread, b.first); });
+    for (auto& [key, read] : reads) found(UNINIT, read, read, key);  // the first thread's named
     unwritten_reads.clear();
     phase_words.clear();
 }
 
-void record(void* p, uint32_t size, bool write, void* pc) {
+void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
     Log* log = my_log;
     if (!log) return;  // not a CUDA thread (static constructors)
     const auto a = reinterpret_cast<uintptr_t>(p);
@@ -160,7 +171,7 @@ void record(void* p, uint32_t size, bool write, void* pc) {
     if (is_shared(a)) {
         const uint32_t k = log->runs[at]++;
         const unsigned t = emu_run->current;
-        check_race(a, size, write, {t, at, k, (*emu_block_warps)[t / WARP].gate.generation});
+        check_race(a, size, write, atomic, {t, at, k, (*emu_block_warps)[t / WARP].gate.generation});
         log->accesses.push_back({at, a, k, (uint8_t)size, write, -1});
         return;
     }
