@@ -64,14 +64,16 @@ def site(t, space, write):
     return s
 
 
-@pytest.mark.parametrize("stride, sectors", [(1, 4), (2, 8), (8, 32), (100, 32)])
-def test_a_warps_read_touches_the_sectors_its_addresses_span(stride, sectors):
-    x, y = np.arange(32 * stride, dtype=np.float32), np.zeros(32, np.float32)
+# stride 0: every lane reads x[0], a broadcast: its 4 distinct bytes need 1 sector, not 4.
+@pytest.mark.parametrize("stride, sectors, ideal", [(1, 4, 4), (2, 8, 4), (8, 32, 4), (100, 32, 4), (0, 1, 1)])
+def test_a_warps_read_touches_the_sectors_its_addresses_span(stride, sectors, ideal):
+    x, y = np.arange(32 * max(stride, 1), dtype=np.float32), np.zeros(32, np.float32)
     t = trace(HAND, "copy", 1, 32, [x, y, stride])
     load = site(t, "global", False)
-    assert (load.instructions, load.sectors, load.ideal_sectors) == (1, sectors, 4)
+    assert (load.instructions, load.sectors, load.ideal_sectors) == (1, sectors, ideal)
+    assert ideal == -(-len(set(np.arange(32) * stride)) * 4 // 32)  # distinct bytes / 32 B, rounded up
     assert sectors == gm.simulate.sectors_touched(np.arange(32) * stride * 4)
-    np.testing.assert_array_equal(y, x[::stride])
+    np.testing.assert_array_equal(y, x[::stride] if stride else np.full(32, x[0]))
     assert load.line == 4 and t.bytes["l1"] == 32 * (sectors + 4)
 
 
@@ -179,9 +181,11 @@ EXACT = [
 @pytest.mark.parametrize("make, levels", EXACT, ids=lambda v: "" if callable(v) else "-".join(v))
 def test_course_kernels_traced_equal_their_workloads(make, levels):
     plan = make()
-    got = total_bytes(trace_plan(plan))
+    traces = trace_plan(plan)
+    got = total_bytes(traces)
     for level in levels:
         assert got[level] == float(plan.workload.bytes[level]), (plan.label, level)
+    assert not [race.message for t in traces for race in t.races]  # racecheck and initcheck clean
 
 
 @pytest.mark.parametrize("make", [lambda: plans.plan_gemm("gemm_smem16", 64, 64, 32),
@@ -551,3 +555,296 @@ def test_elements_left_unwritten_get_a_hint_about_the_launch():
     assert not feedback and "as if never written: do grid x block threads cover every element?" in feedback.message
     wrong = gm.course.intensity.check_coalesced_kernel(gm.course.intensity.LAB_STARTER.replace("= 2.0f", "= 3.0f"))
     assert not wrong and "never written" not in wrong.message
+
+
+# Vector accesses: one access of their width, as the GPU's ld.global.v2/v4 (DESIGN.md). CUDA's
+# float2, int2, int4 and double2 in kernels of our own (the lab's header defines float4).
+VECTORS = r"""
+struct alignas(8) f2 { float x, y; };
+struct alignas(8) i2 { int x, y; };
+struct alignas(16) i4 { int x, y, z, w; };
+struct alignas(16) d2 { double x, y; };
+__global__ void float4_cast(const float* x, float* y) {
+    int t = threadIdx.x;
+    float4 v = *reinterpret_cast<const float4*>(x + 4 * t);
+    v.x += 1.0f;
+    *reinterpret_cast<float4*>(y + 4 * t) = v;
+}
+__global__ void float4_typed(const float4* x, float4* y) {
+    int t = threadIdx.x;
+    y[t] = x[t];
+}
+__global__ void float2_cast(const float* x, float* y) {
+    int t = threadIdx.x;
+    f2 v = reinterpret_cast<const f2*>(x)[t];
+    v.y *= 2.0f;
+    reinterpret_cast<f2*>(y)[t] = v;
+}
+__global__ void int2_cast(const int* x, int* y) {
+    int t = threadIdx.x;
+    i2 v = reinterpret_cast<const i2*>(x)[t];
+    int first = v.x;
+    v.x = v.y;
+    v.y = first;
+    reinterpret_cast<i2*>(y)[t] = v;
+}
+__global__ void int4_cast(const int* x, int* y) {
+    int t = threadIdx.x;
+    i4 v = reinterpret_cast<const i4*>(x)[t];
+    y[t] = v.x + v.y + v.z + v.w;
+}
+__global__ void double2_cast(const double* x, double* y) {
+    int t = threadIdx.x;
+    d2 v = reinterpret_cast<const d2*>(x)[t];
+    v.y = v.x * v.y;
+    reinterpret_cast<d2*>(y)[t] = v;
+}
+__global__ void float4_built(const float* x, float4* y) {
+    int t = threadIdx.x;
+    y[t] = float4{x[t], 2.0f * x[t], 0.0f, 1.0f};
+}
+"""
+
+
+@pytest.mark.parametrize("kernel, dtype, load, store", [
+    ("float4_cast", np.float32, 16, 16), ("float4_typed", np.float32, 16, 16), ("float2_cast", np.float32, 8, 8),
+    ("int2_cast", np.int32, 8, 8), ("int4_cast", np.int32, 16, 4), ("double2_cast", np.float64, 16, 16),
+    ("float4_built", np.float32, 4, 16)])
+def test_a_vector_access_is_one_access_of_its_width(kernel, dtype, load, store):
+    """A warp of 32 lanes, each one vector of `load` bytes: ONE request of 32 x load / 32 sectors
+    (not load / 4 requests of 4 bytes); the store likewise (int4_cast stores one int; float4_built
+    loads one float and stores a float4 built of four values)."""
+    x = np.arange(32 * load // np.dtype(dtype).itemsize, dtype=dtype)
+    y = np.zeros(32 * store // np.dtype(dtype).itemsize, dtype)
+    t = trace(VECTORS, kernel, 1, 32, [x, y])
+    for write, width in ((False, load), (True, store)):
+        s = site(t, "global", write)
+        assert (s.size, s.instructions, s.lanes, s.sectors, s.ideal_sectors) == (width, 1, 32, width, width)
+    assert t.bytes["l1"] == 32 * (load + store)
+    lanes = x.reshape(32, -1)
+    want = {"float4_cast": lambda: lanes + [1, 0, 0, 0], "float4_typed": lambda: lanes,
+            "float2_cast": lambda: lanes * [1, 2], "int2_cast": lambda: lanes[:, ::-1],
+            "int4_cast": lambda: lanes.sum(axis=1), "double2_cast": lambda: np.stack([lanes[:, 0], lanes[:, 0] * lanes[:, 1]], axis=1),
+            "float4_built": lambda: np.stack([x, 2 * x, 0 * x, x ** 0], axis=1)}[kernel]()
+    np.testing.assert_array_equal(y, want.ravel())
+
+
+# An SGEMM-style tile (after the public ladders' "vectorised" kernel, written here): a block of 64
+# threads computes a 32 x 32 tile of C, 4 x 4 per thread, K in steps of 8; each thread loads one
+# float4 of A (stored transposed, four floats) and one of B (stored whole) per step, reads float4s
+# of both tiles and stores its rows of C as float4s.
+VTILE = r"""
+__global__ void vtile(const float* A, const float* B, float* C, int N) {
+    __shared__ float As[8 * 32];  // As[k][m]: A's tile transposed
+    __shared__ float Bs[8 * 32];  // Bs[k][n]
+    int t = threadIdx.x, tm = t / 8, tn = t % 8;
+    const float* a = A + blockIdx.y * 32 * N;
+    const float* b = B + blockIdx.x * 32;
+    float acc[4][4] = {};
+    for (int k0 = 0; k0 < N; k0 += 8) {
+        float4 va = *reinterpret_cast<const float4*>(&a[(t / 2) * N + k0 + (t % 2) * 4]);
+        As[((t % 2) * 4 + 0) * 32 + t / 2] = va.x;
+        As[((t % 2) * 4 + 1) * 32 + t / 2] = va.y;
+        As[((t % 2) * 4 + 2) * 32 + t / 2] = va.z;
+        As[((t % 2) * 4 + 3) * 32 + t / 2] = va.w;
+        *reinterpret_cast<float4*>(&Bs[(t / 8) * 32 + (t % 8) * 4]) =
+            *reinterpret_cast<const float4*>(&b[(k0 + t / 8) * N + (t % 8) * 4]);
+        __syncthreads();
+        for (int k = 0; k < 8; ++k) {
+            float4 x = *reinterpret_cast<const float4*>(&As[k * 32 + tm * 4]);
+            float4 y = *reinterpret_cast<const float4*>(&Bs[k * 32 + tn * 4]);
+            float xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
+            for (int i = 0; i < 4; ++i)
+                for (int j = 0; j < 4; ++j) acc[i][j] += xs[i] * ys[j];
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < 4; ++i)
+        *reinterpret_cast<float4*>(&C[(blockIdx.y * 32 + tm * 4 + i) * N + blockIdx.x * 32 + tn * 4]) =
+            float4{acc[i][0], acc[i][1], acc[i][2], acc[i][3]};
+}
+"""
+
+
+def test_a_float4_tile_gemm_counts_each_vector_once():
+    """N = 64, a 2 x 2 grid of 64-thread blocks, 8 steps of K. Per warp (32 lanes) and step: the A
+    load covers 16 rows x 32 B = 16 sectors, the B load 4 rows x 128 B = 16 sectors: per block
+    2 warps x 8 steps x 32 = 512 sectors; C's stores 2 warps x 4 rows of float4 x 16 sectors =
+    128. L1 = 4 blocks x 640 x 32 B (split into 32-bit loads it was 4x: 327,680 B). L2: each
+    block loads its A strip (32 x 64 floats = 256 sectors) and B strip (256) once and stores 128
+    sectors: 640 per block, the same 81,920 B (split: 131,072 B, each stored sector 4x). HBM:
+    A, B and C once, 3 x 16 kB. Shared memory per warp and step: the four transposed A stores 2
+    wavefronts each (lanes 2m and 2m+1 hit bank m in rows 4 apart), the B float4 store 4 (128
+    words), then per k a float4 of A (16 distinct words, lanes paired: 2) and of B (32 words: 4):
+    8 + 4 + 8 x 6 = 60, x 2 warps x 8 steps x 4 blocks = 3,840 wavefronts of 128 B."""
+    n = 64
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
+    c = np.zeros((n, n), np.float32)
+    t = trace(VTILE, "vtile", (2, 2), 64, [a, b, c, n])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    loads = [s for s in t.sites if s.space == "global" and not s.write]
+    assert sorted((s.size, s.instructions, s.sectors) for s in loads) == [(16, 64, 1024), (16, 64, 1024)]
+    assert t.bytes == {"smem": 128 * 3840, "l1": 32 * 2560, "l2": 32 * 2560, "hbm": 3 * n * n * 4,
+                       "hbm_no_reuse": 32 * 2560}
+    assert not t.races
+
+
+NAIVE_GEMM = r"""
+__global__ void naive(const float* A, const float* B, float* C, int N) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    for (int k = 0; k < N; ++k) acc += A[row * N + k] * B[k * N + col];
+    C[row * N + col] = acc;
+}
+"""
+
+
+def test_a_sampled_launchs_hbm_is_the_launchs_footprint_not_the_samples_scaled():
+    """N = 128, 16 x 16 threads a block, an 8 x 8 grid: 16 of 64 blocks traced (linear ids 0, 4,
+    8, 13, 17, 21, 25, 29, 34, 38, 42, 46, 50, 55, 59, 63). Each row of blocks holds two traced
+    blocks, so each strip of A is touched by several: counted once (A's 2,048 sectors); B's
+    column strips 3 and 4 are touched by one traced block each, scaled 4x, and B is capped at its
+    2,048 sectors; each block's C tile (32 sectors) is its own: 16 x 32 x 4 = 2,048. So 6,144
+    sectors, 3 x 64 kB: the compulsory bytes (the sample's union scaled up, as before, was 3x)."""
+    n = 128
+    a, b = np.ones((n, n), np.float32), np.ones((n, n), np.float32)
+    t = trace(NAIVE_GEMM, "naive", (8, 8), (16, 16), [a, b, np.zeros((n, n), np.float32), n], max_threads=16 * 256)
+    assert (t.blocks_traced, t.scale) == (16, 4)
+    assert t.footprint == [(2048, 0, 2048), (6 * 256, 2 * 256, 2048), (0, 16 * 32, 2048)]
+    assert t.bytes["hbm"] == 3 * n * n * 4 == 196_608
+    assert "hbm is an estimate from the sample's footprint" in t.report(gpus=["H100-SXM"])
+
+
+TWO_ON_A_LINE = r"""
+__global__ void pair(const float* x, float* y) {
+    int t = threadIdx.x;
+    y[t] = x[t] + x[t * 8];
+}
+"""
+
+
+def test_two_accesses_on_one_line_are_two_sites_told_apart_by_column():
+    """Line 4 loads x[t] (4 sectors, coalesced) and x[t * 8] (32 B apart: 32 sectors): two rows
+    of the report, each with its column, and the worst names the strided one."""
+    x, y = np.arange(256, dtype=np.float32), np.zeros(32, np.float32)
+    t = trace(TWO_ON_A_LINE, "pair", 1, 32, [x, y])
+    loads = sorted((s for s in t.sites if not s.write), key=lambda s: s.column)
+    assert [(s.line, s.sectors) for s in loads] == [(4, 4), (4, 32)] and 0 < loads[0].column < loads[1].column
+    row = TWO_ON_A_LINE.splitlines()[4 - 1]
+    assert row.index("x[t]") < row.index("x[t * 8]") and loads[0].text == row.strip()
+    text = t.report(gpus=["H100-SXM"])
+    for s in loads:
+        assert f"line 4, column {s.column}:" in text
+    assert f"worst: line 4, column {loads[1].column} (global load 32-bit): {row.strip()}" in text
+    np.testing.assert_array_equal(y, x[:32] + x[::8])
+
+
+# Races and uninitialized reads (compute-sanitizer's racecheck and initcheck), in a softmax of
+# our own: one block per row of 64, two warps; the block's max and then its sum pass through
+# partial[0]. The racy twin leaves out the barrier that keeps warp 0 from overwriting
+# partial[0] (the max) with its sum before warp 1 has read the max.
+SOFTMAX = r"""
+__global__ void softmax_rows(const float* x, float* y, int n) {
+    __shared__ float partial[32];
+    int row = blockIdx.x, t = threadIdx.x, lane = t % 32, warp = t / 32;
+    float v = x[row * n + t];
+    float m = v;
+    for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffff, m, o));
+    if (lane == 0) partial[warp] = m;
+    __syncthreads();
+    if (t == 0) {
+        for (int w = 1; w < blockDim.x / 32; ++w) partial[0] = fmaxf(partial[0], partial[w]);
+    }
+    __syncthreads();
+    float e = expf(v - partial[0]);
+    float s = e;
+    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffff, s, o);
+    __syncthreads();  // every warp has read the max
+    if (lane == 0) partial[warp] = s;
+    __syncthreads();
+    if (t == 0) {
+        for (int w = 1; w < blockDim.x / 32; ++w) partial[0] += partial[w];
+    }
+    __syncthreads();
+    y[row * n + t] = e / partial[0];
+}
+"""
+RACY_SOFTMAX = SOFTMAX.replace("    __syncthreads();  // every warp has read the max\n", "")
+
+
+def test_a_missing_barrier_is_a_race_named_with_both_lines_threads_and_hazard():
+    """The CPU runs the threads in turns, 0 to 63, each until it waits: every thread reads the max
+    (line `expf`) and waits at its warp's first shuffle (the last to reach a barrier goes on in
+    the same turn); in later turns warp 0's lanes shuffle (a warp-level sync: their own reads are
+    ordered before their lane 0's write) and lane 0 writes its sum over partial[0], which threads
+    of warp 1 have read in this phase: one write-after-read hazard per block, 4 in all. On a GPU warp 0 may as well get there first, and
+    warp 1 read the sum as its max."""
+    x, y = np.linspace(-3, 3, 4 * 64, dtype=np.float32).reshape(4, 64), np.zeros((4, 64), np.float32)
+    t = trace(RACY_SOFTMAX, "softmax_rows", 4, 64, [x, y, 64])
+    write, read = starter_line(RACY_SOFTMAX, "partial[warp] = s"), starter_line(RACY_SOFTMAX, "expf(v - partial[0])")
+    (race,) = t.races
+    assert race.hazard == "write-after-read" and (race.first[0], race.second[0]) == (read, write)
+    assert race.threads[1] == (0, 0, 0) and 32 <= race.threads[0][0] < 64  # thread 0 after a thread of warp 1
+    assert race.block == (0, 0, 0) and race.count == 4
+    assert race.second[2] == "if (lane == 0) partial[warp] = s;" and race.first[2] == "float e = expf(v - partial[0]);"
+    message = race.message
+    assert f"between line {read} and line {write}" in message and "write-after-read race" in message
+    assert "RACE write-after-read" in t.report(gpus=["H100-SXM"])
+    # The fixed twin: clean, and right.
+    fixed = trace(SOFTMAX, "softmax_rows", 4, 64, [x, y, 64])
+    assert fixed.races == []
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+SHARED_HAZARDS = r"""
+__global__ void one_word(float* y) {
+    __shared__ float s[1];
+    s[0] = threadIdx.x;
+    __syncthreads();
+    y[threadIdx.x] = s[0];
+}
+__global__ void unwritten(const float* x, float* y) {
+    __shared__ float s[64];
+    s[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    y[threadIdx.x] = s[threadIdx.x] + s[threadIdx.x % 32 + 32];
+}
+"""
+
+
+def test_lanes_of_one_warp_instruction_do_not_race_other_warps_do():
+    """All lanes store s[0] in one instruction: on a GPU one lane's value lands, no hazard
+    (racecheck's rule); a second warp storing the same word before the barrier is a
+    write-after-write race: thread 31's store, then thread 32's (warp 1's other lanes follow
+    thread 32 in the same instruction: one hazard)."""
+    y = np.zeros(64, np.float32)
+    assert trace(SHARED_HAZARDS, "one_word", 1, 32, [y[:32].copy()]).races == []
+    (race,) = trace(SHARED_HAZARDS, "one_word", 1, 64, [y]).races
+    assert (race.hazard, race.first[0], race.second[0], race.count) == ("write-after-write", 4, 4, 1)
+    assert race.threads == ((31, 0, 0), (32, 0, 0)) and "one pass of line 4 and the next" in race.message
+
+
+def test_a_read_of_shared_memory_no_thread_wrote_is_an_uninitialized_read():
+    """A block of 32 writes s[0..31] and reads s[t % 32 + 32]: 32 words read, never written; a
+    block of 64 writes them all."""
+    x, y = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
+    t = trace(SHARED_HAZARDS, "unwritten", 1, 32, [x, y])
+    (race,) = t.races
+    assert (race.hazard, race.first[0], race.threads[0], race.count) == ("uninitialized read", 12, (0, 0, 0), 32)
+    assert "INITCHECK uninitialized read of shared memory: thread (0, 0, 0)" in t.report(gpus=["H100-SXM"])
+    assert trace(SHARED_HAZARDS, "unwritten", 1, 64, [np.arange(64, dtype=np.float32), np.zeros(64, np.float32)]) \
+        .races == []
+
+
+def test_a_checker_does_not_score_a_racy_kernel():
+    from gpumodel.course.checks import lab_run
+
+    x = np.linspace(-3, 3, 4 * 64, dtype=np.float32).reshape(4, 64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    args = [x, np.zeros_like(x), 64]
+    feedback = lab_run(RACY_SOFTMAX, "softmax_rows", 4, 64, args, 1, e / e.sum(axis=1, keepdims=True), "softmax")
+    read, write = starter_line(RACY_SOFTMAX, "expf(v - partial[0])"), starter_line(RACY_SOFTMAX, "partial[warp] = s")
+    assert not feedback and feedback.message.startswith("Not scored: the kernel's result depends on which thread")
+    assert f"Missing: a __syncthreads() between line {read} and line {write}" in feedback.message

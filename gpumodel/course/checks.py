@@ -347,12 +347,17 @@ def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, r
     learner's CUDA C `source` over `grid` x `block` with `args` and `shared_mem` bytes of dynamic
     shared memory (`gm.lab.trace`), then compare the array `args[out]` with `want` (NumPy, to
     1e-4). Returns the `Trace`, or a `Feedback` that says what went wrong: the compile error,
-    crash or out-of-bounds access, or the first wrong element and `rule`, the result the kernel
-    owes. Chapter 2's lab."""
+    crash or out-of-bounds access, a race or uninitialized shared-memory read (a racy kernel is
+    not scored: its result depends on timing), or the first wrong element and `rule`, the
+    result the kernel owes. Chapter 2's lab."""
     try:
         traced = trace(source, kernel, grid, block, args, shared_mem=shared_mem)
     except (LabError, ValueError, TypeError) as error:
         return Feedback(False, str(error))
+    if traced.races:
+        more = f" ({len(traced.races) - 1} more hazards in the report)" if len(traced.races) > 1 else ""
+        return Feedback(False, f"Not scored: the kernel's result depends on which thread runs first. The "
+                        f"{traced.races[0].message}{more}")
     got = args[out]
     wrong = np.argwhere(~np.isclose(got, want, rtol=1e-4, atol=1e-5))
     if len(wrong):

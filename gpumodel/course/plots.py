@@ -275,15 +275,17 @@ def coalescing(strides=range(1, 33), gpu="A100-40GB", measured: dict | None = No
 
 def lab_sites(trace):
     """Sectors (global) or wavefronts (shared) per request of each load and store in a traced
-    kernel (`gm.lab.trace`), beside the ideal, by source line. Chapter 2's lab."""
-    sites = sorted(trace.sites, key=lambda s: (s.line, s.space, s.write))
+    kernel (`gm.lab.trace`), beside the ideal, by source line (and column, where two accesses of
+    one kind share a line). Chapter 2's lab."""
+    sites = sorted(trace.sites, key=lambda s: (s.line, s.space, s.write, s.column))
+    kinds = [(s.line, s.kind) for s in sites]
     got = [s.cost[1] / s.instructions for s in sites]
     ideal = [s.cost[2] / s.instructions for s in sites]
     y = np.arange(len(sites))
     fig, ax = _figure(figsize=(8, 0.9 + 0.45 * len(sites)))
     ax.barh(y + 0.2, got, 0.4, label="traced")
     ax.barh(y - 0.2, ideal, 0.4, color="grey", label="ideal")
-    ax.set_yticks(y, [f"line {s.line}: {s.kind}" for s in sites])
+    ax.set_yticks(y, [f"{s.where if kinds.count((s.line, s.kind)) > 1 else f'line {s.line}'}: {s.kind}" for s in sites])
     ax.invert_yaxis()
     ax.set_xlabel("sectors (global) or wavefronts (shared) per warp request")
     ax.set_title(f"{trace.kernel}: each access, traced on the CPU", fontsize=10)

@@ -31,12 +31,21 @@ struct dim3 {
 struct emu_index { unsigned x, y, z; };
 constexpr int warpSize = 32;
 
-// CUDA's vector types (float2, int4, double2, uchar4 ...), aligned as CUDA aligns them, and make_*.
+// CUDA's vector types (float2, int4, double2, uchar4 ...), aligned as CUDA aligns them, and
+// make_*. A vector is assigned whole (a memcpy of its width), so that one built from its values
+// and stored is one access of its width in the traced build, as on the GPU, not one per member.
+// (The members' initialisers keep a __shared__ array of them a constant-initialised static:
+// without them, that assignment would make g++ guard its initialisation.)
+#define EMU_VECTOR(T, NAME, ALIGN, ...)                                                              \
+    struct alignas(ALIGN) NAME {                                                                     \
+        T __VA_ARGS__;                                                                               \
+        NAME& operator=(const NAME& o) { __builtin_memcpy(this, &o, sizeof o); return *this; }       \
+    };
 #define EMU_VECTORS(T, NAME)                                                                         \
-    struct alignas(sizeof(T)) NAME##1 { T x; };                                                      \
-    struct alignas(std::min<size_t>(16, 2 * sizeof(T))) NAME##2 { T x, y; };                         \
-    struct alignas(sizeof(T)) NAME##3 { T x, y, z; };                                                \
-    struct alignas(std::min<size_t>(16, 4 * sizeof(T))) NAME##4 { T x, y, z, w; };                   \
+    EMU_VECTOR(T, NAME##1, sizeof(T), x = 0)                                                         \
+    EMU_VECTOR(T, NAME##2, std::min<size_t>(16, 2 * sizeof(T)), x = 0, y = 0)                        \
+    EMU_VECTOR(T, NAME##3, sizeof(T), x = 0, y = 0, z = 0)                                           \
+    EMU_VECTOR(T, NAME##4, std::min<size_t>(16, 4 * sizeof(T)), x = 0, y = 0, z = 0, w = 0)          \
     inline NAME##1 make_##NAME##1(T x) { return {x}; }                                               \
     inline NAME##2 make_##NAME##2(T x, T y) { return {x, y}; }                                       \
     inline NAME##3 make_##NAME##3(T x, T y, T z) { return {x, y, z}; }                               \
@@ -54,6 +63,7 @@ EMU_VECTORS(unsigned long long, ulonglong)
 EMU_VECTORS(float, float)
 EMU_VECTORS(double, double)
 #undef EMU_VECTORS
+#undef EMU_VECTOR
 
 inline thread_local emu_index threadIdx, blockIdx;  // the running fiber's, set at each of its turns
 inline dim3 blockDim, gridDim;

@@ -6,8 +6,16 @@
 // (its address in the code and the how-many-th time this thread runs it) and counts sectors,
 // requests and shared-memory wavefronts with the model's rules (gpumodel/simulate.py). Memory
 // holds the accesses of one block between two barriers (counted at each __syncthreads, at most
-// MAX_RECORDS), plus a set of the distinct sectors. A warp shuffle passes registers, not memory:
-// the lanes meet at a barrier of their warp, and nothing is recorded.
+// MAX_RECORDS), plus the distinct sectors (per sector: how many of the traced blocks touch it,
+// one or more). A warp shuffle passes registers, not memory: the lanes meet at a barrier of their
+// warp, and nothing is recorded.
+//
+// Races and uninitialised reads, as compute-sanitizer's racecheck and initcheck: per shared word
+// and phase (between two barriers) the last writer and the last readers (the last, the last of
+// another thread, the last of another warp); an access that conflicts with one of them (another thread, at least one a write, not
+// the same warp instruction, no __syncwarp or shuffle of their warp between) is a hazard, named
+// in the order the fibers ran them. A read of a word the block has not written yet, and that no
+// other thread writes before the barrier, is an uninitialised read.
 //
 // Usage: run SPEC STATS. SPEC lines: "kernel i" (which of the source's kernels), "grid x y z",
 // "block x y z", "blocks b0 b1 ..." (linear ids to run), "shared_mem bytes" (the launch's dynamic
@@ -25,6 +33,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -37,7 +46,13 @@ namespace {
 constexpr int WARP = 32, BANKS = 32, SECTOR = 32, WAVEFRONT = 128;
 constexpr uintptr_t GUARD = 1 << 16;  // bytes of padding either side of each array
 
-struct Access { uintptr_t pc, addr; uint32_t size; bool write; };
+struct Access {
+    uintptr_t pc, addr;
+    uint32_t k;  // this thread runs pc for the k-th time: (pc, k) is one warp instruction
+    uint8_t size;
+    bool write;
+    int16_t array;  // which argument array; -1 for shared memory
+};
 constexpr size_t MAX_RECORDS = 1 << 23;  // accesses held at once, in one block between two barriers
 struct Log {
     std::vector<Access> accesses;  // since the last barrier
@@ -59,6 +74,26 @@ struct OutOfBounds { uint64_t count = 0; uintptr_t pc = 0, addr = 0; bool write 
 std::vector<Array> arrays;
 Log* my_log = nullptr;  // the running CUDA thread's
 OutOfBounds oob;
+unsigned current_block = 0;  // the linear id of the block running
+
+// Race detection (see the top of the file).
+struct Touch { uint32_t thread = UINT32_MAX; uintptr_t pc = 0; uint32_t k = 0, warp_sync = 0; };
+struct Word { Touch writer, readers[3]; };  // this phase's last writer; last reader, last of another thread, of another warp
+enum Hazard { RAW, WAR, WAW, UNINIT };
+struct HazardKey {
+    int hazard; uintptr_t first, second;
+    bool operator==(const HazardKey& o) const { return hazard == o.hazard && first == o.first && second == o.second; }
+};
+struct HazardHash {
+    size_t operator()(const HazardKey& h) const { return h.first * 1000003u ^ h.second * 31u ^ h.hazard; }
+};
+struct Found { uint64_t count = 0; uint32_t first_thread, second_thread; unsigned block; uintptr_t offset; };
+constexpr size_t MAX_HAZARDS = 64;  // distinct (hazard, site, site) kept; each counted
+std::unordered_map<uintptr_t, Word> phase_words;        // shared word (or byte) -> this phase's touches
+std::unordered_map<uintptr_t, Touch> unwritten_reads;   // this phase's first read of each word not yet written
+std::unordered_set<uintptr_t> written;                  // words this block has written
+std::unordered_map<HazardKey, Found, HazardHash> hazards;
+extern "C" char __bss_start[];
 
 bool in(uintptr_t a, const void* v, size_t n) { return a >= (uintptr_t)v && a < (uintptr_t)v + n; }
 
@@ -67,7 +102,65 @@ bool is_shared(uintptr_t a) {  // a static of the kernel's, not one of the emula
             !in(a, &gridDim, sizeof gridDim)) || in(a, emu_dynamic_shared(), emu_dynamic_shared_bytes);
 }
 
-void record(void* p, uint32_t size, bool write, void* pc) {
+void found(Hazard h, const Touch& first, const Touch& second, uintptr_t word) {
+    auto it = hazards.find({h, first.pc, second.pc});
+    if (it == hazards.end()) {
+        if (hazards.size() >= MAX_HAZARDS) return;
+        it = hazards.emplace(HazardKey{h, first.pc, second.pc},
+                             Found{0, first.thread, second.thread, current_block, word - (uintptr_t)__bss_start}).first;
+    }
+    ++it->second.count;
+}
+
+// Whether `earlier` and `now` may run in either order on a GPU: other threads, and neither the
+// same warp instruction nor a warp-level sync (__syncwarp, a shuffle) of their warp between them.
+bool unordered(const Touch& earlier, const Touch& now) {
+    if (earlier.thread == UINT32_MAX || earlier.thread == now.thread) return false;
+    if (earlier.thread / WARP != now.thread / WARP) return true;
+    return earlier.warp_sync == now.warp_sync && !(earlier.pc == now.pc && earlier.k == now.k);
+}
+
+// An atomic is no race (the hardware orders atomics); it initialises what it touches.
+void check_race(uintptr_t a, uint32_t size, bool write, bool atomic, const Touch& now) {
+    if (a < (uintptr_t)__bss_start) return;  // an initialised static: not __shared__
+    const uint32_t unit = size < 4 ? 1 : 4;  // bytes apart are not a race; a float's bytes are one word
+    for (uintptr_t w = a / unit; w <= (a + size - 1) / unit; ++w) {
+        const uintptr_t key = w * unit;
+        if (atomic) {
+            written.insert(key);
+            continue;
+        }
+        Word& word = phase_words[key];
+        if (write) {
+            if (unordered(word.writer, now)) found(WAW, word.writer, now, key);
+            else for (const Touch& r : word.readers)
+                if (unordered(r, now)) { found(WAR, r, now, key); break; }
+            word.writer = now;
+            for (Touch& r : word.readers) r = Touch{};
+            written.insert(key);
+            auto unread = unwritten_reads.find(key);
+            if (unread != unwritten_reads.end() && unread->second.thread != now.thread) unwritten_reads.erase(unread);
+        } else {
+            if (unordered(word.writer, now)) found(RAW, word.writer, now, key);
+            Touch& last = word.readers[0];
+            if (last.thread != UINT32_MAX && last.thread / WARP != now.thread / WARP) word.readers[2] = last;
+            if (last.thread != now.thread) word.readers[1] = last;
+            last = now;
+            if (!written.count(key)) unwritten_reads.emplace(key, now);
+        }
+    }
+}
+
+void end_phase_races() {  // at a barrier: what was read unwritten stays so; touches start afresh
+    std::vector<std::pair<uintptr_t, Touch>> reads(unwritten_reads.begin(), unwritten_reads.end());
+    std::sort(reads.begin(), reads.end(), [](auto& a, auto& b) { return std::tie(a.second.thread, a.first) <
+                                                                        std::tie(b.second.thread, b.first); });
+    for (auto& [key, read] : reads) found(UNINIT, read, read, key);  // the first thread's named
+    unwritten_reads.clear();
+    phase_words.clear();
+}
+
+void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
     Log* log = my_log;
     if (!log) return;  // not a CUDA thread (static constructors)
     const auto a = reinterpret_cast<uintptr_t>(p);
@@ -77,14 +170,17 @@ void record(void* p, uint32_t size, bool write, void* pc) {
         return;
     }
     if (is_shared(a)) {
-        log->accesses.push_back({at, a, size, write});
+        const uint32_t k = log->runs[at]++;
+        const unsigned t = emu_run->current;
+        check_race(a, size, write, atomic, {t, at, k, (*emu_block_warps)[t / WARP].gate.generation});
+        log->accesses.push_back({at, a, k, (uint8_t)size, write, -1});
         return;
     }
     for (size_t i = 0; i < arrays.size(); ++i) {
         const auto lo = (uintptr_t)arrays[i].base;
         if (a + size <= lo - GUARD || a >= lo + arrays[i].bytes + GUARD) continue;
         if (a >= lo && a + size <= lo + arrays[i].bytes) {
-            log->accesses.push_back({at, a, size, write});
+            log->accesses.push_back({at, a, log->runs[at]++, (uint8_t)size, write, (int16_t)i});
             return;
         }
         if (oob.count++ == 0) oob = {1, at, a, write, (int)i, (long)(a - lo), {threadIdx.x, threadIdx.y, threadIdx.z},
@@ -101,7 +197,9 @@ void record(void* p, uint32_t size, bool write, void* pc) {
 
 std::vector<Log>* block_logs = nullptr;
 std::unordered_map<uintptr_t, Site> sites;
-std::unordered_set<uintptr_t> distinct_sectors, block_sectors;  // over the run; over this block's loads
+struct Sharing { unsigned block; bool several; int16_t array; };  // the last traced block to touch a sector; more than one?
+std::unordered_map<uintptr_t, Sharing> distinct_sectors;  // over the run
+std::unordered_set<uintptr_t> block_sectors;  // over this block's loads
 uint64_t l2_sectors = 0;  // what leaves L1: each sector a block loads once (L1 keeps it), every sector stored
 uint64_t local_accesses = 0;
 
@@ -128,6 +226,21 @@ std::pair<uint64_t, uint64_t> wavefronts(const std::vector<const Access*>& lanes
     return {std::max(worst, ideal), ideal};
 }
 
+// The bytes a warp access asks for, each once: lanes reading the same float (a broadcast) need it once.
+uint64_t distinct_bytes(const std::vector<const Access*>& lanes) {
+    std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // [start, end) per lane, in address order
+    for (auto* x : lanes) spans.push_back({x->addr, x->addr + x->size});
+    std::sort(spans.begin(), spans.end());
+    uint64_t bytes = 0;
+    uintptr_t covered = 0;  // the end of the bytes counted so far
+    for (auto [lo, hi] : spans) {
+        lo = std::max(lo, covered);
+        if (hi > lo) bytes += hi - lo;
+        covered = std::max(covered, hi);
+    }
+    return bytes;
+}
+
 struct Issue {  // one warp instruction: an access site, run for the k-th time
     uintptr_t pc;
     uint32_t k;
@@ -138,7 +251,7 @@ struct IssueHash { size_t operator()(const Issue& i) const { return std::hash<ui
 void count_warp(const std::vector<Log*>& threads, uint32_t live) {
     std::unordered_map<Issue, std::vector<const Access*>, IssueHash> issued;  // -> the lanes' accesses
     for (auto* t : threads)
-        for (const Access& x : t->accesses) issued[{x.pc, t->runs[x.pc]++}].push_back(&x);
+        for (const Access& x : t->accesses) issued[{x.pc, x.k}].push_back(&x);
     for (auto& [issue, lanes] : issued) {
         Site& s = sites[issue.pc];
         const Access& first = *lanes[0];
@@ -163,8 +276,12 @@ void count_warp(const std::vector<Log*>& threads, uint32_t live) {
             std::sort(touched.begin(), touched.end());
             touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
             s.sectors += touched.size();
-            s.ideal_sectors += (lanes.size() * first.size + SECTOR - 1) / SECTOR;
-            distinct_sectors.insert(touched.begin(), touched.end());
+            s.ideal_sectors += (distinct_bytes(lanes) + SECTOR - 1) / SECTOR;
+            for (auto sector : touched) {
+                auto [it, fresh] = distinct_sectors.try_emplace(sector, Sharing{current_block, false, first.array});
+                it->second.several = it->second.several || (!fresh && it->second.block != current_block);
+                it->second.block = current_block;
+            }
             for (auto sector : touched) l2_sectors += first.write || block_sectors.insert(sector).second;
         }
     }
@@ -181,6 +298,7 @@ void count_phase() {  // the block's accesses since the last barrier, warp by wa
         count_warp(warp, warp.size());
     }
     for (auto& l : logs) l.accesses.clear();
+    end_phase_races();
 }
 
 void take_turn(unsigned t) {  // before each turn of CUDA thread t: its log, and its stack's bounds
@@ -196,6 +314,8 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
     std::vector<Log> logs(n);
     for (auto& l : logs) l.cap = MAX_RECORDS / n;
     block_sectors.clear();
+    written.clear();
+    current_block = linear;
     block_logs = &logs;
     emu_run_block(block, {bx, by, bz}, [&](unsigned) { gm_body(kernel, args); }, count_phase, take_turn);
     my_log = nullptr;
@@ -231,7 +351,7 @@ GM_RANGE(__tsan_write_range, true)
 // An atomic (cuda_emu.h's emu_atomic): its load recorded as its one access, a store of its width; its store not again.
 #define GM_ATOMIC_HOOKS(BITS)                                                                          \
     extern "C" uint##BITS##_t __tsan_atomic##BITS##_load(const volatile uint##BITS##_t* p, int) {       \
-        record((void*)p, BITS / 8, true, __builtin_return_address(0));                                 \
+        record((void*)p, BITS / 8, true, __builtin_return_address(0), true);                           \
         return *p;                                                                                     \
     }                                                                                                  \
     extern "C" void __tsan_atomic##BITS##_store(volatile uint##BITS##_t* p, uint##BITS##_t v, int) { *p = v; }
@@ -299,8 +419,20 @@ int main(int argc, char** argv) {
         std::fprintf(out, "site %lx %d %d %u %lu %lu %lu %lu %lu %lu %lu %lu\n", (unsigned long)(pc - base), s.space,
                      (int)s.write, s.size, s.instructions, s.lanes, s.divergent, s.sectors, s.ideal_sectors,
                      s.wavefronts, s.ideal_wavefronts, s.bytes);
-    std::fprintf(out, "distinct_sectors %zu\nl2_sectors %lu\nlocal %lu\n", distinct_sectors.size(), l2_sectors,
-                 local_accesses);
+    // Per array: its distinct sectors that several traced blocks touch, those one touches, and all it spans.
+    std::vector<std::pair<uint64_t, uint64_t>> footprint(arrays.size());
+    for (auto& [sector, sharing] : distinct_sectors)
+        ++(sharing.several ? footprint[sharing.array].first : footprint[sharing.array].second);
+    for (size_t i = 0; i < arrays.size(); ++i) {
+        const auto lo = (uintptr_t)arrays[i].base;
+        const uint64_t spans = arrays[i].bytes ? (lo + arrays[i].bytes - 1) / SECTOR - lo / SECTOR + 1 : 0;
+        std::fprintf(out, "footprint %zu %lu %lu %lu\n", i, footprint[i].first, footprint[i].second, spans);
+    }
+    std::fprintf(out, "l2_sectors %lu\nlocal %lu\n", l2_sectors, local_accesses);
+    for (auto& [key, f] : hazards)
+        std::fprintf(out, "hazard %d %lx %lx %lu %u %u %u %lu\n", key.hazard, (unsigned long)(key.first - base),
+                     (unsigned long)(key.second - base), f.count, f.first_thread, f.second_thread, f.block,
+                     (unsigned long)f.offset);
     if (overflow) std::fprintf(out, "overflow %zu\n", MAX_RECORDS);
     if (oob.count)
         std::fprintf(out, "oob %lu %lx %d %d %ld %u %u %u %u %u %u\n", oob.count, (unsigned long)(oob.pc - base),

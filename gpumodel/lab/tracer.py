@@ -8,12 +8,19 @@ each CUDA thread as a fiber taking turns with its block's others (`cuda_emu.h`),
 thread's `threadIdx`/`blockIdx` and which instruction from the hook's return address. A warp
 instruction is one access site executed for the k-th time by the warp's threads (lockstep);
 fewer lanes than the warp's threads is a divergent instruction. The run is a subprocess with a
-time limit, so a crash or an endless loop leaves the notebook running.
+time limit, so a crash or an endless loop leaves the notebook running. A site is one access in
+the source, told apart by line and column (`dwarf.py` reads the columns).
+
+Races (`Trace.races`), as compute-sanitizer's racecheck and initcheck name them: two threads
+touching the same shared-memory word between the same two barriers, at least one writing and not
+in the same warp instruction (read-after-write, write-after-read, write-after-write, in the order
+the CPU ran them), and a read of shared memory the block has not written.
 
 Levels (32-byte sectors): `l1` is every sector the warps request (loads and stores); `l2` what
 leaves L1 if L1 keeps what a block loads while it runs (each sector a block loads once, every
-sector stored); `hbm` each distinct sector of the run once (the compulsory traffic: L2 keeps all
-the kernel touches) and `hbm_no_reuse` = `l2` (L2 keeps nothing). No cache is simulated beyond
+sector stored); `hbm` each distinct sector of the launch once (the compulsory traffic: L2 keeps
+all the kernel touches) and `hbm_no_reuse` = `l2` (L2 keeps nothing). A sampled launch's `hbm`
+is estimated from the sample's footprint (`Trace.hbm_sectors`), never the sample's scaled up. No cache is simulated beyond
 these bounds. `smem` is shared-memory wavefronts x 128 B (`gpumodel.simulate.wavefronts`' rules).
 Registers are not memory and are not traced: the workload takes them from the FLOPs the caller
 states. Chapter 2's lab introduces it.
@@ -37,13 +44,17 @@ from ..hardware import MAX_BLOCK, REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRO
 from ..model import predict
 from ..presets import preset_names
 from ..workloads import Workload
+from .dwarf import line_table, locate
 from .emulator import (ARCH, MAX_DYNAMIC_SHARED, SOURCE_NAME, SUPPORTED, arguments, compile_flags, entries, parameters,
                        wrapper)
 
 HERE = pathlib.Path(__file__).resolve().parent
-KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fsanitize=thread", "-pthread", "-fPIE"]
+KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fno-tree-sra", "-fsanitize=thread",
+                "-pthread", "-fPIE"]
 """-O1 keeps values in registers as a GPU compiler would; no vectorizer, which would merge a
-thread's loads; DWARF 4 so addr2line (binutils 2.40) reads the lines; -fsanitize=thread inserts the hooks.
+thread's loads; no scalar replacement of aggregates, which would split a float4 (or float2,
+int4, double2) load or store into its fields where the GPU issues one 64- or 128-bit access
+(the hook is then __tsan_read16 or __tsan_read_range of the whole vector); DWARF 4 so addr2line (binutils 2.40) reads the lines; -fsanitize=thread inserts the hooks.
 Position-independent (and linked -pie), so a code offset from the start of the executable is
 the address addr2line reads."""
 RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread", "-fPIE"]
@@ -74,6 +85,12 @@ class Site:
     ideal_sectors: int
     wavefronts: int
     ideal_wavefronts: int
+    column: int = 0  # 0 where the line table has none
+    text: str = ""  # the source line
+
+    @property
+    def where(self) -> str:
+        return where(self.line, self.column)
 
     @property
     def cost(self) -> tuple:
@@ -87,6 +104,46 @@ class Site:
         return f"{self.space} {'store' if self.write else 'load'} {self.size * 8}-bit"
 
 
+def where(line: int, column: int = 0) -> str:
+    """"line 12, column 5", or "line 12" where the column is unknown."""
+    return f"line {line}, column {column}" if column else f"line {line}"
+
+
+HAZARDS = ("read-after-write", "write-after-read", "write-after-write", "uninitialized read")
+
+
+@dataclass
+class Race:
+    """A shared-memory hazard the trace found: `hazard` (one of `HAZARDS`), the `first` and
+    `second` access as (line, column, source text) in the order the CPU ran them (one thread
+    after another; the same access twice for an uninitialized read), their threads, the first
+    block where it happened and `count`, how many times in the traced blocks."""
+
+    hazard: str
+    first: tuple
+    second: tuple
+    threads: tuple
+    block: tuple
+    count: int
+
+    @property
+    def message(self) -> str:
+        (line1, col1, text1), (line2, col2, text2) = self.first, self.second
+        t1, t2 = self.threads
+        if self.hazard == "uninitialized read":
+            return (f"uninitialized read of shared memory: thread {t1} of block {self.block} reads at "
+                    f"{where(line1, col1)} (`{text1}`) a word no thread of the block has written "
+                    f"({self.count:,} such words)")
+        verbs = {"read-after-write": ("writes", "reads it"), "write-after-read": ("reads", "writes it"),
+                 "write-after-write": ("writes", "writes it")}[self.hazard]
+        lo, hi = sorted((line1, line2))
+        fix = (f"a __syncthreads() between line {lo} and line {hi}" if lo != hi else
+               f"a __syncthreads() between one pass of line {lo} and the next")
+        return (f"{self.hazard} race on shared memory: thread {t1} {verbs[0]} at {where(line1, col1)} (`{text1}`), "
+                f"then thread {t2} {verbs[1]} at {where(line2, col2)} (`{text2}`) with no barrier between "
+                f"(block {self.block}; {self.count:,} such hazards). Missing: {fix}.")
+
+
 @dataclass
 class Trace:
     """What `trace` found: `sites` (one per load or store in the source), the launch, the
@@ -96,12 +153,13 @@ class Trace:
     grid: tuple
     block: tuple
     sites: list
-    distinct_sectors: int
+    footprint: list  # per array: (sectors several traced blocks touch, sectors one touches, sectors it spans)
     l2_sectors: int
     local_accesses: int
     blocks_traced: int
     blocks: int
     arrays: list = field(default_factory=list)
+    races: list = field(default_factory=list)  # `Race`s, most frequent first
 
     @property
     def scale(self) -> float:
@@ -110,6 +168,15 @@ class Trace:
     @property
     def sampled(self) -> bool:
         return self.blocks_traced < self.blocks
+
+    @property
+    def hbm_sectors(self) -> float:
+        """The launch's distinct global sectors. Traced whole, exact. Sampled, an estimate from
+        the sample's footprint, per array: a sector several traced blocks touch is shared
+        between blocks, and the sample has found it (counted once); one only one traced block
+        touches is that block's own, and each block untraced has as many (scaled); at most the
+        sectors the array spans."""
+        return sum(min(spans, several + self.scale * one) for several, one, spans in self.footprint)
 
     def _sum(self, attr: str, space: str, write=None) -> float:
         return self.scale * sum(getattr(s, attr) for s in self.sites
@@ -133,7 +200,7 @@ class Trace:
         """Bytes per level (see the module's docstring); `hbm_no_reuse` beside them."""
         l2 = SECTOR_BYTES * self.l2_sectors * self.scale
         return {"smem": WAVEFRONT_BYTES * self._sum("wavefronts", "shared"), "l1": SECTOR_BYTES * self._sum("sectors", "global"),
-                "l2": l2, "hbm": SECTOR_BYTES * self.distinct_sectors * self.scale, "hbm_no_reuse": l2}
+                "l2": l2, "hbm": SECTOR_BYTES * self.hbm_sectors, "hbm_no_reuse": l2}
 
     @property
     def l1_path_bytes(self) -> float:
@@ -175,15 +242,20 @@ class Trace:
                 out.append(f"{name:34} {row['requests']:10.0f} {row[unit]:16.0f} {row[unit] / row['requests']:12.2f} "
                            f"{row['ideal'] / row['requests']:8.2f} {row['divergent']:10.0f}")
         out.append("by line:")
-        for s in sorted(self.sites, key=lambda s: (s.line, s.space, s.write)):
+        for s in sorted(self.sites, key=lambda s: (s.line, s.column, s.space, s.write)):
             unit, got, ideal = s.cost
-            out.append(f"  line {s.line:4}: {s.kind:24} {s.instructions:8} requests, {got / s.instructions:6.2f} "
-                       f"{unit}/request (ideal {ideal / s.instructions:.2f})")
+            out.append(f"  {s.where + ':':22} {s.kind:24} {s.instructions:8} requests, {got / s.instructions:6.2f} "
+                       f"{unit}/request (ideal {ideal / s.instructions:.2f})   {s.text}")
         worst = self.hottest()
-        out.append(f"worst: line {worst.line} ({worst.kind})")
+        out.append(f"worst: {worst.where} ({worst.kind}): {worst.text}")
         b = self.bytes
         out.append("bytes: " + ", ".join(f"{k} {v:,.0f}" for k, v in b.items())
-                   + " (l1: sectors requested; l2: each sector once per block; hbm: once per run)")
+                   + " (l1: sectors requested; l2: each sector once per block; hbm: once per launch)")
+        if self.sampled:
+            out.append("  hbm is an estimate from the sample's footprint: sectors several traced blocks touch counted "
+                       f"once, those one block touches scaled by {self.scale:.3g}, at most each array's size")
+        for race in self.races:
+            out.append("RACE " + race.message if race.hazard != "uninitialized read" else "INITCHECK " + race.message)
         work = self.workload(flops)
         for gpu in gpus or preset_names():
             p = predict(work, gpu)
@@ -260,7 +332,9 @@ def _prune(folder: pathlib.Path) -> None:
 
 
 def _lines(exe: pathlib.Path, offsets: list) -> dict:
-    """The kernel source's line of each code offset (the innermost frame in kernel.cu)."""
+    """The kernel source's (line, column) of each code offset: the innermost frame in kernel.cu
+    (addr2line follows inlined calls), its column where the line table's innermost row is that
+    line (an access inlined from the lab's own header, as `__ldg`, gets none)."""
     if not offsets:
         return {}
     done = subprocess.run(["addr2line", "-e", str(exe), "-i", "-a", *offsets], capture_output=True, text=True, check=True)
@@ -270,7 +344,13 @@ def _lines(exe: pathlib.Path, offsets: list) -> dict:
             current = f"{int(row, 16):x}"
         elif current not in lines and SOURCE_NAME in row:
             lines[current] = int(row.rsplit(":", 1)[1].split()[0])
-    return {o: lines.get(o, 0) for o in offsets}
+    table = line_table(exe)
+    found = {}
+    for o in offsets:
+        line = lines.get(o, 0)
+        inner = locate(table, int(o, 16))
+        found[o] = (line, inner[2] if inner and inner[0] == SOURCE_NAME and inner[1] == line else 0)
+    return found
 
 
 def _dims(name: str, value) -> tuple:
@@ -344,23 +424,60 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
     return _parse(stats, exe, kernel, grid, block, len(chosen), blocks, spec, source)
 
 
+def _sites(rows, where, text) -> list:
+    """One `Site` per access in the source: the code offsets of one line and column (a loop the
+    compiler unrolled, say) summed; without a column, one per offset."""
+    merged = {}
+    for r in rows:
+        n = [int(v) for v in r[2:]]
+        line, column = where[r[1]]
+        key = (line, column, n[0], n[1], n[2]) if column else r[1]
+        if key in merged:
+            old = merged[key]
+            for name, value in zip(("instructions", "lanes", "divergent", "sectors", "ideal_sectors", "wavefronts",
+                                    "ideal_wavefronts"), n[3:10]):
+                setattr(old, name, getattr(old, name) + value)
+        else:
+            merged[key] = Site(line, ("global", "shared")[n[0]], bool(n[1]), *n[2:10], column, text(line))
+    return list(merged.values())
+
+
+def _index(linear: int, shape: tuple) -> tuple:
+    """The (x, y, z) of a linear thread or block id in a block or grid of `shape`."""
+    return (linear % shape[0], linear // shape[0] % shape[1], linear // (shape[0] * shape[1]))
+
+
+def _races(rows, where, text, block, grid) -> list:
+    """`Race`s from the runtime's hazard rows (threads and blocks as linear ids), most frequent first."""
+    races = []
+    for r in rows:
+        hazard, first, second, count, t1, t2, b = int(r[1]), r[2], r[3], *map(int, r[4:8])
+        (l1, c1), (l2, c2) = where[first], where[second]
+        races.append(Race(HAZARDS[hazard], (l1, c1, text(l1)), (l2, c2, text(l2)), (_index(t1, block), _index(t2, block)),
+                          _index(b, grid), count))
+    return sorted(races, key=lambda race: (race.hazard == "uninitialized read", -race.count, race.first, race.second))
+
+
 def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source) -> Trace:
     rows = [r.split() for r in stats if r]
-    sites = [r for r in rows if r[0] == "site"]
-    where = _lines(exe, [r[1] for r in sites] + [r[2] for r in rows if r[0] == "oob"])
-    found = []
-    for r in sites:
-        n = [int(v) for v in r[2:]]
-        found.append(Site(where[r[1]], ("global", "shared")[n[0]], bool(n[1]), *n[2:10]))
-    other = {r[0]: int(r[1]) for r in rows if r[0] in ("distinct_sectors", "l2_sectors", "local")}
+    hazards = [r for r in rows if r[0] == "hazard"]
+    where = _lines(exe, [r[1] for r in rows if r[0] == "site"] + [r[2] for r in rows if r[0] == "oob"]
+                   + [pc for r in hazards for pc in r[2:4]])
+    source_lines = source.splitlines()
+
+    def text(line):
+        return source_lines[line - 1].strip() if 0 < line <= len(source_lines) else ""
+    other = {r[0]: int(r[1]) for r in rows if r[0] in ("l2_sectors", "local")}
     for r in rows:
         if r[0] == "overflow":
             raise LabError(f"{kernel} makes more than {int(r[1]):,} accesses in one block between two "
                            "__syncthreads(): trace it at a smaller size")
         if r[0] == "oob":
-            _out_of_bounds(r, where[r[2]], kernel, spec, source)
-    return Trace(kernel, grid[:3], block[:3], found, other["distinct_sectors"], other["l2_sectors"], other["local"], traced, blocks,
-                 [v for k, v in spec if k == "P"])
+            _out_of_bounds(r, where[r[2]][0], kernel, spec, source)
+    footprint = [tuple(int(v) for v in r[2:5]) for r in rows if r[0] == "footprint"]
+    races = _races(hazards, where, text, block, grid)
+    return Trace(kernel, grid[:3], block[:3], _sites([r for r in rows if r[0] == "site"], where, text), footprint,
+                 other["l2_sectors"], other["local"], traced, blocks, [v for k, v in spec if k == "P"], races)
 
 
 def _out_of_bounds(row, line, kernel, spec, source) -> None:
