@@ -257,7 +257,7 @@ def run(command: list, seconds: float, memory: int, output: int = OUTPUT_LIMIT) 
 
 def out_of_memory(text: str) -> bool:
     """Whether a process's messages say an allocation failed (RLIMIT_AS reached)."""
-    return any(s in text for s in ("virtual memory exhausted", "out of memory allocating", "Cannot allocate memory",
+    return any(s in text for s in ("virtual memory exhausted", "out of memory allocating", "Cannot allocate memory", "could not map",
                                    "std::bad_alloc"))
 
 
