@@ -41,8 +41,8 @@ try:  # in Jupyter and on the site, figures are SVG, so they read on a phone as 
 except ImportError:  # matplotlib outside IPython
     pass
 
-from .. import kernel_info, presets
-from ..hardware import LEVELS
+from .. import _check, kernel_info, presets
+from ..hardware import LEVELS, LINE_BYTES, SECTOR_BYTES, SMEM_BANKS, WARP
 from ..model import BOUNDS, predict
 from ..tiles import is_legal
 from ..units import LEVEL_NAMES, fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
@@ -57,8 +57,12 @@ def _figure(nrows: int = 1, ncols: int = 1, *, figsize, **kwargs):
 
 
 SMALL = 9
-"""The smallest text a figure shows (pt): on a phone, where a figure is drawn no narrower
-than its width in pt (phone.js), 9 CSS px."""
+"""The smallest text a figure shows (pt): 9 CSS px or more on a phone, 12 on a desktop (WIDTH)."""
+WIDTH = 4.6
+"""The widest a figure is drawn (inches): 331 pt, so that in the 342 CSS px text column of a
+390 px phone, where it is scaled to the column, SMALL-pt text shows at 9.3 CSS px; on a desktop
+it keeps its own width (441 px) and SMALL pt is 12 px. Panels that would not fit side by side
+are stacked."""
 
 
 def hierarchy_figure(gpus=("V100", "A100-40GB", "H100-SXM")):
@@ -675,4 +679,162 @@ def tensor_data_path(gpu="H100-SXM"):
     ax.set_xlim(-0.1, len(stages) * (width + gap))
     ax.set_ylim(0, 3.1)
     ax.axis("off")
+    return fig
+
+
+def warp_sectors(strides=(1, 8), elem_bytes: int = 4):
+    """A warp's load drawn onto memory: lane i reads the `elem_bytes`-byte element i x stride,
+    one panel per stride of `strides`; an arrow from each lane to the bytes it reads, the 32 B
+    sectors it touches filled (those `gm.simulate.sectors_touched` counts), the 128 B lines
+    outlined. Chapters 0 and 2."""
+    from ..simulate import sectors_touched
+
+    strides = [_check.integer("strides", s, 1, 64) for s in strides]
+    if not strides:
+        raise ValueError("strides must name at least one stride")
+    elem = int(_check.member("elem_bytes", elem_bytes, (1, 2, 4, 8, 16)))
+    fig, axes = _figure(len(strides), 1, figsize=(WIDTH, 0.2 + 1.45 * len(strides)), squeeze=False)
+    for ax, stride in zip(axes[:, 0], strides):
+        addr = np.arange(WARP) * stride * elem
+        lines = -(-int(addr[-1] + elem) // LINE_BYTES)
+        span = lines * LINE_BYTES
+        lane_w = span / WARP
+        touched = np.unique(addr // SECTOR_BYTES)  # what sectors_touched counts
+        ax.add_patch(Rectangle((0, 1.55), span, 0.3, facecolor="#fdebd3", edgecolor="tab:orange", lw=0.6))
+        ax.broken_barh([(t * SECTOR_BYTES, SECTOR_BYTES) for t in touched], (0.05, 0.45), facecolor="#c6dbef",
+                       label="sectors touched")
+        ax.broken_barh([(a, elem) for a in addr], (0.05, 0.45), facecolor="tab:blue", label="bytes read")
+        _segments(ax, [((k * lane_w, 1.55), (k * lane_w, 1.85)) for k in range(1, WARP)], color="tab:orange", lw=0.4)
+        _segments(ax, [(((k + 0.5) * lane_w, 1.55), (a + elem / 2, 0.5)) for k, a in enumerate(addr)],
+                  color="tab:orange", lw=0.5)
+        _segments(ax, [((x, 0.05), (x, 0.5)) for x in range(SECTOR_BYTES, span, SECTOR_BYTES)], color="grey", lw=0.4)
+        for line in range(lines):
+            ax.add_patch(Rectangle((line * LINE_BYTES, 0), LINE_BYTES, 0.55, fill=False, edgecolor="black", lw=1.2))
+            if lines <= 8:
+                ax.text((line + 0.5) * LINE_BYTES, -0.05, f"line {line}", ha="center", va="top", fontsize=SMALL)
+        ax.text(0, 1.9, "lane 0", fontsize=SMALL, va="bottom")
+        ax.text(span, 1.9, f"lane {WARP - 1}", fontsize=SMALL, va="bottom", ha="right")
+        count = sectors_touched(addr)
+        ax.set_title(f"stride {stride}: {count} sectors, {fmt_bytes(count * SECTOR_BYTES)} moved\n"
+                     f"for {fmt_bytes(WARP * elem)} read, in {len(set((addr // LINE_BYTES).tolist()))} "
+                     f"line{'s' if lines > 1 else ''} of {LINE_BYTES} B", fontsize=10)
+        ax.set_xlim(-0.01 * span, 1.01 * span)
+        ax.set_ylim(-0.45, 2.3)
+        ax.axis("off")
+    return fig
+
+
+def _segments(ax, segments, **style) -> None:
+    """Draw line `segments` ((x0, y0), (x1, y1)) each, as one path: a small SVG."""
+    xs = [v for (x0, _), (x1, _) in segments for v in (x0, x1, np.nan)]
+    ys = [v for (_, y0), (_, y1) in segments for v in (y0, y1, np.nan)]
+    ax.plot(xs, ys, **style)
+
+
+def bank_wavefronts(cases: dict | None = None):
+    """Shared memory's 32 banks (columns) and the wavefronts (rows) a warp's 32-bit load takes,
+    one panel per case of `cases` (title -> the 32 lanes' word addresses): each lane's word in
+    its bank (word mod 32), the k-th distinct word of a bank in wavefront k, lanes reading one word
+    sharing its cell (a broadcast); `gm.simulate.wavefronts` counts the rows, the colour is the
+    lane. By default chapter 3's 32 x 32 float tile read along a row, down a column, and down a
+    column with each row padded to 33 words. Chapter 3."""
+    from ..simulate import warp_addresses, wavefronts
+
+    if cases is None:
+        cases = {"a row of the tile": warp_addresses((32, 32), 0, "row"),
+                 "a column": warp_addresses((32, 32), 0, "column"),
+                 "a column, rows padded to 33 words": warp_addresses((32, 32), 1, "column")}
+    cases = {title: np.asarray(addr) for title, addr in cases.items()}
+    if not cases or any(addr.shape != (WARP,) for addr in cases.values()):
+        raise ValueError(f"cases must map a title to the {WARP} word addresses of one warp load")
+    counts = {title: wavefronts(addr) for title, addr in cases.items()}
+    fig, axes = _figure(len(cases), 1, figsize=(WIDTH, sum(0.75 + 0.07 * n for n in counts.values())), squeeze=False,
+                        gridspec_kw={"height_ratios": [0.75 + 0.07 * n for n in counts.values()]})
+    for ax, (title, addr) in zip(axes[:, 0], cases.items()):
+        cells = np.full((counts[title], SMEM_BANKS), np.nan)  # the lane whose word the cell holds
+        for bank in range(SMEM_BANKS):
+            for row, word in enumerate(np.unique(addr[addr % SMEM_BANKS == bank])):
+                cells[row, bank] = np.flatnonzero(addr == word)[0]
+        ax.imshow(cells, cmap="viridis", vmin=0, vmax=WARP - 1, aspect="auto", interpolation="nearest",
+                  extent=(0, SMEM_BANKS, cells.shape[0], 0))
+        n = counts[title]
+        ax.set_xlim(0, SMEM_BANKS)
+        ax.set_ylim(n, 0)
+        ax.set_xticks([0.5, 8.5, 16.5, 24.5, SMEM_BANKS - 0.5], ["0", "8", "16", "24", str(SMEM_BANKS - 1)], fontsize=SMALL)
+        ax.set_yticks([0.5, n - 0.5] if n > 1 else [0.5], ["1", str(n)] if n > 1 else ["1"], fontsize=SMALL)
+        ax.tick_params(length=2)
+        ax.set_ylabel("wavefront", fontsize=SMALL)
+        ax.set_title(f"{title}: {n} wavefront{'s' if n > 1 else ''}", fontsize=10)
+    axes[-1, 0].set_xlabel(f"bank (colour: the lane, 0 dark to {WARP - 1} light)", fontsize=SMALL)
+    return fig
+
+
+def shuffle_tree(offsets=(16, 8, 4, 2, 1)):
+    """A warp's sum by `v += __shfl_down_sync(0xffffffff, v, o)` for each o of `offsets`: in
+    each round lane i adds lane i + o's value (a lane with no lane i + o adds its own). Rows are
+    the 32 lanes, columns the rounds; a dot for each value that reaches lane 0's total, an arrow
+    for each shuffle that carries one, lane 0's total checked to hold every lane once.
+    Chapter 8."""
+    offsets = [_check.integer("offsets", o, 1, WARP - 1) for o in offsets]
+    held = np.eye(WARP, dtype=int)  # held[lane, source]: how often lane's value holds source's
+    for o in offsets:
+        src = np.arange(WARP) + o
+        held = held + held[np.where(src < WARP, src, np.arange(WARP))]
+    if not np.array_equal(held[0], np.ones(WARP, int)):
+        raise ValueError(f"offsets {offsets} do not sum every lane into lane 0 once")
+    needed = [{0}]  # lanes whose value after each round reaches lane 0, last round first
+    for o in reversed(offsets):
+        needed.append(needed[-1] | {lane + o for lane in needed[-1] if lane + o < WARP})
+    needed = needed[::-1]
+    fig, ax = _figure(figsize=(WIDTH, 5.6))
+    shuffles = [(r, lane, o) for r, o in enumerate(offsets, start=1) for lane in sorted(needed[r]) if lane + o in needed[r - 1]
+                and lane + o < WARP]
+    _segments(ax, [((r - 1, lane), (r, lane)) for r in range(1, len(needed)) for lane in needed[r]], color="grey", lw=0.6)
+    for r, lane, o in shuffles:
+        ax.annotate("", (r - 0.04, lane), (r - 0.96, lane + o),
+                    arrowprops={"arrowstyle": "->", "color": "tab:blue", "lw": 0.7, "shrinkA": 0, "shrinkB": 0})
+    for r, lanes in enumerate(needed):
+        ax.scatter([r] * len(lanes), sorted(lanes), s=10, color="tab:orange" if r else "black", zorder=3)
+    ax.text(len(offsets) + 0.12, 0, f"sum of\nall {WARP}", va="center", fontsize=SMALL)
+    ax.set_xticks(range(len(offsets) + 1), ["x[lane]", *(f"o = {o}" for o in offsets)], fontsize=SMALL)
+    ax.xaxis.tick_top()
+    ax.set_yticks(range(0, WARP, 2), [str(lane) for lane in range(0, WARP, 2)], fontsize=SMALL)
+    ax.set_ylim(WARP - 0.5, -0.8)
+    ax.set_xlim(-0.3, len(offsets) + 0.9)
+    ax.set_ylabel("lane")
+    for side in ("right", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(f"__shfl_down_sync: {len(offsets)} rounds, {len(shuffles)} additions into lane 0", fontsize=10)
+    return fig
+
+
+def budget_levels(task: str, traced):
+    """A capstone kernel's traced bytes (`traced`, a `gm.lab.Trace`) beside the budget of `task`
+    at each level (`gm.course.capstone.budget`): bars on a log scale, over budget in red, each
+    with its ratio; a level with nothing to draw says so. Chapter 8."""
+    from .capstone import LEVEL_NAMES as BUDGET_NAMES
+    from .capstone import LEVELS as BUDGET_LEVELS
+    from .capstone import _ratio, budget
+
+    allowed = budget(task)
+    got = {lv: float(traced.bytes[lv]) for lv in BUDGET_LEVELS}
+    fig, ax = _figure(figsize=(WIDTH, 0.9 + 0.62 * len(BUDGET_LEVELS)))
+    y = np.arange(len(BUDGET_LEVELS))
+    shown = [v for lv in BUDGET_LEVELS for v in (got[lv], allowed[lv]) if v > 0]
+    floor = min(shown) / 4
+    for i, lv in enumerate(BUDGET_LEVELS):
+        for value, dy, colour, label in ((allowed[lv], -0.19, "grey", "budget"),
+                                         (got[lv], 0.19, "tab:red" if got[lv] > allowed[lv] else "tab:blue", "traced")):
+            if value > 0:
+                ax.barh(i + dy, value - floor, 0.36, left=floor, color=colour, label=label if i == 0 else None)
+        ax.text(max(got[lv], allowed[lv], floor) * 1.3, i, _ratio(got[lv], allowed[lv]), va="center", fontsize=SMALL)
+    ax.set_yticks(y, [BUDGET_NAMES[lv].replace(" (", "\n(") for lv in BUDGET_LEVELS], fontsize=SMALL)
+    _log(ax.xaxis)
+    ax.xaxis.set_major_formatter(lambda v, _: fmt_bytes(v, digits=1))
+    ax.xaxis.set_minor_formatter(lambda v, _: "")
+    ax.set_xlim(floor, max(shown) * 12)
+    ax.set_ylim(len(BUDGET_LEVELS) - 0.5, -0.5)
+    ax.set_xlabel("bytes (log scale)")
+    ax.set_title(f"{task}: traced against the budget", fontsize=10)
+    ax.legend(fontsize=SMALL, ncols=2, loc="lower center", bbox_to_anchor=(0.5, 1.08))
     return fig
