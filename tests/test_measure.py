@@ -59,7 +59,7 @@ def test_diagrams_draw_what_they_say():
 
     fig = gm.course.plots.wave_map(16, 16, wave=40, group=4)
     titles = [ax.get_title() for ax in fig.axes[:2]]
-    counts = [tuple(map(int, re.findall(r"needs (\d+) row panels of A and (\d+) column", t)[0])) for t in titles]
+    counts = [tuple(map(int, re.findall(r"needs (\d+) row panels of A\s+and (\d+) column", t)[0])) for t in titles]
     for order, (rows, cols) in zip(("row", "grouped"), counts):
         r, c = gm.waves.block_coordinates(16, 16, order, 4)
         assert (len(set(r[:40])), len(set(c[:40]))) == (rows, cols)
