@@ -49,7 +49,12 @@ def test_chapter_one_figures_draw():
     assert "bound by shared memory" in fig.axes[0].get_title()
     preds = {k: gm.predict(w, gm.gpu("A100-40GB")) for k, w in gm.seed_kernels().items()}
     fig = gm.course.plots.busy_bars(preds)
-    assert len(fig.axes[0].patches) == 3 * len(gm.BOUNDS)
+    assert len(fig.axes) == 3 and all(len(ax.patches) == len(gm.BOUNDS) for ax in fig.axes)
+    for ax, p in zip(fig.axes, preds.values()):  # the bound's bar, red, is full
+        (red,) = [b for b in ax.patches if matplotlib.colors.same_color(b.get_facecolor(), "tab:red")]
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert red.get_width() == pytest.approx(100)
+        assert labels[ax.patches.index(red)] == gm.course.plots.PART_LABELS[str(p.bound)]
     fig = gm.course.plots.sweep([("x", [1024, 2048], [1e10, 2e10])], {"L2": 5e10}, {"L2": 1536})
     assert fig.axes[0].get_xscale() == "log"
 

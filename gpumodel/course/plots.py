@@ -178,9 +178,12 @@ def _log(axis, base: float = 10) -> None:
     axis.set_minor_formatter(LogFormatter(base, labelOnlyBase=False))
 
 
-def _legend_below(ax, ncols: int = 2) -> None:
-    """`ax`'s legend under its figure, outside every panel: no line hides behind it."""
-    ax.figure.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=ncols, fontsize=SMALL)
+def _legend_below(ax) -> None:
+    """`ax`'s legend under its figure, outside every panel (no line hides behind it), in two
+    columns where its labels are short enough to fit them."""
+    handles, labels = ax.get_legend_handles_labels()
+    ncols = 2 if max(map(len, labels)) <= 26 else 1
+    ax.figure.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=SMALL)
 
 
 def _levels_ticks(ax, x) -> None:
@@ -272,7 +275,7 @@ def roofline(gpus=("A100-40GB",), points=(), math: str = "fp32", level: str = "h
     _log(ax.yaxis)
     ax.set_xlabel(f"arithmetic intensity at {LEVEL_NAMES[level]} (FLOP/B)")
     ax.set_ylabel(f"attainable {math} TFLOP/s")
-    _legend_below(ax, 1)
+    _legend_below(ax)
     return fig
 
 
