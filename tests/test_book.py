@@ -259,7 +259,7 @@ FIGURES = {
     "warp_sectors": lambda: gm.course.plots.warp_sectors((1, 2, 32)),
     "bank_wavefronts": lambda: gm.course.plots.bank_wavefronts(),
     "shuffle_tree": lambda: gm.course.plots.shuffle_tree(),
-    "budget_levels": lambda: gm.course.plots.budget_levels("softmax", _trace()),
+    "budget_levels": lambda: gm.course.plots.budget_levels(_trace(), gm.course.capstone.budget("softmax"), gm.course.capstone.LEVEL_NAMES),
 }
 
 

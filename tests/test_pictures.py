@@ -98,7 +98,7 @@ def softmax_trace():
 
 def test_the_budget_figure_draws_the_traced_bytes_and_the_budget_of_each_level(softmax_trace):
     cap = gm.course.capstone
-    fig = P.budget_levels("softmax", softmax_trace)
+    fig = P.budget_levels(softmax_trace, cap.budget("softmax"), cap.LEVEL_NAMES, "softmax")
     (ax,) = fig.axes
     budget = cap.budget("softmax")
     floor = ax.get_xlim()[0]
@@ -114,7 +114,9 @@ def test_the_budget_figure_draws_the_traced_bytes_and_the_budget_of_each_level(s
         red += traced > allowed
     assert sum(matplotlib.colors.same_color(p.get_facecolor(), "tab:red") for p in ax.patches) == red > 0
     ratios = [t.get_text() for t in ax.texts]
-    assert ratios == [cap._ratio(softmax_trace.bytes[lv], budget[lv]) for lv in cap.LEVELS]
+    assert ratios == [f"{softmax_trace.bytes[lv] / budget[lv]:.2f}x" if budget[lv] else "none, none budgeted"
+                      for lv in cap.LEVELS]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [cap.LEVEL_NAMES[lv].replace(" (", "\n(") for lv in cap.LEVELS]
     assert floor > 0
 
 

@@ -828,15 +828,12 @@ def shuffle_tree(offsets=(16, 8, 4, 2, 1)):
     return fig
 
 
-def budget_levels(task: str, traced):
-    """A capstone kernel's traced bytes (`traced`, a `gm.lab.Trace`) beside the budget of `task`
-    at each level (`gm.course.capstone.budget`): bars on a log scale, over budget in red, each
-    with its ratio; a level with nothing to draw says so. Chapter 8."""
-    from .capstone import LEVEL_NAMES as BUDGET_NAMES
-    from .capstone import LEVELS as BUDGET_LEVELS
-    from .capstone import _ratio, budget
-
-    allowed = budget(task)
+def budget_levels(traced, budget: dict, names: dict, title: str = ""):
+    """A kernel's traced bytes (`traced`, a `gm.lab.Trace`) beside its `budget` (level -> bytes,
+    as `gm.course.capstone.budget` gives it) at each level, named by `names` (level -> name):
+    bars on a log scale, over budget in red, each with its ratio. Chapter 8."""
+    BUDGET_LEVELS = list(budget)
+    allowed = budget
     got = {lv: float(traced.bytes[lv]) for lv in BUDGET_LEVELS}
     fig, ax = _figure(figsize=(WIDTH, 0.9 + 0.62 * len(BUDGET_LEVELS)))
     y = np.arange(len(BUDGET_LEVELS))
@@ -847,14 +844,15 @@ def budget_levels(task: str, traced):
                                          (got[lv], 0.19, "tab:red" if got[lv] > allowed[lv] else "tab:blue", "traced")):
             if value > 0:
                 ax.barh(i + dy, value - floor, 0.36, left=floor, color=colour, label=label if i == 0 else None)
-        ax.text(max(got[lv], allowed[lv], floor) * 1.3, i, _ratio(got[lv], allowed[lv]), va="center", fontsize=SMALL)
-    ax.set_yticks(y, [BUDGET_NAMES[lv].replace(" (", "\n(") for lv in BUDGET_LEVELS], fontsize=SMALL)
+        ratio = f"{got[lv] / allowed[lv]:.2f}x" if allowed[lv] else ("none, none budgeted" if got[lv] == 0 else "over 0")
+        ax.text(max(got[lv], allowed[lv], floor) * 1.3, i, ratio, va="center", fontsize=SMALL)
+    ax.set_yticks(y, [names[lv].replace(" (", "\n(") for lv in BUDGET_LEVELS], fontsize=SMALL)
     _log(ax.xaxis)
     ax.xaxis.set_major_formatter(lambda v, _: fmt_bytes(v, digits=1))
     ax.xaxis.set_minor_formatter(lambda v, _: "")
     ax.set_xlim(floor, max(shown) * 12)
     ax.set_ylim(len(BUDGET_LEVELS) - 0.5, -0.5)
     ax.set_xlabel("bytes (log scale)")
-    ax.set_title(f"{task}: traced against the budget", fontsize=10)
+    ax.set_title(title or "traced against the budget", fontsize=10)
     ax.legend(fontsize=SMALL, ncols=2, loc="lower center", bbox_to_anchor=(0.5, 1.08))
     return fig
