@@ -49,6 +49,8 @@ VECTOR_WORDS = 4
 """Words (4 bytes) in the widest load a thread can issue, 128 bits."""
 SECTOR_BYTES = 32
 """The unit in which L1 and L2 move global memory: a 32-byte sector."""
+LINE_BYTES = 4 * SECTOR_BYTES
+"""A cache line of L1 and L2: four sectors, 128 bytes, allocated whole, filled by the sector."""
 REGISTER_BYTES = 4
 REGISTER_BYTES_PER_FLOP = 6
 """An FMA (2 flops) reads three 4-byte operands: 12 bytes per 2 flops."""

@@ -326,7 +326,7 @@ def test_the_figure_has_a_pair_of_bars_per_access():
     (ax,) = fig.axes
     widths = sorted(round(p.get_width(), 2) for p in ax.patches)
     assert widths == [4, 4, 4, 32] and [tick.get_text() for tick in ax.get_yticklabels()] == [
-        "line 4: global load 32-bit", "line 4: global store 32-bit"]
+        "line 4:\nglobal load 32-bit", "line 4:\nglobal store 32-bit"]
 
 
 def chapter_solution(chapter: str, label: str, **names) -> str:

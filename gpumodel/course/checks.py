@@ -21,6 +21,7 @@ by the same rules.
 
 from __future__ import annotations
 
+import contextvars
 import html
 import json
 import math
@@ -342,6 +343,11 @@ def progress():
                     "| question | tries | state |\n| --- | --- | --- |\n" + "\n".join(rows))
 
 
+LAB_TRACE: contextvars.ContextVar = contextvars.ContextVar("LAB_TRACE", default=None)
+"""The last `Trace` `lab_run` made in this context (None before one): the lab editor draws its
+sites beside the verdict (`gpumodel.course.widgets.LabEditor`)."""
+
+
 def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, rule: str, shared_mem: int = 0):
     """The lab checkers' first step: trace `kernel` (a name or a name expression) of the
     learner's CUDA C `source` over `grid` x `block` with `args` and `shared_mem` bytes of dynamic
@@ -354,6 +360,7 @@ def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, r
         traced = trace(source, kernel, grid, block, args, shared_mem=shared_mem)
     except (LabError, ValueError, TypeError) as error:
         return Feedback(False, str(error))
+    LAB_TRACE.set(traced)
     if traced.races:
         more = f" ({len(traced.races) - 1} more hazards in the report)" if len(traced.races) > 1 else ""
         return Feedback(False, f"Not scored: the kernel's result depends on which thread runs first. The "

@@ -34,8 +34,8 @@ from typing import Callable
 from .. import _check
 from ..model import BOUNDS, predict
 from ..units import fmt_time
-from .checks import Feedback, _data_html, _form_html, answer_box, building_book, record, verdict
-from .plots import PART_LABELS, svg
+from .checks import LAB_TRACE, Feedback, _data_html, _form_html, answer_box, building_book, record, verdict
+from .plots import PART_LABELS, lab_sites, svg
 
 _ids = itertools.count()
 
@@ -377,15 +377,26 @@ class LabEditor:
     def judge(self, source: str, **launch) -> Feedback:
         """`check(source, **launch)` (this editor's `launch` where not given), noted in this
         session's progress."""
-        feedback = self.check(source, **{**self.launch, **launch})
-        return record(self.key, feedback) if self.key else feedback
+        return self._judged(source, **launch)[0]
+
+    def _judged(self, source: str, **launch) -> tuple:
+        """`judge`'s feedback and the HTML of the sites its trace found (`sites_html`), empty
+        where nothing was traced."""
+        token = LAB_TRACE.set(None)
+        try:
+            feedback = self.check(source, **{**self.launch, **launch})
+            traced = LAB_TRACE.get()
+        finally:
+            LAB_TRACE.reset(token)
+        return (record(self.key, feedback) if self.key else feedback), sites_html(traced)
 
     def _repr_html_(self) -> str:
         launched = "".join(f", {name} <code>{value}</code>" for name, value in self.launch.items())
+        feedback, sites = self._judged(self.starter)
         return (f'<div class="gm-lab"><pre class="gm-lab-source" style="overflow-x: auto"><code>'
                 f"{html.escape(self.starter.strip())}</code></pre>"
-                f"<p><b>The starter{launched}, checked when this page was built:</b> "
-                f"{html.escape(str(self.check(self.starter, **self.launch)))}</p>"
+                f'<div style="{BESIDE}"><p style="flex: 1 1 18em; margin: 0"><b>The starter{launched}, checked when '
+                f"this page was built:</b> {html.escape(str(feedback))}</p>{sites}</div>"
                 "<p>In Jupyter or Colab this is an editor: change the kernel and press <i>Trace and check</i>.</p></div>")
 
     def widget(self):
@@ -416,9 +427,10 @@ class LabEditor:
                 return
             if kernel.layout.display != "none" and kernel.value.strip():
                 chosen["kernel"] = kernel.value.strip()
-            feedback = self.judge(box.value, **chosen)
-            result.value = (f"<p><b>{'Right.' if feedback else 'Not yet.'}</b></p>"
-                            f'<pre style="white-space: pre-wrap">{html.escape(feedback.message)}</pre>')
+            feedback, sites = self._judged(box.value, **chosen)
+            result.value = (f"<p><b>{'Right.' if feedback else 'Not yet.'}</b></p><div style=\"{BESIDE}\">"
+                            f'<pre style="white-space: pre-wrap; flex: 1 1 18em; margin: 0">{html.escape(feedback.message)}'
+                            f"</pre>{sites}</div>")
 
         def start_over(_=None):
             box.value, result.value = source, ""
@@ -434,6 +446,19 @@ class LabEditor:
     def show(self):
         """The listing while the book is built, the editor elsewhere."""
         return self if building_book() else self.widget()
+
+
+BESIDE = "display: flex; flex-wrap: wrap; gap: 0.8em; align-items: flex-start"
+"""A verdict and its sites' figure side by side where the column has room, else one above the other."""
+
+
+def sites_html(traced) -> str:
+    """The sites of a lab trace (`plots.lab_sites`: each load and store's cost against its ideal)
+    as an inline SVG that shrinks to its column; empty for None or a trace with no access."""
+    if traced is None or not traced.sites:
+        return ""
+    figure = svg(lab_sites(traced)).replace("<svg ", '<svg style="max-width: 100%; height: auto" ', 1)
+    return f'<div class="gm-lab-sites" style="flex: 0 1 auto; max-width: 100%">{figure}</div>'
 
 
 def _launch_value(name: str, text: str):
