@@ -99,6 +99,14 @@ class Comparison:
     bound: str
 
     @property
+    def expected(self):
+        """The expected time of the record's kernel (`gpumodel.expect.record_expect`): an
+        `Expectation`, None for a latency record."""
+        from .expect import record_expect
+
+        return record_expect(self.record)
+
+    @property
     def slow(self) -> bool:
         """More than SLOW times slower than the model's bound."""
         return self.quantity != "latency" and self.fraction < 1 / SLOW
@@ -213,26 +221,31 @@ def attention_flops(run: dict) -> float:
     return forward * (3.5 if run["passes"] == "forward+backward" else 1.0)
 
 
-def _time(run: dict, gpu) -> tuple[float, float, str]:
-    """(model seconds, FLOPs, bound) of a gemm or attention run on `gpu`."""
+def workloads(run: dict) -> list:
+    """The workloads of a gemm or attention run (a record's `run` table) as the model charges
+    them: one GEMM; attention's forward pass, and its backward pass for "forward+backward",
+    with L2 catching the flash kernels' re-reads of K and V (Q and dO backward), at best."""
     if run["kind"] == "gemm":
         n, dtype = run["size"], run.get("dtype", "fp32")
         if run.get("ideal"):
-            w = gemm_ideal(n, n, n, dtype)
-        elif "block" in run:
-            w = gemm(n, n, n, block=tuple(run["block"]), thread=tuple(run.get("thread", (1, 1))), dtype=dtype,
-                     layout=run.get("layout", "strided"))
-        else:
-            w = gemm(n, n, n, dtype=dtype)
-        p = predict(w, gpu)
-        return float(p.time), float(w.flops), str(p.bound)
-    # At best, L2 catches the flash kernels' re-reads of K and V (Q and dO backward).
+            return [gemm_ideal(n, n, n, dtype)]
+        if "block" in run:
+            return [gemm(n, n, n, block=tuple(run["block"]), thread=tuple(run.get("thread", (1, 1))), dtype=dtype,
+                         layout=run.get("layout", "strided"))]
+        return [gemm(n, n, n, dtype=dtype)]
     args = (run["batch"], run["heads"], run["seq"], run["head_dim"], run.get("dtype", "fp16"), run["attention"])
-    parts = [predict(attention(*args, l2_reuse=True), gpu)]
+    out = [attention(*args, l2_reuse=True)]
     if run["passes"] == "forward+backward":
-        parts.append(predict(attention_backward(*args, l2_reuse=True), gpu))
+        out.append(attention_backward(*args, l2_reuse=True))
+    return out
+
+
+def _time(run: dict, gpu) -> tuple[float, float, str]:
+    """(model seconds, FLOPs, bound) of a gemm or attention run on `gpu`."""
+    parts = [predict(w, gpu) for w in workloads(run)]
+    flops = float(parts[0].workload.flops) if run["kind"] == "gemm" else attention_flops(run)
     bounds = "+".join(dict.fromkeys(str(p.bound) for p in parts))
-    return sum(float(p.time) for p in parts), attention_flops(run), bounds
+    return sum(float(p.time) for p in parts), flops, bounds
 
 
 def compare(record: Record, rated: bool = False) -> Comparison:

@@ -1,0 +1,329 @@
+"""The expected time: what a kernel like this gets, beside the bound no kernel can beat.
+
+`expect(workload_or_trace, gpu, launch)` starts from the bound's parts (`predict`: the
+arithmetic, the special functions, each level's bytes over its bandwidth) and adds what holds
+real kernels below it, each from a sourced hardware fact (`data/expect.toml`, the presets'
+latencies, the occupancy limits):
+
+- latency: each warp waits the L2 latency once per round of loads it has in flight together
+  (a step of the naive GEMM's k loop, a tile of a tiled one); the SM hides it only with the
+  other warps occupancy lets it keep (Little's law, `GPU.in_flight`'s rule: requests in
+  flight = throughput x latency). Named 'occupancy' when registers or shared memory set the
+  warps, 'latency' otherwise.
+- uncoalesced: the L1 tag stage resolves `tags_per_clock` lines a clock, lines of one set
+  one a clock: a warp reading 32 rows 16 KB apart takes 32 clocks of it.
+- issue: four warp instructions a clock per SM, one of them a load or store (the MIO's LSU
+  port); and the tensor cores at the share of their peak the kernel's instructions reach.
+- waves: a grid of fewer blocks than whole waves leaves SMs idle in the last one.
+
+Then each limiter's achievable share is estimated from the published records (`half`): on
+the 'estimate' half, the median of mechanism-over-measured per limiter; the 'judge' half
+is never used to estimate. Chapters 3, 4, 5 and 98.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import _check, presets
+from .hardware import WARP, Fact
+from .model import predict
+from .occupancy import occupancy
+from .workloads import Workload
+
+DATA = presets.DATA / "expect.toml"
+LIMITERS = ("latency", "occupancy", "uncoalesced", "issue", "waves")
+"""What can hold a kernel below its bound, beside the bound's own parts (`model.BOUNDS`)."""
+DEFAULT_REGISTERS = 32
+"""Registers per thread assumed where neither a compiler report nor the caller gives them."""
+
+
+@functools.cache
+def facts() -> dict:
+    """The sourced facts of `data/expect.toml` by name, as `Fact`s (value as stated)."""
+    data = presets._read(DATA)
+    out = {}
+    for name, entry in data["facts"].items():
+        if entry["source"] not in presets.bib_keys():
+            raise presets.DataError(f"expect.toml facts.{name}.source is not a key of references.bib")
+        out[name] = Fact(float(entry["value"]), entry["unit"], entry["kind"], entry["source"], entry.get("where", ""),
+                         entry.get("note", ""))
+    return out
+
+
+@functools.cache
+def _kernels() -> tuple:
+    return tuple(presets._read(DATA).get("kernel", ()))
+
+
+def kernel_notes(source: str, what: str) -> dict:
+    """What `data/expect.toml` says a published record's kernel does beyond its run."""
+    out = {}
+    for k in _kernels():
+        if k["source"] == source and k["what"] in ("*", what):
+            out.update({key: v for key, v in k.items() if key not in ("source", "what")})
+    return out
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How a kernel runs, beyond its bytes: `threads`, `registers` (per thread) and `smem`
+    (bytes) per block, `blocks` in the grid; `rounds`, the rounds of loads each warp waits on
+    in turn (the L2 latency each); `tags`, L1 tag-stage clocks of its global requests;
+    `lsu` and `instructions`, warp instructions to the load/store port and in all;
+    `mma_share`, the share of the tensor-core peak its instructions can reach."""
+
+    threads: int
+    blocks: float
+    registers: int = DEFAULT_REGISTERS
+    smem: int = 0
+    rounds: float = 0.0
+    tags: float = 0.0
+    lsu: float = 0.0
+    instructions: float = 0.0
+    mma_share: float = 1.0
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """The expected `time` (s) and the `bound` (s, `predict`'s) of a workload on `gpu`;
+    `bound_part` the part that sets the bound, `limiter` what holds the expected time (a
+    part of the bound or one of LIMITERS), `share` the achievable share applied (estimated
+    on the records' 'estimate' half), `parts` each mechanism's time before it (s), `reason`
+    one line."""
+
+    time: float
+    bound: float
+    bound_part: str
+    limiter: str
+    share: float
+    parts: dict
+    reason: str
+    gpu: str = ""
+
+
+def latency(gpu, level: str = "l2") -> Fact:
+    """`level`'s load latency in clocks: the GPU's own measurement, else that of a preset of
+    the same compute capability, else of the same major version (the same generation)."""
+    g = presets.gpu(gpu)
+    if level in g.latency:
+        return g.latency[level]
+    for same in (lambda o: o.capability.version == g.capability.version,
+                 lambda o: o.capability.version[0] == g.capability.version[0]):
+        for name in presets.preset_names():
+            other = presets.gpu(name)
+            if same(other) and level in other.latency:
+                f = other.latency[level]
+                return replace(f, kind="estimate", note=f"{other.name}'s ({f.note}), the nearest part measured")
+    raise ValueError(f"no preset of {g.name}'s generation has a measured {level!r} latency")
+
+
+def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coalesced: bool = True,
+                registers: int | None = None) -> Launch:
+    """The `Launch` of an FP32 GEMM as `gm.gemm` shapes it (one thread per result for the
+    naive kernel, `block` and `thread` tiles otherwise): a naive warp waits once per step of
+    k (the block's first touch of a row of B), a tiled one once per tile; the naive kernel
+    with `coalesced=False` reads A down a column, 32 lines of one set per load."""
+    m, n, k = (int(_check.one(name, v)) for name, v in (("m", m), ("n", n), ("k", k)))
+    coalesced = _check.flag("coalesced", coalesced)
+    fma_warps = m * n * k / WARP
+    if block is None:
+        warps = math.ceil(m * n / WARP)
+        tags = warps * k * (2 if coalesced else WARP + 1)
+        lsu = warps * (2 * k + 1)
+        return Launch(256, math.ceil(m * n / 256), registers or DEFAULT_REGISTERS, 0, rounds=k, tags=tags, lsu=lsu,
+                      instructions=fma_warps + lsu)
+    b_m, b_n = block[:2]
+    b_k = block[2] if len(block) == 3 else 1
+    t_m, t_n = thread
+    threads = b_m * b_n // (t_m * t_n)
+    tiles = math.ceil(k / b_k)
+    blocks = math.ceil(m / b_m) * math.ceil(n / b_n)
+    warps = blocks * math.ceil(threads / WARP)
+    vector = 4 if layout == "warp_tiled" else 1
+    staged = (b_m + b_n) * b_k / threads / vector  # loads and as many stores per thread per tile
+    per_k = {"strided": t_m + t_n, "strided_a128": t_m / 4 + t_n, "warp_tiled": (t_m + t_n) / 4}[layout]
+    lsu = warps * tiles * (2 * staged + b_k * per_k)
+    regs = registers or min(255, t_m * t_n + t_m + t_n + 24)
+    return Launch(threads, blocks, regs, 4 * (b_m + b_n) * b_k, rounds=tiles, tags=warps * tiles * 2 * staged,
+                  lsu=lsu, instructions=fma_warps + lsu)
+
+
+def trace_launch(trace, flops: float = 0.0, registers: int = DEFAULT_REGISTERS) -> Launch:
+    """The `Launch` of a traced run (`gm.lab.trace`): its threads and blocks, its load and store
+    instructions, their L1 tag clocks (a warp's sectors over the tag stage's 4 sectors per
+    line, at least one), and one round per pass over its global load sites (a thread's loads
+    of distinct sites are in flight together), with `flops` as FMAs."""
+    threads = int(np.prod(trace.block))
+    loads = [s for s in trace.sites if s.space == "global" and not s.write]
+    warps = trace.blocks * math.ceil(threads / WARP)
+    per_warp = trace.scale * sum(s.instructions for s in loads) / warps if loads else 0.0
+    lsu = trace.scale * sum(s.instructions for s in trace.sites)
+    tags = trace.scale * sum(max(s.instructions, s.sectors / 4) for s in trace.sites if s.space == "global")
+    return Launch(threads, trace.blocks, registers, 0, rounds=per_warp / max(1, len(loads)), tags=tags, lsu=lsu,
+                  instructions=lsu + flops / 2 / WARP)
+
+
+def _mechanisms(work: Workload, gpu, launch: Launch | None):
+    """(prediction, {part or limiter: seconds}, waves factor, occupancy limiter)."""
+    p = predict(work, gpu)
+    g = p.gpu
+    parts = {name: float(t) for name, t in p.times.items()}
+    if launch is None:
+        return p, parts, 1.0, ""
+    sms, clock = g.sms.value, g.clock.value
+    occ = occupancy(g, launch.threads, launch.registers, launch.smem)
+    resident = float(occ.warps)
+    warps = launch.blocks * math.ceil(launch.threads / WARP)
+    per_sm = min(resident, warps / sms)
+    if launch.mma_share < 1 and work.math != "fp32":
+        parts["compute"] /= launch.mma_share
+    f = facts()
+    hold = "occupancy" if str(occ.limiter) in ("registers", "smem") else "latency"
+    parts[hold] = launch.rounds * warps * latency(g, "l2").value / (sms * per_sm * clock)
+    parts["uncoalesced"] = launch.tags / (sms * f["tags_per_clock"].value * clock) if launch.tags else 0.0
+    if launch.tags and launch.lsu and launch.tags > launch.lsu:  # one set: a clock per line
+        parts["uncoalesced"] = launch.tags / (sms * clock)
+    parts["issue"] = max(launch.instructions / (sms * f["issue_per_sm"].value * clock),
+                         launch.lsu / (sms * f["lsu_per_sm"].value * clock))
+    per_wave = sms * float(occ.blocks)
+    waves = math.ceil(launch.blocks / per_wave) * per_wave / launch.blocks
+    return p, parts, waves, str(occ.limiter)
+
+
+def _limit(parts: dict, waves: float) -> tuple[str, float]:
+    """(what holds the kernel, seconds): the slowest mechanism, times the waves factor;
+    'waves' when the last wave's idle SMs cost more than 15 %."""
+    name = max(parts, key=parts.get)
+    return ("waves" if waves > 1.15 else name), parts[name] * waves
+
+
+REASONS = {"latency": "warps wait the L2 latency each round of loads, too few of them to hide it",
+           "occupancy": "{occ} limit the warps an SM keeps, too few to hide the L2 latency",
+           "uncoalesced": "uncoalesced global loads: the L1 tag stage takes a clock per line",
+           "issue": "instruction issue: four warp instructions a clock per SM, one a load or store",
+           "waves": "the grid's last wave leaves SMs idle"}
+
+
+def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, share: bool = True) -> Expectation:
+    """The expected time of `work` (a `Workload`, or a lab `Trace` with its `flops`) on `gpu`
+    (see the module doc); `launch` describes how it runs (`gemm_launch`, `trace_launch`;
+    without one only the bound's parts and the achievable shares count). `share=False` leaves
+    the estimated shares out: the mechanisms alone."""
+    if not isinstance(work, Workload):
+        if not hasattr(work, "sites") or not hasattr(work, "workload"):
+            raise TypeError(f"work must be a Workload or a lab Trace, got {type(work).__name__}")
+        launch = launch or trace_launch(work, flops)
+        work = work.workload(flops)
+    if launch is not None and not isinstance(launch, Launch):
+        raise TypeError(f"launch must be a gm.expect.Launch (gemm_launch, trace_launch) or None, got {type(launch).__name__}")
+    p, parts, waves, occ = _mechanisms(work, gpu, launch)
+    limiter, t = _limit(parts, waves)
+    s = shares().get(_class(limiter, work.math), 1.0) if share else 1.0
+    why = REASONS.get(limiter, f"the bound's {limiter}").format(occ=occ)
+    reason = f"{why}; at {s:.0%} of that, the share such kernels reach on the records" if s != 1 else why
+    return Expectation(t / s, float(p.time), str(p.bound), limiter, s, parts, reason, p.gpu.name)
+
+
+def _class(limiter: str, math_: str) -> str:
+    """The limiter class an achievable share is estimated for: tensor-core math apart."""
+    return "tensor" if limiter == "compute" and math_ != "fp32" else limiter
+
+
+# --- the published records: halves, launches, shares ---------------------------------------
+
+
+def half(record) -> str:
+    """'estimate' or 'judge': a `holdout` record is judged; the others of a source alternate,
+    its first (in file order) estimating, its second judged, and so on."""
+    from . import published
+
+    if record.holdout:
+        return "judge"
+    same = [r for r in published.records() if r.source == record.source and not r.holdout]
+    return "estimate" if same.index(record) % 2 == 0 else "judge"
+
+
+def record_launch(record) -> Launch | None:
+    """The `Launch` of a published GEMM or attention record (None for reads, launches and a
+    library's GEMM, which show no launch)."""
+    run, notes = record.run, kernel_notes(record.source, record.what)
+    if run["kind"] == "gemm" and not run.get("ideal") and run.get("dtype", "fp32") == "fp32":
+        n = run["size"]
+        block = tuple(run["block"]) if "block" in run else None
+        return gemm_launch(n, n, n, block, tuple(run.get("thread", (1, 1))), run.get("layout", "strided"),
+                           notes.get("coalesced", True))
+    if run["kind"] == "attention":
+        rows = 128
+        grid = run["batch"] * run["heads"] * (1 if notes.get("grid") == "heads" else math.ceil(run["seq"] / rows))
+        share = facts()["mma_sync_on_hopper"].value if (notes.get("mma") == "mma.sync"
+                                                       and presets.gpu(record.gpu).capability.version[0] >= 9) else 1.0
+        smem = 2 * 3 * rows * run["head_dim"]  # Q, K and V tiles of 128 rows, 2-byte elements
+        return Launch(128, grid, 255, min(smem, presets.gpu(record.gpu).capability.max_smem_per_block),
+                      mma_share=share)
+    return None
+
+
+def record_expect(record, share: bool = True) -> Expectation | None:
+    """A published record's expected time on its GPU at the bound's rates (None for a latency
+    record): its workloads as `published.compare` charges them, with its `record_launch`
+    (a read's or a launch's: the bound, then the share); passes add up."""
+    from . import published
+
+    g = presets.gpu(record.gpu).bound()
+    c = published.compare(record)
+    if c.quantity == "latency":
+        return None
+    bound = c.model if c.quantity == "time" else record.run["bytes"] / c.model
+    launch = record_launch(record)
+    if launch is None or record.run["kind"] not in ("gemm", "attention"):
+        return _shared(Expectation(bound, bound, c.bound, c.bound, 1.0, {c.bound: bound}, "", g.name), "fp32", share)
+    found = [expect(w, g, launch, share=False) for w in published.workloads(record.run)]
+    first = max(found, key=lambda e: e.time)
+    t = sum(e.time for e in found)
+    return _shared(Expectation(t, bound, c.bound, first.limiter, 1.0, first.parts, first.reason, g.name),
+                   published.workloads(record.run)[0].math, share)
+
+
+def _shared(e: Expectation, math_: str, share: bool) -> Expectation:
+    """`e` at its limiter class's achievable share (`shares`), when `share`."""
+    s = shares().get(_class(e.limiter, math_), 1.0) if share else 1.0
+    why = REASONS.get(e.limiter, f"the bound's {e.limiter}").format(occ="registers or shared memory")
+    return replace(e, time=e.time / s, share=s, reason=f"{why}; at {s:.0%} of that" if s != 1 else why)
+
+
+def _measured(record) -> float:
+    """A record's measured time in seconds (a read's: its bytes over the measured rate)."""
+    from . import published
+
+    c = published.compare(record)
+    return c.measured if c.quantity == "time" else record.run["bytes"] / c.measured
+
+
+@functools.cache
+def shares() -> dict:
+    """Each limiter class's achievable share: the median, over the records of the 'estimate'
+    half it holds, of the mechanisms' time over the measured time (at most 1)."""
+    from . import published
+
+    by = {}
+    for r in published.records():
+        e = record_expect(r, share=False) if half(r) == "estimate" else None
+        if e is not None:
+            math_ = published.workloads(r.run)[0].math if r.run["kind"] in ("gemm", "attention") else "fp32"
+            by.setdefault(_class(e.limiter, math_), []).append(e.time / _measured(r))
+    return {k: float(min(1.0, np.median(v))) for k, v in by.items()}
+
+
+def measured_over_expected(which: str = "judge") -> np.ndarray:
+    """Measured time over expected time for the records of half `which` ('estimate' or
+    'judge'), latency records left out."""
+    from . import published
+
+    _check.choice("which", which, ("estimate", "judge"))
+    pairs = [(r, record_expect(r)) for r in published.records() if half(r) == which]
+    return np.asarray([_measured(r) / e.time for r, e in pairs if e is not None])
