@@ -100,9 +100,9 @@ class Comparison:
 
     @property
     def expected(self):
-        """The expected time of the record's kernel (`gpumodel.expect.record_expect`): an
+        """The expected time of the record's kernel (`gpumodel.expected.record_expect`): an
         `Expectation`, None for a latency record."""
-        from .expect import record_expect
+        from .expected import record_expect
 
         return record_expect(self.record)
 

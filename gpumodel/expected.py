@@ -220,7 +220,7 @@ def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, share: b
         launch = launch or trace_launch(work, flops)
         work = work.workload(flops)
     if launch is not None and not isinstance(launch, Launch):
-        raise TypeError(f"launch must be a gm.expect.Launch (gemm_launch, trace_launch) or None, got {type(launch).__name__}")
+        raise TypeError(f"launch must be a gm.expected.Launch (gemm_launch, trace_launch) or None, got {type(launch).__name__}")
     p, parts, waves, occ = _mechanisms(work, gpu, launch)
     limiter, t = _limit(parts, waves)
     s = shares().get(_class(limiter, work.math), 1.0) if share else 1.0
@@ -229,9 +229,17 @@ def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, share: b
     return Expectation(t / s, float(p.time), str(p.bound), limiter, s, parts, reason, p.gpu.name)
 
 
+SM_PARTS = ("compute", "sfu", "registers", "smem") + LIMITERS
+"""Limiters inside the SM, one achievable share for all: its pipelines issue, load and wait
+together, so no one of them runs at its own peak while the others idle."""
+
+
 def _class(limiter: str, math_: str) -> str:
-    """The limiter class an achievable share is estimated for: tensor-core math apart."""
-    return "tensor" if limiter == "compute" and math_ != "fp32" else limiter
+    """The class an achievable share is estimated for: the tensor cores ('tensor', their
+    kernels' waves too), the SM's own parts ('sm'), each level beyond it, a launch's overhead."""
+    if limiter in SM_PARTS:
+        return "tensor" if math_ != "fp32" and limiter in ("compute", "waves") else "sm"
+    return limiter
 
 
 # --- the published records: halves, launches, shares ---------------------------------------
@@ -249,15 +257,15 @@ def half(record) -> str:
 
 
 def record_launch(record) -> Launch | None:
-    """The `Launch` of a published GEMM or attention record (None for reads, launches and a
-    library's GEMM, which show no launch)."""
+    """The `Launch` of a published FP32 GEMM or flash-attention record (None for reads,
+    launches, a library's GEMM and standard attention's several kernels, which show none)."""
     run, notes = record.run, kernel_notes(record.source, record.what)
     if run["kind"] == "gemm" and not run.get("ideal") and run.get("dtype", "fp32") == "fp32":
         n = run["size"]
         block = tuple(run["block"]) if "block" in run else None
         return gemm_launch(n, n, n, block, tuple(run.get("thread", (1, 1))), run.get("layout", "strided"),
                            notes.get("coalesced", True))
-    if run["kind"] == "attention":
+    if run["kind"] == "attention" and run["attention"] == "flash":
         rows = 128
         grid = run["batch"] * run["heads"] * (1 if notes.get("grid") == "heads" else math.ceil(run["seq"] / rows))
         share = facts()["mma_sync_on_hopper"].value if (notes.get("mma") == "mma.sync"
@@ -280,8 +288,10 @@ def record_expect(record, share: bool = True) -> Expectation | None:
         return None
     bound = c.model if c.quantity == "time" else record.run["bytes"] / c.model
     launch = record_launch(record)
-    if launch is None or record.run["kind"] not in ("gemm", "attention"):
-        return _shared(Expectation(bound, bound, c.bound, c.bound, 1.0, {c.bound: bound}, "", g.name), "fp32", share)
+    if launch is None:
+        math_ = published.workloads(record.run)[0].math if record.run["kind"] in ("gemm", "attention") else "fp32"
+        limiter = c.bound.split("+")[0]
+        return _shared(Expectation(bound, bound, c.bound, limiter, 1.0, {limiter: bound}, "", g.name), math_, share)
     found = [expect(w, g, launch, share=False) for w in published.workloads(record.run)]
     first = max(found, key=lambda e: e.time)
     t = sum(e.time for e in found)
