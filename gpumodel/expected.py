@@ -209,11 +209,12 @@ REASONS = {"latency": "warps wait the L2 latency each round of loads, too few of
            "waves": "the grid's last wave leaves SMs idle"}
 
 
-def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, share: bool = True) -> Expectation:
+def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, shares: dict | None = None) -> Expectation:
     """The expected time of `work` (a `Workload`, or a lab `Trace` with its `flops`) on `gpu`
     (see the module doc); `launch` describes how it runs (`gemm_launch`, `trace_launch`;
-    without one only the bound's parts and the achievable shares count). `share=False` leaves
-    the estimated shares out: the mechanisms alone."""
+    without one only the bound's parts count). `shares` maps a limiter class (`share_class`) to
+    its achievable share; none given, the mechanisms alone (`gm.expect` passes the shares
+    estimated on the records, `gpumodel.published.shares`)."""
     if not isinstance(work, Workload):
         if not hasattr(work, "sites") or not hasattr(work, "workload"):
             raise TypeError(f"work must be a Workload or a lab Trace, got {type(work).__name__}")
@@ -223,7 +224,7 @@ def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, share: b
         raise TypeError(f"launch must be a gm.expected.Launch (gemm_launch, trace_launch) or None, got {type(launch).__name__}")
     p, parts, waves, occ = _mechanisms(work, gpu, launch)
     limiter, t = _limit(parts, waves)
-    s = shares().get(_class(limiter, work.math), 1.0) if share else 1.0
+    s = (shares or {}).get(share_class(limiter, work.math), 1.0)
     why = REASONS.get(limiter, f"the bound's {limiter}").format(occ=occ)
     reason = f"{why}; at {s:.0%} of that, the share such kernels reach on the records" if s != 1 else why
     return Expectation(t / s, float(p.time), str(p.bound), limiter, s, parts, reason, p.gpu.name)
@@ -234,7 +235,7 @@ SM_PARTS = ("compute", "sfu", "registers", "smem") + LIMITERS
 together, so no one of them runs at its own peak while the others idle."""
 
 
-def _class(limiter: str, math_: str) -> str:
+def share_class(limiter: str, math_: str) -> str:
     """The class an achievable share is estimated for: the tensor cores ('tensor', their
     kernels' waves too), the SM's own parts ('sm'), each level beyond it, a launch's overhead."""
     if limiter in SM_PARTS:
@@ -242,98 +243,3 @@ def _class(limiter: str, math_: str) -> str:
     return limiter
 
 
-# --- the published records: halves, launches, shares ---------------------------------------
-
-
-def half(record) -> str:
-    """'estimate' or 'judge': a `holdout` record is judged; the others of a source alternate,
-    its first (in file order) estimating, its second judged, and so on."""
-    from . import published
-
-    if record.holdout:
-        return "judge"
-    same = [r for r in published.records() if r.source == record.source and not r.holdout]
-    return "estimate" if same.index(record) % 2 == 0 else "judge"
-
-
-def record_launch(record) -> Launch | None:
-    """The `Launch` of a published FP32 GEMM or flash-attention record (None for reads,
-    launches, a library's GEMM and standard attention's several kernels, which show none)."""
-    run, notes = record.run, kernel_notes(record.source, record.what)
-    if run["kind"] == "gemm" and not run.get("ideal") and run.get("dtype", "fp32") == "fp32":
-        n = run["size"]
-        block = tuple(run["block"]) if "block" in run else None
-        return gemm_launch(n, n, n, block, tuple(run.get("thread", (1, 1))), run.get("layout", "strided"),
-                           notes.get("coalesced", True))
-    if run["kind"] == "attention" and run["attention"] == "flash":
-        rows = 128
-        grid = run["batch"] * run["heads"] * (1 if notes.get("grid") == "heads" else math.ceil(run["seq"] / rows))
-        share = facts()["mma_sync_on_hopper"].value if (notes.get("mma") == "mma.sync"
-                                                       and presets.gpu(record.gpu).capability.version[0] >= 9) else 1.0
-        smem = 2 * 3 * rows * run["head_dim"]  # Q, K and V tiles of 128 rows, 2-byte elements
-        return Launch(128, grid, 255, min(smem, presets.gpu(record.gpu).capability.max_smem_per_block),
-                      mma_share=share)
-    return None
-
-
-def record_expect(record, share: bool = True) -> Expectation | None:
-    """A published record's expected time on its GPU at the bound's rates (None for a latency
-    record): its workloads as `published.compare` charges them, with its `record_launch`
-    (a read's or a launch's: the bound, then the share); passes add up."""
-    from . import published
-
-    g = presets.gpu(record.gpu).bound()
-    c = published.compare(record)
-    if c.quantity == "latency":
-        return None
-    bound = c.model if c.quantity == "time" else record.run["bytes"] / c.model
-    launch = record_launch(record)
-    if launch is None:
-        math_ = published.workloads(record.run)[0].math if record.run["kind"] in ("gemm", "attention") else "fp32"
-        limiter = c.bound.split("+")[0]
-        return _shared(Expectation(bound, bound, c.bound, limiter, 1.0, {limiter: bound}, "", g.name), math_, share)
-    found = [expect(w, g, launch, share=False) for w in published.workloads(record.run)]
-    first = max(found, key=lambda e: e.time)
-    t = sum(e.time for e in found)
-    return _shared(Expectation(t, bound, c.bound, first.limiter, 1.0, first.parts, first.reason, g.name),
-                   published.workloads(record.run)[0].math, share)
-
-
-def _shared(e: Expectation, math_: str, share: bool) -> Expectation:
-    """`e` at its limiter class's achievable share (`shares`), when `share`."""
-    s = shares().get(_class(e.limiter, math_), 1.0) if share else 1.0
-    why = REASONS.get(e.limiter, f"the bound's {e.limiter}").format(occ="registers or shared memory")
-    return replace(e, time=e.time / s, share=s, reason=f"{why}; at {s:.0%} of that" if s != 1 else why)
-
-
-def _measured(record) -> float:
-    """A record's measured time in seconds (a read's: its bytes over the measured rate)."""
-    from . import published
-
-    c = published.compare(record)
-    return c.measured if c.quantity == "time" else record.run["bytes"] / c.measured
-
-
-@functools.cache
-def shares() -> dict:
-    """Each limiter class's achievable share: the median, over the records of the 'estimate'
-    half it holds, of the mechanisms' time over the measured time (at most 1)."""
-    from . import published
-
-    by = {}
-    for r in published.records():
-        e = record_expect(r, share=False) if half(r) == "estimate" else None
-        if e is not None:
-            math_ = published.workloads(r.run)[0].math if r.run["kind"] in ("gemm", "attention") else "fp32"
-            by.setdefault(_class(e.limiter, math_), []).append(e.time / _measured(r))
-    return {k: float(min(1.0, np.median(v))) for k, v in by.items()}
-
-
-def measured_over_expected(which: str = "judge") -> np.ndarray:
-    """Measured time over expected time for the records of half `which` ('estimate' or
-    'judge'), latency records left out."""
-    from . import published
-
-    _check.choice("which", which, ("estimate", "judge"))
-    pairs = [(r, record_expect(r)) for r in published.records() if half(r) == which]
-    return np.asarray([_measured(r) / e.time for r, e in pairs if e is not None])

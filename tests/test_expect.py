@@ -34,7 +34,7 @@ def test_the_expected_time_is_never_below_the_bound_and_names_what_holds_it():
 
 
 def _rate(r):
-    return P.compare(r).measured, E.record_expect(r).time
+    return P.compare(r).measured, P.record_expect(r).time
 
 
 def _pairs(records):
@@ -52,7 +52,7 @@ def test_boehm_every_step_measured_15_percent_faster_is_expected_faster():
     pairs = list(_pairs(boehm))
     assert len(pairs) >= 20
     for slow, fast, _ in pairs:
-        assert E.record_expect(fast).time < E.record_expect(slow).time, (slow.what, fast.what)
+        assert P.record_expect(fast).time < P.record_expect(slow).time, (slow.what, fast.what)
 
 
 def test_flashattention_versions_measured_15_percent_faster_are_expected_faster():
@@ -62,25 +62,25 @@ def test_flashattention_versions_measured_15_percent_faster_are_expected_faster(
     assert {(a.source, b.source) for a, b, _ in pairs} >= {("dao2022flashattention", "dao2023flashattention2"),
                                                          ("dao2023flashattention2", "shah2024flashattention3")}
     for slow, fast, flops in pairs:
-        assert flops(fast) / E.record_expect(fast).time > flops(slow) / E.record_expect(slow).time, (slow.what, fast.what)
+        assert flops(fast) / P.record_expect(fast).time > flops(slow) / P.record_expect(slow).time, (slow.what, fast.what)
 
 
 def test_measured_over_expected_on_the_judged_half_has_a_median_within_the_band():
-    judged = E.measured_over_expected("judge")
+    judged = P.measured_over_expected("judge")
     assert len(judged) >= 20
     assert 0.8 <= np.median(judged) <= 1.25
 
 
 def test_the_shares_come_from_the_estimate_half_only():
-    halves = {E.half(r) for r in P.records()}
+    halves = {P.half(r) for r in P.records()}
     assert halves == {"estimate", "judge"}
-    assert all(E.half(r) == "judge" for r in P.records() if r.holdout)
-    assert all(0 < s <= 1 for s in E.shares().values())
+    assert all(P.half(r) == "judge" for r in P.records() if r.holdout)
+    assert all(0 < s <= 1 for s in P.shares().values())
 
 
 def test_comparison_expected_is_the_records_expectation():
     c = next(c for c in P.comparisons() if c.record.source == "boehm2022sgemm")
-    assert c.expected.time == E.record_expect(c.record).time and c.expected.bound == pytest.approx(c.model)
+    assert c.expected.time == P.record_expect(c.record).time and c.expected.bound == pytest.approx(c.model)
     assert next(c for c in P.comparisons() if c.quantity == "latency").expected is None
 
 
