@@ -156,15 +156,17 @@ def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coa
 def trace_launch(trace, flops: float = 0.0, registers: int = DEFAULT_REGISTERS) -> Launch:
     """The `Launch` of a traced run (`gm.lab.trace`): its threads and blocks, its load and store
     instructions, their L1 tag clocks (a warp's sectors over the tag stage's 4 sectors per
-    line, at least one), and one round per pass over its global load sites (a thread's loads
-    of distinct sites are in flight together), with `flops` as FMAs."""
+    line, at least one), and its rounds: global load sites a warp runs equally often are one
+    loop's, their loads in flight together, so each distinct count per warp is that many rounds
+    (a site run several times a pass counts a round each: a trace cannot tell an unrolled loop's
+    independent loads from dependent ones). `flops` counts as FMAs."""
     threads = int(np.prod(trace.block))
     loads = [s for s in trace.sites if s.space == "global" and not s.write]
     warps = trace.blocks * math.ceil(threads / WARP)
-    per_warp = trace.scale * sum(s.instructions for s in loads) / warps if loads else 0.0
+    rounds = sum({round(trace.scale * s.instructions / warps, 9) for s in loads})
     lsu = trace.scale * sum(s.instructions for s in trace.sites)
     tags = trace.scale * sum(max(s.instructions, s.sectors / 4) for s in trace.sites if s.space == "global")
-    return Launch(threads, trace.blocks, registers, 0, rounds=per_warp / max(1, len(loads)), tags=tags, lsu=lsu,
+    return Launch(threads, trace.blocks, registers, 0, rounds=rounds, tags=tags, lsu=lsu,
                   instructions=lsu + flops / 2 / WARP)
 
 
