@@ -14,7 +14,8 @@ latencies, the occupancy limits):
   one a clock: a warp reading 32 rows 16 KB apart takes 32 clocks of it.
 - issue: four warp instructions a clock per SM, one of them a load or store (the MIO's LSU
   port); and the tensor cores at the share of their peak the kernel's instructions reach.
-- waves: a grid of fewer blocks than whole waves leaves SMs idle in the last one.
+- waves: a grid of fewer blocks than whole waves leaves SMs idle in the last one (under one
+  wave, the SMs without a block); the latency already counts only the warps there are.
 
 Then each limiter's achievable share is estimated from the published records (`half`): on
 the 'estimate' half, the median of mechanism-over-measured per limiter; the 'judge' half
@@ -193,15 +194,23 @@ def _mechanisms(work: Workload, gpu, launch: Launch | None):
     parts["issue"] = max(launch.instructions / (sms * f["issue_per_sm"].value * clock),
                          launch.lsu / (sms * f["lsu_per_sm"].value * clock))
     per_wave = sms * float(occ.blocks)
-    waves = math.ceil(launch.blocks / per_wave) * per_wave / launch.blocks
+    if launch.blocks < per_wave:  # one wave: an SM's rate is split among its blocks, spread over the SMs
+        waves = sms * math.ceil(launch.blocks / sms) / launch.blocks
+    else:
+        waves = math.ceil(launch.blocks / per_wave) * per_wave / launch.blocks
     return p, parts, waves, str(occ.limiter)
 
 
+WAITS = ("latency", "occupancy")
+"""Mechanisms timed from the warps each SM keeps, idle SMs already counted: no waves factor."""
+
+
 def _limit(parts: dict, waves: float) -> tuple[str, float]:
-    """(what holds the kernel, seconds): the slowest mechanism, times the waves factor;
-    'waves' when the last wave's idle SMs cost more than 15 %."""
-    name = max(parts, key=parts.get)
-    return ("waves" if waves > 1.15 else name), parts[name] * waves
+    """(what holds the kernel, seconds): the slowest mechanism, the throughputs times the waves
+    factor; 'waves' when that factor, more than 15 %, makes a throughput the slowest."""
+    timed = {name: t * (1.0 if name in WAITS else waves) for name, t in parts.items()}
+    name = max(timed, key=timed.get)
+    return ("waves" if waves > 1.15 and name not in WAITS else name), timed[name]
 
 
 REASONS = {"latency": "warps wait the L2 latency each round of loads, too few of them to hide it",

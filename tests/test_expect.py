@@ -180,3 +180,17 @@ def test_sgemm_cudas_kernel_3_traced_is_expected_faster_than_kernel_2(sgemm_ladd
     assert three.bound > two.bound and two.bound_part == three.bound_part == "smem"
     latency = [e.parts.get("latency", e.parts.get("occupancy")) for e in (two, three)]
     assert latency[0] / latency[1] == pytest.approx((1024 + 1) / (1024 / 32 + 1))  # rounds: k + C, tiles + C
+
+
+def test_a_grid_under_one_wave_waits_one_warps_latency_and_its_throughputs_use_the_sms_it_has():
+    """Two blocks of one warp, 256 rounds of loads each: the time of one warp's 256 L2 latencies
+    (no waves factor on it: the latency counts only the warps there are); a throughput part runs
+    on 2 of the SMs, not on 2 of the SMs' block slots."""
+    g = gm.gpu("H100-SXM")
+    work = gm.vector_add(2**10)
+    launch = E.Launch(32, 2, rounds=256)
+    e = E.expect(work, g, launch)
+    assert e.limiter == "latency"
+    assert e.time == pytest.approx(256 * E.latency(g).value / g.clock.value)
+    busy = E.expect(work, g, E.Launch(32, 2, lsu=1e9))
+    assert busy.limiter == "waves" and busy.time == pytest.approx(busy.parts["issue"] * g.sms.value / 2)
