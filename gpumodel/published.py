@@ -357,7 +357,7 @@ def _at_share(e: Expectation, math_: str, share: bool) -> Expectation:
     return replace(e, time=e.time / s, share=s, reason=f"{why}; at {s:.0%} of that" if s != 1 else why)
 
 
-def _measured(record) -> float:
+def measured_time(record) -> float:
     """A record's measured time in seconds (a read's: its bytes over the measured rate)."""
     c = compare(record)
     return c.measured if c.quantity == "time" else record.run["bytes"] / c.measured
@@ -372,16 +372,17 @@ def shares() -> dict:
         e = record_expect(r, share=False) if half(r) == "estimate" else None
         if e is not None:
             math_ = workloads(r.run)[0].math if r.run["kind"] in ("gemm", "attention") else "fp32"
-            by.setdefault(share_class(e.limiter, math_), []).append(e.time / _measured(r))
+            by.setdefault(share_class(e.limiter, math_), []).append(e.time / measured_time(r))
     return {k: float(min(1.0, np.median(v))) for k, v in by.items()}
 
 
-def measured_over_expected(which: str = "judge") -> np.ndarray:
-    """Measured time over expected time for the records of half `which` ('estimate' or
-    'judge'), latency records left out."""
+def measured_over_expected(which: str = "judge", model: str = "expected") -> np.ndarray:
+    """Measured time over the `model`'s ('expected', or 'bound': `predict`'s) for the records
+    of half `which` ('estimate' or 'judge'), latency records left out. Chapter 98."""
     _check.choice("which", which, ("estimate", "judge"))
+    _check.choice("model", model, ("expected", "bound"))
     pairs = [(r, record_expect(r)) for r in records() if half(r) == which]
-    return np.asarray([_measured(r) / e.time for r, e in pairs if e is not None])
+    return np.asarray([measured_time(r) / (e.time if model == "expected" else e.bound) for r, e in pairs if e is not None])
 
 
 def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0) -> Expectation:

@@ -194,3 +194,40 @@ def test_a_grid_under_one_wave_waits_one_warps_latency_and_its_throughputs_use_t
     assert e.time == pytest.approx(256 * E.latency(g).value / g.clock.value)
     busy = E.expect(work, g, E.Launch(32, 2, lsu=1e9))
     assert busy.limiter == "waves" and busy.time == pytest.approx(busy.parts["issue"] * g.sms.value / 2)
+
+
+def test_the_ladder_table_shows_each_rungs_bound_and_expected_time_and_what_sets_each():
+    from gpumodel.course import tables
+
+    text = tables.expected_ladder_table(("A100-40GB",))
+    rows = [row for row in text.splitlines()[2:]]
+    assert len(rows) == len(GEMM_LADDER)
+    for row, kernel in zip(rows, GEMM_LADDER):
+        e = _course(kernel, "A100-40GB")
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[2:6] == [gm.fmt_time(e.bound), gm.fmt_bound(e.bound_part), gm.fmt_time(e.time),
+                              tables.fmt_limiter(e.limiter)]
+
+
+def test_chapter_98s_table_gives_each_halfs_quartiles_for_the_bound_and_the_expected_time():
+    from gpumodel.course import tables
+
+    rows = [[c.strip() for c in row.strip("|").split("|")] for row in tables.model_over_measured_table().splitlines()[2:]]
+    assert [r[1] for r in rows] == ["estimates the shares", "judged"] * 2
+    judged = P.measured_over_expected("judge")
+    assert rows[3][2:] == [str(len(judged))] + [f"{q:.2f}" for q in np.percentile(judged, [25, 50, 75])]
+    bound = P.measured_over_expected("judge", "bound")
+    assert rows[1][4] == f"{np.median(bound):.2f}" and np.all(bound >= 1 - 1e-9)  # no record beats its bound
+    with pytest.raises(ValueError, match="model"):
+        P.measured_over_expected("judge", "fitted")
+
+
+def test_the_records_expected_table_names_each_rows_half_and_leaves_latencies_out():
+    from gpumodel.course import tables
+
+    comparisons = P.comparisons(chapter=5)
+    text = tables.expected_table(comparisons)
+    shown = [c for c in comparisons if c.expected is not None]
+    assert len(text.splitlines()) == 2 + len(shown)
+    for c in shown:
+        assert f"{P.measured_time(c.record) / c.expected.time:.2f} | {tables.HALVES[P.half(c.record)]} |" in text
