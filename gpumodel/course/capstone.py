@@ -27,8 +27,9 @@ from ..kernel_info import KERNELS
 from ..lab import Trace
 from ..model import predict
 from ..presets import preset_names
+from ..published import expect
 from ..units import LEVEL_NAMES as UNIT_LEVEL_NAMES
-from ..units import fmt_bytes, fmt_time
+from ..units import fmt_bound, fmt_bytes, fmt_time
 from ..workloads import Workload, attention, elementwise_chain, gemm
 from .checks import Feedback, check_number, lab_run, record
 from .tables import markdown_table
@@ -269,8 +270,8 @@ def score(task: str, source: str, kernel: str | None = None, grid=None, block=No
     CPU, launched as `grid` x `block` (the starter's, by default) with `shared_mem` bytes of
     dynamic shared memory. Right when the result matches the NumPy reference and the bytes at every level
     stay within `budget`; the feedback holds a table per level (traced bytes, budget, ratio),
-    the worst line (`Trace.hottest`) and the model's time on `gpu` of the kernel and of the
-    budget."""
+    the worst line (`Trace.hottest`), the bound on `gpu` of the kernel (the level that sets
+    it) and of the budget, and the kernel's expected time (`gm.expect`: what holds it)."""
     t = _task(task)
     if not isinstance(source, str):
         raise TypeError(f"source must be the kernel's CUDA C source as a str, got {type(source).__name__}")
@@ -301,9 +302,12 @@ def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
     if over and have == ideal:
         line += (" Every access there is already at its ideal: the bytes over budget are the same data "
                  "requested more than once.")
-    mine, ideal_time = float(predict(traced.workload(t.flops), gpu).time), budget_time(t.name, gpu)
-    times = (f"In the model, on the {gpu}: your kernel {fmt_time(mine)}, the budget {fmt_time(ideal_time)} "
-             f"({mine / ideal_time:.2f}x).")
+    p, ideal_time = predict(traced.workload(t.flops), gpu), budget_time(t.name, gpu)
+    mine, e = float(p.time), expect(traced, gpu, flops=t.flops)
+    times = (f"In the model, on the {gpu}, at best (the bound: no kernel moving these bytes beats it): your kernel "
+             f"{fmt_time(mine)}, the budget {fmt_time(ideal_time)} ({mine / ideal_time:.2f}x), bound by "
+             f"{fmt_bound(p.bound)}. Expected (what a kernel like this gets): {fmt_time(e.time)}, held by "
+             f"{e.limiter}: {e.reason}.")
     if over:
         levels = "; ".join(f"{LEVEL_NAMES[lv]}: {_ratio(got[lv], allowed[lv])}" for lv in over)
         head = f"Correct, but over the budget at {levels}."
