@@ -76,14 +76,32 @@ __global__ void attention(const float* Q, const float* K, const float* V, float*
 """
 
 
+OVERFLOW_SCORE = 100.0
+"""What the labs' attention inputs add to every score: exp(100), about 2.7e43, overflows FP32
+(largest 3.4e38), so a softmax that does not subtract the row's maximum gets inf, then NaN."""
+
+
+def lab_qkv(n: int, d: int, seed: int = 0) -> tuple:
+    """Q, K, V (`n` x `d` FP32, standard normal) for a lab's attention, with `OVERFLOW_SCORE`
+    added to every score at `scale` = 1/sqrt(d): K's last column a constant 10, Q's last column
+    what makes that column add `OVERFLOW_SCORE` to each score of its row. A constant per row
+    leaves the row's softmax as it is; only a kernel that subtracts the row's (running) maximum
+    survives it. Chapter 5."""
+    n, d = _check.integer("n", n, 1, 2**16), _check.integer("d", d, 2, 1024)
+    q, k, v = (np.random.default_rng(seed).standard_normal((3, n, d))).astype(np.float32)
+    k[:, -1] = 10.0
+    q[:, -1] = OVERFLOW_SCORE * np.sqrt(d) / 10.0
+    return q, k, v
+
+
 def check_flash_kernel(source: str, kernel: str = "attention") -> Feedback:
     """Chapter 5's lab: `kernel(Q, K, V, O, S, n, scale)` of the CUDA C `source`, a thread per
     query row over `LAB_N` x `LAB_D` FP32 matrices, must compute O = softmax(Q K^T scale) V
     while its traced HBM bytes stay at the flash workload's compulsory bytes (Q, K, V read
     once, O written once; exactly, as these sizes fill whole sectors): the N x N scores in
-    `S`, a scratch array, never reach global memory."""
-    rng = np.random.default_rng(0)
-    q, k, v = (rng.standard_normal((LAB_N, LAB_D)).astype(np.float32) for _ in range(3))
+    `S`, a scratch array, never reach global memory. Every score is raised by `OVERFLOW_SCORE`
+    (`lab_qkv`): a softmax without the row's maximum overflows."""
+    q, k, v = lab_qkv(LAB_N, LAB_D)
     scale = 1 / np.sqrt(LAB_D)
     scores = q.astype(np.float64) @ k.T * scale
     p = np.exp(scores - scores.max(axis=1, keepdims=True))
