@@ -47,3 +47,68 @@ def test_the_capstone_marks_an_unshifted_softmax_and_attention_wrong():
     assert unstable != attention
     wrong = cap.score("attention", unstable)
     assert not wrong and "O must be softmax(Q K^T scale) V" in wrong.message
+
+
+def test_a_variable_length_array_which_nvcc_refuses_does_not_compile():
+    from gpumodel import lab
+
+    source = r"""__global__ void copy(const float* x, float* y, int n) {
+    float row[n];  // a length known only at run time
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { row[0] = x[i]; y[i] = row[0]; }
+}
+"""
+    x = np.arange(32, dtype=np.float32)
+    with pytest.raises(lab.LabError, match=r"does not compile:[\s\S]*variable length array"):
+        lab.trace(source, "copy", 1, 32, [x, np.zeros_like(x), 32])
+    fixed = source.replace("float row[n];", "float row[32];")
+    y = np.zeros_like(x)
+    lab.trace(fixed, "copy", 1, 32, [x, y, 32])
+    assert (y == x).all()
+
+
+def guarded(source: str, kernel: str, block: int, args: list, blocks: int) -> None:
+    """Trace `kernel` over one block more than `blocks`: a kernel that guards its index leaves
+    the extra threads idle; one that does not runs out of bounds, and the lab says so."""
+    from gpumodel import lab
+
+    lab.trace(source, kernel, blocks + 1, block, args)
+
+
+def test_the_starters_and_solutions_guard_their_indices_as_chapter_0_asks():
+    from gpumodel.course import intensity
+
+    n = intensity.LAB_GRID * intensity.LAB_BLOCK
+    x = np.linspace(-1, 1, n, dtype=np.float32)
+    fused = chapter_solution("02_intensity", "ex-intensity-lab-fuse")
+    for source in (intensity.CHAIN_STARTER, fused):
+        y = np.zeros_like(x)
+        guarded(source, "chain", intensity.LAB_BLOCK, [x, np.zeros_like(x), y, 0.5, -0.25, n], intensity.LAB_GRID)
+        np.testing.assert_allclose(y, np.maximum(x, 0) * 0.5 - 0.25, rtol=1e-6)
+    q, k, v = flash.lab_qkv(flash.LAB_N, flash.LAB_D)
+    for source in (flash.LAB_STARTER, chapter_solution("05_flashattention", "ex-flash-lab-block-loop")):
+        args = [q, k, v, np.zeros_like(q), np.zeros((flash.LAB_N, flash.LAB_N), np.float32), flash.LAB_N, 0.25]
+        guarded(source, "attention", flash.LAB_BLOCK, args, flash.LAB_N // flash.LAB_BLOCK)
+    task = cap.TASKS["attention"]
+    args, _, _ = task.make()
+    guarded(task.starter, task.kernel, task.block[0], args, task.grid[0])
+    from gpumodel import lab
+
+    unguarded = intensity.CHAIN_STARTER.replace("    if (i >= n) return;  // a thread past the end has no element\n", "")
+    assert unguarded != intensity.CHAIN_STARTER
+    with pytest.raises(lab.LabError, match="out of bounds"):
+        guarded(unguarded, "chain", intensity.LAB_BLOCK, [x, np.zeros_like(x), np.zeros_like(x), 0.5, -0.25, n],
+                intensity.LAB_GRID)
+
+
+def test_a_missing_barrier_is_answered_with_the_race_it_leaves():
+    source, right = capstone_solution("ex-capstone-gemm")
+    assert right
+    lines = source.splitlines()
+    store, use = (next(i + 1 for i, line in enumerate(lines) if text in line) for text in ("As[ty][tx] =", "acc +="))
+    racy = source.replace("        __syncthreads();\n        for (int p", "        for (int p", 1)
+    assert racy != source
+    feedback = cap.score("gemm", racy)
+    assert not feedback and "Not scored: the kernel's result depends on which thread runs first" in feedback.message
+    assert "read-after-write race on shared memory" in feedback.message
+    assert f"Missing: a __syncthreads() between line {store} and line {use - 1}." in feedback.message

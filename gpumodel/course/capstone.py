@@ -187,6 +187,7 @@ def _attention_workload() -> Workload:
 ATTENTION_STARTER = r"""#define D 16
 __global__ void attention(const float* Q, const float* K, const float* V, float* O, int n, float scale) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per query row
+    if (i >= n) return;
     float m = -INFINITY, sum = 0.0f, acc[D] = {};
     for (int j = 0; j < n; ++j) {  // pass 1: the row's largest score
         float dot = 0.0f;

@@ -58,6 +58,7 @@ query row, 2 blocks of 32 threads."""
 LAB_STARTER = r"""#define D 16
 __global__ void attention(const float* Q, const float* K, const float* V, float* O, float* S, int n, float scale) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // this thread's query row
+    if (i >= n) return;
     float* s = S + i * n;                           // its row of scores, in global memory
     float m = -INFINITY, sum = 0.0f;
     for (int j = 0; j < n; ++j) {

@@ -25,7 +25,11 @@ def check_fusion_limit(gpu, dtype: str, answer) -> Feedback:
     return check_number(answer, gain, "times", rtol=0.02, key=f"check_fusion_limit({gpu}, {dtype})",
                         units={"x": 1, "×": 1}, doubled=FLOPS_AND_BYTES,
                         mistakes=[(balance, "That is the machine balance, flops per byte; the gain compares the time "
-                                   "of one op unfused (its bytes through HBM) with its time fused.")],
+                                   "of one op unfused (its bytes through HBM) with its time fused."),
+                                  (float(unfused.time / fused.compute_time),
+                                   "That is the gain if the fused chain were bound by its arithmetic alone. Chapter "
+                                   "1's model charges every flop its register traffic too: which of the two takes "
+                                   "longer per op?")],
                         explain=f"Unfused, every op costs a trip through HBM; fused, a long chain is bound by "
                         f"{fused.bound} instead, so the gain stops growing at the ratio of those two per-op costs.",
                         hint="A long fused chain is no longer HBM-bound: find what bounds it, and divide the per-op "
@@ -66,6 +70,7 @@ CHAIN_SCALE, CHAIN_BIAS = 0.5, -0.25
 CHAIN_STARTER = r"""__global__ void chain(const float* x, float* tmp, float* y, float s, float b, int n) {
     // three passes, as three kernels would make: each reads and writes an array in global memory
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;  // a thread past the end has no element
     tmp[i] = fmaxf(x[i], 0.0f);
     tmp[i] = tmp[i] * s;
     y[i] = tmp[i] + b;
