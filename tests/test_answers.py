@@ -13,7 +13,7 @@ import gpumodel as gm
 from gpumodel.course import checks
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-UNITS = {"%": 0.01, "x": 1.0, "fmas": 1.0, "fma": 1.0, "mib": 1.0, "mb": 1e6 / 2**20}
+UNITS = {"%": 0.01, "x": 1.0, "fmas": 1.0, "fma": 1.0, "mib": 1.0, "mb": 1e6 / 2**20, "us": 1.0}
 PARSE_CASES = [  # (typed, the number it reads as with UNITS, or None: not a number)
     ("8,388,608", 8388608), ("16,384", 16384), ("2^23", 8388608), ("2**23", 8388608), ("8e6", 8e6),
     ("8E6", 8e6), (" 42 ", 42), ("-2", -2), (".5", 0.5), ("1.5e-3", 1.5e-3), ("1.5 x 2^20", 1.5 * 2**20),
@@ -21,6 +21,8 @@ PARSE_CASES = [  # (typed, the number it reads as with UNITS, or None: not a num
     ("40 FMAs", 40), ("40 fma", 40), ("48 MiB", 48), ("50.3 MB", 50.3e6 / 2**20), ("2^-3", 0.125),
     ("1,5", None), ("1,50", None), ("12,34,567", None), ("abc", None), ("", None), ("2^", None),
     ("1e999", None), ("0^-1", None), ("40 apples", None), ("%", None), ("4.5.6", None), ("٣", None),
+    ("1/12", 1 / 12), ("3 x 2^10 / 4", 768), ("-1/8", -0.125), ("37%/2", None), ("1/0", None), ("1/", None),
+    ("1/2/3", None), ("48 MIB", 48), ("3 µs", 3), ("3 μs", 3), ("3 us", 3),
 ]
 
 
@@ -127,11 +129,13 @@ def test_the_fma_hint_only_where_flops_are_counted(key):
     assert says == (key in FLOP_COUNTING), key
 
 
-def test_a_name_gets_a_text_keyboard_and_a_number_a_number_pad():
+def test_every_answer_box_opens_a_keyboard_that_types_what_it_accepts():
     name = gm.course.appendix_presets.highest_ridge()._repr_html_()
     assert 'inputmode="text"' in name and 'inputmode="decimal"' not in name
     assert 'inputmode="text"' in gm.course.checks.answer_box(code_cell_rules("ex-hierarchy-bound"), "bound")
-    assert 'inputmode="decimal"' in gm.course.checks.answer_box(code_cell_rules("ex-hierarchy-fmas"), "FMAs")
+    # A number box takes units, "e", "^" and "/", which a decimal pad cannot type.
+    number = gm.course.checks.answer_box(code_cell_rules("ex-hierarchy-fmas"), "FMAs")
+    assert 'inputmode="text"' in number and 'inputmode="decimal"' not in number
     listed = code_cell_rules("ex-hierarchy-bound")["not_number"]
     assert listed == "Type one of: compute, hbm, l2, registers, sfu, smem."
 
@@ -215,3 +219,35 @@ def test_a_slip_that_gives_the_answer_is_no_mistake():
     rules = checks.number_rules(10, "words", 0, mistakes=[(10, "same"), (5, "half")])
     assert rules["mistakes"] == [[5.0, "half"]] and checks.verdict(rules, "10").correct
     assert checks.verdict(rules, "5").message == "half"
+
+
+@pytest.mark.parametrize("typed", ["301 µs", "301 μs", "301us", "301 US", "0.301 ms", "3.01e-4 s", "301,000 ns"])
+def test_a_time_reads_in_every_unit_and_spelling_of_its_family(typed):
+    rules = checks.number_rules(301, "us", 0.02)
+    assert checks.verdict(rules, typed).correct, typed
+    assert checks.verdict(checks.number_rules(0.301, "ms", 0.02), typed).correct, typed
+    assert checks.verdict(checks.number_rules(301, "µs", 0.02), typed).correct, typed
+
+
+def test_sizes_read_in_every_unit_of_their_family_and_fractions_read_as_numbers():
+    rules = checks.number_rules(48 * 2**20, "B", 0.01)
+    assert all(checks.verdict(rules, t).correct for t in ("48 MiB", "50.3 MB", "49,152 KiB", "0.0503 GB"))
+    ratio = checks.number_rules(1 / 12, "", 0.01)
+    assert checks.verdict(ratio, "1/12").correct and not checks.verdict(ratio, "1/11").correct
+    assert checks.verdict(ratio, "1/12").message != ratio["not_number"]
+
+
+def test_only_a_unit_slip_is_called_one():
+    rules = checks.number_rules(128, "B", 0.02)
+    assert "check the units" in checks.verdict(rules, "12.8").message  # a power of ten exactly
+    assert "check the units" in checks.verdict(rules, "0.128").message
+    off = checks.verdict(rules, "12")  # 128 / 12 is 10.7: not a slip of units
+    assert not off and "units" not in off.message and off.message.startswith("Too low")
+
+
+def test_units_as_refuses_a_unit_or_table_it_does_not_know_by_name():
+    with pytest.raises(ValueError, match=r"unit must be one of \('ns', 'us', 'ms', 's'\), got 'furlong'"):
+        checks.units_as("furlong", checks.TIMES)
+    with pytest.raises(TypeError, match="table must be one of checks.BYTES, checks.TIMES"):
+        checks.units_as("s", {"s": 1})
+    assert checks.units_as("μs", checks.TIMES)["ms"] == pytest.approx(1e3)
