@@ -250,4 +250,31 @@ def test_units_as_refuses_a_unit_or_table_it_does_not_know_by_name():
         checks.units_as("furlong", checks.TIMES)
     with pytest.raises(TypeError, match="table must be one of checks.BYTES, checks.TIMES"):
         checks.units_as("s", {"s": 1})
-    assert checks.units_as("μs", checks.TIMES)["ms"] == pytest.approx(1e3)
+    assert checks.units_as("us", checks.TIMES)["ms"] == pytest.approx(1e3)
+
+
+def test_the_checkers_steps_refuse_what_no_checker_passes_them_by_name():
+    rules = checks.number_rules(3.0, "ms")
+    with pytest.raises(TypeError, match="rules must be made by number_rules or choice_rules, got {}"):
+        checks.judge({}, 3.0, "a number in ms", "k")
+    with pytest.raises(TypeError, match="key must name the question"):
+        checks.judge(rules, 3.0, "a number in ms", None)
+    with pytest.raises(TypeError, match="feedback must be the Feedback a checker returned, got None"):
+        checks.record("k", None)
+    with pytest.raises(TypeError, match="key must name the question"):
+        checks.record("", checks.Feedback(True, "right"))
+    assert "k" not in checks.SESSION
+
+
+@pytest.mark.parametrize("make, bad, name", [
+    (lambda v: gm.course.flashattention.cp_scores(seq=v), -16384, "seq"),
+    (lambda v: gm.course.tensor_cores.cp_waves(tiles=v), -300, "tiles"),
+    (lambda v: gm.course.tiling.cp_banks(stride=v), True, "stride"),
+    (lambda v: gm.course.intensity.cp_roofline(intensity=v), -4.0, "intensity"),
+    (lambda v: gm.course.intensity.cp_sectors(elem=v), 3, "elem"),
+    (lambda v: gm.course.roofline_levels.cp_working_set(n=v), 0, "n"),
+    (lambda v: gm.course.tiling.cp_tile_intensity(b=v), -64, "b"),
+])
+def test_a_checkpoint_is_never_built_from_a_number_no_question_asks(make, bad, name):
+    with pytest.raises(ValueError, match=rf"^{name} must be"):
+        make(bad)

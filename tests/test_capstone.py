@@ -180,3 +180,9 @@ def test_a_kernel_over_budget_but_not_slower_in_the_model_is_told_which_part_bin
     gemm = cap.score("gemm", COALESCED_GEMM).message
     assert "Not slower in the model" in gemm and "L1/shared-memory data path" in gemm
     assert "Not slower" not in cap.score("gemm", cap.TASKS["gemm"].starter).message  # 2.23x: slower, no excuse
+
+
+def test_an_empty_kernel_name_is_refused_not_replaced_by_the_tasks():
+    for bad in ("", "  ", 3):
+        with pytest.raises(ValueError, match=r"kernel must be the kernel's name or name expression .*'gemm'"):
+            cap.score("gemm", cap.TASKS["gemm"].starter, kernel=bad)

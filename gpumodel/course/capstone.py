@@ -282,9 +282,12 @@ def score(task: str, source: str, kernel: str | None = None, grid=None, block=No
     t = _task(task)
     if not isinstance(source, str):
         raise TypeError(f"source must be the kernel's CUDA C source as a str, got {type(source).__name__}")
+    if kernel is not None and (not isinstance(kernel, str) or not kernel.strip()):
+        raise ValueError(f"kernel must be the kernel's name or name expression (a non-empty str), or None for the "
+                         f"task's {t.kernel!r}, got {kernel!r}")
     _check.choice("gpu", gpu, preset_names())
     args, out, want = t.make()
-    traced = lab_run(source, kernel or t.kernel, t.grid if grid is None else grid, t.block if block is None else block,
+    traced = lab_run(source, t.kernel if kernel is None else kernel, t.grid if grid is None else grid, t.block if block is None else block,
                      args, out, want, t.rule, shared_mem)
     if isinstance(traced, Feedback):
         return record(f"capstone {task}", traced)

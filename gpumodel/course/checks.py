@@ -174,7 +174,7 @@ def _units(unit: str, extra: dict | None) -> dict:
     where it is a time or a size (`TIMES`, `BYTES`), and `extra` (unit -> factor)."""
     key = _unit_key(unit)
     units = {key: 1.0, key[:-1]: 1.0} if key.endswith("s") and len(key) > 2 else {key: 1.0}
-    family = next((units_as(unit, table) for table in (TIMES, BYTES) if key in map(_unit_key, table)), {})
+    family = next((units_as(name, table) for table in (TIMES, BYTES) for name in table if _unit_key(name) == key), {})
     return {**units, **{_unit_key(u): float(f) for u, f in {**family, **(extra or {})}.items()}}
 
 
@@ -199,10 +199,9 @@ def units_as(unit: str, table: dict) -> dict:
     tables = {"BYTES": BYTES, "TIMES": TIMES}
     if not any(table is t for t in tables.values()):
         raise TypeError(f"table must be one of checks.{', checks.'.join(tables)}, got {table!r}")
-    named = {_unit_key(name): size for name, size in table.items()}
-    if not isinstance(unit, str) or _unit_key(unit) not in named:
+    if not isinstance(unit, str) or unit not in table:
         raise ValueError(f"unit must be one of {tuple(table)}, got {unit!r}")
-    return {name: size / named[_unit_key(unit)] for name, size in table.items()}
+    return {name: size / table[unit] for name, size in table.items()}
 
 
 def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = "", hint: str = "", *,
@@ -280,9 +279,7 @@ CHOICE_KEYS = {"answer", "right", "wrong", "not_number"}
 def verdict(rules: dict, answer) -> Feedback:
     """Judge `answer` by `rules` (`number_rules` or `choice_rules`). Text is read as the
     answer box on the site reads it (`read_number`); a number may be Python's or NumPy's."""
-    made = {"number": NUMBER_KEYS, "choice": CHOICE_KEYS}
-    if not isinstance(rules, dict) or rules.get("kind") not in made or not made[rules["kind"]] <= set(rules):
-        raise TypeError(f"rules must be made by number_rules or choice_rules, got {rules!r}")
+    _made(rules)
     if rules["kind"] == "choice":
         key = _key(answer) if isinstance(answer, str) else None
         if key == rules["answer"]:
@@ -309,6 +306,21 @@ def verdict(rules: dict, answer) -> Feedback:
     return Feedback(False, rules["high"] if value > expected else rules["low"])
 
 
+def _made(rules) -> dict:
+    """`rules` when `number_rules` or `choice_rules` made them; else a TypeError naming them."""
+    made = {"number": NUMBER_KEYS, "choice": CHOICE_KEYS}
+    if not isinstance(rules, dict) or rules.get("kind") not in made or not made[rules["kind"]] <= set(rules):
+        raise TypeError(f"rules must be made by number_rules or choice_rules, got {rules!r}")
+    return rules
+
+
+def _question_key(key) -> str:
+    """`key`, a question's name in the progress: a non-empty str."""
+    if not isinstance(key, str) or not key.strip():
+        raise TypeError(f"key must name the question (a non-empty str), got {key!r}")
+    return key
+
+
 SESSION: dict = {}
 """What this session checked: a question's key -> [tries, ever right]; `progress()` shows it."""
 
@@ -318,7 +330,8 @@ def judge(rules: dict, answer, wanted: str, key: str, prompt: str = "") -> Feedb
     labelled `prompt`); what cannot be read as `wanted` gets a sentence; anything else its
     `verdict` (a number's preceded by the answer as read), recorded under `key` for
     `progress()`. Chapter 1."""
-    number = rules["kind"] == "number"
+    number = _made(rules)["kind"] == "number"
+    _question_key(key)
     if answer is None:
         return Feedback(False, f"No answer yet: replace None with {wanted}.", rules,
                         prompt or (rules["unit"] if number else "answer"))
@@ -340,6 +353,9 @@ def judge(rules: dict, answer, wanted: str, key: str, prompt: str = "") -> Feedb
 
 def record(key: str, feedback: Feedback) -> Feedback:
     """Note `feedback` under `key` in this session's progress; return it."""
+    _question_key(key)
+    if not isinstance(feedback, Feedback):
+        raise TypeError(f"feedback must be the Feedback a checker returned, got {feedback!r}")
     tries, right = SESSION.get(key, (0, False))
     SESSION[key] = (tries + 1, right or feedback.correct)
     return feedback

@@ -89,6 +89,7 @@ def lab_qkv(n: int, d: int, seed: int = 0) -> tuple:
     leaves the row's softmax as it is; only a kernel that subtracts the row's (running) maximum
     survives it. Chapter 5."""
     n, d = _check.integer("n", n, 1, 2**16), _check.integer("d", d, 2, 1024)
+    seed = _check.integer("seed", seed, 0, 2**32)
     q, k, v = (np.random.default_rng(seed).standard_normal((3, n, d))).astype(np.float32)
     k[:, -1] = 10.0
     q[:, -1] = OVERFLOW_SCORE * np.sqrt(d) / 10.0
@@ -192,7 +193,8 @@ WIDGET_EXERCISES = (attention_fit, flash_speedup)
 
 
 def cp_scores(seq: int = 16384, dtype: str = "fp16") -> Checkpoint:
-    """Chapter 5, "The score matrix in bytes": one head's N x N scores, in MiB."""
+    """Chapter 5, "The score matrix in bytes": one head's N x N scores (N = `seq` tokens), in MiB."""
+    seq = _check.integer("seq", seq, 1, 2**24)
     s = _check.dtype_bytes(dtype)
     return Checkpoint(
         "cp-flash-scores",

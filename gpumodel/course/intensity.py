@@ -178,8 +178,9 @@ def cp_vector_add() -> Checkpoint:
 
 
 def cp_roofline(gpu: str = "H100-SXM", intensity: float = 4.0) -> Checkpoint:
-    """Chapter 2, "The roofline": the rate a kernel of `intensity` attains on `gpu` (FP32)."""
+    """Chapter 2, "The roofline": the rate a kernel of `intensity` (FLOP/B, positive) attains on `gpu` (FP32)."""
     g = presets.gpu(gpu)
+    intensity = _check.real("intensity", intensity, least=1e-6, most=1e6)
     rate = min(g.peak_flops, intensity * g.bandwidth("hbm"))
     return Checkpoint(
         "cp-intensity-roofline",
@@ -194,7 +195,11 @@ def cp_roofline(gpu: str = "H100-SXM", intensity: float = 4.0) -> Checkpoint:
 
 
 def cp_sectors(stride: int = 2, elem: int = 4) -> Checkpoint:
-    """Chapter 2, "Coalescing": the 32-byte sectors a warp's strided read touches."""
+    """Chapter 2, "Coalescing": the 32-byte sectors a warp's strided read touches (`stride` in
+    elements, `elem` bytes, one of `ELEM_BYTES`)."""
+    stride = _check.integer("stride", stride, 1, 2**16)
+    if _check.integer("elem", elem, 1, max(ELEM_BYTES)) not in ELEM_BYTES:
+        raise ValueError(f"elem must be one of {ELEM_BYTES} (bytes), got {elem!r}")
     sectors = float(warp_sectors(stride, elem))
     return Checkpoint(
         "cp-intensity-sectors",

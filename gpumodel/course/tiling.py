@@ -210,6 +210,7 @@ WIDGET_EXERCISES = (thread_tile, occupancy_limit)
 
 def cp_tile_intensity(b: int = 64, dtype: str = "fp16") -> Checkpoint:
     """Chapter 3, "Why tiling raises intensity": a b x b tile's intensity, b / s FLOP/B."""
+    b = _check.integer("b", b, 1, 2**14)
     s = _check.dtype_bytes(dtype)
     return Checkpoint(
         "cp-tiling-intensity",
@@ -222,7 +223,8 @@ def cp_tile_intensity(b: int = 64, dtype: str = "fp16") -> Checkpoint:
 
 
 def cp_banks(stride: int = 2) -> Checkpoint:
-    """Chapter 3, "Bank conflicts": the wavefronts of a warp's strided shared-memory read."""
+    """Chapter 3, "Bank conflicts": the wavefronts of a warp's strided shared-memory read (`stride` in words)."""
+    stride = _check.integer("stride", stride, 1, 2**16)
     degree = float(bank_conflicts([stride * t for t in range(32)]))
     return Checkpoint(
         "cp-tiling-banks",
