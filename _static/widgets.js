@@ -167,7 +167,7 @@
 
   // The "your progress" page: each listed question's state from this browser's store.
   function fillProgress(root) {
-    var all = progress(), right = 0, items = root.querySelectorAll("[data-page][data-key]");
+    var all = progress(), right = 0, items = root.querySelectorAll("[data-page][data-key]:not([data-jupyter])");
     items.forEach(function (li) {
       var done = !!(all[li.dataset.page] || {})[li.dataset.key];
       right += done;
@@ -175,7 +175,9 @@
       li.querySelector(".gm-state").textContent = done ? "right" : "not yet";
     });
     var total = root.querySelector(".gm-total");
-    if (total) total.textContent = right + " of " + items.length + " answered right in this browser.";
+    var labs = root.querySelectorAll("[data-jupyter]").length;
+    if (total) total.textContent = right + " of " + items.length + " answered right in this browser" +
+      (labs ? " (and " + labs + " labs, checked in Jupyter only)." : ".");
   }
   function progressPage(root) {
     fillProgress(root);

@@ -195,15 +195,61 @@ def test_a_checkpoint_key_must_exist():
         gm.course.checkpoint("cp-nowhere")
 
 
-def test_progress_lists_this_sessions_checks(monkeypatch):
+def test_progress_lists_this_sessions_checks(monkeypatch, tmp_path):
     monkeypatch.setattr(checks, "SESSION", {})
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert "Nothing checked yet" in gm.course.progress().data
     gm.course.hierarchy.check_fmas_per_load("H100-SXM", 39)
     gm.course.hierarchy.check_fmas_per_load("H100-SXM", 40)
     gm.course.checkpoints()["cp-tc-waves"]().check("2")
     table = gm.course.progress().data
-    assert "1 of 2 questions checked in this session are right" in table
+    assert "1 of 2 questions checked are right" in table
     assert "| check_fmas_per_load(H100-SXM) | 2 | right |" in table and "| cp-tc-waves | 1 | not yet |" in table
+
+
+def test_progress_is_kept_across_kernels_in_a_file_only_its_owner_reads(monkeypatch, tmp_path):
+    import os
+    import stat
+
+    monkeypatch.setattr(checks, "SESSION", {})
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert checks.progress_file() == tmp_path / "data" / "gpumodel" / "progress.json"
+    gm.course.hierarchy.check_fmas_per_load("H100-SXM", 39)
+    gm.course.hierarchy.check_fmas_per_load("H100-SXM", 40)
+    path = checks.progress_file()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert json.loads(path.read_text()) == {"questions": {"check_fmas_per_load(H100-SXM)": [2, True]}}
+    monkeypatch.setattr(checks, "SESSION", {})  # a new kernel: nothing checked in this session
+    gm.course.checkpoints()["cp-tc-waves"]().check("2")
+    table = gm.course.progress().data
+    assert "| check_fmas_per_load(H100-SXM) | 2 | right |" in table and "| cp-tc-waves | 1 | not yet |" in table
+    assert "1 of 2 questions checked are right" in table and str(path) in table
+    assert not [p for p in path.parent.iterdir() if p.name != "progress.json"]  # no temporary file left
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert checks.progress_file() == tmp_path / "home" / ".local" / "share" / "gpumodel" / "progress.json"
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")  # the book's build keeps nobody's progress
+    gm.course.checkpoints()["cp-tc-waves"]().check("3")
+    assert not checks.progress_file().exists()
+    path.write_text("not json")  # a damaged file: progress starts afresh, no traceback
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("GPUMODEL_BUILD")
+    monkeypatch.setattr(checks, "SESSION", {})
+    assert "Nothing checked yet" in gm.course.progress().data
+    assert os.access(path, os.R_OK)
+
+
+def test_the_progress_page_marks_the_labs_checked_in_jupyter_only():
+    chapters = gm.book.progress.questions()
+    labs = {key for c in chapters for key in c["jupyter"]}
+    editors = {label for path in (ROOT / "chapters").glob("[0-9]*.md")
+               for label in re.findall(r":label: ([\w-]+)\n(?:(?!solution-start).)*?(?:LabEditor\(|\.editor\()",
+                                       path.read_text(), re.S)}
+    assert labs == editors and "ex-capstone-gemm" in labs and "ex-intensity-lab-fuse" in labs
+    html = gm.book.progress.page()._repr_html_()
+    total = sum(len(c["items"]) for c in chapters)
+    assert f"{len(labs)} of the {total} are labs, marked <i>Jupyter only</i>" in html
+    assert html.count("data-jupyter") == len(labs) and html.count(">Jupyter only</span>") == len(labs)
 
 
 def test_the_progress_page_lists_every_exercise_and_checkpoint():
