@@ -81,6 +81,27 @@ def bib_keys() -> frozenset:
     return frozenset(re.findall(r"^@\w+\{([^,\s]+),", BIB.read_text(), re.M))
 
 
+@functools.cache
+def bibliography() -> dict:
+    """key -> (label, title, address) from references.bib: the label "Author Year" (one
+    author's surname, "A and B", or "A et al."), the title without braces, and the entry's
+    own address (its url, its doi, or the \\url of its howpublished; None where it has none)."""
+    out = {}
+    for key, body in re.findall(r"^@\w+\{([^,\s]+),(.*?)^\}", BIB.read_text(), re.M | re.S):
+        field = lambda name: (m := re.search(rf"^\s*{name}\s*=\s*\{{(.*)\}},?\s*$", body, re.M)) and m.group(1)
+        author, year = field("author"), re.search(r"year\s*=\s*\{(\d{4})\}", body).group(1)
+        if author.startswith("{"):  # an organisation, {{NVIDIA Corporation}}
+            names = [author.strip("{}")]
+        else:
+            names = [re.sub(r"[{}\\']", "", a).split()[-1] for a in author.split(" and ")]
+        who = names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2 else f"{names[0]} et al."
+        doi, elsewhere = field("doi"), re.search(r"\\url\{([^}]*)\}", field("howpublished") or "")
+        address = field("url") or (doi and f"https://doi.org/{doi}") or (elsewhere and elsewhere.group(1))
+        title = re.sub(r"\\([_&%$#])", r"\1", re.sub(r"[{}]", "", field("title")))
+        out[key] = (f"{who} {year}", title, address or None)
+    return out
+
+
 def _no_gaps(where: str, missing: set, unknown: set) -> None:
     """Refuse a table with a key missing or a key the loader does not know."""
     if missing:

@@ -112,3 +112,19 @@ def test_a_missing_barrier_is_answered_with_the_race_it_leaves():
     assert not feedback and "Not scored: the kernel's result depends on which thread runs first" in feedback.message
     assert "read-after-write race on shared memory" in feedback.message
     assert f"Missing: a __syncthreads() between line {store} and line {use - 1}." in feedback.message
+
+
+def test_a_published_table_cites_as_text_in_jupyter_and_as_a_role_on_the_site(monkeypatch):
+    import gpumodel as gm
+    from gpumodel.course import tables
+
+    comparisons = gm.published.comparisons(chapter=3)
+    record = comparisons[0].record
+    label, _, address = gm.presets.bibliography()[record.source]
+    monkeypatch.delenv("GPUMODEL_BUILD", raising=False)
+    jupyter = tables.published_table(comparisons)
+    assert "{cite" not in jupyter and (f"[{label}]({address})" if address else label) in jupyter
+    assert "{cite" not in tables.violations_table(gm.published.violations())
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")
+    assert f"{{cite:t}}`{record.source}`" in tables.published_table(comparisons)
+    assert tables.citation(record.source) == f"{{cite:p}}`{record.source}`"

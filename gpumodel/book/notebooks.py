@@ -18,12 +18,12 @@ pushes them to the branch `BRANCH`, where the site's Colab links open them.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import pathlib
 import re
 
+from .. import presets
 from ..presets import DATA
 
 PLACEHOLDER = "https://github.com/YOUR-ACCOUNT/gpu-memory-hierarchy"
@@ -34,7 +34,6 @@ and commit it builds (`.github/workflows/pages.yml`): Colab opens notebooks from
 LOCAL_SPEC = "..[book]"
 """What a local build's install cell installs: the clone the notebook sits in (`notebooks/..`)."""
 ROOT = DATA.parent.parent
-BIB = DATA / "references.bib"
 REFERENCES = "chapters/99_appendix_presets.html#references"
 """Where the site lists every reference."""
 GLOSSARY = "glossary"
@@ -96,25 +95,7 @@ if importlib.util.find_spec("gpumodel") is None:
     importlib.invalidate_caches()"""
 
 
-@functools.cache
-def _bibliography() -> dict:
-    """key -> (label, title, address) from references.bib: the label "Author Year" (one
-    author's surname, "A and B", or "A et al."), the title without braces, and the entry's
-    own address (its url, its doi, or the \\url of its howpublished; None where it has none)."""
-    out = {}
-    for key, body in re.findall(r"^@\w+\{([^,\s]+),(.*?)^\}", BIB.read_text(), re.M | re.S):
-        field = lambda name: (m := re.search(rf"^\s*{name}\s*=\s*\{{(.*)\}},?\s*$", body, re.M)) and m.group(1)
-        author, year = field("author"), re.search(r"year\s*=\s*\{(\d{4})\}", body).group(1)
-        if author.startswith("{"):  # an organisation, {{NVIDIA Corporation}}
-            names = [author.strip("{}")]
-        else:
-            names = [re.sub(r"[{}\\']", "", a).split()[-1] for a in author.split(" and ")]
-        who = names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2 else f"{names[0]} et al."
-        doi, elsewhere = field("doi"), re.search(r"\\url\{([^}]*)\}", field("howpublished") or "")
-        address = field("url") or (doi and f"https://doi.org/{doi}") or (elsewhere and elsewhere.group(1))
-        title = re.sub(r"\\([_&%$#])", r"\1", re.sub(r"[{}]", "", field("title")))
-        out[key] = (f"{who} {year}", title, address or None)
-    return out
+_bibliography = presets.bibliography
 
 
 def _on_site(repo: str | None) -> bool:
