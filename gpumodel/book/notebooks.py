@@ -34,6 +34,8 @@ and commit it builds (`.github/workflows/pages.yml`): Colab opens notebooks from
 LOCAL_SPEC = "..[book]"
 """What a local build's install cell installs: the clone the notebook sits in (`notebooks/..`)."""
 ROOT = DATA.parent.parent
+VERSION = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+"""The package's version (pyproject.toml): the install cell installs it where an older one is installed."""
 REFERENCES = "chapters/99_appendix_presets.html#references"
 """Where the site lists every reference."""
 GLOSSARY = "glossary"
@@ -82,17 +84,30 @@ def install_spec(environ=os.environ) -> str:
     return f"gpumodel[book] @ git+{repository(environ)}" + (f"@{sha}" if sha else "")
 
 
-def install_source(spec: str | None = None) -> str:
+def install_source(spec: str | None = None, version: str = VERSION) -> str:
     """The first cell of every notebook: install gpumodel (`spec`, a pip requirement) where
-    it is not importable yet (Colab, a JupyterHub, a fresh kernel); do nothing where it is."""
-    return f"""#@title Install gpumodel, the course's package, where it is missing (Colab, a fresh kernel)
+    it is not importable yet (Colab, a JupyterHub, a fresh kernel) or where the installed one
+    is older than `version`, the one the notebook was made for; do nothing where it is that
+    one or newer, or a checkout on the path (no installed version)."""
+    return f"""#@title Install gpumodel {version}, the course's package, where it is missing or older (Colab, a fresh kernel)
+import importlib.metadata
 import importlib.util
+import re
 import subprocess
 import sys
 
-if importlib.util.find_spec("gpumodel") is None:
+def _release(v):
+    return [int(n) for n in re.findall(r"\\d+", v)[:3]]
+
+try:
+    _installed = importlib.metadata.version("gpumodel")
+except importlib.metadata.PackageNotFoundError:
+    _installed = None
+if importlib.util.find_spec("gpumodel") is None or (_installed and _release(_installed) < _release({version!r})):
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", {(spec or install_spec())!r}], check=True)
-    importlib.invalidate_caches()"""
+    importlib.invalidate_caches()
+    if "gpumodel" in sys.modules:
+        print(f"gpumodel {{_installed}} was replaced by {version}: restart the kernel to use it.")"""
 
 
 _bibliography = presets.bibliography
