@@ -101,6 +101,12 @@ def check_fused_chain(source: str, kernel: str = "chain") -> Feedback:
 STRIDES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
+def _ordinal(n: int) -> str:
+    """2 -> "2nd", 3 -> "3rd", 11 -> "11th", 24 -> "24th"."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 ELEM_BYTES = (1, 2, 4, 8)
 
 
@@ -112,7 +118,8 @@ def stride_sectors(elem_bytes: int = 2) -> WidgetExercise:
     def view(stride, elem):
         sectors = float(warp_sectors(stride, elem))
         useful, moved = 32 * elem, 32 * sectors
-        return bars(f"A warp reading every {stride}th {elem}-byte element: <b>{sectors:g} sectors</b>, "
+        which = "every" if stride == 1 else f"every {_ordinal(stride)}"
+        return bars(f"A warp reading {which} {elem}-byte element: <b>{sectors:g} sector{'s' if sectors != 1 else ''}</b>, "
                     f"{fmt_percent(useful / moved, 3)} of the bytes moved are used",
                     [("sectors", sectors, f"{sectors:g} of 32", sectors == 32), ("bytes used", useful, f"{useful} B", False),
                      ("bytes moved", moved, f"{moved:g} B", False)])

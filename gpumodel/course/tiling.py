@@ -11,7 +11,7 @@ from .. import _check, presets
 from ..model import predict
 from ..occupancy import limits, occupancy
 from ..simulate import bank_conflicts, warp_addresses
-from ..tiles import is_legal
+from ..tiles import is_legal, registers_estimate, smem_bytes
 from ..units import fmt_intensity
 from ..workloads import gemm
 from .checks import FLOPS_AND_BYTES, Feedback, _wrong_type, check_number, judge, lab_run, number_rules
@@ -131,6 +131,24 @@ THREAD_TILES = (1, 2, 4, 8, 16)
 TILE_BLOCKS = (16, 32, 64, 128)
 
 
+def _illegal(gpu, block: int, thread: int) -> str:
+    """Why square `block` tiles with square `thread` tiles cannot launch on `gpu` (`is_legal`
+    says they cannot): every limit they break, in `is_legal`'s order."""
+    lim, threads = limits(gpu), (block // thread) ** 2
+    why = []
+    if block % thread:
+        why.append(f"{thread} does not divide {block}")
+    elif not 32 <= threads <= lim.max_threads_per_block:
+        why.append(f"{threads} threads per block, where 32 to {lim.max_threads_per_block} launch")
+    if smem_bytes(block, block) > lim.max_smem_per_block:
+        why.append(f"{smem_bytes(block, block):g} B of shared memory per block, over its "
+                   f"{lim.max_smem_per_block:g} B")
+    if registers_estimate(thread, thread) > lim.max_registers_per_thread:
+        why.append(f"about {registers_estimate(thread, thread):g} registers per thread, over the "
+                   f"{lim.max_registers_per_thread:g} a thread may have")
+    return "; ".join(why)
+
+
 def thread_tile(gpu: str = "A100-40GB", block: int = 128) -> WidgetExercise:
     """Chapter 3: the smallest square thread tile at which shared memory stops binding the
     4096^3 FP32 GEMM with `block` x `block` tiles on `gpu`."""
@@ -143,8 +161,7 @@ def thread_tile(gpu: str = "A100-40GB", block: int = 128) -> WidgetExercise:
     def view(gpu, block, thread):
         if not is_legal(gpu, block, block, thread, thread):
             raise ValueError(f"{block} x {block} tiles with {thread} x {thread} per thread cannot launch on the "
-                             f"{gpu}: {(block // thread) ** 2 if block % thread == 0 else 'no whole number of'} "
-                             "threads per block, or too much shared memory, or too many registers")
+                             f"{gpu}: {_illegal(gpu, block, thread)}")
         return prediction_view(workload(block, thread), gpu, f"{block} x {block} tiles, {thread} x {thread} per thread")
 
     smallest = next((t for t in THREAD_TILES if is_legal(gpu, block, block, t, t)

@@ -351,10 +351,11 @@ def prediction_view(workload, gpu, title: str) -> str:
     """The model's answer as bars: the time each part needs, the bound's bar red."""
     p = predict(workload, gpu)
     times = {part: float(t) for part, t in p.times.items()}
-    rows = [(PART_LABELS[part], times[part], fmt_time(times[part]) if times[part] else "0", part == p.bound)
+    labels = {**PART_LABELS, **({} if workload.math == "fp32" else {"compute": "tensor cores"})}  # where the math runs
+    rows = [(labels[part], times[part], fmt_time(times[part]) if times[part] else "0", part == p.bound)
             for part in BOUNDS]
     return bars(f"{title} on the {p.gpu.name}: <b>{fmt_time(p.time)}</b>, bound by "
-                f"<b>{PART_LABELS[str(p.bound)]}</b>", rows)
+                f"<b>{labels[str(p.bound)]}</b>", rows)
 
 
 LAB_STYLE = "<style>.gm-lab-source textarea { font-family: monospace; font-size: 13px; }</style>"
