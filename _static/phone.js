@@ -3,13 +3,27 @@
 (function () {
   "use strict";
 
+  // pydata-sphinx-theme 0.17.1 copies the reader's stored light/dark mode into data-mode (an
+  // inline script above this one) and logs "Got invalid theme mode" when a first visit has
+  // none stored; its own script runs later (deferred), so start such a visit at the default.
+  var html = document.documentElement;
+  if (!html.dataset.mode) html.dataset.mode = html.dataset.defaultMode || "auto";
+
   // Smallest text a figure may show, in CSS px, on any screen.
   var MIN_TEXT_PX = 9;
 
   // pydata-sphinx-theme 0.17.1 opens its drawers only from the first .primary-toggle and
   // .secondary-toggle of a page, which sit in the top bar course.css hides; the buttons a
   // reader sees (in the article's header) pass their click on to them.
+  // A drawer closes once the reader chooses a link in it (the theme leaves the page's contents
+  // drawer over the section it just scrolled to).
   function drawers() {
+    ["pst-primary-sidebar-modal", "pst-secondary-sidebar-modal"].forEach(function (id) {
+      var dialog = document.getElementById(id);
+      if (dialog) dialog.addEventListener("click", function (event) {
+        if (dialog.open && event.target.closest && event.target.closest("a[href]")) dialog.close();
+      });
+    });
     ["primary-toggle", "secondary-toggle"].forEach(function (name) {
       var toggles = document.querySelectorAll("." + name);
       Array.prototype.slice.call(toggles, 1).forEach(function (toggle) {

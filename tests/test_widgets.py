@@ -334,6 +334,9 @@ def test_each_capstone_task_has_an_editor_with_its_starter_and_launch(monkeypatc
         assert editor.starter == task.starter and editor.launch == {"grid": task.grid, "block": task.block}
     page = cap.editor("softmax")._repr_html_()
     assert f"grid <code>{cap.TASKS['softmax'].grid}</code>" in page and "over the budget" in page
+    # The score's bytes per level are a table on the site, never raw Markdown inline.
+    assert "<table><thead><tr><th>level</th><th>traced</th>" in page and "| --- |" not in page and "| level" not in page
+    assert "<td>L1 (sectors requested)</td>" in page and "<code>for (int j = 0;" in page  # the worst line as code
 
 
 def test_a_tensor_core_kernel_is_bound_by_the_tensor_cores_not_the_alus():

@@ -358,6 +358,30 @@ def prediction_view(workload, gpu, title: str) -> str:
                 f"<b>{labels[str(p.bound)]}</b>", rows)
 
 
+def _inline_html(text: str) -> str:
+    """Markdown's `code` spans of `text` as HTML, the rest escaped."""
+    parts = text.split("`")
+    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in enumerate(parts))
+
+
+def feedback_html(feedback: Feedback) -> str:
+    """A lab's verdict as HTML: "Right." or "Not yet.", then its message's paragraphs, a
+    Markdown table among them (a capstone score's bytes per level) as an HTML table."""
+    blocks = []
+    for i, block in enumerate(feedback.message.split("\n\n")):
+        lines = block.strip().splitlines()
+        if lines and all(line.startswith("|") for line in lines):
+            rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if not set(line) <= set("|- ")]
+            head, *body = rows
+            blocks.append("<table><thead><tr>" + "".join(f"<th>{_inline_html(c)}</th>" for c in head) + "</tr></thead>"
+                          "<tbody>" + "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>"
+                                              for row in body) + "</tbody></table>")
+        else:
+            lead = f"<b>{'Right.' if feedback else 'Not yet.'}</b> " if i == 0 else ""
+            blocks.append(f"<p>{lead}{_inline_html(block.strip())}</p>")
+    return f'<div class="gm-verdict-lab">{"".join(blocks)}</div>'
+
+
 LAB_STYLE = "<style>.gm-lab-source textarea { font-family: monospace; font-size: 13px; }</style>"
 
 
@@ -385,8 +409,8 @@ class LabEditor:
         launched = "".join(f", {name} <code>{value}</code>" for name, value in self.launch.items())
         return (f'<div class="gm-lab"><pre class="gm-lab-source" style="overflow-x: auto"><code>'
                 f"{html.escape(self.starter.strip())}</code></pre>"
-                f"<p><b>The starter{launched}, checked when this page was built:</b> "
-                f"{html.escape(str(self.check(self.starter, **self.launch)))}</p>"
+                f"<p><b>The starter{launched}, checked when this page was built:</b></p>"
+                f"{feedback_html(self.check(self.starter, **self.launch))}"
                 "<p>In Jupyter or Colab this is an editor: change the kernel and press <i>Trace and check</i>.</p></div>")
 
     def widget(self):
@@ -417,9 +441,7 @@ class LabEditor:
                 return
             if kernel.layout.display != "none" and kernel.value.strip():
                 chosen["kernel"] = kernel.value.strip()
-            feedback = self.judge(box.value, **chosen)
-            result.value = (f"<p><b>{'Right.' if feedback else 'Not yet.'}</b></p>"
-                            f'<pre style="white-space: pre-wrap">{html.escape(feedback.message)}</pre>')
+            result.value = feedback_html(self.judge(box.value, **chosen))
 
         def start_over(_=None):
             box.value, result.value = source, ""
