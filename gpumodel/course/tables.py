@@ -32,7 +32,7 @@ from ..workloads import catalogue, gemm, gemm_requests
 
 FACT_LABELS = {
     "sms": "SMs",
-    "fp32_lanes_per_sm": "FP32 lanes per SM",
+    "fp32_lanes_per_sm": "FP32 units per SM",
     "clock": "boost clock",
     "l2_bandwidth": "L2 bandwidth",
     "hbm_bandwidth": "HBM bandwidth",

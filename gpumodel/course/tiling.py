@@ -174,7 +174,7 @@ def thread_tile(gpu: str = "A100-40GB", block: int = 128) -> WidgetExercise:
         view,
         number_rules(smallest, "results per side", 0,
                      explain=f"At {smallest} x {smallest} each operand read from shared memory feeds {smallest} FMAs: "
-                     "enough, on this GPU, for 32 banks to keep up with its FP32 lanes.",
+                     "enough, on this GPU, for 32 banks to keep up with its FP32 units.",
                      hint="Hold the GPU and the block tile; raise the thread tile until the red bar leaves shared memory."),
         "thread tile side")
 
