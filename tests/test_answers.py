@@ -324,3 +324,12 @@ def test_the_checkers_steps_refuse_what_no_checker_passes_them_by_name():
 def test_a_checkpoint_is_never_built_from_a_number_no_question_asks(make, bad, name):
     with pytest.raises(ValueError, match=rf"^{name} must be"):
         make(bad)
+
+
+@pytest.mark.parametrize("key", [k for k, r in QUESTIONS.items() if r["kind"] == "number" and r["unit"] in checks.TIMES])
+def test_every_time_question_takes_every_unit_and_spelling_of_a_time(key):
+    rules = QUESTIONS[key]
+    seconds = rules["answer"] * checks.TIMES[rules["unit"]]
+    for typed in (f"{seconds:.9g} s", f"{seconds * 1e3:.9g} ms", f"{seconds * 1e6:.9g} µs", f"{seconds * 1e6:.9g} μs",
+                  f"{seconds * 1e6:.9g}us", f"{seconds * 1e9:.9g} ns"):
+        assert checks.verdict(rules, typed).correct, (key, typed)
