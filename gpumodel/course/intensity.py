@@ -27,9 +27,9 @@ def check_fusion_limit(gpu, dtype: str, answer) -> Feedback:
                         mistakes=[(balance, "That is the machine balance, flops per byte; the gain compares the time "
                                    "of one op unfused (its bytes through HBM) with its time fused."),
                                   (float(unfused.time / fused.compute_time),
-                                   "That is the gain if the fused chain were bound by its arithmetic alone. Chapter "
-                                   "1's model charges every flop its register traffic too: which of the two takes "
-                                   "longer per op?")],
+                                   "Too high by a factor of two: that is the gain if the fused chain were bound by "
+                                   "its arithmetic alone. Chapter 1's model charges every flop its register traffic "
+                                   "too: which of the two takes longer per op?")],
                         explain=f"Unfused, every op costs a trip through HBM; fused, a long chain is bound by "
                         f"{fused.bound} instead, so the gain stops growing at the ratio of those two per-op costs.",
                         hint="A long fused chain is no longer HBM-bound: find what bounds it, and divide the per-op "
