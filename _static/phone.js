@@ -21,7 +21,20 @@
     ["pst-primary-sidebar-modal", "pst-secondary-sidebar-modal"].forEach(function (id) {
       var dialog = document.getElementById(id);
       if (dialog) dialog.addEventListener("click", function (event) {
-        if (dialog.open && event.target.closest && event.target.closest("a[href]")) dialog.close();
+        var link = event.target.closest && event.target.closest("a[href]");
+        if (!dialog.open || !link) return;
+        var hash = link.getAttribute("href");
+        if (hash.charAt(0) === "#") {
+          // A section of this page: scrolled to once the drawer is gone and the theme has given
+          // the focus back to the drawer's button (which scrolls the page to that button).
+          event.preventDefault();
+          dialog.addEventListener("close", function () {
+            var target = document.getElementById(decodeURIComponent(hash.slice(1)));
+            if (location.hash !== hash) history.pushState(null, "", hash);
+            if (target) target.scrollIntoView();
+          }, { once: true });
+        }
+        dialog.close();
       });
     });
     ["primary-toggle", "secondary-toggle"].forEach(function (name) {
