@@ -4,10 +4,37 @@
 (function () {
   "use strict";
 
+  // pydata-sphinx-theme 0.17.1 copies the reader's stored light/dark mode into data-mode (an
+  // inline script above this one) and logs "Got invalid theme mode" when a first visit has
+  // none stored; its own script runs later (deferred), so start such a visit at the default.
+  var html = document.documentElement;
+  if (!html.dataset.mode) html.dataset.mode = html.dataset.defaultMode || "auto";
+
   // pydata-sphinx-theme 0.17.1 opens its drawers only from the first .primary-toggle and
   // .secondary-toggle of a page, which sit in the top bar course.css hides; the buttons a
   // reader sees (in the article's header) pass their click on to them.
+  // A drawer closes once the reader chooses a link in it (the theme leaves the page's contents
+  // drawer over the section it just scrolled to).
   function drawers() {
+    ["pst-primary-sidebar-modal", "pst-secondary-sidebar-modal"].forEach(function (id) {
+      var dialog = document.getElementById(id);
+      if (dialog) dialog.addEventListener("click", function (event) {
+        var link = event.target.closest && event.target.closest("a[href]");
+        if (!dialog.open || !link) return;
+        var hash = link.getAttribute("href");
+        if (hash.charAt(0) === "#") {
+          // A section of this page: scrolled to once the drawer is gone and the theme has given
+          // the focus back to the drawer's button (which scrolls the page to that button).
+          event.preventDefault();
+          dialog.addEventListener("close", function () {
+            var target = document.getElementById(decodeURIComponent(hash.slice(1)));
+            if (location.hash !== hash) history.pushState(null, "", hash);
+            if (target) target.scrollIntoView();
+          }, { once: true });
+        }
+        dialog.close();
+      });
+    });
     ["primary-toggle", "secondary-toggle"].forEach(function (name) {
       var toggles = document.querySelectorAll("." + name);
       Array.prototype.slice.call(toggles, 1).forEach(function (toggle) {

@@ -29,7 +29,7 @@ given to `GPU.at_clock`: clocks from 100 MHz to 5 GHz, up to 1024 SMs, capacitie
 10 TB...; SMs are whole."""
 
 MATH = ("fp32", "fp16", "bf16", "fp8", "fp4")
-"""Which units a workload's arithmetic runs on: the FP32 lanes, or the tensor cores with
+"""Which units a workload's arithmetic runs on: the FP32 units, or the tensor cores with
 fp16, bf16, fp8 or fp4 inputs (dense, FP32 accumulate)."""
 
 WARP = 32
@@ -85,7 +85,7 @@ class Fact:
 
 @dataclass(frozen=True)
 class Capability:
-    """One compute capability's facts (CUDA C++ Programming Guide): FP32 lanes and
+    """One compute capability's facts (CUDA C++ Programming Guide): FP32 units and
     special-function results (exponentials, reciprocals...) per clock per SM, and the per-SM,
     per-block and per-thread limits that decide occupancy. Shared memory in bytes."""
 
@@ -143,7 +143,7 @@ class GPU:
 
     @property
     def fp32_lanes_per_sm(self) -> Fact:
-        """FP32 lanes per SM, from the compute capability."""
+        """FP32 units per SM, from the compute capability."""
         return self.capability.fact(self.capability.fp32_lanes_per_sm, "lane", "Arithmetic Instructions")
 
     @property

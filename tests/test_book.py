@@ -65,7 +65,8 @@ def test_preset_table_has_a_row_per_preset_with_derived_bandwidths():
     assert "| 19.5 TB/s | 7.22 TB/s | 1.56 TB/s |" in a100
 
 
-def test_sources_table_cites_every_figure():
+def test_sources_table_cites_every_figure(monkeypatch):
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")  # roles on the site; "Author Year" text in Jupyter
     table = gm.course.tables.sources_table("A100-40GB")
     assert table.count("{cite:p}`") == len(gm.gpu("A100-40GB").facts())
     assert "| 5120 B/clk | spec | {cite:p}`nvidia2020a100`, Section 4.6.3 (L2 cache) |" in table

@@ -29,10 +29,9 @@ import gpumodel as gm
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHOTS = pathlib.Path(os.environ.get("SCREENSHOT_DIR", ROOT / "_build" / "screenshots"))
 pytestmark = [needs_chromium, pytest.mark.slow, pytest.mark.xdist_group("site")]
-THIRD_PARTY = (
-    # pydata-sphinx-theme logs this when a fresh browser has no stored light/dark mode.
-    "Got invalid theme mode: . Resetting to auto.",
-)
+THIRD_PARTY = ()
+"""Console errors of others' code to ignore: none (phone.js starts a first visit at the default
+theme mode, which pydata-sphinx-theme would otherwise log as "Got invalid theme mode")."""
 
 
 @pytest.fixture(scope="module")
@@ -524,6 +523,18 @@ def test_the_drawers_open_and_close(site, browser, width):
         page.keyboard.press("Escape")
         page.wait_for_selector(f"{dialog}[open]", state="detached", timeout=3000)
         assert page.locator(dialog).is_hidden()
+        if toggle == ".secondary-toggle":  # a section chosen in the page's contents: the drawer closes on it
+            button.click()
+            page.wait_for_selector(f"{dialog}[open]", timeout=3000)
+            section = page.locator(f"{dialog} a[href^='#']:visible").nth(2)
+            anchor = section.get_attribute("href")
+            section.click()
+            page.wait_for_selector(f"{dialog}[open]", state="detached", timeout=3000)
+            page.wait_for_function(f"() => location.hash === {anchor!r}", timeout=3000)
+            page.wait_for_timeout(800)  # the theme scrolls smoothly
+            top = page.evaluate(f"() => document.getElementById({anchor[1:]!r}).getBoundingClientRect().top")
+            assert 0 <= top < page.viewport_size["height"] / 4, f"{anchor} is not at the top after the choice ({top} px)"
+            page.screenshot(path=str(SHOTS / f"drawer-{width}-after-choice.png"))
     page.close()
 
 
@@ -583,7 +594,7 @@ def _typed_right(rules: dict) -> str:
 @pytest.mark.parametrize("chapter", QUESTION_PAGES)
 def test_every_answer_box_judges_as_python_does_and_progress_survives_a_reload(site, browser, chapter):
     """Each code-cell exercise and checkpoint has an answer box under its own key, carrying the
-    rules Python judges by: a name opens a text keyboard, a number a number pad; a wrong answer
+    rules Python judges by: every box opens a text keyboard (a unit, "e", "^", "/"); a wrong answer
     gets Python's hint, the right one is accepted; after a reload each stays answered, and the
     progress page marks it right."""
     from gpumodel.course.checks import verdict
@@ -601,7 +612,7 @@ def test_every_answer_box_judges_as_python_does_and_progress_survives_a_reload(s
         rules = json.loads(box.locator('script[type="application/json"]').text_content())["rules"]
         assert rules == QUESTIONS[key], key
         field = box.locator("input[type=text]")
-        assert field.get_attribute("inputmode") == ("text" if rules["kind"] == "choice" else "decimal"), key
+        assert field.get_attribute("inputmode") == "text", key  # a unit, "e", "^", "/": a decimal pad types none
         wrong = [next(iter(rules["wrong"]))] if rules["kind"] == "choice" else [repr(rules["answer"] * 2), "lots"]
         for typed in wrong:
             field.fill(typed)
@@ -645,4 +656,20 @@ def test_a_checkpoint_answered_wrong_then_right_on_a_phone(site, browser):
     assert box.locator(".gm-verdict").inner_text().startswith("Right.")
     box.screenshot(path=str(SHOTS / "checkpoint-phone-right.png"))
     assert box.bounding_box()["width"] <= PHONE["width"]
+    page.close()
+
+
+def test_the_capstones_verdicts_are_tables_on_the_site(site, browser):
+    """Chapter 8's editors show each starter's score as the site renders it: the bytes per level
+    in a table, no Markdown table text inline."""
+    _, base = site
+    page, errors, _ = open_page(browser, f"{base}/chapters/08_capstone.html")
+    labs = page.locator(".gm-lab")
+    assert labs.count() == 4
+    for i in range(labs.count()):
+        lab = labs.nth(i)
+        assert lab.locator("table th").all_inner_texts() == ["level", "traced", "budget", "traced / budget"], i
+        assert lab.locator("table tbody tr").count() == 4, i  # HBM, L2, L1, shared memory
+        assert "| --- |" not in lab.inner_text() and "| level" not in lab.inner_text(), i
+    assert errors == []
     page.close()

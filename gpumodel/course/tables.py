@@ -1,7 +1,8 @@
 """Markdown tables for the chapters: the presets and their sources (appendix, chapter 1),
 machine balance (chapter 2), the GEMM ladder, compiler reports and tile search (chapter 3),
-predicted profiler metrics (chapter 4). Each returns MyST Markdown: citations are
-`{cite:p}` roles into `references.bib`. Every function taking `gpu` accepts a `GPU` or a
+predicted profiler metrics (chapter 4). Each returns Markdown: citations into
+`references.bib` are roles while the book builds, "Author Year" linked text in Jupyter
+(`citation`). Every function taking `gpu` accepts a `GPU` or a
 preset name.
 """
 
@@ -32,7 +33,7 @@ from ..workloads import catalogue, gemm, gemm_requests
 
 FACT_LABELS = {
     "sms": "SMs",
-    "fp32_lanes_per_sm": "FP32 lanes per SM",
+    "fp32_lanes_per_sm": "FP32 units per SM",
     "clock": "boost clock",
     "l2_bandwidth": "L2 bandwidth",
     "hbm_bandwidth": "HBM bandwidth",
@@ -74,9 +75,23 @@ def fmt_fact(fact: Fact) -> str:
     return f"{v:g} {unit}{'s' if unit in ('SM', 'lane', 'cycle') and v != 1 else ''}"
 
 
+def citation(key: str, textual: bool = False) -> str:
+    """A citation of the references.bib `key`: on the site, while the book builds, the role
+    Sphinx resolves ({cite:t} `textual`ly, "Author (Year)", else {cite:p}); in Jupyter, where a
+    table's Markdown is shown as it is, "Author Year" (in parentheses unless `textual`), linked
+    to the reference's own address."""
+    from .checks import building_book
+
+    if building_book():
+        return f"{{cite:{'t' if textual else 'p'}}}`{key}`"
+    label, _, address = presets.bibliography()[key]
+    text = f"[{label}]({address})" if address else label
+    return text if textual else f"({text})"
+
+
 def cite(fact: Fact) -> str:
-    """A fact's source as a citation role followed by where in the document it sits."""
-    return f"{{cite:p}}`{fact.source}`" + (f", {fact.where}" if fact.where else "")
+    """A fact's source as a citation followed by where in the document it sits."""
+    return citation(fact.source) + (f", {fact.where}" if fact.where else "")
 
 
 LEVEL_ROLES = {
@@ -264,7 +279,7 @@ def published_table(comparisons: list) -> str:
         reached = fmt_percent(c.fraction) if c.quantity != "latency" else f"preset {fmt_percent(c.fraction)}"
         bound = " + ".join(fmt_bound(b) for b in c.bound.split("+"))
         rows.append([r.gpu, r.what, _measure(c.quantity, c.measured), f"{_measure(c.quantity, c.model)} ({bound})",
-                     reached, f"{{cite:t}}`{r.source}`, {r.where}"])
+                     reached, f"{citation(r.source, textual=True)}, {r.where}"])
     return markdown_table(["GPU", "run", "measured", "model (bound)", "of the bound", "source"], rows)
 
 
@@ -273,7 +288,7 @@ def violations_table(comparisons: list) -> str:
     each with its analysis."""
     return markdown_table(["GPU", "run", "of the bound", "why the measurement beats the model", "source"],
                           [[c.record.gpu, c.record.what, fmt_percent(c.fraction), c.record.violation,
-                            f"{{cite:t}}`{c.record.source}`, {c.record.where}"] for c in comparisons])
+                            f"{citation(c.record.source, textual=True)}, {c.record.where}"] for c in comparisons])
 
 
 def _gpus(gpus) -> list:

@@ -351,10 +351,35 @@ def prediction_view(workload, gpu, title: str) -> str:
     """The model's answer as bars: the time each part needs, the bound's bar red."""
     p = predict(workload, gpu)
     times = {part: float(t) for part, t in p.times.items()}
-    rows = [(PART_LABELS[part], times[part], fmt_time(times[part]) if times[part] else "0", part == p.bound)
+    labels = {**PART_LABELS, **({} if workload.math == "fp32" else {"compute": "tensor cores"})}  # where the math runs
+    rows = [(labels[part], times[part], fmt_time(times[part]) if times[part] else "0", part == p.bound)
             for part in BOUNDS]
     return bars(f"{title} on the {p.gpu.name}: <b>{fmt_time(p.time)}</b>, bound by "
-                f"<b>{PART_LABELS[str(p.bound)]}</b>", rows)
+                f"<b>{labels[str(p.bound)]}</b>", rows)
+
+
+def _inline_html(text: str) -> str:
+    """Markdown's `code` spans of `text` as HTML, the rest escaped."""
+    parts = text.split("`")
+    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in enumerate(parts))
+
+
+def feedback_html(feedback: Feedback) -> str:
+    """A lab's verdict as HTML: "Right." or "Not yet.", then its message's paragraphs, a
+    Markdown table among them (a capstone score's bytes per level) as an HTML table."""
+    blocks = []
+    for i, block in enumerate(feedback.message.split("\n\n")):
+        lines = block.strip().splitlines()
+        if lines and all(line.startswith("|") for line in lines):
+            rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if not set(line) <= set("|- ")]
+            head, *body = rows
+            blocks.append("<table><thead><tr>" + "".join(f"<th>{_inline_html(c)}</th>" for c in head) + "</tr></thead>"
+                          "<tbody>" + "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>"
+                                              for row in body) + "</tbody></table>")
+        else:
+            lead = f"<b>{'Right.' if feedback else 'Not yet.'}</b> " if i == 0 else ""
+            blocks.append(f"<p>{lead}{_inline_html(block.strip())}</p>")
+    return f'<div class="gm-verdict-lab">{"".join(blocks)}</div>'
 
 
 LAB_STYLE = "<style>.gm-lab-source textarea { font-family: monospace; font-size: 13px; }</style>"
@@ -395,8 +420,8 @@ class LabEditor:
         feedback, sites = self._judged(self.starter)
         return (f'<div class="gm-lab"><pre class="gm-lab-source" style="overflow-x: auto"><code>'
                 f"{html.escape(self.starter.strip())}</code></pre>"
-                f'<div style="{BESIDE}"><p style="flex: 1 1 18em; margin: 0"><b>The starter{launched}, checked when '
-                f"this page was built:</b> {html.escape(str(feedback))}</p>{sites}</div>"
+                f'<div style="{BESIDE}"><div style="flex: 1 1 18em"><p><b>The starter{launched}, checked when this page '
+                f"was built:</b></p>{feedback_html(feedback)}</div>{sites}</div>"
                 "<p>In Jupyter or Colab this is an editor: change the kernel and press <i>Trace and check</i>.</p></div>")
 
     def widget(self):
@@ -428,9 +453,7 @@ class LabEditor:
             if kernel.layout.display != "none" and kernel.value.strip():
                 chosen["kernel"] = kernel.value.strip()
             feedback, sites = self._judged(box.value, **chosen)
-            result.value = (f"<p><b>{'Right.' if feedback else 'Not yet.'}</b></p><div style=\"{BESIDE}\">"
-                            f'<pre style="white-space: pre-wrap; flex: 1 1 18em; margin: 0">{html.escape(feedback.message)}'
-                            f"</pre>{sites}</div>")
+            result.value = f'<div style="{BESIDE}"><div style="flex: 1 1 18em">{feedback_html(feedback)}</div>{sites}</div>'
 
         def start_over(_=None):
             box.value, result.value = source, ""

@@ -231,11 +231,12 @@ class Trace:
                         note="bytes from a traced run on the CPU")
 
     def hottest(self, spaces=("global", "shared")) -> Site:
-        """The site in `spaces` that costs the most sectors or wavefronts over its ideal (ties:
-        the most); any site where `spaces` holds none."""
+        """The site in `spaces` that moves the most bytes over its ideal (a sector 32 B, a
+        wavefront 128 B; ties: the most bytes); any site where `spaces` holds none."""
         def waste(s):
             _, got, ideal = s.cost
-            return (got - ideal, got)
+            size = SECTOR_BYTES if s.space == "global" else WAVEFRONT_BYTES
+            return (size * (got - ideal), size * got)
         return max([s for s in self.sites if s.space in spaces] or self.sites, key=waste)
 
     def report(self, flops: float = 0.0, gpus=None) -> str:
