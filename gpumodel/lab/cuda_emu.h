@@ -84,20 +84,50 @@ constexpr size_t EMU_STACK = 1 << 18;  // bytes of stack per CUDA thread, below 
 
 inline void emu_yield() { swapcontext(&emu_run->fibers[emu_run->current].context, &emu_run->scheduler); }
 
+// A barrier that not every thread of the block reaches: `waited` of the block's `threads` waited
+// at the __syncthreads() that returns to `site`, the others at `other` (another call site), or,
+// where `other` is null, they returned without reaching it. The traced runtime (trace_runtime.cpp)
+// reports it to the tracer; here, on stderr. Either way the process ends.
+#ifdef GM_LAB_RUNTIME
+[[noreturn]] void emu_barrier_fault(unsigned waited, unsigned threads, const void* site, const void* other);
+#else
+[[noreturn]] inline void emu_barrier_fault(unsigned waited, unsigned threads, const void*, const void* other) {
+    std::fprintf(stderr, "barrier not reached by every thread of the block: %u of %u threads waited at a __syncthreads(), "
+                 "the others %s\n", waited, threads, other ? "at another" : "returned");
+    std::abort();
+}
+#endif
+
 // A barrier for `expected` fibers: the last to arrive opens it (running `on_open` first, as
-// std::barrier's completion), and a fiber that returns no longer holds the others back.
+// std::barrier's completion), and a fiber that returns no longer holds the others back. The
+// block's barrier (`whole`, its thread count) must also open with every thread of the block at
+// one call site: "__syncthreads() is allowed in conditional code but only if the conditional
+// evaluates identically across the entire thread block, otherwise the code execution is likely
+// to hang or produce unintended side effects" (CUDA C++ Programming Guide, Synchronization
+// Functions; references.bib: nvidia_cuda_guide). So a barrier that opens after some threads
+// returned without reaching it (`if (i >= n) return;` before a __syncthreads(), when the guard
+// takes some threads of a block but not all), or with threads at two __syncthreads() calls, is
+// a fault (emu_barrier_fault), not the wait the fibers would otherwise make of it. Threads that
+// return after the block's last barrier are no fault. A warp's gate (whole = 0) lets lanes drop.
 struct emu_gate {
     unsigned expected = 0, arrived = 0, generation = 0;
     void (*on_open)() = nullptr;
+    unsigned whole = 0;
+    const void *site = nullptr, *other = nullptr;  // where this generation's first arrival waits; another site, if any
+    unsigned at_site = 0;  // arrivals at `site`
     void open() {
+        if (whole && (other || expected < whole)) emu_barrier_fault(other ? at_site : arrived, whole, site, other);
         if (on_open) on_open();
         arrived = 0;
         ++generation;
         emu_run->moved = true;
     }
-    void arrive_and_wait() {
+    void arrive_and_wait(const void* at = nullptr) {
         const unsigned generation_now = generation;
         emu_run->moved = true;
+        if (!arrived) site = at, other = nullptr, at_site = 0;
+        if (at == site) ++at_site;
+        else if (!other) other = at;
         if (++arrived == expected) return open();
         while (generation == generation_now) emu_yield();
     }
@@ -147,7 +177,7 @@ inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(
     run.fibers.resize(n);
     run.body = &body;
     emu_gate gate;
-    gate.expected = n;
+    gate.expected = gate.whole = n;
     gate.on_open = on_barrier;
     std::vector<emu_warp> warps((n + 31) / 32);
     for (unsigned w = 0; w < warps.size(); ++w) warps[w].lanes = warps[w].gate.expected = std::min(32u, n - w * 32);
@@ -397,7 +427,8 @@ __attribute__((no_sanitize("thread"))) void emu_call(void (*kernel)(P...), void*
 #ifdef GM_LAB_TRACE
 void __syncthreads();
 #else
-inline void __syncthreads() { emu_block_gate->arrive_and_wait(); }
+// Not inlined: its return address names the call site (two sites at one opening are a fault).
+__attribute__((noinline)) inline void __syncthreads() { emu_block_gate->arrive_and_wait(__builtin_return_address(0)); }
 
 inline void emu_launch(dim3 grid, dim3 block, size_t shared_mem, const std::function<void()>& body) {
     gridDim = grid;

@@ -20,10 +20,20 @@
 // Usage: run SPEC STATS. SPEC lines: "kernel i" (which of the source's kernels), "grid x y z",
 // "block x y z", "blocks b0 b1 ..." (linear ids to run), "shared_mem bytes" (the launch's dynamic
 // shared memory), then one "arg P bytes path" (an array, read from and written back to path) or
-// "arg V hex" (a scalar's bytes) per kernel parameter. STATS gets one line per access site.
+// "arg V hex" (a scalar's bytes) per kernel parameter. STATS gets one line per access site; or,
+// where the kernel faults in a way the runtime can name, one "fault" line and exit status 3:
+// "fault barrier WAITED THREADS SITE OTHER|- BLOCK" (a __syncthreads() not every thread of the
+// block reaches, cuda_emu.h's emu_gate), "fault memory THREAD|- BLOCK" (an allocation failed:
+// std::bad_alloc, in the kernel or the lab's own), "fault stack BYTES THREAD BLOCK" (a thread ran
+// past its fiber's stack into the guard page below it); numbers in hex, threads and blocks as
+// linear ids, sites as code offsets.
 #define GM_LAB_TRACE
 #define GM_LAB_RUNTIME
 #include "cuda_emu.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -71,10 +81,31 @@ struct Site {  // totals over every warp instruction issued from one access in t
 struct OutOfBounds { uint64_t count = 0; uintptr_t pc = 0, addr = 0; bool write = false; int array = -1;
                      long offset = 0; unsigned thread[3] = {}, block[3] = {}; };
 
+// Faults the runtime names (see the top of the file): written to STATS with async-signal-safe calls
+// only (the stack fault is reported from a signal handler), then the process ends.
+int stats_fd = -1;
+struct FaultLine {
+    char text[160];
+    size_t n = 0;
+    FaultLine& operator<<(const char* s) { while (*s && n < sizeof text - 1) text[n++] = *s++; return *this; }
+    FaultLine& operator<<(uint64_t v) {  // in hex
+        char digits[17];
+        int i = 16;
+        digits[i] = 0;
+        do digits[--i] = "0123456789abcdef"[v % 16]; while (v /= 16);
+        return *this << digits + i;
+    }
+};
+[[noreturn]] void fault(FaultLine& line) {
+    line << "\n";
+    if (write(stats_fd, line.text, line.n) < 0) _exit(4);
+    _exit(3);
+}
+unsigned current_block = 0;  // the linear id of the block running
+
 std::vector<Array> arrays;
 Log* my_log = nullptr;  // the running CUDA thread's
 OutOfBounds oob;
-unsigned current_block = 0;  // the linear id of the block running
 
 // Race detection (see the top of the file).
 struct Touch { uint32_t thread = UINT32_MAX; uintptr_t pc = 0; uint32_t k = 0, warp_sync = 0; };
@@ -308,6 +339,42 @@ void take_turn(unsigned t) {  // before each turn of CUDA thread t: its log, and
     my_log = &log;
 }
 
+[[noreturn]] void memory_fault(long thread) {
+    FaultLine line;
+    line << "fault memory ";
+    if (thread < 0) line << "-";
+    else line << (uint64_t)thread;
+    fault(line << " " << (uint64_t)current_block);
+}
+
+// A fault in the guard page below the running fiber's stack is a stack overflow (g++'s
+// -fstack-clash-protection makes a large local array touch it too); any other fault is left to
+// the default action (the tracer reports the signal). Runs on its own stack (sigaltstack).
+void on_fault(int, siginfo_t* info, void*) {
+    const auto a = reinterpret_cast<uintptr_t>(info->si_addr);
+    if (emu_run) {
+        const auto stack = reinterpret_cast<uintptr_t>(emu_run->fibers[emu_run->current].stack);
+        if (a < stack && a + 4096 >= stack) {
+            FaultLine line;
+            fault(line << "fault stack " << (uint64_t)EMU_STACK << " " << (uint64_t)emu_run->current << " "
+                       << (uint64_t)current_block);
+        }
+    }
+}
+
+void catch_stack_overflow() {
+    static char alternate[1 << 16];
+    stack_t stack = {};
+    stack.ss_sp = alternate;
+    stack.ss_size = sizeof alternate;
+    sigaltstack(&stack, nullptr);
+    struct sigaction action = {};
+    action.sa_sigaction = on_fault;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;  // reset: a fault it leaves recurs, now fatal
+    sigaction(SIGSEGV, &action, nullptr);
+    sigaction(SIGBUS, &action, nullptr);
+}
+
 void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) {
     const unsigned n = block.x * block.y * block.z;
     const unsigned bx = linear % grid.x, by = linear / grid.x % grid.y, bz = linear / (grid.x * grid.y);
@@ -317,7 +384,14 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
     written.clear();
     current_block = linear;
     block_logs = &logs;
-    emu_run_block(block, {bx, by, bz}, [&](unsigned) { gm_body(kernel, args); }, count_phase, take_turn);
+    const auto thread = [&](unsigned t) {
+        try {
+            gm_body(kernel, args);
+        } catch (const std::bad_alloc&) {  // in the kernel (new), or in the records its accesses make
+            memory_fault(t);
+        }
+    };
+    emu_run_block(block, {bx, by, bz}, thread, count_phase, take_turn);
     my_log = nullptr;
     count_phase();
     for (auto& l : logs) {
@@ -328,7 +402,16 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
 
 }  // namespace
 
-void __syncthreads() { emu_block_gate->arrive_and_wait(); }
+void __syncthreads() { emu_block_gate->arrive_and_wait(__builtin_return_address(0)); }
+
+void emu_barrier_fault(unsigned waited, unsigned threads, const void* site, const void* other) {
+    const auto base = (uintptr_t)__executable_start;
+    FaultLine line;
+    line << "fault barrier " << (uint64_t)waited << " " << (uint64_t)threads << " " << (uint64_t)((uintptr_t)site - 1 - base) << " ";
+    if (other) line << (uint64_t)((uintptr_t)other - 1 - base);
+    else line << "-";
+    fault(line << " " << (uint64_t)current_block);
+}
 
 #define GM_HOOKS(N)                                                                                    \
     extern "C" void __tsan_read##N(void* p) { record(p, N, false, __builtin_return_address(0)); }      \
@@ -365,11 +448,27 @@ extern "C" void __tsan_init() {}
 extern "C" void __tsan_vptr_update(void**, void*) {}
 extern "C" void __tsan_vptr_read(void**) {}
 
+int run(char** argv);
+
 int main(int argc, char** argv) {
     if (argc != 3) {
         std::fprintf(stderr, "usage: %s SPEC STATS\n", argv[0]);
         return 2;
     }
+    stats_fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (stats_fd < 0) {
+        std::perror(argv[2]);
+        return 2;
+    }
+    catch_stack_overflow();
+    try {
+        return run(argv);
+    } catch (const std::bad_alloc&) {  // the lab's own, outside any CUDA thread (the arrays, the counts)
+        memory_fault(-1);
+    }
+}
+
+int run(char** argv) {
     std::ifstream spec(argv[1]);
     dim3 grid, block;
     int kernel = 0;
@@ -394,6 +493,7 @@ int main(int argc, char** argv) {
                 in >> a.bytes >> a.path;
                 const size_t padded = (a.bytes + 2 * GUARD + 255) / 256 * 256;  // 256-byte aligned, as cudaMalloc
                 char* mem = static_cast<char*>(std::aligned_alloc(256, padded));
+                if (!mem) throw std::bad_alloc();
                 std::memset(mem, 0, padded);
                 a.base = mem + GUARD;
                 std::ifstream(a.path, std::ios::binary).read(a.base, a.bytes);
@@ -413,7 +513,7 @@ int main(int argc, char** argv) {
     blockDim = block;
     for (unsigned b : blocks) run_block(kernel, grid, block, b, args.data());
     for (auto& a : arrays) std::ofstream(a.path, std::ios::binary).write(a.base, a.bytes);
-    FILE* out = std::fopen(argv[2], "w");
+    FILE* out = fdopen(stats_fd, "w");
     const auto base = (uintptr_t)__executable_start;
     for (auto& [pc, s] : sites)
         std::fprintf(out, "site %lx %d %d %u %lu %lu %lu %lu %lu %lu %lu %lu\n", (unsigned long)(pc - base), s.space,

@@ -50,11 +50,13 @@ from .emulator import (ARCH, MAX_DYNAMIC_SHARED, SOURCE_NAME, SUPPORTED, argumen
 
 HERE = pathlib.Path(__file__).resolve().parent
 KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fno-tree-sra", "-fsanitize=thread",
-                "-pthread", "-fPIE"]
+                "-fstack-clash-protection", "-pthread", "-fPIE"]
 """-O1 keeps values in registers as a GPU compiler would; no vectorizer, which would merge a
 thread's loads; no scalar replacement of aggregates, which would split a float4 (or float2,
 int4, double2) load or store into its fields where the GPU issues one 64- or 128-bit access
-(the hook is then __tsan_read16 or __tsan_read_range of the whole vector); DWARF 4 so addr2line (binutils 2.40) reads the lines; -fsanitize=thread inserts the hooks.
+(the hook is then __tsan_read16 or __tsan_read_range of the whole vector); DWARF 4 so addr2line (binutils 2.40) reads the lines; -fsanitize=thread inserts the hooks;
+-fstack-clash-protection makes a frame larger than a page touch each page, so a large local
+array meets the guard page below its fiber's stack (a stack overflow) rather than another's stack.
 Position-independent (and linked -pie), so a code offset from the start of the executable is
 the address addr2line reads."""
 RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread", "-fPIE"]
@@ -408,20 +410,58 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
             raise LabError(f"{kernel} ran past the time limit of {timeout:g} s: an endless loop, a __syncthreads() "
                            "that not every thread of the block reaches, or a shuffle that not every lane of the warp "
                            "reaches?") from None
-        if done.returncode and "deadlock:" in done.stderr:
-            raise LabError(f"{kernel} never finishes: a __syncthreads() that not every thread of the block reaches, "
-                           "or a shuffle that not every lane of the warp reaches, while the others wait at another.\n"
-                           + done.stderr[done.stderr.index("deadlock:"):][:500])
         if done.returncode:
-            why = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
-                   else f"exit status {done.returncode}")
-            raise LabError(f"{kernel} crashed ({why}): an access far outside its arrays, or a bad pointer?\n"
-                           + done.stderr[-2000:])
+            _crashed(done, tmp / "stats", exe, kernel, grid, block, source)
         stats = (tmp / "stats").read_text().split("\n")
         for i, (kind, value) in enumerate(spec):
             if kind == "P":
                 value[...] = np.fromfile(tmp / f"arg{i}.bin", dtype=value.dtype).reshape(value.shape)
     return _parse(stats, exe, kernel, grid, block, len(chosen), blocks, spec, source)
+
+
+def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source) -> None:
+    """Raise the `LabError` that says why the traced run of `kernel` failed: a fault the runtime
+    named in `stats` (trace_runtime.cpp: a barrier not every thread reaches, an allocation that
+    failed, a stack overflow), a deadlock, or a crash (a signal, most often an access far from
+    any array, which no guard zone catches)."""
+    text = stats.read_text(errors="replace") if stats.exists() else ""
+    row = next((r.split() for r in text.splitlines() if r.startswith("fault ")), None)
+    if row and row[1] == "barrier":
+        waited, threads = int(row[2], 16), int(row[3], 16)
+        sites = [o for o in row[4:6] if o != "-"]
+        lines = _lines(exe, sites)
+        source_lines = source.splitlines()
+
+        def at(offset):
+            line, column = lines[offset]
+            shown = f" (`{source_lines[line - 1].strip()}`)" if 0 < line <= len(source_lines) else ""
+            return where(line, column) + shown
+        others = f"the other {threads - waited} at {at(sites[1])}" if len(sites) > 1 else \
+            f"the other {threads - waited} returned without reaching it"
+        raise LabError(
+            f"{kernel}: barrier not reached by every thread of the block: {waited} of {threads} threads of block "
+            f"{_index(int(row[6], 16), grid)} waited at the __syncthreads() at {at(sites[0])}, {others}. CUDA allows "
+            "__syncthreads() in conditional code only where the condition is the same for every thread of the block "
+            "(CUDA C++ Programming Guide, Synchronization Functions); otherwise a GPU may hang or give wrong "
+            "results. Keep every thread of the block to each barrier: guard the work (if (i < n) { ... }), not the "
+            "barrier.")
+    if row and row[1] == "memory":
+        who = "the lab itself" if row[2] == "-" else (f"thread {_index(int(row[2], 16), block)} of block "
+                                                      f"{_index(int(row[3], 16), grid)}")
+        raise LabError(f"{kernel} ran out of memory: an allocation failed (std::bad_alloc) in {who}: a new or malloc "
+                       "in the kernel asking for more than the machine gives, or arrays too large to trace here?")
+    if row and row[1] == "stack":
+        raise LabError(f"{kernel} overflowed its thread's stack ({int(row[2], 16) // 1024} kB per thread in the lab): "
+                       f"thread {_index(int(row[3], 16), block)} of block {_index(int(row[4], 16), grid)} went past "
+                       "it. Deep recursion or a large local array?")
+    if "deadlock:" in done.stderr:
+        raise LabError(f"{kernel} never finishes: a __syncthreads() that not every thread of the block reaches, "
+                       "or a shuffle that not every lane of the warp reaches, while the others wait at another.\n"
+                       + done.stderr[done.stderr.index("deadlock:"):][:500])
+    why = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
+           else f"exit status {done.returncode}")
+    raise LabError(f"{kernel} crashed ({why}): an access far outside its arrays, or a bad pointer?\n"
+                   + done.stderr[-2000:])
 
 
 def _sites(rows, where, text) -> list:
