@@ -22,11 +22,12 @@
 // shared memory), then one "arg P bytes path" (an array, read from and written back to path) or
 // "arg V hex" (a scalar's bytes) per kernel parameter. STATS gets one line per access site; or,
 // where the kernel faults in a way the runtime can name, one "fault" line and exit status 3:
-// "fault barrier WAITED THREADS SITE OTHER|- BLOCK" (a __syncthreads() not every thread of the
-// block reaches, cuda_emu.h's emu_gate), "fault memory THREAD|- BLOCK" (an allocation failed:
+// "fault barrier WAITED THREADS SITE BLOCK" (a __syncthreads() that some threads of the block
+// returned without reaching, cuda_emu.h's emu_gate), "fault memory THREAD|- BLOCK" (an allocation failed:
 // std::bad_alloc, in the kernel or the lab's own), "fault stack BYTES THREAD BLOCK" (a thread ran
 // past its fiber's stack into the guard page below it); numbers in hex, threads and blocks as
-// linear ids, sites as code offsets.
+// linear ids, sites as code offsets. A barrier that opened with threads at two calls (cuda_emu.h's
+// emu_barrier_sites) is one "barriers SITE OTHER WAITED THREADS BLOCK" line of STATS each.
 #define GM_LAB_TRACE
 #define GM_LAB_RUNTIME
 #include "cuda_emu.h"
@@ -102,6 +103,9 @@ struct FaultLine {
     _exit(3);
 }
 unsigned current_block = 0;  // the linear id of the block running
+struct BarrierSites { uintptr_t site, other; unsigned waited, threads, block; };  // see emu_barrier_sites
+constexpr size_t MAX_BARRIER_SITES = 16;  // distinct pairs of calls kept, each with the first of its openings
+std::vector<BarrierSites> barrier_sites;
 
 std::vector<Array> arrays;
 Log* my_log = nullptr;  // the running CUDA thread's
@@ -404,13 +408,18 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
 
 void __syncthreads() { emu_block_gate->arrive_and_wait(__builtin_return_address(0)); }
 
-void emu_barrier_fault(unsigned waited, unsigned threads, const void* site, const void* other) {
-    const auto base = (uintptr_t)__executable_start;
+void emu_barrier_fault(unsigned waited, unsigned threads, const void* site) {
     FaultLine line;
-    line << "fault barrier " << (uint64_t)waited << " " << (uint64_t)threads << " " << (uint64_t)((uintptr_t)site - 1 - base) << " ";
-    if (other) line << (uint64_t)((uintptr_t)other - 1 - base);
-    else line << "-";
-    fault(line << " " << (uint64_t)current_block);
+    fault(line << "fault barrier " << (uint64_t)waited << " " << (uint64_t)threads << " "
+               << (uint64_t)((uintptr_t)site - 1 - (uintptr_t)__executable_start) << " " << (uint64_t)current_block);
+}
+
+void emu_barrier_sites(unsigned waited, unsigned threads, const void* site, const void* other) {
+    const auto base = (uintptr_t)__executable_start;
+    const BarrierSites pair{(uintptr_t)site - 1 - base, (uintptr_t)other - 1 - base, waited, threads, current_block};
+    for (auto& seen : barrier_sites)
+        if (seen.site == pair.site && seen.other == pair.other) return;
+    if (barrier_sites.size() < MAX_BARRIER_SITES) barrier_sites.push_back(pair);
 }
 
 #define GM_HOOKS(N)                                                                                    \
@@ -533,6 +542,9 @@ int run(char** argv) {
         std::fprintf(out, "hazard %d %lx %lx %lu %u %u %u %lu\n", key.hazard, (unsigned long)(key.first - base),
                      (unsigned long)(key.second - base), f.count, f.first_thread, f.second_thread, f.block,
                      (unsigned long)f.offset);
+    for (auto& b : barrier_sites)
+        std::fprintf(out, "barriers %lx %lx %u %u %u\n", (unsigned long)b.site, (unsigned long)b.other, b.waited, b.threads,
+                     b.block);
     if (overflow) std::fprintf(out, "overflow %zu\n", MAX_RECORDS);
     if (oob.count)
         std::fprintf(out, "oob %lu %lx %d %d %ld %u %u %u %u %u %u\n", oob.count, (unsigned long)(oob.pc - base),

@@ -419,6 +419,26 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
     return _parse(stats, exe, kernel, grid, block, len(chosen), blocks, spec, source)
 
 
+def _barrier_error(kernel, waited, threads, block, at, other, source) -> None:
+    """Raise the `LabError` of a __syncthreads() not every thread of the block reaches: `waited`
+    of `threads` threads of `block` waited at the call at `at` (line, column), the others at
+    `other` or, where that is None, returned without reaching it."""
+    source_lines = source.splitlines()
+
+    def shown(place):
+        line, column = place
+        text = f" (`{source_lines[line - 1].strip()}`)" if 0 < line <= len(source_lines) else ""
+        return where(line, column) + text
+    others = (f"the other {threads - waited} at {shown(other)}" if other else
+              f"the other {threads - waited} returned without reaching it")
+    raise LabError(
+        f"{kernel}: barrier not reached by every thread of the block: {waited} of {threads} threads of block {block} "
+        f"waited at the __syncthreads() at {shown(at)}, {others}. CUDA allows __syncthreads() in conditional code only "
+        "where the condition is the same for every thread of the block (CUDA C++ Programming Guide, Synchronization "
+        "Functions); otherwise a GPU may hang or give wrong results. Keep every thread of the block to each barrier: "
+        "guard the work (if (i < n) { ... }), not the barrier.")
+
+
 def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source) -> None:
     """Raise the `LabError` that says why the traced run of `kernel` failed: a fault the runtime
     named in `stats` (trace_runtime.cpp: a barrier not every thread reaches, an allocation that
@@ -427,24 +447,8 @@ def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source) -> Non
     text = stats.read_text(errors="replace") if stats.exists() else ""
     row = next((r.split() for r in text.splitlines() if r.startswith("fault ")), None)
     if row and row[1] == "barrier":
-        waited, threads = int(row[2], 16), int(row[3], 16)
-        sites = [o for o in row[4:6] if o != "-"]
-        lines = _lines(exe, sites)
-        source_lines = source.splitlines()
-
-        def at(offset):
-            line, column = lines[offset]
-            shown = f" (`{source_lines[line - 1].strip()}`)" if 0 < line <= len(source_lines) else ""
-            return where(line, column) + shown
-        others = f"the other {threads - waited} at {at(sites[1])}" if len(sites) > 1 else \
-            f"the other {threads - waited} returned without reaching it"
-        raise LabError(
-            f"{kernel}: barrier not reached by every thread of the block: {waited} of {threads} threads of block "
-            f"{_index(int(row[6], 16), grid)} waited at the __syncthreads() at {at(sites[0])}, {others}. CUDA allows "
-            "__syncthreads() in conditional code only where the condition is the same for every thread of the block "
-            "(CUDA C++ Programming Guide, Synchronization Functions); otherwise a GPU may hang or give wrong "
-            "results. Keep every thread of the block to each barrier: guard the work (if (i < n) { ... }), not the "
-            "barrier.")
+        waited, threads, site, block_id = int(row[2], 16), int(row[3], 16), row[4], int(row[5], 16)
+        _barrier_error(kernel, waited, threads, _index(block_id, grid), _lines(exe, [site])[site], None, source)
     if row and row[1] == "memory":
         who = "the lab itself" if row[2] == "-" else (f"thread {_index(int(row[2], 16), block)} of block "
                                                       f"{_index(int(row[3], 16), grid)}")
@@ -501,8 +505,12 @@ def _races(rows, where, text, block, grid) -> list:
 def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source) -> Trace:
     rows = [r.split() for r in stats if r]
     hazards = [r for r in rows if r[0] == "hazard"]
+    barriers = [r for r in rows if r[0] == "barriers"]
     where = _lines(exe, [r[1] for r in rows if r[0] == "site"] + [r[2] for r in rows if r[0] == "oob"]
-                   + [pc for r in hazards for pc in r[2:4]])
+                   + [pc for r in hazards for pc in r[2:4]] + [pc for r in barriers for pc in r[1:3]])
+    for r in barriers:  # two calls of __syncthreads() at one opening: two barriers unless one call the compiler copied
+        if where[r[1]] != where[r[2]]:
+            _barrier_error(kernel, int(r[3]), int(r[4]), _index(int(r[5]), grid), where[r[1]], where[r[2]], source)
     source_lines = source.splitlines()
 
     def text(line):
