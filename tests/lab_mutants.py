@@ -4,6 +4,7 @@ only the core Python modules; these mutate the tracer and its C++ runtime).
 
 For each mutant: a copy of gpumodel/ and tests/ in a temporary folder, the one change applied
 (its text must occur exactly once), the guarding test run there with its own build folder.
+First the same tests on an unmutated copy, which must pass (else a "kill" means nothing).
 Prints killed or SURVIVED per mutant; exits 1 if any survived.
 
     python tests/lab_mutants.py [name ...]      # default: every mutant
@@ -40,23 +41,26 @@ MUTANTS = {
 }
 
 
-def run(name: str) -> bool:
-    """Whether mutant `name` is killed: its test fails on the mutated copy."""
-    path, original, mutated, test = MUTANTS[name]
+def run(name: str | None, tests: list) -> bool:
+    """Whether `tests` of tests/test_lab_rules.py fail on a copy with mutant `name` (None: none)."""
     with tempfile.TemporaryDirectory(prefix=f"gm-mutant-{name}-") as tmp:
         copy = pathlib.Path(tmp)
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
         for folder in ("gpumodel", "tests"):
             shutil.copytree(ROOT / folder, copy / folder, ignore=ignore)
-        target = copy / path
-        text = target.read_text()
-        if text.count(original) != 1:
-            raise SystemExit(f"{name}: {original!r} occurs {text.count(original)} times in {path}, not once: update MUTANTS")
-        target.write_text(text.replace(original, mutated))
+        if name:
+            path, original, mutated, _ = MUTANTS[name]
+            target = copy / path
+            text = target.read_text()
+            if text.count(original) != 1:
+                raise SystemExit(f"{name}: {original!r} occurs {text.count(original)} times in {path}, not once: "
+                                 "update MUTANTS")
+            target.write_text(text.replace(original, mutated))
         (copy / "build").mkdir()
         env = {**os.environ, "PYTHONPATH": str(copy), "TMPDIR": str(copy / "build")}
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                               f"tests/test_lab_rules.py::{test}"], cwd=copy, env=env, capture_output=True, text=True)
+                               *(f"tests/test_lab_rules.py::{test}" for test in tests)], cwd=copy, env=env,
+                              capture_output=True, text=True)
         if done.returncode not in (0, 1):
             raise SystemExit(f"{name}: pytest exited with {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
         return done.returncode == 1
@@ -66,12 +70,15 @@ def main(names) -> int:
     unknown = set(names) - MUTANTS.keys()
     if unknown:
         raise SystemExit(f"no such mutant: {', '.join(sorted(unknown))}; the mutants: {', '.join(MUTANTS)}")
+    names = names or list(MUTANTS)
+    if run(None, [MUTANTS[name][3] for name in names]):
+        raise SystemExit("the guarding tests fail on the unmutated lab: fix them first")
     survived = []
-    for name in names or MUTANTS:
-        killed = run(name)
+    for name in names:
+        killed = run(name, [MUTANTS[name][3]])
         print(f"{name:<30} {'killed' if killed else 'SURVIVED'}   ({MUTANTS[name][3]})", flush=True)
         survived += [] if killed else [name]
-    print(f"{len(names or MUTANTS) - len(survived)} of {len(names or MUTANTS)} lab mutants killed")
+    print(f"{len(names) - len(survived)} of {len(names)} lab mutants killed")
     return 1 if survived else 0
 
 

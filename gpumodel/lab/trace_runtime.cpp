@@ -5,8 +5,8 @@
 // cuda_emu.h), and at the end of each block groups each warp's accesses per instruction
 // (its address in the code and the how-many-th time this thread runs it) and counts sectors,
 // requests and shared-memory wavefronts with the model's rules (gpumodel/simulate.py). Memory
-// holds the accesses of one block between two barriers (counted at each __syncthreads, at most
-// MAX_RECORDS), plus the distinct sectors (per sector: how many of the traced blocks touch it,
+// holds the accesses of one block between two barriers (at most MAX_RECORDS; each warp's counted
+// as soon as all its lanes have returned or wait at __syncthreads, the rest at the barrier), plus the distinct sectors (per sector: how many of the traced blocks touch it,
 // one or more). A warp shuffle passes registers, not memory: the lanes meet at a barrier of their
 // warp, and nothing is recorded.
 //
@@ -324,15 +324,32 @@ void count_warp(const std::vector<Log*>& threads, uint32_t live) {
 
 bool overflow = false;
 
-void count_phase() {  // the block's accesses since the last barrier, warp by warp
-    std::vector<Log>& logs = *block_logs;
-    const unsigned n = logs.size();
-    for (unsigned w = 0; w * WARP < n; ++w) {
-        std::vector<Log*> warp;
-        for (unsigned t = w * WARP; t < std::min(n, (w + 1) * WARP); ++t) warp.push_back(&logs[t]);
-        count_warp(warp, warp.size());
+// Per warp of the running block: its lanes that have returned, and those that have returned or
+// wait at the block's barrier. Once every lane of a warp is one or the other, the warp has made
+// all its accesses of this phase: they are counted then, so what is held between two barriers is
+// a warp's records, not the block's (the cost of an access does not grow with the block).
+std::vector<unsigned> returned, settled;
+
+unsigned lanes_of(unsigned w) { return std::min<unsigned>(WARP, block_logs->size() - w * WARP); }
+
+void count_warp_now(unsigned w) {
+    std::vector<Log*> warp;
+    for (unsigned t = w * WARP; t < w * WARP + lanes_of(w); ++t) warp.push_back(&(*block_logs)[t]);
+    count_warp(warp, warp.size());
+    for (auto* l : warp) l->accesses.clear();
+}
+
+void settle(unsigned t, bool done) {  // thread t has returned (done) or waits at __syncthreads()
+    const unsigned w = t / WARP;
+    returned[w] += done;
+    if (++settled[w] == lanes_of(w)) count_warp_now(w);
+}
+
+void count_phase() {  // at a barrier (and the block's end): the warps not counted yet
+    for (unsigned w = 0; w < settled.size(); ++w) {
+        if (settled[w] < lanes_of(w)) count_warp_now(w);
+        settled[w] = returned[w];
     }
-    for (auto& l : logs) l.accesses.clear();
     end_phase_races();
 }
 
@@ -388,9 +405,12 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
     written.clear();
     current_block = linear;
     block_logs = &logs;
+    returned.assign((n + WARP - 1) / WARP, 0);
+    settled = returned;
     const auto thread = [&](unsigned t) {
         try {
             gm_body(kernel, args);
+            settle(t, true);
         } catch (const std::bad_alloc&) {  // in the kernel (new), or in the records its accesses make
             memory_fault(t);
         }
@@ -406,7 +426,10 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
 
 }  // namespace
 
-void __syncthreads() { emu_block_gate->arrive_and_wait(__builtin_return_address(0)); }
+void __syncthreads() {
+    settle(emu_run->current, false);
+    emu_block_gate->arrive_and_wait(__builtin_return_address(0));
+}
 
 void emu_barrier_fault(unsigned waited, unsigned threads, const void* site) {
     FaultLine line;
