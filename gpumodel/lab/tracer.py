@@ -371,8 +371,9 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
     `shared_mem` the bytes of the `extern __shared__` arrays, the source compiled for `arch`
     (`__CUDA_ARCH__`). More than `max_threads` threads: an evenly spaced sample of the blocks
     runs (the result says so; the arrays are then only partly computed). Raises `LabError` when
-    the kernel does not compile, crashes, runs past `timeout` seconds, or touches memory outside
-    its arrays. Chapter 2's lab."""
+    the kernel does not compile, crashes, runs past `timeout` seconds, touches memory outside
+    its arrays, reaches a __syncthreads() that not every thread of its block reaches (some
+    returned, or wait at another), runs out of memory or overflows a thread's stack. Chapter 2's lab."""
     if not isinstance(source, str) or not isinstance(kernel, str):
         raise ValueError(f"kernel must name a kernel defined in source, got {kernel!r}")
     grid, block = _dims("grid", grid), _dims("block", block)
@@ -453,7 +454,7 @@ def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source) -> Non
         who = "the lab itself" if row[2] == "-" else (f"thread {_index(int(row[2], 16), block)} of block "
                                                       f"{_index(int(row[3], 16), grid)}")
         raise LabError(f"{kernel} ran out of memory: an allocation failed (std::bad_alloc) in {who}: a new or malloc "
-                       "in the kernel asking for more than the machine gives, or arrays too large to trace here?")
+                       "in the kernel asking for more than the traced run may use, or arrays too large to trace here?")
     if row and row[1] == "stack":
         raise LabError(f"{kernel} overflowed its thread's stack ({int(row[2], 16) // 1024} kB per thread in the lab): "
                        f"thread {_index(int(row[3], 16), block)} of block {_index(int(row[4], 16), grid)} went past "
