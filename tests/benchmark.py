@@ -9,7 +9,13 @@ Then a table of medians over repeats: a 10^5-configuration `predict` sweep (targ
 100 ms on one core), the kernel lab's traced run of the flash-attention kernel (accesses per
 second and the run's peak memory; built once before timing) and the execution of each chapter
 as a notebook, kernel start included; each beside its target (`TARGETS`), OVER where it misses.
-Run as `python tests/benchmark.py [--repeats N] [--calls-only] [--largest P]`;
+Then the kernel lab's speed in CPU seconds (the traced process and the tracer together): accesses
+per CPU-second at 64- and 1024-thread blocks (the cost of an access must not grow with the block:
+within `BLOCK_RATIO`), and every trace the course and the capstone make (each chapter lab's
+starter and solution, each capstone task's starter and solution, the course kernels at the
+tests' sizes) and a templated 2D-blocktiling SGEMM at 256^3 (tests/lab_kernels/), each against
+the 10 s target.
+Run as `python tests/benchmark.py [--repeats N] [--calls-only | --lab-only] [--largest P]`;
 `tests/test_benchmark_sweep.py` runs the same sweep with sizes up to 2^12.
 """
 
@@ -20,6 +26,7 @@ import collections
 import inspect
 import itertools
 import pathlib
+import re
 import resource
 import signal
 import statistics
@@ -64,6 +71,101 @@ def lab_trace() -> int:
 
     traces = trace_plan(plans.plan_attention("flash", 1, 256))
     return sum(s.lanes for t in traces for s in t.sites)
+
+
+def cpu_seconds(call) -> float:
+    """CPU seconds `call()` takes, its child processes' included (the traced run, g++, addr2line)."""
+    def children():
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+    start, start_children = time.process_time(), children()
+    call()
+    return time.process_time() - start + children() - start_children
+
+
+BLOCK_LOADS = r"""__global__ void loads(const float* x, float* y, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.0f;
+    for (int r = 0; r < 64; ++r) s += x[(r * gridDim.x * blockDim.x + i) % n];
+    y[i] = s;
+}"""
+"""Each thread 64 coalesced float loads and one store, over 2^16 threads in all."""
+BLOCK_RATIO = 1.5
+"""Accesses per CPU-second at 64-thread blocks over those at 1024-thread blocks: at most this."""
+
+
+def accesses_per_cpu_second(threads: int) -> float:
+    """Accesses the lab traces per CPU-second running BLOCK_LOADS in blocks of `threads` threads
+    (2^16 threads, 65 accesses each; built before timing; the median of 3 runs)."""
+    from gpumodel.lab import trace
+
+    n = 64 * 2**16
+    args = [np.ones(n, np.float32), np.zeros(2**16, np.float32), n]
+    trace(BLOCK_LOADS, "loads", 2**16 // threads, threads, args)
+    done = []
+    seconds = statistics.median(cpu_seconds(lambda: done.append(trace(BLOCK_LOADS, "loads", 2**16 // threads, threads,
+                                                                      args))) for _ in range(3))
+    return sum(s.lanes for s in done[0].sites) / seconds
+
+
+SOLUTIONS = re.compile(r"````\{solution-start\} (ex-[\w-]+)\n.*?```\{code-cell\} ipython3\n(.*?)\n```", re.S)
+
+
+def lab_traces() -> list:
+    """(what, call) of every trace the course and the capstone make: each chapter lab's
+    checker on its starter and on the chapter's solution (the solution cell run as the chapter
+    runs it), each capstone task's score of its starter and of the chapter's solution, the
+    course kernels' plans at the tests' sizes (`test_lab.EXACT`), flash attention at n = 256,
+    and the templated SGEMM at 256^3."""
+    from gpumodel.course import capstone, flashattention, intensity, roofline_levels, tiling
+    from gpumodel.cuda import plans
+    from gpumodel.lab import trace
+    from gpumodel.lab.tracer import trace_plan
+    from test_lab import EXACT
+
+    calls = [("chapter 2 lab starter (coalesce)", lambda: intensity.check_coalesced_kernel(intensity.LAB_STARTER)),
+             ("chapter 2 lab starter (fuse)", lambda: intensity.check_fused_chain(intensity.CHAIN_STARTER)),
+             ("chapter 3 lab starter", lambda: tiling.check_conflict_free_transpose(tiling.LAB_STARTER)),
+             ("chapter 4 lab starter", lambda: roofline_levels.check_thread_tile_gemm(roofline_levels.LAB_STARTER)),
+             ("chapter 5 lab starter", lambda: flashattention.check_flash_kernel(flashattention.LAB_STARTER))]
+    calls += [(f"capstone {name} starter", lambda name=name: capstone.score(name, capstone.TASKS[name].starter))
+              for name in capstone.TASKS]
+    labs = {"02_intensity": intensity, "03_tiling": tiling, "04_roofline_levels": roofline_levels,
+            "05_flashattention": flashattention, "08_capstone": capstone}
+    for chapter, module in labs.items():
+        for label, cell in SOLUTIONS.findall((ROOT / "chapters" / f"{chapter}.md").read_text()):
+            if "solution = " in cell:  # a kernel to trace
+                calls.append((f"{label} solution", lambda cell=cell, module=module: exec(
+                    cell, {"gm": gm, "np": np, "cap": capstone, "lab": module})))
+    for make, _ in EXACT:
+        plan = make()
+        calls.append((f"course kernel {plan.label}", lambda plan=plan: trace_plan(plan)))
+    flash = plans.plan_attention("flash", 1, 256)
+    calls.append((f"course kernel {flash.label}", lambda: trace_plan(flash)))
+    sgemm = (ROOT / "tests" / "lab_kernels" / "sgemm_2d_blocktiling.cu").read_text()
+    n = 256
+    a, b = np.ones((n, n), np.float32), np.ones((n, n), np.float32)
+    calls.append(("templated SGEMM 128 x 128 tiles, 256^3", lambda: trace(
+        sgemm, "sgemm_2d<128, 128, 8, 8, 8>", (n // 128, n // 128), 256, [n, n, n, a, b, np.zeros((n, n), np.float32)])))
+    return calls
+
+
+def report_lab():
+    """Print the lab's accesses per CPU-second at 64- and 1024-thread blocks, then each trace's
+    CPU time (after a first call that builds it), slowest first."""
+    small, large = accesses_per_cpu_second(64), accesses_per_cpu_second(1024)
+    ratio = small / large
+    print(f"lab: {small:,.0f} accesses per CPU-second at 64-thread blocks, {large:,.0f} at 1024-thread blocks: "
+          f"{ratio:.2f}x (target: within {BLOCK_RATIO}x){'  OVER' if ratio > BLOCK_RATIO else ''}")
+    rows = []
+    for what, call in lab_traces():
+        call()  # builds it
+        rows.append((what, cpu_seconds(call)))
+    width = max(len(what) for what, _ in rows)
+    print(f"\n{'lab trace':<{width}}  {'CPU':>9}  {'target':>9}")
+    for what, seconds in sorted(rows, key=lambda row: -row[1]):
+        over = "  OVER" if seconds > TARGETS["trace"] else ""
+        print(f"{what:<{width}}  {gm.fmt_time(seconds):>9}  {gm.fmt_time(TARGETS['trace']):>9}{over}")
 
 
 LIMIT = 20.0
@@ -238,9 +340,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="runs per item (median reported)")
     parser.add_argument("--calls-only", action="store_true", help="only the slowest accepted call of each function")
+    parser.add_argument("--lab-only", action="store_true", help="only the kernel lab's speed (accesses per CPU-second, "
+                        "each trace's CPU time)")
     parser.add_argument("--largest", type=int, default=LARGEST, choices=range(1, LARGEST + 1), metavar="P",
                         help=f"push sizes up to 2^P only (default {LARGEST}; below it, no edge calls)")
     args = parser.parse_args()
+    if args.lab_only:
+        return report_lab()
     report_calls(args.largest)
     if args.calls_only:
         return
@@ -257,6 +363,8 @@ def main():
     print(f"{'what':<{width}}  {'median':>9}  {'target':>9}")
     for what, seconds, target in rows:
         print(f"{what:<{width}}  {gm.fmt_time(seconds):>9}  {gm.fmt_time(target):>9}{'  OVER' if seconds > target else ''}")
+    print()
+    report_lab()
 
 if __name__ == "__main__":
     main()

@@ -84,20 +84,58 @@ constexpr size_t EMU_STACK = 1 << 18;  // bytes of stack per CUDA thread, below 
 
 inline void emu_yield() { swapcontext(&emu_run->fibers[emu_run->current].context, &emu_run->scheduler); }
 
+// A barrier that not every thread of the block reaches: `waited` of the block's `threads` waited
+// at the __syncthreads() that returns to `site`, the others returned without reaching it. The
+// traced runtime (trace_runtime.cpp) reports it to the tracer; here, on stderr. Either way the
+// process ends. `emu_barrier_sites`: a barrier opened with `waited` threads at the call that
+// returns to `site`, the others at `other`, a call elsewhere in the code. That is two barriers
+// only where the two calls are two places in the source, not one the compiler copied (it does,
+// into each path that reaches it), so the traced runtime records the pair for the tracer to
+// compare their lines; here, without lines, nothing is checked.
+#ifdef GM_LAB_RUNTIME
+[[noreturn]] void emu_barrier_fault(unsigned waited, unsigned threads, const void* site);
+void emu_barrier_sites(unsigned waited, unsigned threads, const void* site, const void* other);
+#else
+[[noreturn]] inline void emu_barrier_fault(unsigned waited, unsigned threads, const void*) {
+    std::fprintf(stderr, "barrier not reached by every thread of the block: %u of %u threads waited at a __syncthreads(), "
+                 "the others returned\n", waited, threads);
+    std::abort();
+}
+inline void emu_barrier_sites(unsigned, unsigned, const void*, const void*) {}
+#endif
+
 // A barrier for `expected` fibers: the last to arrive opens it (running `on_open` first, as
-// std::barrier's completion), and a fiber that returns no longer holds the others back.
+// std::barrier's completion), and a fiber that returns no longer holds the others back. The
+// block's barrier (`whole`, its thread count) must also open with every thread of the block at
+// one __syncthreads() of the source: "__syncthreads() is allowed in conditional code but only if
+// the conditional evaluates identically across the entire thread block, otherwise the code
+// execution is likely to hang or produce unintended side effects" (CUDA C++ Programming Guide,
+// Synchronization Functions; references.bib: nvidia_cuda_guide). So a barrier that opens after
+// some threads returned without reaching it (`if (i >= n) return;` before a __syncthreads(),
+// where the guard takes some threads of a block but not all) is a fault (emu_barrier_fault), not
+// the wait the fibers would otherwise make of it, and so are threads at two __syncthreads() of
+// the source (emu_barrier_sites). Threads that return after the block's last barrier are no
+// fault. A warp's gate (whole = 0) lets lanes drop.
 struct emu_gate {
     unsigned expected = 0, arrived = 0, generation = 0;
     void (*on_open)() = nullptr;
+    unsigned whole = 0;
+    const void *site = nullptr, *other = nullptr;  // where this generation's first arrival waits; another site, if any
+    unsigned at_site = 0;  // arrivals at `site`
     void open() {
+        if (whole && expected < whole) emu_barrier_fault(arrived, whole, site);
+        if (whole && other) emu_barrier_sites(at_site, whole, site, other);
         if (on_open) on_open();
         arrived = 0;
         ++generation;
         emu_run->moved = true;
     }
-    void arrive_and_wait() {
+    void arrive_and_wait(const void* at = nullptr) {
         const unsigned generation_now = generation;
         emu_run->moved = true;
+        if (!arrived) site = at, other = nullptr, at_site = 0;
+        if (at == site) ++at_site;
+        else if (!other) other = at;
         if (++arrived == expected) return open();
         while (generation == generation_now) emu_yield();
     }
@@ -147,7 +185,7 @@ inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(
     run.fibers.resize(n);
     run.body = &body;
     emu_gate gate;
-    gate.expected = n;
+    gate.expected = gate.whole = n;
     gate.on_open = on_barrier;
     std::vector<emu_warp> warps((n + 31) / 32);
     for (unsigned w = 0; w < warps.size(); ++w) warps[w].lanes = warps[w].gate.expected = std::min(32u, n - w * 32);
@@ -397,7 +435,8 @@ __attribute__((no_sanitize("thread"))) void emu_call(void (*kernel)(P...), void*
 #ifdef GM_LAB_TRACE
 void __syncthreads();
 #else
-inline void __syncthreads() { emu_block_gate->arrive_and_wait(); }
+// Not inlined: its return address names the call site.
+__attribute__((noinline)) inline void __syncthreads() { emu_block_gate->arrive_and_wait(__builtin_return_address(0)); }
 
 inline void emu_launch(dim3 grid, dim3 block, size_t shared_mem, const std::function<void()>& body) {
     gridDim = grid;

@@ -5,8 +5,8 @@
 // cuda_emu.h), and at the end of each block groups each warp's accesses per instruction
 // (its address in the code and the how-many-th time this thread runs it) and counts sectors,
 // requests and shared-memory wavefronts with the model's rules (gpumodel/simulate.py). Memory
-// holds the accesses of one block between two barriers (counted at each __syncthreads, at most
-// MAX_RECORDS), plus the distinct sectors (per sector: how many of the traced blocks touch it,
+// holds the accesses of one block between two barriers (at most MAX_RECORDS; each warp's counted
+// as soon as all its lanes have returned or wait at __syncthreads, the rest at the barrier), plus the distinct sectors (per sector: how many of the traced blocks touch it,
 // one or more). A warp shuffle passes registers, not memory: the lanes meet at a barrier of their
 // warp, and nothing is recorded.
 //
@@ -20,10 +20,21 @@
 // Usage: run SPEC STATS. SPEC lines: "kernel i" (which of the source's kernels), "grid x y z",
 // "block x y z", "blocks b0 b1 ..." (linear ids to run), "shared_mem bytes" (the launch's dynamic
 // shared memory), then one "arg P bytes path" (an array, read from and written back to path) or
-// "arg V hex" (a scalar's bytes) per kernel parameter. STATS gets one line per access site.
+// "arg V hex" (a scalar's bytes) per kernel parameter. STATS gets one line per access site; or,
+// where the kernel faults in a way the runtime can name, one "fault" line and exit status 3:
+// "fault barrier WAITED THREADS SITE BLOCK" (a __syncthreads() that some threads of the block
+// returned without reaching, cuda_emu.h's emu_gate), "fault memory THREAD|- BLOCK" (an allocation failed:
+// std::bad_alloc, in the kernel or the lab's own), "fault stack BYTES THREAD BLOCK" (a thread ran
+// past its fiber's stack into the guard page below it); numbers in hex, threads and blocks as
+// linear ids, sites as code offsets. A barrier that opened with threads at two calls (cuda_emu.h's
+// emu_barrier_sites) is one "barriers SITE OTHER WAITED THREADS BLOCK" line of STATS each.
 #define GM_LAB_TRACE
 #define GM_LAB_RUNTIME
 #include "cuda_emu.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -71,10 +82,34 @@ struct Site {  // totals over every warp instruction issued from one access in t
 struct OutOfBounds { uint64_t count = 0; uintptr_t pc = 0, addr = 0; bool write = false; int array = -1;
                      long offset = 0; unsigned thread[3] = {}, block[3] = {}; };
 
+// Faults the runtime names (see the top of the file): written to STATS with async-signal-safe calls
+// only (the stack fault is reported from a signal handler), then the process ends.
+int stats_fd = -1;
+struct FaultLine {
+    char text[160];
+    size_t n = 0;
+    FaultLine& operator<<(const char* s) { while (*s && n < sizeof text - 1) text[n++] = *s++; return *this; }
+    FaultLine& operator<<(uint64_t v) {  // in hex
+        char digits[17];
+        int i = 16;
+        digits[i] = 0;
+        do digits[--i] = "0123456789abcdef"[v % 16]; while (v /= 16);
+        return *this << digits + i;
+    }
+};
+[[noreturn]] void fault(FaultLine& line) {
+    line << "\n";
+    if (write(stats_fd, line.text, line.n) < 0) _exit(4);
+    _exit(3);
+}
+unsigned current_block = 0;  // the linear id of the block running
+struct BarrierSites { uintptr_t site, other; unsigned waited, threads, block; };  // see emu_barrier_sites
+constexpr size_t MAX_BARRIER_SITES = 16;  // distinct pairs of calls kept, each with the first of its openings
+std::vector<BarrierSites> barrier_sites;
+
 std::vector<Array> arrays;
 Log* my_log = nullptr;  // the running CUDA thread's
 OutOfBounds oob;
-unsigned current_block = 0;  // the linear id of the block running
 
 // Race detection (see the top of the file).
 struct Touch { uint32_t thread = UINT32_MAX; uintptr_t pc = 0; uint32_t k = 0, warp_sync = 0; };
@@ -289,15 +324,32 @@ void count_warp(const std::vector<Log*>& threads, uint32_t live) {
 
 bool overflow = false;
 
-void count_phase() {  // the block's accesses since the last barrier, warp by warp
-    std::vector<Log>& logs = *block_logs;
-    const unsigned n = logs.size();
-    for (unsigned w = 0; w * WARP < n; ++w) {
-        std::vector<Log*> warp;
-        for (unsigned t = w * WARP; t < std::min(n, (w + 1) * WARP); ++t) warp.push_back(&logs[t]);
-        count_warp(warp, warp.size());
+// Per warp of the running block: its lanes that have returned, and those that have returned or
+// wait at the block's barrier. Once every lane of a warp is one or the other, the warp has made
+// all its accesses of this phase: they are counted then, so what is held between two barriers is
+// a warp's records, not the block's (the cost of an access does not grow with the block).
+std::vector<unsigned> returned, settled;
+
+unsigned lanes_of(unsigned w) { return std::min<unsigned>(WARP, block_logs->size() - w * WARP); }
+
+void count_warp_now(unsigned w) {
+    std::vector<Log*> warp;
+    for (unsigned t = w * WARP; t < w * WARP + lanes_of(w); ++t) warp.push_back(&(*block_logs)[t]);
+    count_warp(warp, warp.size());
+    for (auto* l : warp) l->accesses.clear();
+}
+
+void settle(unsigned t, bool done) {  // thread t has returned (done) or waits at __syncthreads()
+    const unsigned w = t / WARP;
+    returned[w] += done;
+    if (++settled[w] == lanes_of(w)) count_warp_now(w);
+}
+
+void count_phase() {  // at a barrier (and the block's end): the warps not counted yet
+    for (unsigned w = 0; w < settled.size(); ++w) {
+        if (settled[w] < lanes_of(w)) count_warp_now(w);
+        settled[w] = returned[w];
     }
-    for (auto& l : logs) l.accesses.clear();
     end_phase_races();
 }
 
@@ -306,6 +358,42 @@ void take_turn(unsigned t) {  // before each turn of CUDA thread t: its log, and
     log.stack_lo = (uintptr_t)emu_run->fibers[t].stack;
     log.stack_hi = log.stack_lo + EMU_STACK;
     my_log = &log;
+}
+
+[[noreturn]] void memory_fault(long thread) {
+    FaultLine line;
+    line << "fault memory ";
+    if (thread < 0) line << "-";
+    else line << (uint64_t)thread;
+    fault(line << " " << (uint64_t)current_block);
+}
+
+// A fault in the guard page below the running fiber's stack is a stack overflow (g++'s
+// -fstack-clash-protection makes a large local array touch it too); any other fault is left to
+// the default action (the tracer reports the signal). Runs on its own stack (sigaltstack).
+void on_fault(int, siginfo_t* info, void*) {
+    const auto a = reinterpret_cast<uintptr_t>(info->si_addr);
+    if (emu_run) {
+        const auto stack = reinterpret_cast<uintptr_t>(emu_run->fibers[emu_run->current].stack);
+        if (a < stack && a + 4096 >= stack) {
+            FaultLine line;
+            fault(line << "fault stack " << (uint64_t)EMU_STACK << " " << (uint64_t)emu_run->current << " "
+                       << (uint64_t)current_block);
+        }
+    }
+}
+
+void catch_stack_overflow() {
+    static char alternate[1 << 16];
+    stack_t stack = {};
+    stack.ss_sp = alternate;
+    stack.ss_size = sizeof alternate;
+    sigaltstack(&stack, nullptr);
+    struct sigaction action = {};
+    action.sa_sigaction = on_fault;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;  // reset: a fault it leaves recurs, now fatal
+    sigaction(SIGSEGV, &action, nullptr);
+    sigaction(SIGBUS, &action, nullptr);
 }
 
 void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) {
@@ -317,7 +405,17 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
     written.clear();
     current_block = linear;
     block_logs = &logs;
-    emu_run_block(block, {bx, by, bz}, [&](unsigned) { gm_body(kernel, args); }, count_phase, take_turn);
+    returned.assign((n + WARP - 1) / WARP, 0);
+    settled = returned;
+    const auto thread = [&](unsigned t) {
+        try {
+            gm_body(kernel, args);
+            settle(t, true);
+        } catch (const std::bad_alloc&) {  // in the kernel (new), or in the records its accesses make
+            memory_fault(t);
+        }
+    };
+    emu_run_block(block, {bx, by, bz}, thread, count_phase, take_turn);
     my_log = nullptr;
     count_phase();
     for (auto& l : logs) {
@@ -328,7 +426,24 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
 
 }  // namespace
 
-void __syncthreads() { emu_block_gate->arrive_and_wait(); }
+void __syncthreads() {
+    settle(emu_run->current, false);
+    emu_block_gate->arrive_and_wait(__builtin_return_address(0));
+}
+
+void emu_barrier_fault(unsigned waited, unsigned threads, const void* site) {
+    FaultLine line;
+    fault(line << "fault barrier " << (uint64_t)waited << " " << (uint64_t)threads << " "
+               << (uint64_t)((uintptr_t)site - 1 - (uintptr_t)__executable_start) << " " << (uint64_t)current_block);
+}
+
+void emu_barrier_sites(unsigned waited, unsigned threads, const void* site, const void* other) {
+    const auto base = (uintptr_t)__executable_start;
+    const BarrierSites pair{(uintptr_t)site - 1 - base, (uintptr_t)other - 1 - base, waited, threads, current_block};
+    for (auto& seen : barrier_sites)
+        if (seen.site == pair.site && seen.other == pair.other) return;
+    if (barrier_sites.size() < MAX_BARRIER_SITES) barrier_sites.push_back(pair);
+}
 
 #define GM_HOOKS(N)                                                                                    \
     extern "C" void __tsan_read##N(void* p) { record(p, N, false, __builtin_return_address(0)); }      \
@@ -365,11 +480,27 @@ extern "C" void __tsan_init() {}
 extern "C" void __tsan_vptr_update(void**, void*) {}
 extern "C" void __tsan_vptr_read(void**) {}
 
+int run(char** argv);
+
 int main(int argc, char** argv) {
     if (argc != 3) {
         std::fprintf(stderr, "usage: %s SPEC STATS\n", argv[0]);
         return 2;
     }
+    stats_fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (stats_fd < 0) {
+        std::perror(argv[2]);
+        return 2;
+    }
+    catch_stack_overflow();
+    try {
+        return run(argv);
+    } catch (const std::bad_alloc&) {  // the lab's own, outside any CUDA thread (the arrays, the counts)
+        memory_fault(-1);
+    }
+}
+
+int run(char** argv) {
     std::ifstream spec(argv[1]);
     dim3 grid, block;
     int kernel = 0;
@@ -394,6 +525,7 @@ int main(int argc, char** argv) {
                 in >> a.bytes >> a.path;
                 const size_t padded = (a.bytes + 2 * GUARD + 255) / 256 * 256;  // 256-byte aligned, as cudaMalloc
                 char* mem = static_cast<char*>(std::aligned_alloc(256, padded));
+                if (!mem) throw std::bad_alloc();
                 std::memset(mem, 0, padded);
                 a.base = mem + GUARD;
                 std::ifstream(a.path, std::ios::binary).read(a.base, a.bytes);
@@ -413,7 +545,7 @@ int main(int argc, char** argv) {
     blockDim = block;
     for (unsigned b : blocks) run_block(kernel, grid, block, b, args.data());
     for (auto& a : arrays) std::ofstream(a.path, std::ios::binary).write(a.base, a.bytes);
-    FILE* out = std::fopen(argv[2], "w");
+    FILE* out = fdopen(stats_fd, "w");
     const auto base = (uintptr_t)__executable_start;
     for (auto& [pc, s] : sites)
         std::fprintf(out, "site %lx %d %d %u %lu %lu %lu %lu %lu %lu %lu %lu\n", (unsigned long)(pc - base), s.space,
@@ -433,6 +565,9 @@ int main(int argc, char** argv) {
         std::fprintf(out, "hazard %d %lx %lx %lu %u %u %u %lu\n", key.hazard, (unsigned long)(key.first - base),
                      (unsigned long)(key.second - base), f.count, f.first_thread, f.second_thread, f.block,
                      (unsigned long)f.offset);
+    for (auto& b : barrier_sites)
+        std::fprintf(out, "barriers %lx %lx %u %u %u\n", (unsigned long)b.site, (unsigned long)b.other, b.waited, b.threads,
+                     b.block);
     if (overflow) std::fprintf(out, "overflow %zu\n", MAX_RECORDS);
     if (oob.count)
         std::fprintf(out, "oob %lu %lx %d %d %ld %u %u %u %u %u %u\n", oob.count, (unsigned long)(oob.pc - base),

@@ -53,11 +53,13 @@ from .safety import (OUTPUT_LIMIT, RUN_MEMORY, LabError, cache_folder, cached, d
 
 HERE = pathlib.Path(__file__).resolve().parent
 KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fno-tree-sra", "-fsanitize=thread",
-                "-pthread", "-fPIE"]
+                "-fstack-clash-protection", "-pthread", "-fPIE"]
 """-O1 keeps values in registers as a GPU compiler would; no vectorizer, which would merge a
 thread's loads; no scalar replacement of aggregates, which would split a float4 (or float2,
 int4, double2) load or store into its fields where the GPU issues one 64- or 128-bit access
-(the hook is then __tsan_read16 or __tsan_read_range of the whole vector); DWARF 4 so addr2line (binutils 2.40) reads the lines; -fsanitize=thread inserts the hooks.
+(the hook is then __tsan_read16 or __tsan_read_range of the whole vector); DWARF 4 so addr2line (binutils 2.40) reads the lines; -fsanitize=thread inserts the hooks;
+-fstack-clash-protection makes a frame larger than a page touch each page, so a large local
+array meets the guard page below its fiber's stack (a stack overflow) rather than another's stack.
 Position-independent (and linked -pie), so a code offset from the start of the executable is
 the address addr2line reads."""
 RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread", "-fPIE"]
@@ -378,7 +380,9 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
     block past `MAX_GRID_DIM`, `MAX_BLOCK_DIM` or `MAX_BLOCK` threads) or a wrong argument
     (`arguments`), and `LabError` when the kernel does not compile, crashes, runs past `timeout`
     seconds, takes more than `safety.RUN_MEMORY` bytes beyond its arrays, prints more than
-    `safety.OUTPUT_LIMIT` bytes, or touches memory outside its arrays. Chapter 2's lab."""
+    `safety.OUTPUT_LIMIT` bytes, touches memory outside its arrays, reaches a __syncthreads() that
+    not every thread of its block reaches (some returned, or wait at another), runs out of memory or
+    overflows a thread's stack. Chapter 2's lab."""
     if not isinstance(source, str):
         raise TypeError(f"source must be the kernel's CUDA C source (a str), got {type(source).__name__}")
     if not isinstance(kernel, str):
@@ -430,23 +434,65 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
         if done.stopped == "output":
             raise LabError(f"{kernel} printed more than the lab's output limit of {fmt_bytes(OUTPUT_LIMIT)} and was "
                            "stopped: a printf in a loop, or in every thread?")
-        if done.returncode and out_of_memory(done.stderr):
-            raise LabError(f"{kernel} ran out of memory: the lab's memory limit is {fmt_bytes(memory)} (its arrays "
-                           f"and {fmt_bytes(RUN_MEMORY)} beyond them).\n" + done.stderr[-500:])
-        if done.returncode and "deadlock:" in done.stderr:
-            raise LabError(f"{kernel} never finishes: a __syncthreads() that not every thread of the block reaches, "
-                           "or a shuffle that not every lane of the warp reaches, while the others wait at another.\n"
-                           + done.stderr[done.stderr.index("deadlock:"):][:500])
         if done.returncode:
-            why = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
-                   else f"exit status {done.returncode}")
-            raise LabError(f"{kernel} crashed ({why}): an access far outside its arrays, or a bad pointer (malloc "
-                           f"returns NULL past the lab's memory limit of {fmt_bytes(memory)})?\n" + done.stderr[-2000:])
+            _crashed(done, tmp / "stats", exe, kernel, grid, block, source, memory)
         stats = (tmp / "stats").read_text().split("\n")
         for i, (kind, value) in enumerate(spec):
             if kind == "P" and value.flags.writeable:  # a read-only one is a const parameter's (`arguments`)
                 value[...] = np.fromfile(tmp / f"arg{i}.bin", dtype=value.dtype).reshape(value.shape)
     return _parse(stats, exe, kernel, grid, block, len(chosen), blocks, spec, source)
+
+
+def _barrier_error(kernel, waited, threads, block, at, other, source) -> None:
+    """Raise the `LabError` of a __syncthreads() not every thread of the block reaches: `waited`
+    of `threads` threads of `block` waited at the call at `at` (line, column), the others at
+    `other` or, where that is None, returned without reaching it."""
+    source_lines = source.splitlines()
+
+    def shown(place):
+        line, column = place
+        text = f" (`{source_lines[line - 1].strip()}`)" if 0 < line <= len(source_lines) else ""
+        return where(line, column) + text
+    others = (f"the other {threads - waited} at {shown(other)}" if other else
+              f"the other {threads - waited} returned without reaching it")
+    raise LabError(
+        f"{kernel}: barrier not reached by every thread of the block: {waited} of {threads} threads of block {block} "
+        f"waited at the __syncthreads() at {shown(at)}, {others}. CUDA allows __syncthreads() in conditional code only "
+        "where the condition is the same for every thread of the block (CUDA C++ Programming Guide, Synchronization "
+        "Functions); otherwise a GPU may hang or give wrong results. Keep every thread of the block to each barrier: "
+        "guard the work (if (i < n) { ... }), not the barrier.")
+
+
+def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source, memory: int) -> None:
+    """Raise the `LabError` that says why the traced run of `kernel` failed: a fault the runtime
+    named in `stats` (trace_runtime.cpp: a barrier not every thread reaches, an allocation that
+    failed, a stack overflow), the memory limit of `memory` bytes reached, a deadlock, or a crash
+    (a signal, most often an access far from any array, which no guard zone catches)."""
+    limit = f"the lab's memory limit is {fmt_bytes(memory)} (its arrays and {fmt_bytes(RUN_MEMORY)} beyond them)"
+    text = stats.read_text(errors="replace") if stats.exists() else ""
+    row = next((r.split() for r in text.splitlines() if r.startswith("fault ")), None)
+    if row and row[1] == "barrier":
+        waited, threads, site, block_id = int(row[2], 16), int(row[3], 16), row[4], int(row[5], 16)
+        _barrier_error(kernel, waited, threads, _index(block_id, grid), _lines(exe, [site])[site], None, source)
+    if row and row[1] == "memory":
+        who = "the lab itself" if row[2] == "-" else (f"thread {_index(int(row[2], 16), block)} of block "
+                                                      f"{_index(int(row[3], 16), grid)}")
+        raise LabError(f"{kernel} ran out of memory: an allocation failed (std::bad_alloc) in {who}: a new or malloc "
+                       f"in the kernel asking for more than the traced run may use ({limit}), or arrays too large to trace here?")
+    if row and row[1] == "stack":
+        raise LabError(f"{kernel} overflowed its thread's stack ({int(row[2], 16) // 1024} kB per thread in the lab): "
+                       f"thread {_index(int(row[3], 16), block)} of block {_index(int(row[4], 16), grid)} went past "
+                       "it. Deep recursion or a large local array?")
+    if out_of_memory(done.stderr):
+        raise LabError(f"{kernel} ran out of memory: {limit}.\n" + done.stderr[-500:])
+    if "deadlock:" in done.stderr:
+        raise LabError(f"{kernel} never finishes: a __syncthreads() that not every thread of the block reaches, "
+                       "or a shuffle that not every lane of the warp reaches, while the others wait at another.\n"
+                       + done.stderr[done.stderr.index("deadlock:"):][:500])
+    why = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
+           else f"exit status {done.returncode}")
+    raise LabError(f"{kernel} crashed ({why}): an access far outside its arrays, or a bad pointer (malloc "
+                   f"returns NULL past the lab's memory limit of {fmt_bytes(memory)})?\n" + done.stderr[-2000:])
 
 
 def _sites(rows, where, text) -> list:
@@ -486,8 +532,12 @@ def _races(rows, where, text, block, grid) -> list:
 def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source) -> Trace:
     rows = [r.split() for r in stats if r]
     hazards = [r for r in rows if r[0] == "hazard"]
+    barriers = [r for r in rows if r[0] == "barriers"]
     where = _lines(exe, [r[1] for r in rows if r[0] == "site"] + [r[2] for r in rows if r[0] == "oob"]
-                   + [pc for r in hazards for pc in r[2:4]])
+                   + [pc for r in hazards for pc in r[2:4]] + [pc for r in barriers for pc in r[1:3]])
+    for r in barriers:  # two calls of __syncthreads() at one opening: two barriers unless one call the compiler copied
+        if where[r[1]] != where[r[2]]:
+            _barrier_error(kernel, int(r[3]), int(r[4]), _index(int(r[5]), grid), where[r[1]], where[r[2]], source)
     source_lines = source.splitlines()
 
     def text(line):
