@@ -449,9 +449,9 @@ EXCLUDED |= {
 }
 RESULTS = {"overhead.LaunchCost", "overhead.Sequence", "model.Prediction", "simulate.Run", "occupancy.Occupancy", "waves.WaveTraffic", "hardware.Capability",
            "hardware.GPU", "tensor_cores.Pipeline", "tensor_cores.WaveQuantisation", "course.checks.Feedback", "published.Record",
-           "published.Comparison", "presets.DataError", "course.capstone.Task"}
+           "published.Comparison", "presets.DataError", "course.capstone.Task", "expected.Expectation"}
 """Records the package returns (and its error class), not built from a learner's values."""
-MODULES = ("workloads", "model", "simulate", "occupancy", "waves", "tiles", "hardware", "presets", "units", "tensor_cores",
+MODULES = ("workloads", "model", "expected", "simulate", "occupancy", "waves", "tiles", "hardware", "presets", "units", "tensor_cores",
            "overhead", "blackwell", "low_precision",
            "published", "kernel_info", "course.checks", *(f"course.{chapter}" for chapter in gm.course.CHAPTERS))
 

@@ -364,11 +364,11 @@ def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
     ratio = float(mine.time) / float(budgeted.time)
     e = expect(traced, gpu, flops=t.flops)
     times = (f"In the model, on the {gpu}, at best (the bound: no kernel moving these bytes beats it): your kernel "
-             f"{fmt_time(float(mine.time))}, the budget {fmt_time(float(budgeted.time))} ({ratio:.2f}x), bound by "
-             f"{fmt_bound(mine.bound)}.")
+             f"{fmt_time(float(mine.time))}, the budget {fmt_time(float(budgeted.time))} ({ratio:.2f}x).")
     if over and round(ratio, 2) <= 1:
         times += _binding(mine, budgeted)
-    times += f" Expected (what a kernel like this gets): {fmt_time(e.time)}, held by {e.limiter}: {e.reason}."
+    times += (f" Your kernel is bound by {fmt_bound(mine.bound)}; expected (what a kernel like this gets): "
+              f"{fmt_time(e.time)}, held by {e.limiter}: {e.reason}.")
     if over:
         levels = "; ".join(f"{LEVEL_NAMES[lv]}: {_ratio(got[lv], allowed[lv])}" for lv in over)
         head = f"Correct, but over the budget at {levels}."
