@@ -57,7 +57,7 @@ def run(name: str | None, tests: list) -> bool:
                                  "update MUTANTS")
             target.write_text(text.replace(original, mutated))
         (copy / "build").mkdir()
-        env = {**os.environ, "PYTHONPATH": str(copy), "TMPDIR": str(copy / "build")}
+        env = {**os.environ, "PYTHONPATH": str(copy), "TMPDIR": str(copy / "build"), "GPUMODEL_CACHE": str(copy / "cache")}
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                                *(f"tests/test_lab_rules.py::{test}" for test in tests)], cwd=copy, env=env,
                               capture_output=True, text=True)

@@ -297,6 +297,21 @@ def test_a_failed_build_is_cached_and_fails_again_at_once_with_the_same_message(
     assert str(again.value) == str(first.value) and time.perf_counter() - start < 1.0
 
 
+def test_a_link_that_fails_is_not_cached_and_a_runtime_of_another_version_survives(cache):
+    """A link can fail for a reason outside the source (the runtime pruned by another process
+    while linking: two checkouts on one account, or `tests/lab_mutants.py` run beside the tests),
+    so its failure is not recorded; and building prunes runtimes only beyond RUNTIME_KEEP."""
+    folder = tracer._build_dir()
+    other = safety.cached(folder, "runtime-" + "0" * 64 + ".o", lambda out: out.write_bytes(b"another version"))
+    source = "__device__ float f(float);\n__global__ void k(float* y) { y[threadIdx.x] = f(1.0f); }\n"
+    for _ in range(2):  # the second time g++ runs again: nothing recorded
+        with pytest.raises(LabError, match="undefined reference") as err:
+            trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
+        assert not isinstance(err.value, safety.CompileError)
+    assert not [m for m in folder.glob(f"trace-*.{safety.HASH}") if m.read_text().startswith("error")]
+    assert other.exists() and tracer.RUNTIME_KEEP > 1
+
+
 def test_a_compile_error_inside_the_labs_header_points_at_the_learners_line():
     source = "__global__ void k(float* y) {\n    int t = threadIdx.x;\n    atomicAdd(y, \"x\");\n}\n"
     with pytest.raises(LabError, match=r"kernel.cu:3:\d+: error: .* \(inside cuda_emu.h\)") as err:

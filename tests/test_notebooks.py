@@ -188,6 +188,8 @@ def test_the_install_cell_installs_its_version_over_an_older_one(tmp_path):
                               capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
         assert (done.returncode != 0 and str(missing) in done.stderr) == installs, (version, done.stderr[-300:])
     assert f"Install gpumodel {book.VERSION}," in book.install_source("x")
+    pyproject = (pathlib.Path(book.ROOT) / "pyproject.toml").read_text()  # the installed version is the checkout's
+    assert f'\nversion = "{book.VERSION}"\n' in pyproject
 
 
 def test_a_git_install_gives_an_importable_package_with_its_kernels(tmp_path):

@@ -18,6 +18,7 @@ pushes them to the branch `BRANCH`, where the site's Colab links open them.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import pathlib
@@ -34,8 +35,9 @@ and commit it builds (`.github/workflows/pages.yml`): Colab opens notebooks from
 LOCAL_SPEC = "..[book]"
 """What a local build's install cell installs: the clone the notebook sits in (`notebooks/..`)."""
 ROOT = DATA.parent.parent
-VERSION = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
-"""The package's version (pyproject.toml): the install cell installs it where an older one is installed."""
+VERSION = importlib.metadata.version("gpumodel")
+"""The package's version (pyproject.toml's, as installed): the install cell installs it where an
+older one is installed."""
 REFERENCES = "chapters/99_appendix_presets.html#references"
 """Where the site lists every reference."""
 GLOSSARY = "glossary"

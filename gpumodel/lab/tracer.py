@@ -48,7 +48,7 @@ from ..workloads import Workload
 from .dwarf import line_table, locate
 from .emulator import (ARCH, MAX_DYNAMIC_SHARED, SOURCE_NAME, SUPPORTED, arguments, compile_flags, entries, parameters,
                        wrapper)
-from .safety import (OUTPUT_LIMIT, RUN_MEMORY, LabError, cache_folder, cached, digest, fmt_bytes, gxx, out_of_memory,
+from .safety import (OUTPUT_LIMIT, RUN_MEMORY, CompileError, LabError, cache_folder, cached, digest, fmt_bytes, gxx, out_of_memory,
                      prune, run)
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -71,8 +71,11 @@ MAX_LAUNCH_BLOCKS = 2**32 - 1
 allows more, up to `MAX_GRID_DIM`'s product)."""
 CACHE_KEEP = 64
 """Traced executables (and failed builds) kept in the build folder (about 50 KB each);
-building one more removes the least recently used beyond these, and the runtime objects of
-other versions."""
+building one more removes the least recently used beyond these."""
+RUNTIME_KEEP = 4
+"""Versions of the runtime's object the build folder keeps (the most recently used): several
+checkouts or versions of the package on one account each link their own, and pruning another's
+while it links would fail that build."""
 
 
 @dataclass
@@ -291,7 +294,7 @@ def _runtime(folder: pathlib.Path) -> pathlib.Path:
     sources = (HERE / "trace_runtime.cpp").read_bytes() + (HERE / "cuda_emu.h").read_bytes()
     obj = cached(folder, f"runtime-{digest(sources + str(RUNTIME_FLAGS).encode())}.o", lambda out: _compile(
         [*RUNTIME_FLAGS, f"-I{HERE}", "-c", str(HERE / "trace_runtime.cpp"), "-o", str(out)], "the lab's runtime"))
-    prune(folder, "runtime-", 1)  # other versions'
+    prune(folder, "runtime-", RUNTIME_KEEP)
     return obj
 
 
@@ -313,7 +316,10 @@ def build(source: str, names: list | None = None, arch: str = ARCH) -> pathlib.P
         cpp.write_text(text)
         try:
             _compile([*flags, "-c", str(cpp), "-o", str(obj)], "the kernel")
-            _compile([str(obj), str(runtime), "-pthread", "-pie", "-o", str(exe)], "the traced kernel")
+            try:
+                _compile([str(obj), str(runtime), "-pthread", "-pie", "-o", str(exe)], "the traced kernel")
+            except CompileError as err:  # a link may fail for want of the runtime (another process pruned it): not cached
+                raise LabError(str(err)) from None
         finally:
             for path in (cpp, obj):
                 path.unlink(missing_ok=True)
