@@ -31,10 +31,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import _check, presets
-from .hardware import WARP, Fact
-from .model import predict
+from .hardware import MATH, WARP, Fact
+from .model import BOUNDS, predict
 from .occupancy import occupancy
-from .workloads import Workload
+from .workloads import LAYOUTS, Workload, gemm
 
 DATA = presets.DATA / "expect.toml"
 LIMITERS = ("latency", "occupancy", "uncoalesced", "issue", "waves")
@@ -62,7 +62,12 @@ def _kernels() -> tuple:
 
 
 def kernel_notes(source: str, what: str) -> dict:
-    """What `data/expect.toml` says a published record's kernel does beyond its run."""
+    """What `data/expect.toml` says a published record's kernel does beyond its run: the
+    record's `source` (a key of references.bib) and `what` (its text)."""
+    if not isinstance(source, str) or source not in presets.bib_keys():
+        raise ValueError(f"source must be a key of references.bib (a record's source), got {source!r}")
+    if not isinstance(what, str):
+        raise ValueError(f"what must be a record's text of what it measured, got {what!r}")
     out = {}
     for k in _kernels():
         if k["source"] == source and k["what"] in ("*", what):
@@ -79,7 +84,7 @@ class Launch:
     `mma_share`, the share of the tensor-core peak its instructions can reach."""
 
     threads: int
-    blocks: float
+    blocks: int
     registers: int = DEFAULT_REGISTERS
     smem: int = 0
     rounds: float = 0.0
@@ -87,6 +92,18 @@ class Launch:
     lsu: float = 0.0
     instructions: float = 0.0
     mma_share: float = 1.0
+
+    def __post_init__(self):
+        checked = {"threads": _check.one("threads", self.threads), "blocks": _check.one("blocks", self.blocks),
+                   "registers": _check.one("registers", self.registers),
+                   "smem": _check.one("smem", self.smem, zero=True),
+                   **{name: _check.real(name, getattr(self, name), least=0)
+                      for name in ("rounds", "tags", "lsu", "instructions")},
+                   "mma_share": _check.real("mma_share", self.mma_share, most=1)}
+        if checked["mma_share"] <= 0:
+            raise ValueError(f"mma_share must be a finite number > 0 and <= 1, got {self.mma_share!r}")
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)
@@ -111,6 +128,7 @@ def latency(gpu, level: str = "l2") -> Fact:
     """`level`'s load latency in clocks: the GPU's own measurement, else that of a preset of
     the same compute capability, else of the same major version (the same generation)."""
     g = presets.gpu(gpu)
+    _check.choice("level", level, presets.TABLES["latency"][0])
     if level in g.latency:
         return g.latency[level]
     for same in (lambda o: o.capability.version == g.capability.version,
@@ -120,7 +138,7 @@ def latency(gpu, level: str = "l2") -> Fact:
             if same(other) and level in other.latency:
                 f = other.latency[level]
                 return replace(f, kind="estimate", note=f"{other.name}'s ({f.note}), the nearest part measured")
-    raise ValueError(f"no preset of {g.name}'s generation has a measured {level!r} latency")
+    raise ValueError(f"level must be a level measured on a preset of {g.name}'s generation, got {level!r}")
 
 
 def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coalesced: bool = True,
@@ -129,8 +147,12 @@ def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coa
     naive kernel, `block` and `thread` tiles otherwise): a naive warp waits once per step of
     k (the block's first touch of a row of B), a tiled one once per tile; the naive kernel
     with `coalesced=False` reads A down a column, 32 lines of one set per load."""
-    m, n, k = (int(_check.one(name, v)) for name, v in (("m", m), ("n", n), ("k", k)))
+    m, n, k = (_check.one(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
     coalesced = _check.flag("coalesced", coalesced)
+    if registers is not None:
+        registers = _check.one("registers", registers)
+    gemm(m, n, k, block, thread, layout=layout)  # refuses the tiles and layouts gm.gemm refuses
+    thread = _check.one_pair("thread", thread)
     fma_warps = m * n * k / WARP
     if block is None:
         warps = math.ceil(m * n / WARP)
@@ -138,8 +160,8 @@ def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coa
         lsu = warps * (2 * k + 1)
         return Launch(256, math.ceil(m * n / 256), registers or DEFAULT_REGISTERS, 0, rounds=k, tags=tags, lsu=lsu,
                       instructions=fma_warps + lsu)
-    b_m, b_n = block[:2]
-    b_k = block[2] if len(block) == 3 else 1
+    b_m, b_n = _check.one_pair("block", block[:2])
+    b_k = _check.one("block[2]", block[2]) if len(block) == 3 else 1
     t_m, t_n = thread
     threads = b_m * b_n // (t_m * t_n)
     tiles = math.ceil(k / b_k)
@@ -161,6 +183,10 @@ def trace_launch(trace, flops: float = 0.0, registers: int = DEFAULT_REGISTERS) 
     loop's, their loads in flight together, so each distinct count per warp is that many rounds
     (a site run several times a pass counts a round each: a trace cannot tell an unrolled loop's
     independent loads from dependent ones). `flops` counts as FMAs."""
+    flops = _check.real("flops", flops, least=0)
+    registers = _check.one("registers", registers)
+    if not hasattr(trace, "sites") or not hasattr(trace, "scale"):
+        raise TypeError(f"trace must be the Trace gm.lab.trace returns, got {type(trace).__name__}")
     threads = int(np.prod(trace.block))
     loads = [s for s in trace.sites if s.space == "global" and not s.write]
     warps = trace.blocks * math.ceil(threads / WARP)
@@ -226,13 +252,21 @@ def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, shares: 
     without one only the bound's parts count). `shares` maps a limiter class (`share_class`) to
     its achievable share; none given, the mechanisms alone (`gm.expect` passes the shares
     estimated on the records, `gpumodel.published.shares`)."""
+    flops = _check.real("flops", flops, least=0)
+    if launch is not None and not isinstance(launch, Launch):
+        raise TypeError(f"launch must be a gm.expected.Launch (gemm_launch, trace_launch) or None, got {type(launch).__name__}")
+    if shares is not None and not isinstance(shares, dict):
+        raise TypeError(f"shares must be a dict of share class to share, or None, got {type(shares).__name__}")
+    for name, share in (shares or {}).items():
+        if not isinstance(name, str) or name not in CLASSES:
+            raise ValueError(f"shares must map share classes {CLASSES} to shares, got the key {name!r}")
+        if _check.real(f"shares[{name!r}]", share, most=1) <= 0:
+            raise ValueError(f"shares[{name!r}] must be a finite number > 0 and <= 1, got {share!r}")
     if not isinstance(work, Workload):
         if not hasattr(work, "sites") or not hasattr(work, "workload"):
             raise TypeError(f"work must be a Workload or a lab Trace, got {type(work).__name__}")
         launch = launch or trace_launch(work, flops)
         work = work.workload(flops)
-    if launch is not None and not isinstance(launch, Launch):
-        raise TypeError(f"launch must be a gm.expected.Launch (gemm_launch, trace_launch) or None, got {type(launch).__name__}")
     p, parts, waves, occ = _mechanisms(work, gpu, launch)
     limiter, t = _limit(parts, waves)
     s = (shares or {}).get(share_class(limiter, work.math), 1.0)
@@ -246,9 +280,16 @@ SM_PARTS = ("compute", "sfu", "registers", "smem") + LIMITERS
 together, so no one of them runs at its own peak while the others idle."""
 
 
+CLASSES = ("tensor", "sm") + tuple(p for p in BOUNDS if p not in SM_PARTS) + ("overhead",)
+"""The classes an achievable share is estimated for (`share_class`); 'overhead' is a launch
+record's (`published.compare`)."""
+
+
 def share_class(limiter: str, math_: str) -> str:
     """The class an achievable share is estimated for: the tensor cores ('tensor', their
     kernels' waves too), the SM's own parts ('sm'), each level beyond it, a launch's overhead."""
+    _check.choice("limiter", limiter, BOUNDS + LIMITERS + ("overhead",))
+    _check.choice("math_", math_, MATH)
     if limiter in SM_PARTS:
         return "tensor" if math_ != "fp32" and limiter in ("compute", "waves") else "sm"
     return limiter

@@ -229,6 +229,9 @@ def workloads(run: dict) -> list:
     """The workloads of a gemm or attention run (a record's `run` table) as the model charges
     them: one GEMM; attention's forward pass, and its backward pass for "forward+backward",
     with L2 catching the flash kernels' re-reads of K and V (Q and dO backward), at best."""
+    if not isinstance(run, dict) or run.get("kind") not in ("gemm", "attention"):
+        raise ValueError(f"run must be a gemm or an attention run's table (with its kind), got {run!r}")
+    _run_fields("run", run, run["kind"])
     if run["kind"] == "gemm":
         n, dtype = run["size"], run.get("dtype", "fp32")
         if run.get("ideal"):
@@ -253,9 +256,18 @@ def _time(run: dict, gpu) -> tuple[float, float, str]:
     return sum(float(p.time) for p in parts), flops, bounds
 
 
+def _record(record) -> Record:
+    """`record` if it is a `Record` (of `records()`, checked when its file is loaded)."""
+    if not isinstance(record, Record):
+        raise TypeError(f"record must be a Record of gm.published.records(), got {type(record).__name__}")
+    return record
+
+
 def compare(record: Record, rated: bool = False) -> Comparison:
     """`record` against the model on its GPU's preset at the highest rates it reaches
     (`GPU.bound`), or at its rated clocks when `rated`."""
+    _record(record)
+    rated = _check.flag("rated", rated)
     g, run = presets.gpu(record.gpu), record.run
     g = g if rated else g.bound()
     measured = record.value * SCALE[record.unit]
@@ -306,7 +318,7 @@ def violations(chapter: int | None = None) -> list[Comparison]:
 def half(record) -> str:
     """'estimate' or 'judge': a `holdout` record is judged; the others of a source alternate,
     its first (in file order) estimating, its second judged, and so on."""
-    if record.holdout:
+    if _record(record).holdout:
         return "judge"
     same = [r for r in records() if r.source == record.source and not r.holdout]
     return "estimate" if same.index(record) % 2 == 0 else "judge"
@@ -315,7 +327,7 @@ def half(record) -> str:
 def record_launch(record) -> Launch | None:
     """The `Launch` of a published FP32 GEMM or flash-attention record (None for reads,
     launches, a library's GEMM and standard attention's several kernels, which show none)."""
-    run, notes = record.run, kernel_notes(record.source, record.what)
+    run, notes = _record(record).run, kernel_notes(record.source, record.what)
     if run["kind"] == "gemm" and not run.get("ideal") and run.get("dtype", "fp32") == "fp32":
         n = run["size"]
         block = tuple(run["block"]) if "block" in run else None
@@ -336,7 +348,8 @@ def record_expect(record, share: bool = True) -> Expectation | None:
     """A published record's expected time on its GPU at the bound's rates (None for a latency
     record): its workloads as `compare` charges them, with its `record_launch`
     (a read's or a launch's: the bound, then the share); passes add up."""
-    g = presets.gpu(record.gpu).bound()
+    share = _check.flag("share", share)
+    g = presets.gpu(_record(record).gpu).bound()
     c = compare(record)
     if c.quantity == "latency":
         return None
@@ -362,7 +375,9 @@ def _at_share(e: Expectation, math_: str, share: bool) -> Expectation:
 
 def measured_time(record) -> float:
     """A record's measured time in seconds (a read's: its bytes over the measured rate)."""
-    c = compare(record)
+    c = compare(_record(record))
+    if c.quantity == "latency":
+        raise ValueError(f"record must be a record of a time or a bandwidth, not of a latency, got {record.what!r}")
     return c.measured if c.quantity == "time" else record.run["bytes"] / c.measured
 
 

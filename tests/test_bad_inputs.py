@@ -113,6 +113,18 @@ RECORD = gm.published.comparisons()[0].record
 WHATS = {r.what for r in gm.published.records()}
 RUNNING = st.sampled_from(NOT_NUMBERS + [np.full((2, 1), np.nan), np.full((2, 1), np.inf), np.zeros((3, 1)), "abc"])
 """Not a running statistic of shape (2, 1) or (2, 3): not numbers, NaN, +inf, a wrong shape."""
+FP32_GEMM = next(r for r in gm.published.records() if r.run["kind"] == "gemm" and "block" in r.run
+                 and r.run.get("dtype", "fp32") == "fp32")
+"""A record of a tiled FP32 GEMM: its launch is known (`record_launch`)."""
+RECORDS = st.sampled_from([None, "boehm2022sgemm", 5, {}, [RECORD], (RECORD,), RECORD.run, vars(RECORD)])
+"""Not a published Record: its source, its run, its fields as a table, a list of it."""
+LAUNCHES = st.sampled_from([None, "gemm", 5, {}, [], {"threads": 256, "blocks": 4}, (256, 4), gm.expected.gemm_launch])
+"""Not a Launch (None is one for a parameter that may be None: filtered there)."""
+SHARES = st.sampled_from([[], "sm", {"sm": 0}, {"sm": -0.5}, {"sm": 1.5}, {"sm": float("nan")}, {"sm": True},
+                          {"sm": "0.5"}, {1: 0.5}, {"colour": 0.5}, {None: 0.5}])
+"""Not a table of share class to share in (0, 1]."""
+FRACTION = st.one_of(REAL, st.floats(max_value=0), st.floats(min_value=1.0001))
+"""Not a share in (0, 1]."""
 EXERCISE = WidgetExercise("test", {"x": [1]}, lambda x: "", gm.course.checks.number_rules(3.0, "ms"), "Time:")
 
 A, B = np.ones((16, 8)), np.ones((8, 16))
@@ -362,6 +374,31 @@ SIGNATURES = {
         "answer": (1.36, ANSWER), "mhz": (1500, MHZ), "n": (8192, SIZE), "gpu": ("H100-SXM", GPU)}),
     "published.violations": (gm.published.violations, {"chapter": (3, CHAPTER)}),
     "published.attention_flops": (gm.published.attention_flops, {"run": (ATTENTION_RUN, RUNS)}),
+    "published.workloads": (gm.published.workloads, {"run": (ATTENTION_RUN, RUNS)}),
+    "published.compare": (gm.published.compare, {"record": (FP32_GEMM, RECORDS), "rated": (False, FLAG)}),
+    **{f"published.{f.__name__}": (f, {"record": (FP32_GEMM, RECORDS)})
+       for f in (gm.published.half, gm.published.record_launch, gm.published.measured_time)},
+    "published.record_expect": (gm.published.record_expect, {"record": (FP32_GEMM, RECORDS), "share": (True, FLAG)}),
+    "published.measured_over_expected": (gm.published.measured_over_expected, {
+        "which": ("judge", choice(("estimate", "judge"))), "model": ("expected", choice(("expected", "bound")))}),
+    **{key: (f, {"work": (gm.gemm(256, 256, 256, block=(64, 64, 8), thread=(4, 4)), WORKLOAD), "gpu": ("A100-40GB", GPU),
+                 "launch": (gm.expected.gemm_launch(256, 256, 256, (64, 64, 8), (4, 4)), LAUNCHES.filter(lambda v: v is not None)),
+                 "flops": (0.0, AMOUNT), **extra})
+       for key, f, extra in (("published.expect", gm.expect, {}),
+                             ("expected.expect", gm.expected.expect, {"shares": ({"sm": 0.5, "tensor": 0.5}, SHARES)}))},
+    "expected.kernel_notes": (gm.expected.kernel_notes, {"source": ("boehm2022sgemm", choice(gm.presets.bib_keys())),
+                                                         "what": ("kernel 1, naive (uncoalesced)", st.sampled_from(NOT_STRINGS))}),
+    "expected.Launch": (gm.expected.Launch, {"threads": (256, SIZE), "blocks": (64, SIZE), "registers": (32, SIZE),
+                                             "smem": (4096, COUNT), **{name: (8.0, NOT_NEGATIVE) for name in (
+                                                 "rounds", "tags", "lsu", "instructions")},
+                                             "mma_share": (0.5, FRACTION)}),
+    "expected.latency": (gm.expected.latency, {"gpu": ("B200", GPU), "level": ("l2", choice(gm.presets.TABLES["latency"][0]))}),
+    "expected.gemm_launch": (gm.expected.gemm_launch, {
+        "m": (256, SIZE), "n": (256, SIZE), "k": (256, SIZE), "block": ((64, 64, 8), tile((64, 64, 8)).filter(lambda b: b is not None)),
+        "thread": ((4, 4), tile((4, 4))), "layout": ("warp_tiled", choice(gm.workloads.LAYOUTS)),
+        "coalesced": (True, FLAG), "registers": (64, SIZE.filter(lambda v: v is not None))}),
+    "expected.share_class": (gm.expected.share_class, {"limiter": ("waves", choice(gm.BOUNDS + gm.expected.LIMITERS + ("overhead",))),
+                                                       "math_": ("fp16", choice(MATH))}),
     "WidgetExercise.check": (EXERCISE.check, {"answer": ("3.0", ANSWER)}),
     # The widget exercises' constructors: a value outside the menu the explorer offers is refused.
     "course.hierarchy.littles_law": (course.hierarchy.littles_law, {
@@ -426,7 +463,8 @@ SIGNATURES = {
 
 EXCLUDED = {
     "presets.load_gpu": "reads a data file; its errors name the file and key (tests/test_presets.py, test_gpu_data.py)",
-    "published.compare": "takes a Record of published.records(), checked when the data file is loaded",
+    "expected.trace_launch": "takes the Trace gm.lab.trace returned, not a typed value; tests/test_expect.py "
+    "drives it and refuses its bad trace, flops and registers by name",
     **{name: "compiles and runs a learner's kernel (seconds a call); its sources that do not compile, crash, loop or "
        "compute wrong are tests/test_lab.py's" for name in (
         "course.checks.lab_run", "course.intensity.check_coalesced_kernel", "course.intensity.check_fused_chain",

@@ -159,6 +159,10 @@ def test_trace_launch_counts_a_traced_runs_warps_rounds_and_requests():
         assert launch.instructions == launch.lsu + 2 * 64**3 / 2 / 32
         assert gm.expect(t, "A100-40GB", flops=2.0 * 64**3).time == pytest.approx(
             gm.expect(t.workload(2.0 * 64**3), "A100-40GB", launch).time)
+    for bad, name in (({"flops": -1.0}, "flops"), ({"flops": float("nan")}, "flops"), ({"registers": 0}, "registers"),
+                      ({"registers": 2.5}, "registers"), ({"trace": t.workload(0.0)}, "trace")):
+        with pytest.raises((ValueError, TypeError), match=f"^{name} must"):
+            E.trace_launch(**{"trace": t, **bad})
 
 
 @pytest.fixture(scope="module")
