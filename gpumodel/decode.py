@@ -92,7 +92,7 @@ MODELS = {
 KV_INT4 = (0.5, 32, 4)
 """An int4 cache: half a byte per element, and per group of 32 elements of a row an fp16 scale
 and an fp16 zero point (4 bytes), as KIVI quantises its cache (liu2024kivi)."""
-KV_FORMATS = {"fp16": (2.0, None, 0), "bf16": (2.0, None, 0), "int4": KV_INT4,
+KV_FORMATS = {"fp32": (4.0, None, 0), "fp16": (2.0, None, 0), "bf16": (2.0, None, 0), "int4": KV_INT4,
               **{name: low_precision.FORMATS[name] for name in ("fp8", "mxfp8", "mxfp4", "nvfp4")}}
 """Cache formats: (bytes per element, elements sharing a scale, bytes per scale); the block-scaled
 ones are chapter 7's (`gpumodel.low_precision.FORMATS`)."""

@@ -57,7 +57,7 @@ RUN_FIELDS = {
     "attention": ("standard", "flash"), "passes": ("forward", "forward+backward"), "level": LEVELS, "path": PATHS,
 }
 """What each field of a record's `run` holds."""
-CHAPTERS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 98, 99)
+CHAPTERS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 98, 99)
 """The chapters' numbers, as `chapters/NN_topic.md` number them (tests/test_published.py holds the
 two equal): a record's `chapter`, and the `chapter` that `comparisons` takes."""
 ALSO_UNITS = ("GB", "GFLOP")

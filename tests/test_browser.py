@@ -507,7 +507,7 @@ def test_typed_numbers_read_in_the_browser_as_in_python(site, browser):
 
 
 QUESTION_PAGES = ["01_hierarchy", "02_intensity", "03_tiling", "04_roofline_levels", "05_flashattention",
-                  "06_tensor_cores", "07_blackwell_low_precision", "08_capstone", "98_model_vs_measurements",
+                  "06_tensor_cores", "07_blackwell_low_precision", "08_capstone", "09_decode", "98_model_vs_measurements",
                   "99_appendix_presets"]
 
 
