@@ -52,7 +52,7 @@ def cp_critical(name: str = "Llama-3-8B", gpu: str = "H100-SXM") -> Checkpoint:
     return Checkpoint(
         "cp-decode-critical",
         f"With (almost) no context, from what batch is a {name} decode step on the {gpu} no longer HBM-bound, "
-        "in the model? Use the chapter's cell.",
+        "in the model (the section's cell computes it)?",
         number_rules(float(batch), "sequences", 0.02, whole=True,
                      explain="With no cache the weights are the bytes, and each is reused once per sequence: about "
                      "half the ridge for fp16 weights. Every cached token then pushes it up.",
