@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SHELL := /bin/bash
 
-.PHONY: book test test-fast lab bench mutation vendor notebooks reports clean gpu-check
+.PHONY: book test test-fast lab bench mutation notebooks reports clean gpu-check
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
@@ -69,20 +69,6 @@ mutation: $(STAMP)
 	rm -rf mutants
 	set -o pipefail; $(VENV)/bin/mutmut run $(foreach m,$(MODULES),"gpumodel.$(m).*") | grep --line-buffered -v '^🎉'
 	$(PY) tests/mutation_report.py $(MODULES)
-
-## Refresh the vendored browser assets in _vendor/ from the npm registry (needs npm): MathJax,
-## which the site loads from there, never from a CDN; only the parts _config.yml has it load
-## (_vendor/VENDORED.txt). The site's own CSS and JS are in _static/.
-VENDOR := _vendor
-MATHJAX_PARTS := startup.js core.js input/tex-base.js output/chtml.js output/chtml/fonts/tex.js \
-	a11y/assistive-mml.js output/chtml/fonts/woff-v2
-vendor:
-	rm -rf $(VENDOR)/mathjax .npm-vendor
-	mkdir -p $(VENDOR)/mathjax
-	npm install --prefix .npm-vendor --no-audit --no-fund --silent mathjax@3.2.2
-	cd .npm-vendor/node_modules/mathjax/es5 && cp -r --parents $(MATHJAX_PARTS) $(CURDIR)/$(VENDOR)/mathjax/
-	cp .npm-vendor/node_modules/mathjax/LICENSE $(VENDOR)/mathjax/LICENSE
-	rm -rf .npm-vendor
 
 clean:
 	rm -rf _build _build.log build

@@ -36,6 +36,11 @@ WARP = 32
 """Threads in a warp."""
 MAX_BLOCK = 1024
 """The most threads a block may have on every GPU of the course (compute capability 3.0 on)."""
+MAX_BLOCK_DIM = (1024, 1024, 64)
+MAX_GRID_DIM = (2**31 - 1, 65535, 65535)
+"""The most threads a block and blocks a grid may have along x, y and z, on every capability
+from 3.0 (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability";
+references.bib: nvidia_cuda_guide)."""
 SMEM_BANKS = 32
 BANK_BYTES = 4
 WAVEFRONT_BYTES = SMEM_BANKS * BANK_BYTES

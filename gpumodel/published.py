@@ -41,12 +41,14 @@ UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attent
          "latency": ("cycles",), "launch": ("us",)}
 """The units each kind of run may be measured in."""
 RUN_KEYS = {"read": {"bytes"}, "gemm": {"size", "dtype", "block", "thread", "layout", "ideal"},
-            "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes"}, "latency": {"level"},
+            "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes", "block"},
+            "latency": {"level"},
             "launch": {"path"}}
 RUN_NEEDS = {"read": {"bytes"}, "gemm": {"size"}, "attention": {"batch", "heads", "seq", "head_dim", "attention", "passes"},
              "latency": {"level"}, "launch": {"path"}}
 """The keys each kind of run must have; the others of RUN_KEYS have defaults (dtype: fp32 for a
-GEMM, fp16 for attention; no block: the naive kernel; no thread: one result per thread)."""
+GEMM, fp16 for attention; no block: the naive GEMM kernel, or the flash kernel's default tile;
+no thread: one result per thread)."""
 RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "violation", "sets_preset", "holdout",
                "also"}
 RUN_FIELDS = {
@@ -228,7 +230,8 @@ def _time(run: dict, gpu) -> tuple[float, float, str]:
         return float(p.time), float(w.flops), str(p.bound)
     # At best, L2 catches the flash kernels' re-reads of K and V (Q and dO backward).
     args = (run["batch"], run["heads"], run["seq"], run["head_dim"], run.get("dtype", "fp16"), run["attention"])
-    parts = [predict(attention(*args, l2_reuse=True), gpu)]
+    tile = {"block": tuple(run["block"])} if "block" in run else {}
+    parts = [predict(attention(*args, l2_reuse=True, **tile), gpu)]
     if run["passes"] == "forward+backward":
         parts.append(predict(attention_backward(*args, l2_reuse=True), gpu))
     bounds = "+".join(dict.fromkeys(str(p.bound) for p in parts))

@@ -179,7 +179,8 @@ def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32", layout="s
             run.add("C written", s * h * w)
     run.bytes = {
         "registers": 0 if tensor else 2 * REGISTER_BYTES_PER_FLOP * run.parts["fmas"],
-        "smem": run.parts["tiles written"] + run.parts["operands read"],
+        # on tensor cores the copies filling the tiles are not charged against the reads (`gemm`)
+        "smem": run.parts["operands read"] + (0 if tensor else run.parts["tiles written"]),
         "l2": run.parts["tiles written"] + run.parts["C written"],
         "hbm": s * (touched_a.sum() + touched_b.sum()) + run.parts["C written"],
     }
@@ -205,12 +206,20 @@ def wavefronts(addresses) -> int:
     each lane: shape (lanes,) for 32-bit loads or (lanes, w) for loads of w = 2 or 4 words
     (LDS.64, LDS.128), up to 32 lanes. Two limits, the larger wins:
 
-    - banks: each bank serves one distinct word per wavefront (`bank_conflicts`);
+    - banks: the warp is served in groups of lanes that ask for 128 bytes together (the
+      whole warp for 32-bit loads, half-warps for LDS.64, quarter-warps for LDS.128); in each
+      group a bank serves one distinct word per wavefront (`bank_conflicts`), and groups do
+      not share a fetch, so lanes t and t + 16 reading the same address still cost two;
     - the return path: 128 bytes per clock, one 32-bit register per lane, so lanes x w
-      registers take lanes x w / 32 wavefronts; half as many when lanes n and n^1 (or n and
-      n^2) hold identical addresses for every lane, whose registers the hardware packs two per
-      slot (NVIDIA developer forum threads 77228 and 260900). A warp-uniform LDS.128 takes 2,
-      a warp-uniform LDS.64 or LDS.32 one. Chapters 1 and 3."""
+      registers take lanes x w / 32 wavefronts.
+
+    When lanes n and n^1 (or n and n^2) hold identical addresses for every lane, the hardware
+    packs their registers two per slot: the return path takes half as long and a group holds
+    twice the lanes (NVIDIA developer forum threads 77228 and 260900, stated for compute
+    capability 7.0 to 7.5). A warp-uniform LDS.128 takes 2, a warp-uniform LDS.64 or LDS.32
+    one; an LDS.128 whose lanes t and t + 16 share 32-byte-strided addresses takes 8, and one
+    whose half-warps each read one address 2, as Nsight Compute measured on compute
+    capability 8.6 and 9.0 (forum thread 373160). Chapters 1 and 3."""
     addr = np.asarray(addresses)
     lanes = addr.shape[0] if addr.ndim else 0
     width = addr.shape[1] if addr.ndim == 2 else 1
@@ -220,8 +229,10 @@ def wavefronts(addresses) -> int:
     per_lane = addr.reshape(lanes, width)
     paired = lanes % 2 == 0 and any(
         lanes % (2 * step) == 0 and np.array_equal(per_lane, per_lane[np.arange(lanes) ^ step]) for step in (1, 2))
+    group = WARP // width * (2 if paired else 1)  # lanes served together
+    banks = sum(bank_conflicts(per_lane[start:start + group]) for start in range(0, lanes, group))
     registers = lanes * width / (2 if paired else 1)
-    return max(bank_conflicts(addr), int(np.ceil(registers / WARP)))
+    return max(banks, int(np.ceil(registers / WARP)))
 
 
 def warp_addresses(shape=(32, 32), pad=0, direction="column", index=0) -> np.ndarray:

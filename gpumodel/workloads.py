@@ -176,12 +176,14 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True, layout
     With s bytes per element and sizes rounded up to whole tiles (M', N', K'):
 
     - L2:   s (M'K' N'/bN + K'N' M'/bM) + s MN        (tiles read, C written)
-    - smem: s (M'K' N'/bN + K'N' M'/bM)               (tiles written)
+    - smem: s (M'K' N'/bN + K'N' M'/bM)               (tiles written; FP32 only)
             + 128 B x wavefronts per warp per k x warps x K' x blocks   (operands read)
       FP32: the wavefronts of `layout` (`operand_wavefronts`); for the strided layout without
       bank conflicts and whole warps, s K' (M'N' / (tM tN)) (tM + tN). A partial warp still
       takes whole wavefronts. Tensor cores: a warp's fragments, s (tM + tN) bytes per k,
-      conflict-free (swizzled, chapter 6).
+      conflict-free (swizzled, chapter 6); the copies that fill the tiles (TMA, cp.async) are
+      not charged against the operand reads' 128 B per clock: NVIDIA publishes no figure for
+      them, and Tilus V5 on the B200 ran faster than it could if they shared it (chapter 98).
     - HBM:  s (MK + KN + MN) if L2 catches the reuse (`l2_reuse=True`), else the L2 bytes.
     - registers: 12 bytes per FMA on the FP32 lanes; not modelled on tensor cores (0).
 
@@ -243,7 +245,7 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True, layout
         flops=flops,
         bytes={
             "registers": 0 * flops if tensor else 2 * REGISTER_BYTES_PER_FLOP * m_p * n_p * k_p,
-            "smem": tiles + operands,
+            "smem": operands if tensor else tiles + operands,
             "l2": l2,
             "hbm": compulsory if l2_reuse else l2,
         },

@@ -123,64 +123,47 @@ def test_the_validate_command_is_a_code_block_where_no_run_is_recorded():
     assert f"```bash\n{gm.cuda.recorded_runs.COMMAND}\n```" in text and "--out" in gm.cuda.recorded_runs.COMMAND
 
 
-def test_mathjax_is_served_by_the_site_and_held_for_phone_js():
-    """Every MathJax part _config.yml loads is vendored, and the tag sphinx.ext.mathjax puts
-    on a page is held (a type no browser fetches) until phone.js starts it."""
-    from sphinx.builders.html._assets import _JavaScript
-
-    from gpumodel.book import site
-
-    config = CONFIG["sphinx"]["config"]
-    vendored = ROOT / site.VENDOR
-    parts = [config["mathjax_path"]] + [f"mathjax/{name}.js" for name in config["mathjax3_config"]["loader"]["load"]]
-    assert [p for p in parts if not (vendored / p).is_file()] == []
-    app = type("App", (), {"config": type("Config", (), {"mathjax_path": config["mathjax_path"]})})()
-    mathjax, other = _JavaScript("_static/" + config["mathjax_path"], defer="defer"), _JavaScript("_static/phone.js")
-    context = {"script_files": [other, mathjax]}
-    site.hold_mathjax(app, "chapters/02_intensity", "page.html", context, None)
-    assert context["script_files"] == [other, _JavaScript(mathjax.filename, type=site.LAZY_MATH)]
-
-
-def test_make_vendor_fetches_what_the_site_loads_and_no_more():
-    """The Makefile's MathJax parts are the ones _config.yml loads (and the core, the CHTML font
-    data and fonts they need), the vendored folder holds exactly those, and no TeX extension: the TeX
-    input runs with a fixed package list."""
-    from gpumodel.book import site
-
-    makefile = (ROOT / "Makefile").read_text()
-    parts = re.search(r"MATHJAX_PARTS := ((?:.*\\\n)*.*)", makefile).group(1).replace("\\\n", " ").split()
-    config = CONFIG["sphinx"]["config"]
-    loaded = {config["mathjax_path"].removeprefix("mathjax/")} | {f"{name}.js" for name in config["mathjax3_config"]["loader"]["load"]}
-    assert set(parts) == loaded | {"core.js", "output/chtml/fonts/tex.js", "output/chtml/fonts/woff-v2"}
-    mathjax = ROOT / site.VENDOR / "mathjax"
-    shipped = {str(p.relative_to(mathjax)) for p in mathjax.rglob("*") if p.is_file()}
-    fonts = {p for p in shipped if p.startswith("output/chtml/fonts/woff-v2/")}
-    assert shipped == (set(parts) - {"output/chtml/fonts/woff-v2"}) | fonts | {"LICENSE"}
-    assert config["mathjax3_config"]["tex"]["packages"] == ["base"] and "mhchem" not in makefile
-
-
-BASE_MACROS = set("""Big Bigg big bigg cdot cdots dots ldots ell frac ge geq le leq lceil rceil lfloor rfloor
-    left right mathrm mathbf mathit text max min sum prod sqrt times top bmod pmod oplus otimes quad qquad
-    underbrace overbrace approx neq infty log exp alpha beta gamma delta epsilon lambda mu pi sigma tau
-    theta phi omega Delta Sigma to rightarrow leftarrow cdot lvert rvert vert mid""".split())
-"""TeX macros of MathJax's base package (the only one _config.yml has it load) that the
-formulas may use; a formula with another macro fails here (and would render as an error)."""
-
-
-def test_every_formula_uses_only_the_tex_base_package():
-    """Every formula of the chapters, the formula sheet and the glossary is written with
-    macros of MathJax's base package, the one TeX package the site loads."""
+def _formulas() -> list:
+    """(file name, TeX) of every formula of the chapters, the formula sheet, the glossary and the landing page."""
     sources = [*(ROOT / "chapters").glob("*.md"), ROOT / "formulas.md", ROOT / "glossary.md", ROOT / "intro.md"]
-    found = {}
+    found = []
     for path in sources:
         text = path.read_text()
         formulas = re.findall(r"\$\$(.+?)\$\$", text, re.S) + re.findall(r"(?<![$\\])\$([^$\n]+?)\$", text)
         formulas += re.findall(r"\{math\}`([^`]+)`", text) + re.findall(r"```\{math\}(.*?)```", text, re.S)
-        for formula in formulas:
-            for macro in set(re.findall(r"\\([A-Za-z]+)", formula)) - BASE_MACROS:
-                found.setdefault(macro, path.name)
-    assert found == {}, f"macros outside MathJax's base package list (BASE_MACROS): {found}"
-    assert "\\begin{" not in "".join(p.read_text() for p in sources), "an environment needs the ams package"
+        found += [(path.name, formula) for formula in formulas]
+    return found
+
+
+def test_every_formula_is_written_as_mathml():
+    """The site's math renderer is gpumodel.book.mathml, and every formula of the book converts
+    to MathML with no macro left as text (a formula that did would show its TeX on the page)."""
+    from gpumodel.book import mathml
+
+    config = CONFIG["sphinx"]
+    assert config["config"]["html_math_renderer"] == mathml.NAME and "gpumodel.book.mathml" in config["extra_extensions"]
+    formulas = _formulas()
+    assert len(formulas) > 100
+    failed = {}
+    for name, tex in formulas:
+        try:
+            assert mathml.mathml(tex).startswith("<math")
+        except ValueError as err:
+            failed.setdefault(name, str(err))
+    assert failed == {}
+
+
+def test_mathml_refuses_what_it_cannot_draw():
+    """A macro latex2mathml does not know, which it would pass through as text, is an error
+    naming it; a formula that is not a str is a TypeError."""
+    from gpumodel.book import mathml
+
+    with pytest.raises(ValueError, match=r"\\wibble"):
+        mathml.mathml(r"a \wibble b")
+    with pytest.raises(TypeError, match="tex must be a str"):
+        mathml.mathml(3)
+    block = mathml.mathml(r"\frac{a}{b}", display=True)
+    assert 'display="block"' in block and "<mfrac>" in block
 
 
 def test_the_built_site_is_trimmed_to_what_its_pages_use(tmp_path):

@@ -2,7 +2,6 @@
 `gm.simulate`'s rules), the course's kernels against their analytic workloads, and a learner's
 kernel that does not compile, crashes, loops or writes out of bounds."""
 
-import os
 import pathlib
 import re
 import time
@@ -493,20 +492,18 @@ def test_the_stand_in_finds_a_cxx_kernel_only_by_its_name_expression(stand_in):
 
 
 def test_the_build_folder_keeps_only_the_most_recently_used_executables(monkeypatch, tmp_path):
-    import tempfile
-
     from gpumodel.lab import tracer
 
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("GPUMODEL_CACHE", str(tmp_path))
     monkeypatch.setattr(tracer, "CACHE_KEEP", 2)
     sources = [INPLACE.replace("2.0f", f"{k}.0f") for k in (2, 3, 4)]
     first, second = tracer.build(sources[0]), tracer.build(sources[1])
-    assert first.parent == tmp_path / f"gpumodel-lab-{os.getuid()}"
+    assert first.parent == tmp_path / "lab"
     time.sleep(0.01)
     assert tracer.build(sources[0]) == first  # reused: now the most recent
     third = tracer.build(sources[2])
     assert first.exists() and third.exists() and not second.exists()
-    assert len(list(first.parent.glob("runtime-*.o"))) == 1
+    assert len(list(first.parent.glob("trace-*.sha256"))) == 2 and len(list(first.parent.glob("runtime-*"))) == 2
 
 
 @pytest.mark.parametrize("bad, message", [({"flops": -1}, "flops"), ({"flops": "many"}, "flops"),

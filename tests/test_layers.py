@@ -18,7 +18,8 @@ THIRD_PARTY = {
     "cuda": {"numpy", "cupy", "cupy_backends", "pynvml"},
     "lab": {"numpy"},
     "course": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython"},
-    "book": {"numpy", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient", "fontTools"},
+    "book": {"numpy", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient", "fontTools",
+             "sphinx", "docutils", "latex2mathml"},  # the last three: the Sphinx extension (book/mathml)
 }
 MODULES = sorted(p.relative_to(PACKAGE).with_suffix("").as_posix() for p in PACKAGE.rglob("*.py"))
 

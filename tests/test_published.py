@@ -42,7 +42,7 @@ def test_every_record_is_compared_and_no_violation_is_left():
 
 def test_records_that_set_a_preset_say_which_figure_and_are_not_holdout():
     setters = [r for r in RECORDS if r.sets_preset]
-    assert {(r.gpu, r.run["bytes"]) for r in setters} == {("H100-PCIe", 13312 * 1024), ("H200", 15360 * 1024)}
+    assert {(r.gpu, r.run["bytes"]) for r in setters} == {("H100-PCIe", 1024 * 1024), ("H200", 1536 * 1024)}
     for r in setters:
         assert gm.gpu(r.gpu).l2_bandwidth.source == r.source and not r.holdout
         assert published.compare(r).fraction == pytest.approx(1)
@@ -136,12 +136,12 @@ def _repeat_first_record(text):
     (lambda t: t.replace("holdout = true", 'holdout = "yes"', 1),
      r"^gpu_benches.toml record \d+.holdout must be true or false, got 'yes'$"),
     (lambda t: t.replace('sets_preset = "l2_bandwidth:', 'sets_preset = "l2_speed:', 1),
-     r"^gpu_benches.toml record 5.sets_preset must be a figure of the H100-PCIe preset citing ernst_gpubenches "
+     r"^gpu_benches.toml record 28.sets_preset must be a figure of the H100-PCIe preset citing ernst_gpubenches "
      r"\['hbm_bandwidth', 'l2_bandwidth'\], a colon and why, got \"l2_speed: "),
     (lambda t: t.replace('sets_preset = "l2_bandwidth:', 'sets_preset = "l2_capacity:', 1),
-     r"^gpu_benches.toml record 5.sets_preset must be a figure of the H100-PCIe preset citing ernst_gpubenches"),
+     r"^gpu_benches.toml record 28.sets_preset must be a figure of the H100-PCIe preset citing ernst_gpubenches"),
     (lambda t: t.replace("by construction\"\n", 'by construction"\nholdout = true\n', 1),
-     r"^gpu_benches.toml record 5.sets_preset: a record that sets a preset is not holdout$"),
+     r"^gpu_benches.toml record 28.sets_preset: a record that sets a preset is not holdout$"),
     (_repeat_first_record, r"^gpu_benches.toml record \d+ repeats record 1 word for word$"),
     (lambda t: t.replace('run = { kind = "read", bytes = 10485760 }', 'run = { kind = "read" }', 1),
      r"^gpu_benches.toml record 1.run: missing \['bytes'\]$"),

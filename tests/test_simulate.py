@@ -415,3 +415,15 @@ def test_transpose_refuses_more_warp_steps_than_its_limit():
     with pytest.raises(ValueError, match=r"^x's warp steps \(2 per row of each 32 x 32 tile\) must be at most 2,048 steps, got 2,304$"):
         sim.transpose(np.ones((192, 192)))
     assert sim.transpose(np.ones((160, 160))).result.shape == (160, 160)  # 5 x 5 tiles: 1,600 steps
+
+
+def test_a_128_bit_load_is_served_by_quarter_warps_that_share_no_fetch():
+    """Nsight Compute's counts on compute capability 8.6 and 9.0 (NVIDIA developer forum
+    thread 373160): lanes t and t + 16 reading the same 16 bytes, 32 bytes apart from lane to
+    lane, take 8 wavefronts (two per quarter-warp, no broadcast between quarter-warps); each
+    half-warp reading one address takes 2."""
+    lane = np.arange(32)
+    strided = (lane % 16)[:, None] * 8 + np.arange(4)
+    assert sim.bank_conflicts(strided) == 4 and sim.wavefronts(strided) == 8
+    halves = (lane // 16)[:, None] * 8 + np.arange(4)
+    assert sim.wavefronts(halves) == 2

@@ -10,11 +10,7 @@ page only to swap its icons for SVGs; its stylesheet already draws the same icon
 web fonts, which a browser fetches only for the icons a page shows. So the built pages do
 not load the script, and it is not shipped.
 
-MathJax (0.8 MB with its fonts: `_config.yml` loads its parts, without the menu) is loaded when
-a formula comes within a screen of the reader, not with every page that has one: its script
-tag is held (type LAZY_MATH) and phone.js starts it. It is served from `_vendor/` (VENDOR), which
-this hook adds to the static path once Jupyter Book has read `_config.yml`: Jupyter Book loads
-every .js of a static path named there on every page.
+The formulas are MathML written at build time (`mathml`): no page loads a script for them.
 
 After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
 pages use.
@@ -30,10 +26,9 @@ from __future__ import annotations
 
 import os
 import pathlib
-import posixpath
 import re
 
-from . import notebooks, trim
+from . import mathml, notebooks, trim
 
 THEBE_EVENTS = ("env-before-read-docs", "doctree-resolved")
 """The events at which sphinx-thebe adds its scripts to pages."""
@@ -65,29 +60,8 @@ def finish(app, exception) -> None:
     app.builder.copy_static_files()
     out = pathlib.Path(app.outdir)
     drop_fontawesome(out)
+    mathml.write_font(out)
     trim.trim(out)
-
-
-VENDOR = "_vendor"
-"""The folder of the book, beside `_config.yml`, that `make vendor` fills (MathJax)."""
-
-
-def serve_vendored(app, config) -> None:
-    """Serve VENDOR's files under `_static/`, as the static path's are."""
-    config.html_static_path = [*config.html_static_path, str(pathlib.Path(app.srcdir) / VENDOR)]
-
-
-LAZY_MATH = "text/x-gm-lazy"
-"""The type of the held MathJax script tag, which a browser neither fetches nor runs."""
-
-
-def hold_mathjax(app, pagename, templatename, context, doctree):
-    """Hold the MathJax script that sphinx.ext.mathjax put on a page with math."""
-    files = context.get("script_files", [])
-    held = posixpath.join("_static", app.config.mathjax_path)  # as the builder's add_js_file names it
-    for i, js in enumerate(files):
-        if js.filename == held:
-            files[i] = type(js)(js.filename, priority=js.priority, type=LAZY_MATH)
 
 
 CHAPTER_SOURCE = re.compile(r"chapters/(\w+)\.md")
@@ -116,9 +90,7 @@ def setup(app):
     for event in THEBE_EVENTS:
         listeners = app.events.listeners.get(event, [])
         listeners[:] = [ls for ls in listeners if not ls.handler.__module__.startswith("sphinx_thebe")]
-    app.connect("html-page-context", hold_mathjax, priority=900)  # after sphinx.ext.mathjax's
     app.connect("build-finished", finish)
     app.connect("config-inited", configure)
-    app.connect("config-inited", serve_vendored)
     app.connect("html-page-context", launch_notebooks, priority=502)  # after the theme adds them (501)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

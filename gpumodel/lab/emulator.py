@@ -11,16 +11,17 @@ the launch's dynamic shared memory, `gm_body` calling each named kernel). Chapte
 from __future__ import annotations
 
 import ctypes
-import hashlib
+import math
+import numbers
 import pathlib
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..cuda import compiler
+from . import safety
 
 HERE = pathlib.Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
@@ -162,7 +163,7 @@ def instantiate(source: str, kernel: str) -> tuple:
     ((type, name) each) with the template's arguments in place of its parameters. ValueError
     where it names no kernel of the source, or a template without its arguments."""
     match = _EXPRESSION.fullmatch(kernel) if isinstance(kernel, str) else None
-    found = {k.name: k for k in declarations(source)} if match else {}
+    found = {k.name: k for k in declarations(source)}
     if match is None or match.group(2) not in found:
         raise ValueError(f"kernel must name a kernel defined in source ({', '.join(found) or 'none found'}), or an "
                          f"instantiation of one as a C++ name expression (\"reduce<float>\"); got {kernel!r}")
@@ -214,7 +215,12 @@ def element_type(ctype: str):
 
 def arguments(params: list, args) -> list:
     """Each of `args` as a launch passes it to `params` ((type, name) each): a pointer's C-contiguous
-    NumPy array of the pointee's dtype itself, a scalar as a NumPy scalar of its parameter's C type."""
+    NumPy array of the pointee's dtype itself (writeable unless the pointee is const), a scalar
+    as a NumPy scalar of its parameter's C type: an integer (not a bool) within the type's range
+    for an integer type, a real number within its range for a floating-point one, a bool for
+    bool; TypeError or ValueError naming the parameter otherwise, never a value converted."""
+    if not isinstance(args, (list, tuple)):
+        raise TypeError(f"args must be a list of the kernel's arguments, got {type(args).__name__}")
     if len(args) != len(params):
         raise ValueError(f"args must hold one value per parameter ({', '.join(n for _, n in params)}), got {len(args)}")
     converted = []
@@ -225,12 +231,38 @@ def arguments(params: list, args) -> list:
                 raise TypeError(f"args: {name} ({ctype}) must be a C-contiguous NumPy array of "
                                 f"{np.dtype(want).name if want else 'any dtype'}, got {type(arg).__name__}"
                                 f"{' of ' + str(arg.dtype) if isinstance(arg, np.ndarray) else ''}")
+            if not arg.flags.writeable and "const" not in ctype.rsplit("*", 1)[0].split():
+                raise ValueError(f"args: {name} ({ctype}) is an array the kernel may write, and the one given is "
+                                 "read-only (writeable=False): pass a writeable copy, or declare the pointee const")
             converted.append(arg)
         elif want is None or isinstance(arg, np.ndarray):
             raise TypeError(f"args: {name} is {ctype}, which takes a number, not {type(arg).__name__}")
         else:
-            converted.append(np.dtype(want).type(arg))
+            converted.append(_scalar(ctype, name, np.dtype(want), arg))
     return converted
+
+
+def _scalar(ctype: str, name: str, dtype: np.dtype, arg):
+    """`arg` as a NumPy scalar of `dtype`, the type of parameter `name` (`arguments`' rules)."""
+    is_bool = isinstance(arg, (bool, np.bool_))
+    if dtype.kind == "b":
+        if not is_bool:
+            raise TypeError(f"args: {name} is {ctype}, which takes True or False, got {arg!r}")
+        return dtype.type(arg)
+    if dtype.kind in "iu":
+        if is_bool or not isinstance(arg, numbers.Integral):
+            raise TypeError(f"args: {name} is {ctype}, which takes an integer (not a bool, str or float), got {arg!r}")
+        info = np.iinfo(dtype)
+        if not info.min <= arg <= info.max:
+            raise ValueError(f"args: {name} is {ctype}, which holds integers from {info.min:,} to {info.max:,}, "
+                             f"got {arg:,}")
+        return dtype.type(arg)
+    if is_bool or not isinstance(arg, numbers.Real):
+        raise TypeError(f"args: {name} is {ctype}, which takes a real number (not a bool or str), got {arg!r}")
+    most = float(np.finfo(dtype).max)
+    if (isinstance(arg, numbers.Integral) or math.isfinite(arg)) and not -most <= arg <= most:  # inf and nan pass
+        raise ValueError(f"args: {name} is {ctype}, which holds numbers up to {most:.6g} in magnitude, got {arg!r}")
+    return dtype.type(arg)
 
 
 def arch_number(arch: str) -> int:
@@ -278,29 +310,32 @@ def wrapper(source: str, names: list, traced: bool = False) -> str:
 
 
 class Emulator:
-    """Compiles each CUDA source once into a shared library in `build_dir`."""
+    """Compiles each CUDA source once into a shared library in `build_dir` (a private folder:
+    `safety.private`), each verified by its hash before it is loaded (`safety.cached`)."""
+
+    FLAGS = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread"]
 
     def __init__(self, build_dir: pathlib.Path):
         if not shutil.which("g++"):
             raise RuntimeError("the CPU emulator needs g++ (C++20)")
-        self.build_dir = pathlib.Path(build_dir)
+        self.build_dir = safety.private(pathlib.Path(build_dir))
         self.libraries: dict = {}
 
     def compile(self, source: str, names: list | None = None):
         """The shared library built from `source` that launches `names` (`entries(source)` by
-        default), cached by content."""
+        default), cached by content; LabError where g++ refuses it or a limit stops g++."""
         text = wrapper(source, entries(source) if names is None else names)
-        key = hashlib.sha1(text.encode()).hexdigest()[:16]
+        key = safety.digest((text + str(self.FLAGS)).encode())
         if key not in self.libraries:
-            cpp = self.build_dir / f"{key}.cpp"
-            cpp.write_text(text)
-            lib = self.build_dir / f"{key}.so"
-            if not lib.exists():  # built by an earlier process in the same folder
-                subprocess.run(
-                    ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", *compile_flags(), str(cpp), "-o", str(lib)],
-                    check=True, capture_output=True, text=True,
-                )
-            self.libraries[key] = ctypes.CDLL(str(lib))
+            def make(lib):
+                cpp = lib.with_suffix(".cpp")
+                cpp.write_text(text)
+                try:
+                    safety.gxx([*self.FLAGS, *compile_flags(), str(cpp), "-o", str(lib)], "the kernel", SOURCE_NAME,
+                               SUPPORTED)
+                finally:
+                    cpp.unlink(missing_ok=True)
+            self.libraries[key] = ctypes.CDLL(str(safety.cached(self.build_dir, f"emulator-{key}.so", make)))
         return self.libraries[key]
 
     def launch(self, source: str, kernel: str, grid, block, args, shared_mem: int = 0) -> None:

@@ -28,8 +28,8 @@ states. Chapter 2's lab introduces it.
 
 from __future__ import annotations
 
-import hashlib
-import os
+import math
+import numbers
 import pathlib
 import shutil
 import signal
@@ -40,13 +40,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _check
-from ..hardware import MAX_BLOCK, REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
+from ..hardware import MAX_BLOCK, MAX_BLOCK_DIM, MAX_GRID_DIM, REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
 from ..model import predict
 from ..presets import preset_names
 from ..workloads import Workload
 from .dwarf import line_table, locate
 from .emulator import (ARCH, MAX_DYNAMIC_SHARED, SOURCE_NAME, SUPPORTED, arguments, compile_flags, entries, parameters,
                        wrapper)
+from .safety import (OUTPUT_LIMIT, RUN_MEMORY, LabError, cache_folder, cached, digest, fmt_bytes, gxx, out_of_memory,
+                     prune, run)
 
 HERE = pathlib.Path(__file__).resolve().parent
 KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fno-tree-sra", "-fsanitize=thread",
@@ -61,13 +63,13 @@ RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread", "-fPIE"]
 MAX_THREADS = 2**16
 """The most CUDA threads a trace runs; a larger launch runs an evenly spaced sample of its
 blocks and scales the counts."""
+MAX_LAUNCH_BLOCKS = 2**32 - 1
+"""The most blocks a traced launch may have: the runtime numbers a block in 32 bits (CUDA
+allows more, up to `MAX_GRID_DIM`'s product)."""
 CACHE_KEEP = 64
-"""Traced executables kept in the build folder (about 50 KB each); building one more removes
-the least recently used beyond these, and the runtime objects of other versions."""
-
-
-class LabError(RuntimeError):
-    """The learner's kernel did not compile, crashed, ran too long or went out of bounds."""
+"""Traced executables (and failed builds) kept in the build folder (about 50 KB each);
+building one more removes the least recently used beyond these, and the runtime objects of
+other versions."""
 
 
 @dataclass
@@ -264,71 +266,54 @@ class Trace:
 
 
 def _build_dir() -> pathlib.Path:
-    folder = pathlib.Path(tempfile.gettempdir()) / f"gpumodel-lab-{os.getuid()}"
-    folder.mkdir(exist_ok=True)
-    return folder
+    """The user's private cache folder (`safety`: created 0700, owner and mode checked)."""
+    return cache_folder()
 
 
 def _compile(args: list, what: str) -> None:
-    done = subprocess.run(["g++", *args], capture_output=True, text=True)
-    if done.returncode:
-        errors = [line for line in done.stderr.splitlines()
-                  if "error" in line or "undefined reference" in line or SOURCE_NAME in line]
-        raise LabError(f"{what} does not compile:\n" + "\n".join(errors[:20] or done.stderr.splitlines()[:20])
-                       + f"\nWhere it names something of CUDA's that is missing: {SUPPORTED}.")
+    gxx(args, what, SOURCE_NAME, SUPPORTED)
 
 
 def _runtime(folder: pathlib.Path) -> pathlib.Path:
-    """The runtime's object file, built once per version of its sources."""
+    """The runtime's object file, built once per version of its sources, verified by its hash."""
     sources = (HERE / "trace_runtime.cpp").read_bytes() + (HERE / "cuda_emu.h").read_bytes()
-    obj = folder / f"runtime-{hashlib.sha1(sources + str(RUNTIME_FLAGS).encode()).hexdigest()[:12]}.o"
-    if not obj.exists():
-        for stale in folder.glob("runtime-*.o"):
-            stale.unlink(missing_ok=True)
-        tmp = obj.with_suffix(f".{os.getpid()}.o")
-        _compile([*RUNTIME_FLAGS, f"-I{HERE}", "-c", str(HERE / "trace_runtime.cpp"), "-o", str(tmp)], "the lab's runtime")
-        tmp.replace(obj)
+    obj = cached(folder, f"runtime-{digest(sources + str(RUNTIME_FLAGS).encode())}.o", lambda out: _compile(
+        [*RUNTIME_FLAGS, f"-I{HERE}", "-c", str(HERE / "trace_runtime.cpp"), "-o", str(out)], "the lab's runtime"))
+    prune(folder, "runtime-", 1)  # other versions'
     return obj
 
 
 def build(source: str, names: list | None = None, arch: str = ARCH) -> pathlib.Path:
     """The traced executable for the kernels `names` of `source` (`emulator.entries`: those that
-    are not templates, by default), compiled for `arch`, cached by content. Raises `LabError`
-    with g++'s messages when the source does not compile."""
+    are not templates, by default), compiled for `arch`, cached by content (a failed build too)
+    and verified by its hash. Raises `LabError` with g++'s messages when the source does not
+    compile."""
     if not shutil.which("g++"):
         raise LabError("the kernel lab needs g++ (C++20) on the machine, and there is none here")
     folder = _build_dir()
     runtime = _runtime(folder)
     text = wrapper(source, entries(source) if names is None else names, traced=True)
     flags = [*KERNEL_FLAGS, *compile_flags(arch)]
-    key = hashlib.sha1((text + str(flags) + runtime.name).encode()).hexdigest()[:16]
-    exe = folder / f"trace-{key}"
-    if exe.exists():
-        os.utime(exe)  # used now: pruning keeps the most recently used
-    else:
-        cpp, obj, tmp = (folder / f"trace-{key}.{os.getpid()}{end}" for end in (".cpp", ".o", ""))
+    key = digest((text + str(flags) + runtime.name).encode())
+
+    def make(exe):
+        cpp, obj = (exe.with_suffix(end) for end in (".cpp", ".o"))
         cpp.write_text(text)
         try:
             _compile([*flags, "-c", str(cpp), "-o", str(obj)], "the kernel")
-            _compile([str(obj), str(runtime), "-pthread", "-pie", "-o", str(tmp)], "the traced kernel")
-            tmp.replace(exe)  # atomic: a process building the same source at once finds a whole file
+            _compile([str(obj), str(runtime), "-pthread", "-pie", "-o", str(exe)], "the traced kernel")
         finally:
             for path in (cpp, obj):
                 path.unlink(missing_ok=True)
+    try:
+        return cached(folder, f"trace-{key}", make)
+    finally:
         _prune(folder)
-    return exe
 
 
 def _prune(folder: pathlib.Path) -> None:
     """Remove the least recently used (built or reused) traced executables beyond `CACHE_KEEP`."""
-    def used(path):
-        try:
-            return path.stat().st_mtime_ns
-        except FileNotFoundError:  # another process pruned it first
-            return 0
-    built = sorted((p for p in folder.glob("trace-*") if p.suffix == ""), key=used, reverse=True)
-    for old in built[CACHE_KEEP:]:
-        old.unlink(missing_ok=True)
+    prune(folder, "trace-", CACHE_KEEP)
 
 
 def _lines(exe: pathlib.Path, offsets: list) -> dict:
@@ -353,11 +338,21 @@ def _lines(exe: pathlib.Path, offsets: list) -> dict:
     return found
 
 
-def _dims(name: str, value) -> tuple:
-    value = (value,) if np.isscalar(value) else tuple(value)
-    if not 1 <= len(value) <= 3:
-        raise ValueError(f"{name} must be an int or 1 to 3 ints, got {value!r}")
-    return tuple(int(_check.size(f"{name}[{i}]", v)) for i, v in enumerate(value)) + (1,) * (3 - len(value))
+def _dims(name: str, value, most: tuple) -> tuple:
+    """`value` (an int, or 1 to 3 of them) as CUDA's dim3 (x, y, z), each from 1 to `most`'s."""
+    dims = tuple(value) if isinstance(value, (tuple, list, np.ndarray)) else (value,)
+    if not 1 <= len(dims) <= 3 or not all(_is_int(v) for v in dims):
+        raise TypeError(f"{name} must be an int or a tuple of 1 to 3 ints (dim3's x, y, z), got {value!r}")
+    dims = tuple(int(v) for v in dims) + (1,) * (3 - len(dims))
+    for axis, v, limit in zip("xyz", dims, most):
+        if not 1 <= v <= limit:
+            raise ValueError(f"{name}'s {axis} must be from 1 to {limit:,} (CUDA's limit on a {name}'s {axis} "
+                             f"dimension), got {value!r}")
+    return dims
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
 def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, arch: str = ARCH,
@@ -368,23 +363,38 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
     take them: `kernel` a name or a C++ name expression ("reduce<float>", "sgemm<128, 128, 8>"),
     `shared_mem` the bytes of the `extern __shared__` arrays, the source compiled for `arch`
     (`__CUDA_ARCH__`). More than `max_threads` threads: an evenly spaced sample of the blocks
-    runs (the result says so; the arrays are then only partly computed). Raises `LabError` when
-    the kernel does not compile, crashes, runs past `timeout` seconds, or touches memory outside
-    its arrays. Chapter 2's lab."""
-    if not isinstance(source, str) or not isinstance(kernel, str):
-        raise ValueError(f"kernel must name a kernel defined in source, got {kernel!r}")
-    grid, block = _dims("grid", grid), _dims("block", block)
-    threads = int(np.prod(block))
+    runs (the result says so; the arrays are then only partly computed; a block at least).
+    Raises ValueError or TypeError, before compiling, for a launch CUDA would refuse (grid and
+    block past `MAX_GRID_DIM`, `MAX_BLOCK_DIM` or `MAX_BLOCK` threads) or a wrong argument
+    (`arguments`), and `LabError` when the kernel does not compile, crashes, runs past `timeout`
+    seconds, takes more than `safety.RUN_MEMORY` bytes beyond its arrays, prints more than
+    `safety.OUTPUT_LIMIT` bytes, or touches memory outside its arrays. Chapter 2's lab."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the kernel's CUDA C source (a str), got {type(source).__name__}")
+    if not isinstance(kernel, str):
+        raise TypeError(f"kernel must name a kernel defined in source (a str), got {kernel!r}")
+    grid, block = _dims("grid", grid, MAX_GRID_DIM), _dims("block", block, MAX_BLOCK_DIM)
+    threads, blocks = math.prod(block), math.prod(grid)
     if threads > MAX_BLOCK:
-        raise ValueError(f"block must hold at most {MAX_BLOCK} threads, got {block} = {threads}")
+        raise ValueError(f"block must hold at most {MAX_BLOCK} threads (CUDA's limit), got {block} = {threads}")
+    if blocks > MAX_LAUNCH_BLOCKS:
+        raise ValueError(f"grid must hold at most {MAX_LAUNCH_BLOCKS:,} blocks in a traced launch (the lab's "
+                         f"limit), got {grid} = {blocks:,}")
     shared_mem = _check.integer("shared_mem (bytes of dynamic shared memory)", shared_mem, 0, MAX_DYNAMIC_SHARED)
+    if isinstance(timeout, (bool, np.bool_)) or not isinstance(timeout, numbers.Real):
+        raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not 0 < timeout < math.inf:
+        raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
+    if not _is_int(max_threads):
+        raise TypeError(f"max_threads must be an int (the most CUDA threads traced), got {max_threads!r}")
+    if max_threads < 1:
+        raise ValueError(f"max_threads must be at least 1 (a block at least is traced), got {max_threads!r}")
     try:
         names = entries(source, kernel)
         spec = [("P" if isinstance(v, np.ndarray) else "V", v) for v in arguments(parameters(source, kernel), args)]
     except (ValueError, TypeError):
         build(source, arch=arch)  # a source that does not compile says so first
         raise
-    blocks = int(np.prod(grid))
     traced = max(1, min(blocks, int(max_threads) // threads))
     chosen = np.unique(np.linspace(0, blocks - 1, traced).round().astype(np.int64))
     exe = build(source, names, arch)
@@ -401,13 +411,18 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
             else:
                 lines.append(f"arg V {value.tobytes().hex()}")
         (tmp / "spec").write_text("\n".join(lines) + "\n")
-        try:
-            done = subprocess.run([str(exe), str(tmp / "spec"), str(tmp / "stats")], capture_output=True, text=True,
-                                  timeout=timeout)
-        except subprocess.TimeoutExpired:
+        memory = RUN_MEMORY + sum(value.nbytes for kind, value in spec if kind == "P")
+        done = run([exe, tmp / "spec", tmp / "stats"], timeout, memory)
+        if done.stopped == "time":
             raise LabError(f"{kernel} ran past the time limit of {timeout:g} s: an endless loop, a __syncthreads() "
                            "that not every thread of the block reaches, or a shuffle that not every lane of the warp "
-                           "reaches?") from None
+                           "reaches?")
+        if done.stopped == "output":
+            raise LabError(f"{kernel} printed more than the lab's output limit of {fmt_bytes(OUTPUT_LIMIT)} and was "
+                           "stopped: a printf in a loop, or in every thread?")
+        if done.returncode and out_of_memory(done.stderr):
+            raise LabError(f"{kernel} ran out of memory: the lab's memory limit is {fmt_bytes(memory)} (its arrays "
+                           f"and {fmt_bytes(RUN_MEMORY)} beyond them).\n" + done.stderr[-500:])
         if done.returncode and "deadlock:" in done.stderr:
             raise LabError(f"{kernel} never finishes: a __syncthreads() that not every thread of the block reaches, "
                            "or a shuffle that not every lane of the warp reaches, while the others wait at another.\n"
@@ -415,11 +430,11 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
         if done.returncode:
             why = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
                    else f"exit status {done.returncode}")
-            raise LabError(f"{kernel} crashed ({why}): an access far outside its arrays, or a bad pointer?\n"
-                           + done.stderr[-2000:])
+            raise LabError(f"{kernel} crashed ({why}): an access far outside its arrays, or a bad pointer (malloc "
+                           f"returns NULL past the lab's memory limit of {fmt_bytes(memory)})?\n" + done.stderr[-2000:])
         stats = (tmp / "stats").read_text().split("\n")
         for i, (kind, value) in enumerate(spec):
-            if kind == "P":
+            if kind == "P" and value.flags.writeable:  # a read-only one is a const parameter's (`arguments`)
                 value[...] = np.fromfile(tmp / f"arg{i}.bin", dtype=value.dtype).reshape(value.shape)
     return _parse(stats, exe, kernel, grid, block, len(chosen), blocks, spec, source)
 
