@@ -1,15 +1,40 @@
 // What a phone needs that the theme does not give (loaded through html_js_files in _config.yml):
-// drawers that open, readable figures.
+// drawers that open. (Figures need nothing: each is drawn narrow enough to read when scaled to
+// a phone's column, gpumodel/course/plots.py.)
 (function () {
   "use strict";
 
-  // Smallest text a figure may show, in CSS px, on any screen.
-  var MIN_TEXT_PX = 9;
+  // pydata-sphinx-theme 0.17.1 copies the reader's stored light/dark mode into data-mode (an
+  // inline script above this one) and logs "Got invalid theme mode" when a first visit has
+  // none stored; its own script runs later (deferred), so start such a visit at the default.
+  var html = document.documentElement;
+  if (!html.dataset.mode) html.dataset.mode = html.dataset.defaultMode || "auto";
 
   // pydata-sphinx-theme 0.17.1 opens its drawers only from the first .primary-toggle and
   // .secondary-toggle of a page, which sit in the top bar course.css hides; the buttons a
   // reader sees (in the article's header) pass their click on to them.
+  // A drawer closes once the reader chooses a link in it (the theme leaves the page's contents
+  // drawer over the section it just scrolled to).
   function drawers() {
+    ["pst-primary-sidebar-modal", "pst-secondary-sidebar-modal"].forEach(function (id) {
+      var dialog = document.getElementById(id);
+      if (dialog) dialog.addEventListener("click", function (event) {
+        var link = event.target.closest && event.target.closest("a[href]");
+        if (!dialog.open || !link) return;
+        var hash = link.getAttribute("href");
+        if (hash.charAt(0) === "#") {
+          // A section of this page: scrolled to once the drawer is gone and the theme has given
+          // the focus back to the drawer's button (which scrolls the page to that button).
+          event.preventDefault();
+          dialog.addEventListener("close", function () {
+            var target = document.getElementById(decodeURIComponent(hash.slice(1)));
+            if (location.hash !== hash) history.pushState(null, "", hash);
+            if (target) target.scrollIntoView();
+          }, { once: true });
+        }
+        dialog.close();
+      });
+    });
     ["primary-toggle", "secondary-toggle"].forEach(function (name) {
       var toggles = document.querySelectorAll("." + name);
       Array.prototype.slice.call(toggles, 1).forEach(function (toggle) {
@@ -22,50 +47,8 @@
     });
   }
 
-  // The width (CSS px) at which the smallest text of SVG source `svg` is MIN_TEXT_PX tall.
-  function readableWidth(svg) {
-    var doc = new DOMParser().parseFromString(svg, "image/svg+xml"), root = doc.documentElement;
-    var box = (root.getAttribute("viewBox") || "").trim().split(/[\s,]+/).map(Number);
-    var sizes = Array.prototype.map.call(doc.querySelectorAll("[style*='font-size'], [font-size]"), function (el) {
-      var m = /font-size:\s*([\d.]+)/.exec(el.getAttribute("style") || "");
-      return parseFloat(m ? m[1] : el.getAttribute("font-size"));
-    }).filter(function (s) { return s > 0; });
-    if (box.length !== 4 || !sizes.length) return 0;
-    return Math.ceil(box[2] * MIN_TEXT_PX / Math.min.apply(null, sizes));
-  }
-
-  // On a phone a figure is never drawn narrower than its text allows: it keeps that width
-  // and scrolls sideways inside its own box (course.css reads --gm-readable).
-  function fit(img, svg) {
-    var width = readableWidth(svg);
-    img.style.setProperty("--gm-readable", width ? width + "px" : "auto");
-    var box = img.parentElement;
-    if (!box.classList.contains("gm-scroll")) {
-      box = document.createElement("div");
-      box.className = "gm-scroll";
-      img.parentElement.insertBefore(box, img);
-      box.appendChild(img);
-    }
-  }
-
-  function figures() {
-    document.querySelectorAll(".bd-article .cell_output img[src$='.svg']").forEach(function (img) {
-      fetch(img.src).then(function (r) { return r.text(); }).then(function (svg) { fit(img, svg); });
-    });
-    // A player's frames are data: URLs its script swaps (widgets.js); refit at each swap.
-    document.querySelectorAll(".bd-article img.gm-frame").forEach(function (img) {
-      function refit() {
-        var src = img.getAttribute("src") || "", comma = src.indexOf(",");
-        if (src.indexOf("data:image/svg+xml") === 0) fit(img, decodeURIComponent(src.slice(comma + 1)));
-      }
-      new MutationObserver(refit).observe(img, { attributes: true, attributeFilter: ["src"] });
-      refit();
-    });
-  }
-
   function start() {
     drawers();
-    figures();
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -63,11 +63,14 @@
   }
 
   // A typed number, read as gpumodel.course.checks.read_number reads it: spaces and case
-  // ignored, a unit of `units` (unit -> factor) stripped from the end, then NUMBER.
+  // ignored, the micro sign and the Greek mu read as "u", a unit of `units` (unit -> factor)
+  // stripped from the end, then NUMBER (optionally over a divisor: "1/12").
   var NUM = "(?:(?:\\d{1,3}(?:,\\d{3})+|\\d+)(?:\\.\\d*)?|\\.\\d+)(?:e[+-]?\\d+)?";
-  var NUMBER = new RegExp("^([+-]?" + NUM + ")(?:(?:x|\\*|\u00d7)(" + NUM + "))?(?:(?:\\^|\\*\\*)([+-]?" + NUM + "))?$");
+  var NUMBER = new RegExp("^([+-]?" + NUM + ")(?:(?:x|\\*|\u00d7)(" + NUM + "))?(?:(?:\\^|\\*\\*)([+-]?" + NUM + "))?" +
+                          "(?:/(" + NUM + "))?$");
   function readNumber(text, units) {
-    var t = String(text).toLowerCase().replace(/\u2212/g, "-").replace(/\s+/g, ""), factor = 1;
+    var t = String(text).toLowerCase().replace(/\u2212/g, "-").replace(/\s+/g, "").replace(/[\u00b5\u03bc]/g, "u"),
+        factor = 1;
     var names = Object.keys(units || {}).sort(function (a, b) { return b.length - a.length; });
     for (var i = 0; i < names.length; i++) {
       var u = names[i];
@@ -75,13 +78,14 @@
     }
     var m = NUMBER.exec(t);
     if (!m) return null;
-    var g = [m[1], m[2], m[3]].map(function (x) { return x === undefined ? null : Number(x.replace(/,/g, "")); });
+    var g = [m[1], m[2], m[3], m[4]].map(function (x) { return x === undefined ? null : Number(x.replace(/,/g, "")); });
+    if (g[3] === 0) return null;
     var value;
     if (g[2] === null) value = g[1] === null ? g[0] : null;
     else if (g[1] === null) value = (g[0] || g[2] > 0) ? Math.pow(g[0], g[2]) : null;
     else value = (g[1] || g[2] > 0) ? g[0] * Math.pow(g[1], g[2]) : null;
     if (value === null || !isFinite(value)) return null;
-    return value * factor;
+    return value / (g[3] === null ? 1 : g[3]) * factor;
   }
 
   function close(a, b, rtol) { return Math.abs(a - b) <= rtol * Math.max(Math.abs(a), Math.abs(b)); }
@@ -163,7 +167,7 @@
 
   // The "your progress" page: each listed question's state from this browser's store.
   function fillProgress(root) {
-    var all = progress(), right = 0, items = root.querySelectorAll("[data-page][data-key]");
+    var all = progress(), right = 0, items = root.querySelectorAll("[data-page][data-key]:not([data-jupyter])");
     items.forEach(function (li) {
       var done = !!(all[li.dataset.page] || {})[li.dataset.key];
       right += done;
@@ -171,7 +175,9 @@
       li.querySelector(".gm-state").textContent = done ? "right" : "not yet";
     });
     var total = root.querySelector(".gm-total");
-    if (total) total.textContent = right + " of " + items.length + " answered right in this browser.";
+    var labs = root.querySelectorAll("[data-jupyter]").length;
+    if (total) total.textContent = right + " of " + items.length + " answered right in this browser" +
+      (labs ? " (and " + labs + " labs, checked in Jupyter only)." : ".");
   }
   function progressPage(root) {
     fillProgress(root);

@@ -15,6 +15,8 @@ The folders are the layers, lowest first (a test holds every import to them):
 
 from . import simulate
 from ._lazy import submodules
+from .expected import Expectation
+from .published import expect
 from .hardware import GPU, LEVELS, Fact
 from .kernel_info import label
 from .model import BOUNDS, Prediction, predict
@@ -55,8 +57,8 @@ __getattr__ = submodules(__name__, __file__)
 
 
 __all__ = [
-    "BOUNDS", "Fact", "GPU", "LEVELS", "Prediction", "Workload",
-    "attention", "attention_backward", "attention_memory", "catalogue", "elementwise_chain", "flash_block",
+    "BOUNDS", "Expectation", "Fact", "GPU", "LEVELS", "Prediction", "Workload",
+    "attention", "attention_backward", "attention_memory", "catalogue", "elementwise_chain", "expect", "flash_block",
     "fmt_bandwidth", "fmt_bound", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
     "fmt_intensity", "fmt_number", "fmt_percent", "fmt_time", "gemm", "gemm_ideal", "gemm_requests", "gpu", "label", "predict", "preset_names",
     "score_matrix_bytes", "seed_kernels", "simulate", "strided_read", "transpose", "vector_add",

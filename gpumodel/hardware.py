@@ -29,7 +29,7 @@ given to `GPU.at_clock`: clocks from 100 MHz to 5 GHz, up to 1024 SMs, capacitie
 10 TB...; SMs are whole."""
 
 MATH = ("fp32", "fp16", "bf16", "fp8", "fp4")
-"""Which units a workload's arithmetic runs on: the FP32 lanes, or the tensor cores with
+"""Which units a workload's arithmetic runs on: the FP32 units, or the tensor cores with
 fp16, bf16, fp8 or fp4 inputs (dense, FP32 accumulate)."""
 
 WARP = 32
@@ -49,6 +49,8 @@ VECTOR_WORDS = 4
 """Words (4 bytes) in the widest load a thread can issue, 128 bits."""
 SECTOR_BYTES = 32
 """The unit in which L1 and L2 move global memory: a 32-byte sector."""
+LINE_BYTES = 4 * SECTOR_BYTES
+"""A cache line of L1 and L2: four sectors, 128 bytes, allocated whole, filled by the sector."""
 REGISTER_BYTES = 4
 REGISTER_BYTES_PER_FLOP = 6
 """An FMA (2 flops) reads three 4-byte operands: 12 bytes per 2 flops."""
@@ -83,7 +85,7 @@ class Fact:
 
 @dataclass(frozen=True)
 class Capability:
-    """One compute capability's facts (CUDA C++ Programming Guide): FP32 lanes and
+    """One compute capability's facts (CUDA C++ Programming Guide): FP32 units and
     special-function results (exponentials, reciprocals...) per clock per SM, and the per-SM,
     per-block and per-thread limits that decide occupancy. Shared memory in bytes."""
 
@@ -141,7 +143,7 @@ class GPU:
 
     @property
     def fp32_lanes_per_sm(self) -> Fact:
-        """FP32 lanes per SM, from the compute capability."""
+        """FP32 units per SM, from the compute capability."""
         return self.capability.fact(self.capability.fp32_lanes_per_sm, "lane", "Arithmetic Instructions")
 
     @property

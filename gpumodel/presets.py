@@ -3,7 +3,7 @@ checked here. Introduced in chapter 1; the appendix "GPU presets" prints them al
 
 A GPU file states each fact as its source does (value, unit, kind, a `references.bib` key,
 where in that document, a note), plus the GPU's compute capability; the per-capability facts
-(FP32 lanes, register file, shared memory, occupancy limits) come from
+(FP32 units, register file, shared memory, occupancy limits) come from
 `data/capabilities.toml`. Derived figures are computed by `GPU`, never stored. A file with a
 missing or unknown key, an unknown unit or an unknown source, or figures that contradict each
 other (`BELOW`), is refused, naming the file and the key. Adding a GPU is adding one file.
@@ -79,6 +79,27 @@ def _read(path: pathlib.Path) -> dict:
 def bib_keys() -> frozenset:
     """The citation keys of `references.bib`."""
     return frozenset(re.findall(r"^@\w+\{([^,\s]+),", BIB.read_text(), re.M))
+
+
+@functools.cache
+def bibliography() -> dict:
+    """key -> (label, title, address) from references.bib: the label "Author Year" (one
+    author's surname, "A and B", or "A et al."), the title without braces, and the entry's
+    own address (its url, its doi, or the \\url of its howpublished; None where it has none)."""
+    out = {}
+    for key, body in re.findall(r"^@\w+\{([^,\s]+),(.*?)^\}", BIB.read_text(), re.M | re.S):
+        field = lambda name: (m := re.search(rf"^\s*{name}\s*=\s*\{{(.*)\}},?\s*$", body, re.M)) and m.group(1)
+        author, year = field("author"), re.search(r"year\s*=\s*\{(\d{4})\}", body).group(1)
+        if author.startswith("{"):  # an organisation, {{NVIDIA Corporation}}
+            names = [author.strip("{}")]
+        else:
+            names = [re.sub(r"[{}\\']", "", a).split()[-1] for a in author.split(" and ")]
+        who = names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2 else f"{names[0]} et al."
+        doi, elsewhere = field("doi"), re.search(r"\\url\{([^}]*)\}", field("howpublished") or "")
+        address = field("url") or (doi and f"https://doi.org/{doi}") or (elsewhere and elsewhere.group(1))
+        title = re.sub(r"\\([_&%$#])", r"\1", re.sub(r"[{}]", "", field("title")))
+        out[key] = (f"{who} {year}", title, address or None)
+    return out
 
 
 def _no_gaps(where: str, missing: set, unknown: set) -> None:

@@ -25,9 +25,13 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from . import _check, decode, presets
+from .expected import REASONS, Expectation, Launch, facts, gemm_launch, kernel_notes, share_class
+from .expected import expect as _expect
 from .hardware import LEVELS
 from .model import predict
 from .overhead import PATHS, launch_cost
@@ -104,6 +108,12 @@ class Comparison:
     measured: float
     fraction: float
     bound: str
+
+    @property
+    def expected(self):
+        """The expected time of the record's kernel (`record_expect`): an
+        `Expectation`, None for a latency record."""
+        return record_expect(self.record)
 
     @property
     def slow(self) -> bool:
@@ -220,27 +230,32 @@ def attention_flops(run: dict) -> float:
     return forward * (3.5 if run["passes"] == "forward+backward" else 1.0)
 
 
-def _time(run: dict, gpu) -> tuple[float, float, str]:
-    """(model seconds, FLOPs, bound) of a gemm or attention run on `gpu`."""
+def workloads(run: dict) -> list:
+    """The workloads of a gemm or attention run (a record's `run` table) as the model charges
+    them: one GEMM; attention's forward pass, and its backward pass for "forward+backward",
+    with L2 catching the flash kernels' re-reads of K and V (Q and dO backward), at best."""
     if run["kind"] == "gemm":
         n, dtype = run["size"], run.get("dtype", "fp32")
         if run.get("ideal"):
-            w = gemm_ideal(n, n, n, dtype)
-        elif "block" in run:
-            w = gemm(n, n, n, block=tuple(run["block"]), thread=tuple(run.get("thread", (1, 1))), dtype=dtype,
-                     layout=run.get("layout", "strided"))
-        else:
-            w = gemm(n, n, n, dtype=dtype)
-        p = predict(w, gpu)
-        return float(p.time), float(w.flops), str(p.bound)
-    # At best, L2 catches the flash kernels' re-reads of K and V (Q and dO backward).
+            return [gemm_ideal(n, n, n, dtype)]
+        if "block" in run:
+            return [gemm(n, n, n, block=tuple(run["block"]), thread=tuple(run.get("thread", (1, 1))), dtype=dtype,
+                         layout=run.get("layout", "strided"))]
+        return [gemm(n, n, n, dtype=dtype)]
     args = (run["batch"], run["heads"], run["seq"], run["head_dim"], run.get("dtype", "fp16"), run["attention"])
     tile = {"block": tuple(run["block"])} if "block" in run else {}
-    parts = [predict(attention(*args, l2_reuse=True, **tile), gpu)]
+    out = [attention(*args, l2_reuse=True, **tile)]
     if run["passes"] == "forward+backward":
-        parts.append(predict(attention_backward(*args, l2_reuse=True), gpu))
+        out.append(attention_backward(*args, l2_reuse=True))
+    return out
+
+
+def _time(run: dict, gpu) -> tuple[float, float, str]:
+    """(model seconds, FLOPs, bound) of a gemm or attention run on `gpu`."""
+    parts = [predict(w, gpu) for w in workloads(run)]
+    flops = float(parts[0].workload.flops) if run["kind"] == "gemm" else attention_flops(run)
     bounds = "+".join(dict.fromkeys(str(p.bound) for p in parts))
-    return sum(float(p.time) for p in parts), attention_flops(run), bounds
+    return sum(float(p.time) for p in parts), flops, bounds
 
 
 def compare(record: Record, rated: bool = False) -> Comparison:
@@ -293,3 +308,98 @@ def violations(chapter: int | None = None) -> list[Comparison]:
     """The comparisons in which the measurement is faster than the model's bound (each says
     why in its record's `violation`)."""
     return [c for c in comparisons(chapter) if c.quantity != "latency" and c.fraction > 1 + 1e-9]
+
+
+# The expected time on the records (`gpumodel.expected`): halves, launches, shares.
+
+
+def half(record) -> str:
+    """'estimate' or 'judge': a `holdout` record is judged; the others of a source alternate,
+    its first (in file order) estimating, its second judged, and so on."""
+    if record.holdout:
+        return "judge"
+    same = [r for r in records() if r.source == record.source and not r.holdout]
+    return "estimate" if same.index(record) % 2 == 0 else "judge"
+
+
+def record_launch(record) -> Launch | None:
+    """The `Launch` of a published FP32 GEMM or flash-attention record (None for reads,
+    launches, a library's GEMM and standard attention's several kernels, which show none)."""
+    run, notes = record.run, kernel_notes(record.source, record.what)
+    if run["kind"] == "gemm" and not run.get("ideal") and run.get("dtype", "fp32") == "fp32":
+        n = run["size"]
+        block = tuple(run["block"]) if "block" in run else None
+        return gemm_launch(n, n, n, block, tuple(run.get("thread", (1, 1))), run.get("layout", "strided"),
+                           notes.get("coalesced", True))
+    if run["kind"] == "attention" and run["attention"] == "flash":
+        rows = 128
+        grid = run["batch"] * run["heads"] * (1 if notes.get("grid") == "heads" else math.ceil(run["seq"] / rows))
+        share = facts()["mma_sync_on_hopper"].value if (notes.get("mma") == "mma.sync"
+                                                       and presets.gpu(record.gpu).capability.version[0] >= 9) else 1.0
+        smem = 2 * 3 * rows * run["head_dim"]  # Q, K and V tiles of 128 rows, 2-byte elements
+        return Launch(128, grid, 255, min(smem, presets.gpu(record.gpu).capability.max_smem_per_block),
+                      mma_share=share)
+    return None
+
+
+def record_expect(record, share: bool = True) -> Expectation | None:
+    """A published record's expected time on its GPU at the bound's rates (None for a latency
+    record): its workloads as `compare` charges them, with its `record_launch`
+    (a read's or a launch's: the bound, then the share); passes add up."""
+    g = presets.gpu(record.gpu).bound()
+    c = compare(record)
+    if c.quantity == "latency":
+        return None
+    bound = c.model if c.quantity == "time" else record.run["bytes"] / c.model
+    launch = record_launch(record)
+    if launch is None:
+        math_ = workloads(record.run)[0].math if record.run["kind"] in ("gemm", "attention") else "fp32"
+        limiter = c.bound.split("+")[0]
+        return _at_share(Expectation(bound, bound, c.bound, limiter, 1.0, {limiter: bound}, "", g.name), math_, share)
+    found = [_expect(w, g, launch) for w in workloads(record.run)]
+    first = max(found, key=lambda e: e.time)
+    t = sum(e.time for e in found)
+    return _at_share(Expectation(t, bound, c.bound, first.limiter, 1.0, first.parts, first.reason, g.name),
+                   workloads(record.run)[0].math, share)
+
+
+def _at_share(e: Expectation, math_: str, share: bool) -> Expectation:
+    """`e` at its limiter class's achievable share (`shares`), when `share`."""
+    s = shares().get(share_class(e.limiter, math_), 1.0) if share else 1.0
+    why = REASONS.get(e.limiter, f"the bound's {e.limiter}").format(occ="registers or shared memory")
+    return replace(e, time=e.time / s, share=s, reason=f"{why}; at {s:.0%} of that" if s != 1 else why)
+
+
+def measured_time(record) -> float:
+    """A record's measured time in seconds (a read's: its bytes over the measured rate)."""
+    c = compare(record)
+    return c.measured if c.quantity == "time" else record.run["bytes"] / c.measured
+
+
+@functools.cache
+def shares() -> dict:
+    """Each limiter class's achievable share: the median, over the records of the 'estimate'
+    half it holds, of the mechanisms' time over the measured time (at most 1)."""
+    by = {}
+    for r in records():
+        e = record_expect(r, share=False) if half(r) == "estimate" else None
+        if e is not None:
+            math_ = workloads(r.run)[0].math if r.run["kind"] in ("gemm", "attention") else "fp32"
+            by.setdefault(share_class(e.limiter, math_), []).append(e.time / measured_time(r))
+    return {k: float(min(1.0, np.median(v))) for k, v in by.items()}
+
+
+def measured_over_expected(which: str = "judge", model: str = "expected") -> np.ndarray:
+    """Measured time over the `model`'s ('expected', or 'bound': `predict`'s) for the records
+    of half `which` ('estimate' or 'judge'), latency records left out. Chapter 98."""
+    _check.choice("which", which, ("estimate", "judge"))
+    _check.choice("model", model, ("expected", "bound"))
+    pairs = [(r, record_expect(r)) for r in records() if half(r) == which]
+    return np.asarray([measured_time(r) / (e.time if model == "expected" else e.bound) for r, e in pairs if e is not None])
+
+
+def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0) -> Expectation:
+    """`gm.expect`: the expected time of `work` (a `Workload` or a lab `Trace`) on `gpu`, its
+    mechanisms (`gpumodel.expected.expect`) at the achievable shares estimated on the
+    records' 'estimate' half (`shares`). Chapters 3, 4, 5 and 98."""
+    return _expect(work, gpu, launch, flops, shares())

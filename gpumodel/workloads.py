@@ -163,7 +163,7 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True, layout
     """`C = A @ B` with A m x k, B k x n, elements of `dtype`. Chapters 1, 3 and 4.
 
     `block=None` is the naive kernel: one thread per result, no shared memory, scalar FMAs on
-    the FP32 lanes whatever the dtype. Its threads request 2sMNK bytes (`gemm_requests`),
+    the FP32 units whatever the dtype. Its threads request 2sMNK bytes (`gemm_requests`),
     but that is not a bound: at best the L1 cache keeps what the threads of one block share,
     so L2 must supply each block's rows of A and columns of B once, as for a tile of the
     naive kernel's block shape (`NAIVE_BLOCK`); that is what is charged at L2. Every load
@@ -185,9 +185,9 @@ def gemm(m, n, k, block=None, thread=(1, 1), dtype="fp32", l2_reuse=True, layout
       not charged against the operand reads' 128 B per clock: NVIDIA publishes no figure for
       them, and Tilus V5 on the B200 ran faster than it could if they shared it (chapter 98).
     - HBM:  s (MK + KN + MN) if L2 catches the reuse (`l2_reuse=True`), else the L2 bytes.
-    - registers: 12 bytes per FMA on the FP32 lanes; not modelled on tensor cores (0).
+    - registers: 12 bytes per FMA on the FP32 units; not modelled on tensor cores (0).
 
-    fp32 runs on the FP32 lanes; fp16/bf16 tiled GEMMs run on the tensor cores, where the
+    fp32 runs on the FP32 units; fp16/bf16 tiled GEMMs run on the tensor cores, where the
     register tile is a warp's, not a thread's: pass the warp tile as `thread` (e.g. (64, 64)).
     """
     m, n, k = _check.size("m", m), _check.size("n", n), _check.size("k", k)

@@ -2,9 +2,13 @@
 (`needs_chromium`) skip, with the reason, where Chromium is not installed (CI installs it);
 nothing else skips. The headless Chromium the browser tests share is the `browser` fixture."""
 
+import os
 import shutil
+import tempfile
 
 import pytest
+
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="gpumodel-test-data-")  # the checkers' progress file: never the tester's
 
 from gpumodel.cuda import runtime
 

@@ -13,7 +13,7 @@ import gpumodel as gm
 from gpumodel.course import checks
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-UNITS = {"%": 0.01, "x": 1.0, "fmas": 1.0, "fma": 1.0, "mib": 1.0, "mb": 1e6 / 2**20}
+UNITS = {"%": 0.01, "x": 1.0, "fmas": 1.0, "fma": 1.0, "mib": 1.0, "mb": 1e6 / 2**20, "us": 1.0}
 PARSE_CASES = [  # (typed, the number it reads as with UNITS, or None: not a number)
     ("8,388,608", 8388608), ("16,384", 16384), ("2^23", 8388608), ("2**23", 8388608), ("8e6", 8e6),
     ("8E6", 8e6), (" 42 ", 42), ("-2", -2), (".5", 0.5), ("1.5e-3", 1.5e-3), ("1.5 x 2^20", 1.5 * 2**20),
@@ -21,6 +21,8 @@ PARSE_CASES = [  # (typed, the number it reads as with UNITS, or None: not a num
     ("40 FMAs", 40), ("40 fma", 40), ("48 MiB", 48), ("50.3 MB", 50.3e6 / 2**20), ("2^-3", 0.125),
     ("1,5", None), ("1,50", None), ("12,34,567", None), ("abc", None), ("", None), ("2^", None),
     ("1e999", None), ("0^-1", None), ("40 apples", None), ("%", None), ("4.5.6", None), ("٣", None),
+    ("1/12", 1 / 12), ("3 x 2^10 / 4", 768), ("-1/8", -0.125), ("37%/2", None), ("1/0", None), ("1/", None),
+    ("1/2/3", None), ("48 MIB", 48), ("3 µs", 3), ("3 μs", 3), ("3 us", 3),
 ]
 
 
@@ -127,11 +129,13 @@ def test_the_fma_hint_only_where_flops_are_counted(key):
     assert says == (key in FLOP_COUNTING), key
 
 
-def test_a_name_gets_a_text_keyboard_and_a_number_a_number_pad():
+def test_every_answer_box_opens_a_keyboard_that_types_what_it_accepts():
     name = gm.course.appendix_presets.highest_ridge()._repr_html_()
     assert 'inputmode="text"' in name and 'inputmode="decimal"' not in name
     assert 'inputmode="text"' in gm.course.checks.answer_box(code_cell_rules("ex-hierarchy-bound"), "bound")
-    assert 'inputmode="decimal"' in gm.course.checks.answer_box(code_cell_rules("ex-hierarchy-fmas"), "FMAs")
+    # A number box takes units, "e", "^" and "/", which a decimal pad cannot type.
+    number = gm.course.checks.answer_box(code_cell_rules("ex-hierarchy-fmas"), "FMAs")
+    assert 'inputmode="text"' in number and 'inputmode="decimal"' not in number
     listed = code_cell_rules("ex-hierarchy-bound")["not_number"]
     assert listed == "Type one of: compute, hbm, l2, registers, sfu, smem."
 
@@ -191,15 +195,61 @@ def test_a_checkpoint_key_must_exist():
         gm.course.checkpoint("cp-nowhere")
 
 
-def test_progress_lists_this_sessions_checks(monkeypatch):
+def test_progress_lists_this_sessions_checks(monkeypatch, tmp_path):
     monkeypatch.setattr(checks, "SESSION", {})
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert "Nothing checked yet" in gm.course.progress().data
     gm.course.hierarchy.check_fmas_per_load("H100-SXM", 39)
     gm.course.hierarchy.check_fmas_per_load("H100-SXM", 40)
     gm.course.checkpoints()["cp-tc-waves"]().check("2")
     table = gm.course.progress().data
-    assert "1 of 2 questions checked in this session are right" in table
+    assert "1 of 2 questions checked are right" in table
     assert "| check_fmas_per_load(H100-SXM) | 2 | right |" in table and "| cp-tc-waves | 1 | not yet |" in table
+
+
+def test_progress_is_kept_across_kernels_in_a_file_only_its_owner_reads(monkeypatch, tmp_path):
+    import os
+    import stat
+
+    monkeypatch.setattr(checks, "SESSION", {})
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert checks.progress_file() == tmp_path / "data" / "gpumodel" / "progress.json"
+    gm.course.hierarchy.check_fmas_per_load("H100-SXM", 39)
+    gm.course.hierarchy.check_fmas_per_load("H100-SXM", 40)
+    path = checks.progress_file()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert json.loads(path.read_text()) == {"questions": {"check_fmas_per_load(H100-SXM)": [2, True]}}
+    monkeypatch.setattr(checks, "SESSION", {})  # a new kernel: nothing checked in this session
+    gm.course.checkpoints()["cp-tc-waves"]().check("2")
+    table = gm.course.progress().data
+    assert "| check_fmas_per_load(H100-SXM) | 2 | right |" in table and "| cp-tc-waves | 1 | not yet |" in table
+    assert "1 of 2 questions checked are right" in table and str(path) in table
+    assert not [p for p in path.parent.iterdir() if p.name != "progress.json"]  # no temporary file left
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert checks.progress_file() == tmp_path / "home" / ".local" / "share" / "gpumodel" / "progress.json"
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")  # the book's build keeps nobody's progress
+    gm.course.checkpoints()["cp-tc-waves"]().check("3")
+    assert not checks.progress_file().exists()
+    path.write_text("not json")  # a damaged file: progress starts afresh, no traceback
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("GPUMODEL_BUILD")
+    monkeypatch.setattr(checks, "SESSION", {})
+    assert "Nothing checked yet" in gm.course.progress().data
+    assert os.access(path, os.R_OK)
+
+
+def test_the_progress_page_marks_the_labs_checked_in_jupyter_only():
+    chapters = gm.book.progress.questions()
+    labs = {key for c in chapters for key in c["jupyter"]}
+    editors = {label for path in (ROOT / "chapters").glob("[0-9]*.md")
+               for label in re.findall(r":label: ([\w-]+)\n(?:(?!solution-start).)*?(?:LabEditor\(|\.editor\()",
+                                       path.read_text(), re.S)}
+    assert labs == editors and "ex-capstone-gemm" in labs and "ex-intensity-lab-fuse" in labs
+    html = gm.book.progress.page()._repr_html_()
+    total = sum(len(c["items"]) for c in chapters)
+    assert f"{len(labs)} of the {total} are labs, marked <i>Jupyter only</i>" in html
+    assert html.count("data-jupyter") == len(labs) and html.count(">Jupyter only</span>") == len(labs)
 
 
 def test_the_progress_page_lists_every_exercise_and_checkpoint():
@@ -215,3 +265,71 @@ def test_a_slip_that_gives_the_answer_is_no_mistake():
     rules = checks.number_rules(10, "words", 0, mistakes=[(10, "same"), (5, "half")])
     assert rules["mistakes"] == [[5.0, "half"]] and checks.verdict(rules, "10").correct
     assert checks.verdict(rules, "5").message == "half"
+
+
+@pytest.mark.parametrize("typed", ["301 µs", "301 μs", "301us", "301 US", "0.301 ms", "3.01e-4 s", "301,000 ns"])
+def test_a_time_reads_in_every_unit_and_spelling_of_its_family(typed):
+    rules = checks.number_rules(301, "us", 0.02)
+    assert checks.verdict(rules, typed).correct, typed
+    assert checks.verdict(checks.number_rules(0.301, "ms", 0.02), typed).correct, typed
+    assert checks.verdict(checks.number_rules(301, "µs", 0.02), typed).correct, typed
+
+
+def test_sizes_read_in_every_unit_of_their_family_and_fractions_read_as_numbers():
+    rules = checks.number_rules(48 * 2**20, "B", 0.01)
+    assert all(checks.verdict(rules, t).correct for t in ("48 MiB", "50.3 MB", "49,152 KiB", "0.0503 GB"))
+    ratio = checks.number_rules(1 / 12, "", 0.01)
+    assert checks.verdict(ratio, "1/12").correct and not checks.verdict(ratio, "1/11").correct
+    assert checks.verdict(ratio, "1/12").message != ratio["not_number"]
+
+
+def test_only_a_unit_slip_is_called_one():
+    rules = checks.number_rules(128, "B", 0.02)
+    assert "check the units" in checks.verdict(rules, "12.8").message  # a power of ten exactly
+    assert "check the units" in checks.verdict(rules, "0.128").message
+    off = checks.verdict(rules, "12")  # 128 / 12 is 10.7: not a slip of units
+    assert not off and "units" not in off.message and off.message.startswith("Too low")
+
+
+def test_units_as_refuses_a_unit_or_table_it_does_not_know_by_name():
+    with pytest.raises(ValueError, match=r"unit must be one of \('ns', 'us', 'ms', 's'\), got 'furlong'"):
+        checks.units_as("furlong", checks.TIMES)
+    with pytest.raises(TypeError, match="table must be one of checks.BYTES, checks.TIMES"):
+        checks.units_as("s", {"s": 1})
+    assert checks.units_as("us", checks.TIMES)["ms"] == pytest.approx(1e3)
+
+
+def test_the_checkers_steps_refuse_what_no_checker_passes_them_by_name():
+    rules = checks.number_rules(3.0, "ms")
+    with pytest.raises(TypeError, match="rules must be made by number_rules or choice_rules, got {}"):
+        checks.judge({}, 3.0, "a number in ms", "k")
+    with pytest.raises(TypeError, match="key must name the question"):
+        checks.judge(rules, 3.0, "a number in ms", None)
+    with pytest.raises(TypeError, match="feedback must be the Feedback a checker returned, got None"):
+        checks.record("k", None)
+    with pytest.raises(TypeError, match="key must name the question"):
+        checks.record("", checks.Feedback(True, "right"))
+    assert "k" not in checks.SESSION
+
+
+@pytest.mark.parametrize("make, bad, name", [
+    (lambda v: gm.course.flashattention.cp_scores(seq=v), -16384, "seq"),
+    (lambda v: gm.course.tensor_cores.cp_waves(tiles=v), -300, "tiles"),
+    (lambda v: gm.course.tiling.cp_banks(stride=v), True, "stride"),
+    (lambda v: gm.course.intensity.cp_roofline(intensity=v), -4.0, "intensity"),
+    (lambda v: gm.course.intensity.cp_sectors(elem=v), 3, "elem"),
+    (lambda v: gm.course.roofline_levels.cp_working_set(n=v), 0, "n"),
+    (lambda v: gm.course.tiling.cp_tile_intensity(b=v), -64, "b"),
+])
+def test_a_checkpoint_is_never_built_from_a_number_no_question_asks(make, bad, name):
+    with pytest.raises(ValueError, match=rf"^{name} must be"):
+        make(bad)
+
+
+@pytest.mark.parametrize("key", [k for k, r in QUESTIONS.items() if r["kind"] == "number" and r["unit"] in checks.TIMES])
+def test_every_time_question_takes_every_unit_and_spelling_of_a_time(key):
+    rules = QUESTIONS[key]
+    seconds = rules["answer"] * checks.TIMES[rules["unit"]]
+    for typed in (f"{seconds:.9g} s", f"{seconds * 1e3:.9g} ms", f"{seconds * 1e6:.9g} µs", f"{seconds * 1e6:.9g} μs",
+                  f"{seconds * 1e6:.9g}us", f"{seconds * 1e9:.9g} ns"):
+        assert checks.verdict(rules, typed).correct, (key, typed)

@@ -229,6 +229,8 @@ SIGNATURES = {
     "course.checks.choice_rules": (gm.course.checks.choice_rules, {"answer": ("A100", st.sampled_from(NOT_STRINGS)),
                                                  "wrong": ({"H100": "faster"}, HINTS), "explain": ("", TEXT)}),
     "course.checks.verdict": (gm.course.checks.verdict, {"rules": (gm.course.checks.number_rules(3.0, "ms"), RULES), "answer": (3.0, ANSWER)}),
+    "course.checks.units_as": (gm.course.checks.units_as, {"unit": ("ms", choice(tuple(gm.course.checks.TIMES))),
+                                                            "table": (gm.course.checks.TIMES, UNIT_TABLES)}),
     "course.checks.read_number": (gm.course.checks.read_number, {"text": ("8e6", TEXT),
                                                                   "units": ({"ms": 1.0}, UNIT_TABLES)}),
     "course.checks.check_number": (gm.course.checks.check_number, {"answer": (3.0, ANSWER), "expected": (3.0, REAL), "unit": ("ms", TEXT),
@@ -403,6 +405,23 @@ SIGNATURES = {
     "course.capstone.budget_table": (course.capstone.budget_table, {"gpu": ("A100-40GB", GPU)}),
     "course.appendix_presets.highest_ridge": (course.appendix_presets.highest_ridge, {
         "math": ("fp16", outside(course.appendix_presets.RIDGE_MATH))}),
+    # The checkpoints' constructors: a question built from a number no question can ask is refused (issue 39).
+    "course.intensity.cp_roofline": (course.intensity.cp_roofline, {"gpu": ("H100-SXM", GPU), "intensity": (4.0, POSITIVE)}),
+    "course.intensity.cp_sectors": (course.intensity.cp_sectors, {
+        "stride": (2, integer(1, 2**16)), "elem": (4, outside(course.intensity.ELEM_BYTES))}),
+    "course.tiling.cp_tile_intensity": (course.tiling.cp_tile_intensity, {
+        "b": (64, integer(1, 2**14)), "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
+    "course.tiling.cp_banks": (course.tiling.cp_banks, {"stride": (2, integer(1, 2**16))}),
+    "course.tiling.cp_register_blocks": (course.tiling.cp_register_blocks, {
+        "gpu": ("A100-40GB", GPU), "threads": (256, SIZE), "registers": (128, SIZE)}),
+    "course.roofline_levels.cp_l2_ridge": (course.roofline_levels.cp_l2_ridge, {"gpu": ("H100-SXM", GPU)}),
+    "course.roofline_levels.cp_working_set": (course.roofline_levels.cp_working_set, {"n": (2**22, integer(1, 2**40))}),
+    "course.flashattention.cp_scores": (course.flashattention.cp_scores, {
+        "seq": (16384, integer(1, 2**24)), "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
+    "course.flashattention.lab_qkv": (course.flashattention.lab_qkv, {
+        "n": (64, integer(1, 2**16)), "d": (16, integer(2, 1024)), "seed": (0, integer(0, 2**32))}),
+    "course.tensor_cores.cp_decode": (course.tensor_cores.cp_decode, {"width": (8192, SIZE)}),
+    "course.tensor_cores.cp_waves": (course.tensor_cores.cp_waves, {"tiles": (300, integer(1, 2**31)), "gpu": ("H100-SXM", GPU)}),
 }
 
 EXCLUDED = {
@@ -418,16 +437,15 @@ EXCLUDED = {
 EXCLUDED |= {
     "course.roofline_levels.fmas_per_shared_read": "takes the Trace gm.lab.trace returned, not a typed value; "
     "tests/test_lab.py drives it through chapter 4's lab checker",
-    "course.checks.judge": "the step every checker ends with, given the checker's own rules and its checked answer",
-    "course.checks.record": "keeps the Feedback a checker returned, for gm.course.progress()",
+    "course.checks.judge": "the step every checker ends with, given the checker's own rules and its checked answer; "
+    "its rules and key are refused by name in tests/test_answers.py",
+    "course.checks.record": "keeps the Feedback a checker returned, for gm.course.progress(); its key and feedback "
+    "are refused by name in tests/test_answers.py",
     "course.checks.answer_box": "the site's HTML box for a question's rules, built by the course from its own "
     "values; the learner's answer goes through verdict, swept above",
-    "course.checks.units_as": "builds a question's unit table from the package's own unit names",
     **{f"course.{name}": "a question's rules or a checkpoint, built by the chapter from its own values; the "
        "learner's answer goes through verdict, swept above" for name in (
-           "hierarchy.bound_rules", "tiling.padding_rules", "intensity.cp_roofline", "intensity.cp_sectors",
-           "tiling.cp_tile_intensity", "tiling.cp_banks", "tiling.cp_register_blocks", "roofline_levels.cp_l2_ridge",
-           "roofline_levels.cp_working_set", "flashattention.cp_scores", "tensor_cores.cp_decode", "tensor_cores.cp_waves")},
+           "hierarchy.bound_rules", "tiling.padding_rules")},
 }
 RESULTS = {"overhead.LaunchCost", "overhead.Sequence", "model.Prediction", "simulate.Run", "occupancy.Occupancy", "waves.WaveTraffic", "hardware.Capability",
            "hardware.GPU", "tensor_cores.Pipeline", "tensor_cores.WaveQuantisation", "course.checks.Feedback", "published.Record",

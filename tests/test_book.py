@@ -65,7 +65,8 @@ def test_preset_table_has_a_row_per_preset_with_derived_bandwidths():
     assert "| 19.5 TB/s | 7.22 TB/s | 1.56 TB/s |" in a100
 
 
-def test_sources_table_cites_every_figure():
+def test_sources_table_cites_every_figure(monkeypatch):
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")  # roles on the site; "Author Year" text in Jupyter
     table = gm.course.tables.sources_table("A100-40GB")
     assert table.count("{cite:p}`") == len(gm.gpu("A100-40GB").facts())
     assert "| 5120 B/clk | spec | {cite:p}`nvidia2020a100`, Section 4.6.3 (L2 cache) |" in table
@@ -210,22 +211,63 @@ def test_the_built_site_is_trimmed_to_what_its_pages_use(tmp_path):
     assert "searchindex" not in (site / "page.html").read_text() and search in (site / "search.html").read_text()
 
 
+def _trace():
+    t = gm.course.capstone.TASKS["softmax"]
+    return gm.lab.trace(t.starter, t.kernel, t.grid, t.block, t.make()[0])
+
+
 FIGURES = {
+    "hierarchy_figure": lambda: gm.course.plots.hierarchy_figure(),
+    "preset_levels": lambda: gm.course.plots.preset_levels("B200"),
     "busy_bars": lambda: gm.course.plots.busy_bars({k: gm.predict(w, "A100-40GB") for k, w in gm.seed_kernels().items()}),
+    "pipes": lambda: gm.course.plots.pipes("gemm_smem16", "RTX-4090", step=3),
+    "sweep": lambda: gm.course.plots.sweep([("x", [2**10, 2**20, 2**30], [1e10, 2e11, 1e12])], {"HBM": 1.5e12}, {"L2": 40 << 20}),
+    "published_staircase": lambda: gm.course.plots.published_staircase(gm.published.comparisons(chapter=1)),
+    "roofline": lambda: gm.course.plots.roofline(("V100", "A100-40GB", "H100-SXM"), [("vector add", 1 / 12), ("GEMM", 200)]),
+    "coalescing": lambda: gm.course.plots.coalescing(measured={"run": {1: 1.3e12, 8: 2e11}}),
+    "lab_sites": lambda: gm.course.plots.lab_sites(_trace()),
     "tile_traffic": lambda: gm.course.plots.tile_traffic(),
-    "attention_by_length": lambda: gm.course.plots.attention_by_length(),
-    "flash_hbm": lambda: gm.course.plots.flash_hbm(),
+    "ladder": lambda: gm.course.plots.ladder(),
+    "gemm_levels": lambda: gm.course.plots.gemm_levels(64, 4, "T4"),
+    "roofline_levels": lambda: gm.course.plots.roofline_levels("gemm_smem16"),
     "wave_traffic": lambda: gm.course.plots.wave_traffic(),
-    "preset_levels": lambda: gm.course.plots.preset_levels(),
+    "warm_reads": lambda: gm.course.plots.warm_reads(recorded=[("run", [2**20, 2**28], [5e12, 1.4e12])]),
+    "attention_memory": lambda: gm.course.plots.attention_memory(),
+    "flash_hbm": lambda: gm.course.plots.flash_hbm(),
+    "attention_by_length": lambda: gm.course.plots.attention_by_length(),
+    "tiled_gemm_diagram": lambda: gm.course.plots.tiled_gemm_diagram(),
+    "wave_map": lambda: gm.course.plots.wave_map(),
+    "flash_diagram": lambda: gm.course.plots.flash_diagram(),
+    "machine_map": lambda: gm.course.plots.machine_map("H200"),
+    "tensor_data_path": lambda: gm.course.plots.tensor_data_path("B200"),
+    "warp_sectors": lambda: gm.course.plots.warp_sectors((1, 2, 32)),
+    "bank_wavefronts": lambda: gm.course.plots.bank_wavefronts(),
+    "shuffle_tree": lambda: gm.course.plots.shuffle_tree(),
+    "budget_levels": lambda: gm.course.plots.budget_levels(_trace(), gm.course.capstone.budget("softmax"), gm.course.capstone.LEVEL_NAMES),
 }
+
+
+def test_every_figure_of_the_course_is_held_to_the_phone_rules():
+    """FIGURES calls every figure function of gm.course.plots."""
+    public = {name for name, f in vars(gm.course.plots).items() if callable(f) and not name.startswith("_")
+              and getattr(f, "__module__", "") == "gpumodel.course.plots" and name != "svg"}
+    assert public == set(FIGURES)
 
 
 @pytest.mark.parametrize("name", FIGURES)
 def test_figure_text_is_never_below_the_smallest_size(name):
-    """No text of a figure is smaller than plots.SMALL (pt), which phone.js draws at 9 CSS px
-    or more; none is wider than 9 inches, so a phone scrolls it little."""
+    """No text of a figure is smaller than plots.SMALL (pt) and none is wider than plots.WIDTH
+    (inches): scaled to a 390 px phone's column every text is at least 9 CSS px, and nothing
+    scrolls; no text pokes out of the figure."""
     fig = FIGURES[name]()
-    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
-    assert min(sizes) >= gm.course.plots.SMALL, name
-    assert fig.get_figwidth() <= 9, name
-    matplotlib.pyplot.close(fig)
+    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    assert min(t.get_fontsize() for t in texts) >= gm.course.plots.SMALL, name
+    assert fig.get_figwidth() <= gm.course.plots.WIDTH, name
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    box = fig.bbox
+    for t in texts:
+        extent = t.get_window_extent(renderer)
+        assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1, (name, t.get_text(), extent, box)

@@ -29,10 +29,9 @@ import gpumodel as gm
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHOTS = pathlib.Path(os.environ.get("SCREENSHOT_DIR", ROOT / "_build" / "screenshots"))
 pytestmark = [needs_chromium, pytest.mark.slow, pytest.mark.xdist_group("site")]
-THIRD_PARTY = (
-    # pydata-sphinx-theme logs this when a fresh browser has no stored light/dark mode.
-    "Got invalid theme mode: . Resetting to auto.",
-)
+THIRD_PARTY = ()
+"""Console errors of others' code to ignore: none (phone.js starts a first visit at the default
+theme mode, which pydata-sphinx-theme would otherwise log as "Got invalid theme mode")."""
 
 
 @pytest.fixture(scope="module")
@@ -378,7 +377,7 @@ def phone_page(browser, url):
     page = browser.new_page(viewport=PHONE)
     page.add_init_script(LONG_TASKS)
     page.goto(url, wait_until="networkidle")
-    page.wait_for_timeout(300)  # phone.js fits the figures once their SVG has arrived
+    page.wait_for_timeout(300)  # the players draw their first frames
     return page
 
 
@@ -409,7 +408,7 @@ def longest_task_ms(browser, url) -> float:
 
 def test_on_a_phone_every_figure_is_readable_nothing_is_too_wide_and_no_page_is_heavy(site, browser):
     """At 390 px: the smallest text of every figure and player is at least 9 CSS px as drawn
-    (a figure too wide for the column scrolls in its own box), no element pokes out of the
+    (each is scaled to its column, test_every_figure_shows_whole), no element pokes out of the
     window unless a box of its own scrolls, no control is wider than its box, a page (with
     everything it loads, MathJax and its fonts included once a formula is in view) weighs
     at most MAX_PAGE_BYTES, and no task holds its main thread for 200 ms or more while it loads and its
@@ -436,6 +435,61 @@ def test_on_a_phone_every_figure_is_readable_nothing_is_too_wide_and_no_page_is_
             problems.append(f"{rel}: a task held the main thread {longest:.0f} ms (limit {MAX_TASK_MS} ms)")
     (SHOTS / "phone-report.txt").write_text("\n".join(report) + "\n")
     print("\n".join(report))
+    assert problems == [], "\n".join(problems)
+
+
+# Every figure of the article (a static figure, a player's frame, a lab trace's sites): where it
+# pokes out of its column (the cell's output or the player's box), which box of it scrolls
+# sideways, its size; and every control of a player, exercise or answer box under 44 px tall.
+FIGURES_WHOLE = """() => {
+  const out = [], shown = [];
+  const name = (el) => (el.closest("[id]") || {}).id + " " + el.tagName.toLowerCase();
+  const figures = document.querySelectorAll(".bd-article .cell_output img, .bd-article img.gm-frame, .bd-article .gm-lab-sites svg");
+  for (const f of figures) {
+    const r = f.getBoundingClientRect();
+    if (r.width === 0) continue;
+    const column = f.parentElement.closest(".gm-widget, .gm-lab, .cell_output").getBoundingClientRect();
+    if (r.left < column.left - 1 || r.right > column.right + 1)
+      out.push(`${name(f)} spans ${Math.round(r.left)}..${Math.round(r.right)} px in a column ${Math.round(column.left)}..${Math.round(column.right)}`);
+    for (let a = f.parentElement; a && !a.classList.contains("bd-article"); a = a.parentElement)
+      if (a.scrollWidth > a.clientWidth + 1 && /auto|scroll/.test(getComputedStyle(a).overflowX))
+        out.push(`${name(f)} scrolls sideways in ${a.tagName.toLowerCase()}.${a.className}`);
+    shown.push([name(f), Math.round(r.width), Math.round(r.height)]);
+  }
+  for (const c of document.querySelectorAll(".bd-article .gm-widget select, .bd-article .gm-widget button, .bd-article .gm-widget input")) {
+    const r = c.getBoundingClientRect();
+    if (r.width > 0 && r.height < 43.5) out.push(`${name(c)} ${c.type || ""} is ${r.height.toFixed(1)} px tall`);
+  }
+  return [out, shown];
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_every_figure_shows_whole_its_text_readable_and_its_controls_a_finger_tall(site, browser, width):
+    """At 390 and 1400 px every figure, player frame and lab trace's sites lies inside its
+    column, with no box of its own scrolling sideways, its smallest text at least 9 CSS px; every
+    control of a player, exercise or answer box is at least 44 px tall. Saves each figure as
+    shown (figure-WIDTH-PAGE-N.png) beside the screenshots."""
+    html, base = site
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    problems, counted = [], 0
+    for rel in [p for p in pages(html) if p.startswith("chapters/")]:
+        page = browser.new_page(viewport={"width": width, "height": 844 if width < 992 else 900})
+        page.goto(f"{base}/{rel}", wait_until="networkidle")
+        page.wait_for_timeout(300)
+        wrong, shown = page.evaluate(FIGURES_WHOLE)
+        problems += [f"{rel} at {width} px: {w}" for w in wrong]
+        smallest = page.evaluate(SMALLEST_SVG_TEXT)
+        if smallest is not None and smallest[0] < MIN_TEXT_PX - 0.05:
+            problems.append(f"{rel} at {width} px: SVG text {smallest[0]:.1f} px < {MIN_TEXT_PX} px at {smallest[1]}")
+        stem = rel.removeprefix("chapters/").removesuffix(".html")
+        figures = page.locator(".bd-article .cell_output img, .bd-article img.gm-frame, .bd-article .gm-lab-sites svg")
+        for i in range(figures.count()):
+            if figures.nth(i).is_visible():
+                figures.nth(i).screenshot(path=str(SHOTS / f"figure-{width}-{stem}-{i}.png"))
+        counted += len(shown)
+        page.close()
+    assert counted >= 30, f"only {counted} figures found"
     assert problems == [], "\n".join(problems)
 
 
@@ -469,6 +523,18 @@ def test_the_drawers_open_and_close(site, browser, width):
         page.keyboard.press("Escape")
         page.wait_for_selector(f"{dialog}[open]", state="detached", timeout=3000)
         assert page.locator(dialog).is_hidden()
+        if toggle == ".secondary-toggle":  # a section chosen in the page's contents: the drawer closes on it
+            button.click()
+            page.wait_for_selector(f"{dialog}[open]", timeout=3000)
+            section = page.locator(f"{dialog} a[href^='#']:visible").nth(2)
+            anchor = section.get_attribute("href")
+            section.click()
+            page.wait_for_selector(f"{dialog}[open]", state="detached", timeout=3000)
+            page.wait_for_function(f"() => location.hash === {anchor!r}", timeout=3000)
+            page.wait_for_timeout(800)  # the theme scrolls smoothly
+            top = page.evaluate(f"() => document.getElementById({anchor[1:]!r}).getBoundingClientRect().top")
+            assert 0 <= top < page.viewport_size["height"] / 4, f"{anchor} is not at the top after the choice ({top} px)"
+            page.screenshot(path=str(SHOTS / f"drawer-{width}-after-choice.png"))
     page.close()
 
 
@@ -528,7 +594,7 @@ def _typed_right(rules: dict) -> str:
 @pytest.mark.parametrize("chapter", QUESTION_PAGES)
 def test_every_answer_box_judges_as_python_does_and_progress_survives_a_reload(site, browser, chapter):
     """Each code-cell exercise and checkpoint has an answer box under its own key, carrying the
-    rules Python judges by: a name opens a text keyboard, a number a number pad; a wrong answer
+    rules Python judges by: every box opens a text keyboard (a unit, "e", "^", "/"); a wrong answer
     gets Python's hint, the right one is accepted; after a reload each stays answered, and the
     progress page marks it right."""
     from gpumodel.course.checks import verdict
@@ -546,7 +612,7 @@ def test_every_answer_box_judges_as_python_does_and_progress_survives_a_reload(s
         rules = json.loads(box.locator('script[type="application/json"]').text_content())["rules"]
         assert rules == QUESTIONS[key], key
         field = box.locator("input[type=text]")
-        assert field.get_attribute("inputmode") == ("text" if rules["kind"] == "choice" else "decimal"), key
+        assert field.get_attribute("inputmode") == "text", key  # a unit, "e", "^", "/": a decimal pad types none
         wrong = [next(iter(rules["wrong"]))] if rules["kind"] == "choice" else [repr(rules["answer"] * 2), "lots"]
         for typed in wrong:
             field.fill(typed)
@@ -590,4 +656,20 @@ def test_a_checkpoint_answered_wrong_then_right_on_a_phone(site, browser):
     assert box.locator(".gm-verdict").inner_text().startswith("Right.")
     box.screenshot(path=str(SHOTS / "checkpoint-phone-right.png"))
     assert box.bounding_box()["width"] <= PHONE["width"]
+    page.close()
+
+
+def test_the_capstones_verdicts_are_tables_on_the_site(site, browser):
+    """Chapter 8's editors show each starter's score as the site renders it: the bytes per level
+    in a table, no Markdown table text inline."""
+    _, base = site
+    page, errors, _ = open_page(browser, f"{base}/chapters/08_capstone.html")
+    labs = page.locator(".gm-lab")
+    assert labs.count() == 4
+    for i in range(labs.count()):
+        lab = labs.nth(i)
+        assert lab.locator("table th").all_inner_texts() == ["level", "traced", "budget", "traced / budget"], i
+        assert lab.locator("table tbody tr").count() == 4, i  # HBM, L2, L1, shared memory
+        assert "| --- |" not in lab.inner_text() and "| level" not in lab.inner_text(), i
+    assert errors == []
     page.close()

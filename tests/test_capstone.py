@@ -70,10 +70,15 @@ def test_each_starter_is_correct_but_over_budget_and_the_score_says_where(name):
     assert not feedback and feedback.message.startswith("Correct, but over the budget at")
     head = feedback.message.split("Worst line")[0]
     assert all(cap.LEVEL_NAMES[lv] in head for lv in over) and "HBM" not in head
-    assert f"Worst line: {traced.hottest().line} (" in feedback.message
+    worst = traced.hottest(("global",))
+    assert f"Worst line: {worst.where} ({worst.kind}), `{worst.text}`" in feedback.message
     assert f"| {cap.LEVEL_NAMES['l1']} | {gm.fmt_bytes(traced.bytes['l1'])} |" in feedback.message
     times = re.search(r"your kernel (.+), the budget (.+) \(([\d.]+)x\)", feedback.message)
     assert times[2] == gm.fmt_time(cap.budget_time(name, "H100-SXM")) and float(times[3]) > 1  # the waste takes time
+    bound, expected = gm.predict(traced.workload(task.flops), "H100-SXM"), gm.expect(traced, "H100-SXM", flops=task.flops)
+    assert f"({times[3]}x), bound by {gm.fmt_bound(bound.bound)}." in feedback.message
+    assert (f"Expected (what a kernel like this gets): {gm.fmt_time(expected.time)}, held by {expected.limiter}: "
+            f"{expected.reason}." in feedback.message) and expected.time >= float(bound.time)
 
 
 def chapter_solution(label: str):
@@ -124,3 +129,64 @@ def test_the_budget_exercise_wants_each_tile_once_per_block_and_c_once():
     assert not forgot_c and f"{expected:,}" not in forgot_c.message and "Add C" in forgot_c.message
     with pytest.raises(ValueError, match="size must be a multiple of the tile, 16"):
         cap.check_gemm_l2_budget(100, expected)
+
+
+COALESCED_GEMM = r"""__global__ void gemm(const float* A, const float* B, float* C, int m, int n, int k) {
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= m || col >= n) return;
+    float acc = 0.0f;
+    for (int p = 0; p < k; ++p) acc += A[row * k + p] * B[p * n + col];
+    C[row * n + col] = acc;
+}
+"""
+
+SHARED_ATTENTION = r"""#define D 16
+__global__ void attention(const float* Q, const float* K, const float* V, float* O, int n, float scale) {
+    __shared__ float Ks[64][D], Vs[64][D];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int e = threadIdx.x; e < n * D; e += blockDim.x) { Ks[e / D][e % D] = K[e]; Vs[e / D][e % D] = V[e]; }
+    __syncthreads();
+    float q[D], m = -INFINITY, sum = 0.0f, acc[D] = {};
+    for (int k = 0; k < D; ++k) q[k] = Q[i * D + k];
+    for (int j = 0; j < n; ++j) {
+        float dot = 0.0f;
+        for (int k = 0; k < D; ++k) dot += q[k] * Ks[j][k];
+        float s = dot * scale, mn = fmaxf(m, s), c = expf(m - mn), p = expf(s - mn);
+        sum = sum * c + p;
+        for (int k = 0; k < D; ++k) acc[k] = acc[k] * c + p * Vs[j][k];
+        m = mn;
+    }
+    for (int k = 0; k < D; ++k) O[i * D + k] = acc[k] / sum;
+}
+"""
+
+
+def test_bytes_over_budget_from_repeated_requests_name_the_lines_that_repeat_them():
+    # Coalesced but untiled: each load at its ideal per request, A and B requested k / 16 times over.
+    gemm = cap.score("gemm", COALESCED_GEMM).message
+    assert "Where the L1 (sectors requested) bytes go: line 6, column" in gemm
+    assert gemm.count("`for (int p = 0; p < k; ++p) acc += A[row * k + p] * B[p * n + col];`") == 2
+    assert "C[row * n + col]" not in gemm.split("In the model")[0]  # the store, needed once, is not named
+    # K and V staged once, then broadcast to every thread: 96 % of the shared bytes, not the stores.
+    attention = cap.score("attention", SHARED_ATTENTION).message
+    head = attention.split("In the model")[0]
+    assert "Where the shared memory bytes go: line 11" in head and "line 14" in head
+    assert "Ks[j][k]" in head and "Vs[j][k]" in head and "Ks[e / D]" not in head
+
+
+def test_a_kernel_over_budget_but_not_slower_in_the_model_is_told_which_part_binds():
+    source = chapter_solution("ex-capstone-softmax")[0]  # then x read again for its exponentials: L1 1.5x
+    twice = source.replace("v[j] = expf(v[j] - m);", "v[j] = expf(x[r * COLS + j * 32 + lane] - m);")
+    feedback = cap.score("softmax", twice, grid=cap.ROWS // 4, block=128)
+    assert not feedback and "L1 (sectors requested): 1.50x" in feedback.message
+    assert "(1.00x). Not slower in the model" in feedback.message and "both HBM" in feedback.message
+    gemm = cap.score("gemm", COALESCED_GEMM).message
+    assert "Not slower in the model" in gemm and "L1/shared-memory data path" in gemm
+    assert "Not slower" not in cap.score("gemm", cap.TASKS["gemm"].starter).message  # 2.23x: slower, no excuse
+
+
+def test_an_empty_kernel_name_is_refused_not_replaced_by_the_tasks():
+    for bad in ("", "  ", 3):
+        with pytest.raises(ValueError, match=r"kernel must be the kernel's name or name expression .*'gemm'"):
+            cap.score("gemm", cap.TASKS["gemm"].starter, kernel=bad)

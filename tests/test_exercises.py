@@ -57,6 +57,11 @@ def test_check_fusion_limit_is_four_times_the_balance(gpu):
     assert gm.course.intensity.check_fusion_limit(gpu, "fp32", 4 * g.peak_flops / g.bandwidth("hbm"))
     assert not gm.course.intensity.check_fusion_limit(gpu, "fp32", 10**6)  # not the number of ops
     assert not gm.course.intensity.check_fusion_limit(gpu, "fp32", 2 * g.peak_flops / g.bandwidth("hbm"))
+    # Without chapter 1's register traffic a fused op costs its flop alone: twice the gain, and the hint
+    # names that term, not the flops' count (an FMA is not the slip here).
+    arithmetic_only = gm.course.intensity.check_fusion_limit(gpu, "fp32", 8 * g.peak_flops / g.bandwidth("hbm"))
+    assert not arithmetic_only and "register traffic" in arithmetic_only.message
+    assert "FMA" not in arithmetic_only.message
 
 
 @pytest.mark.parametrize("gpu, t", [("T4", 4), ("V100", 4), ("A100-40GB", 4), ("H100-SXM", 8), ("RTX-4090", 8)])

@@ -326,7 +326,7 @@ def test_the_figure_has_a_pair_of_bars_per_access():
     (ax,) = fig.axes
     widths = sorted(round(p.get_width(), 2) for p in ax.patches)
     assert widths == [4, 4, 4, 32] and [tick.get_text() for tick in ax.get_yticklabels()] == [
-        "line 4: global load 32-bit", "line 4: global store 32-bit"]
+        "line 4:\nglobal load 32-bit", "line 4:\nglobal store 32-bit"]
 
 
 def chapter_solution(chapter: str, label: str, **names) -> str:
@@ -845,3 +845,32 @@ def test_a_checker_does_not_score_a_racy_kernel():
     read, write = starter_line(RACY_SOFTMAX, "expf(v - partial[0])"), starter_line(RACY_SOFTMAX, "partial[warp] = s")
     assert not feedback and feedback.message.startswith("Not scored: the kernel's result depends on which thread")
     assert f"Missing: a __syncthreads() between line {read} and line {write}" in feedback.message
+
+
+UNIFORM = r"""
+__global__ void uniform(const float4* x, float4* y) {
+    y[threadIdx.x] = x[0];
+}
+"""
+
+
+def test_a_warp_uniform_float4_takes_two_wavefronts_on_the_l1_path_as_from_shared_memory():
+    """One sector, but 32 lanes x 4 registers come back, two to a slot (`gm.simulate.wavefronts`
+    of a warp-uniform LDS.128): 256 B; the coalesced float4 store, 16 sectors: 512 B."""
+    x, y = np.arange(4, dtype=np.float32), np.zeros(128, np.float32)
+    t = trace(UNIFORM, "uniform", 1, 32, [x, y])
+    load = next(s for s in t.sites if not s.write)
+    assert load.sectors == 1 and gm.simulate.wavefronts(np.zeros((32, 4), int)) == 2
+    assert t.l1_path_bytes == 128 * 2 + 512
+    np.testing.assert_array_equal(y, np.tile(x, 32))
+
+
+def test_the_report_prints_the_bound_and_the_expected_time_per_gpu():
+    x, y = np.zeros(32 * 64, np.float32), np.zeros(32, np.float32)
+    t = trace(HAND, "copy", 1, 32, [x, y, 8])
+    text = t.report(gpus=["A100-40GB", "H100-SXM"])
+    for gpu in ("A100-40GB", "H100-SXM"):
+        p, e = gm.predict(t.workload(), gpu), gm.expect(t, gpu)
+        line = next(row for row in text.splitlines() if row.strip().startswith(gpu))
+        assert f"{float(p.time) * 1e6:.2f} us at best, bound by {p.bound}" in line
+        assert f"expected {e.time * 1e6:10.2f} us, held by {e.limiter}" in line and e.time > p.time

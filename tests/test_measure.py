@@ -38,9 +38,12 @@ def test_little_law():
         a100.in_flight("registers")
 
 
-def test_level_table_cites_latencies():
+def test_level_table_cites_latencies(monkeypatch):
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")  # roles on the site
     table = gm.course.tables.level_table("A100-40GB")
     assert "466 cycles ({cite:p}`luo2024hopper`, Table IV)" in table
+    monkeypatch.delenv("GPUMODEL_BUILD")  # in Jupyter: the reference as linked text
+    assert "{cite" not in gm.course.tables.level_table("A100-40GB") and "Luo" in gm.course.tables.level_table("A100-40GB")
     assert len(table.splitlines()) == 2 + 4
 
 
@@ -49,7 +52,12 @@ def test_chapter_one_figures_draw():
     assert "bound by shared memory" in fig.axes[0].get_title()
     preds = {k: gm.predict(w, gm.gpu("A100-40GB")) for k, w in gm.seed_kernels().items()}
     fig = gm.course.plots.busy_bars(preds)
-    assert len(fig.axes[0].patches) == 3 * len(gm.BOUNDS)
+    assert len(fig.axes) == 3 and all(len(ax.patches) == len(gm.BOUNDS) for ax in fig.axes)
+    for ax, p in zip(fig.axes, preds.values()):  # the bound's bar, red, is full
+        (red,) = [b for b in ax.patches if matplotlib.colors.same_color(b.get_facecolor(), "tab:red")]
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert red.get_width() == pytest.approx(100)
+        assert labels[ax.patches.index(red)] == gm.course.plots.PART_LABELS[str(p.bound)]
     fig = gm.course.plots.sweep([("x", [1024, 2048], [1e10, 2e10])], {"L2": 5e10}, {"L2": 1536})
     assert fig.axes[0].get_xscale() == "log"
 
@@ -59,7 +67,7 @@ def test_diagrams_draw_what_they_say():
 
     fig = gm.course.plots.wave_map(16, 16, wave=40, group=4)
     titles = [ax.get_title() for ax in fig.axes[:2]]
-    counts = [tuple(map(int, re.findall(r"needs (\d+) row panels of A and (\d+) column", t)[0])) for t in titles]
+    counts = [tuple(map(int, re.findall(r"needs (\d+) row panels of A\s+and (\d+) column", t)[0])) for t in titles]
     for order, (rows, cols) in zip(("row", "grouped"), counts):
         r, c = gm.waves.block_coordinates(16, 16, order, 4)
         assert (len(set(r[:40])), len(set(c[:40]))) == (rows, cols)

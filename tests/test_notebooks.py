@@ -170,6 +170,26 @@ def test_the_install_cell_installs_nothing_where_gpumodel_imports():
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
 
 
+def _site_with_gpumodel(folder, version: str):
+    """A folder for PYTHONPATH where gpumodel `version` is installed (its package and metadata)."""
+    (folder / "gpumodel").mkdir(parents=True)
+    (folder / "gpumodel" / "__init__.py").write_text("")
+    (folder / f"gpumodel-{version}.dist-info").mkdir()
+    (folder / f"gpumodel-{version}.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: gpumodel\nVersion: {version}\n")
+    return folder
+
+
+def test_the_install_cell_installs_its_version_over_an_older_one(tmp_path):
+    missing = tmp_path / "no-such-project-anywhere"  # pip refuses it at once, offline: proof that it tried
+    for version, installs in (("0.0.9", True), (book.VERSION, False), ("99.0", False)):
+        site = _site_with_gpumodel(tmp_path / version, version)
+        done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); "
+                               + "exec(" + repr(book.install_source(str(missing))) + ")"],
+                              capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+        assert (done.returncode != 0 and str(missing) in done.stderr) == installs, (version, done.stderr[-300:])
+    assert f"Install gpumodel {book.VERSION}," in book.install_source("x")
+
+
 def test_a_git_install_gives_an_importable_package_with_its_kernels(tmp_path):
     """What the Colab cell does, with this checkout standing in for the repository."""
     subprocess.run(["git", "clone", "-q", str(ROOT), str(tmp_path / "repo")], check=True)

@@ -161,7 +161,8 @@ def test_a_record_names_a_chapter_of_the_book():
         published.comparisons(chapter=10)
 
 
-def test_tables_cite_each_source():
+def test_tables_cite_each_source(monkeypatch):
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")  # on the site a role; in Jupyter linked text (tests/test_feedback.py)
     table = gm.course.tables.published_table(published.comparisons(chapter=3))
     assert "{cite:t}`boehm2022sgemm`" in table and "(shared memory)" in table
     assert "kernel 4" in table and gm.course.tables.violations_table([]).count("\n") == 1  # header only

@@ -190,7 +190,10 @@ def test_an_exercise_refuses_what_cannot_launch():
     tiles = gm.course.tiling.thread_tile()
     assert "cannot launch on the A100-40GB: 16384 threads per block" in tiles.render(gpu="A100-40GB", block=128,
                                                                                          thread=1)
-    assert "cannot launch" in tiles.render(gpu="H100-SXM", block=128, thread=16)  # too many registers
+    # 16 x 16 per thread is 64 threads, which launch: the registers are the limit, and the reason says so.
+    registers = tiles.render(gpu="H100-SXM", block=128, thread=16)
+    assert "cannot launch on the H100-SXM: about" in registers and "registers per thread, over the 255" in registers
+    assert "64 threads" not in registers and "shared memory" not in registers.split("cannot launch")[1]
     warps = gm.course.hierarchy.littles_law()
     assert "keeps at most 48 warps per SM" in warps.render(gpu="RTX-4090", warps=64, width="float (4 B)", loads=1)
 
@@ -334,3 +337,22 @@ def test_each_capstone_task_has_an_editor_with_its_starter_and_launch(monkeypatc
         assert editor.starter == task.starter and editor.launch == {"grid": task.grid, "block": task.block}
     page = cap.editor("softmax")._repr_html_()
     assert f"grid <code>{cap.TASKS['softmax'].grid}</code>" in page and "over the budget" in page
+    # The score's bytes per level are a table on the site, never raw Markdown inline.
+    assert "<table><thead><tr><th>level</th><th>traced</th>" in page and "| --- |" not in page and "| level" not in page
+    assert "<td>L1 (sectors requested)</td>" in page and "<code>for (int j = 0;" in page  # the worst line as code
+
+
+def test_a_tensor_core_kernel_is_bound_by_the_tensor_cores_not_the_alus():
+    flash = gm.course.flashattention.flash_speedup()
+    view = flash.render(gpu="H100-SXM", seq=16384, head_dim=64, kind="flash")
+    assert "bound by <b>tensor cores</b>" in view and "ALUs" not in view
+    fp32 = gm.course.tiling.thread_tile().render(gpu="A100-40GB", block=128, thread=8)
+    assert "bound by <b>ALUs</b>" in fp32  # FP32 math: chapter 1's ALUs
+
+
+def test_the_stride_explorer_counts_and_orders_in_english():
+    sectors = gm.course.intensity.stride_sectors()
+    assert "A warp reading every 1-byte element: <b>1 sector</b>," in sectors.render(stride=1, elem=1)
+    assert "every 2nd 4-byte element: <b>8 sectors</b>" in sectors.render(stride=2, elem=4)
+    assert "every 3rd" in sectors.render(stride=3, elem=4) and "every 12th" in sectors.render(stride=12, elem=4)
+    assert "1th" not in sectors.render(stride=1, elem=4)

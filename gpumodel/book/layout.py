@@ -22,6 +22,7 @@ TOP = {
     "kernels/": "CUDA C sources of every kernel the chapters run",
     "tests/": "pytest: the model, data, simulations, kernels, notebooks, the site in a browser",
     "_static/": "the site's own CSS and JS and its favicon, loaded on every page",
+    "_vendor/": "third-party files the site serves: the math font (see VENDORED.txt)",
     "README.md  CONTRIBUTING.md": "this file; how a chapter is written and where things go",
     "Makefile  requirements.txt  pyproject.toml": "the two commands and their set-up; the package",
     "binder/": "the repo2docker environment for BinderHub or a class's JupyterHub (binder/README.md)",

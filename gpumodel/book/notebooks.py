@@ -18,12 +18,12 @@ pushes them to the branch `BRANCH`, where the site's Colab links open them.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import pathlib
 import re
 
+from .. import presets
 from ..presets import DATA
 
 PLACEHOLDER = "https://github.com/YOUR-ACCOUNT/gpu-memory-hierarchy"
@@ -34,7 +34,8 @@ and commit it builds (`.github/workflows/pages.yml`): Colab opens notebooks from
 LOCAL_SPEC = "..[book]"
 """What a local build's install cell installs: the clone the notebook sits in (`notebooks/..`)."""
 ROOT = DATA.parent.parent
-BIB = DATA / "references.bib"
+VERSION = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+"""The package's version (pyproject.toml): the install cell installs it where an older one is installed."""
 REFERENCES = "chapters/99_appendix_presets.html#references"
 """Where the site lists every reference."""
 GLOSSARY = "glossary"
@@ -83,38 +84,33 @@ def install_spec(environ=os.environ) -> str:
     return f"gpumodel[book] @ git+{repository(environ)}" + (f"@{sha}" if sha else "")
 
 
-def install_source(spec: str | None = None) -> str:
+def install_source(spec: str | None = None, version: str = VERSION) -> str:
     """The first cell of every notebook: install gpumodel (`spec`, a pip requirement) where
-    it is not importable yet (Colab, a JupyterHub, a fresh kernel); do nothing where it is."""
-    return f"""#@title Install gpumodel, the course's package, where it is missing (Colab, a fresh kernel)
+    it is not importable yet (Colab, a JupyterHub, a fresh kernel) or where the installed one
+    is older than `version`, the one the notebook was made for; do nothing where it is that
+    one or newer, or a checkout on the path (no installed version)."""
+    return f"""#@title Install gpumodel {version}, the course's package, where it is missing or older (Colab, a fresh kernel)
+import importlib.metadata
 import importlib.util
+import re
 import subprocess
 import sys
 
-if importlib.util.find_spec("gpumodel") is None:
+def _release(v):
+    return [int(n) for n in re.findall(r"\\d+", v)[:3]]
+
+try:
+    _installed = importlib.metadata.version("gpumodel")
+except importlib.metadata.PackageNotFoundError:
+    _installed = None
+if importlib.util.find_spec("gpumodel") is None or (_installed and _release(_installed) < _release({version!r})):
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", {(spec or install_spec())!r}], check=True)
-    importlib.invalidate_caches()"""
+    importlib.invalidate_caches()
+    if "gpumodel" in sys.modules:
+        print(f"gpumodel {{_installed}} was replaced by {version}: restart the kernel to use it.")"""
 
 
-@functools.cache
-def _bibliography() -> dict:
-    """key -> (label, title, address) from references.bib: the label "Author Year" (one
-    author's surname, "A and B", or "A et al."), the title without braces, and the entry's
-    own address (its url, its doi, or the \\url of its howpublished; None where it has none)."""
-    out = {}
-    for key, body in re.findall(r"^@\w+\{([^,\s]+),(.*?)^\}", BIB.read_text(), re.M | re.S):
-        field = lambda name: (m := re.search(rf"^\s*{name}\s*=\s*\{{(.*)\}},?\s*$", body, re.M)) and m.group(1)
-        author, year = field("author"), re.search(r"year\s*=\s*\{(\d{4})\}", body).group(1)
-        if author.startswith("{"):  # an organisation, {{NVIDIA Corporation}}
-            names = [author.strip("{}")]
-        else:
-            names = [re.sub(r"[{}\\']", "", a).split()[-1] for a in author.split(" and ")]
-        who = names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2 else f"{names[0]} et al."
-        doi, elsewhere = field("doi"), re.search(r"\\url\{([^}]*)\}", field("howpublished") or "")
-        address = field("url") or (doi and f"https://doi.org/{doi}") or (elsewhere and elsewhere.group(1))
-        title = re.sub(r"\\([_&%$#])", r"\1", re.sub(r"[{}]", "", field("title")))
-        out[key] = (f"{who} {year}", title, address or None)
-    return out
+_bibliography = presets.bibliography
 
 
 def _on_site(repo: str | None) -> bool:

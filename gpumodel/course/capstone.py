@@ -22,15 +22,17 @@ from typing import Callable
 import numpy as np
 
 from .. import _check
-from ..hardware import REGISTER_BYTES_PER_FLOP
+from ..hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
 from ..kernel_info import KERNELS
 from ..lab import Trace
 from ..model import predict
 from ..presets import preset_names
+from ..published import expect
 from ..units import LEVEL_NAMES as UNIT_LEVEL_NAMES
-from ..units import fmt_bytes, fmt_time
+from ..units import fmt_bound, fmt_bytes, fmt_time
 from ..workloads import Workload, attention, elementwise_chain, gemm
 from .checks import Feedback, check_number, lab_run, record
+from .flashattention import OVERFLOW_SCORE, lab_qkv
 from .tables import markdown_table
 
 LEVELS = ("hbm", "l2", "l1", "smem")
@@ -76,8 +78,14 @@ def _rows() -> np.ndarray:
     return np.random.default_rng(0).standard_normal((ROWS, COLS)).astype(np.float32)
 
 
+SOFTMAX_OFFSET = OVERFLOW_SCORE
+"""Added to every other row of the softmax task's input: exp of an unshifted row overflows FP32
+(chapter 5), its softmax is the same."""
+
+
 def _softmax():
     x = _rows()
+    x[::2] += SOFTMAX_OFFSET
     e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     return [x, np.zeros_like(x), ROWS, COLS], 1, e / e.sum(axis=1, keepdims=True)
 
@@ -164,8 +172,7 @@ SEQ, HEAD_DIM, QUERY_BLOCK = 64, 16, 32
 
 
 def _attention():
-    rng = np.random.default_rng(0)
-    q, k, v = (rng.standard_normal((SEQ, HEAD_DIM)).astype(np.float32) for _ in range(3))
+    q, k, v = lab_qkv(SEQ, HEAD_DIM)
     scale = 1 / np.sqrt(HEAD_DIM)
     s = q.astype(np.float64) @ k.T * scale
     p = np.exp(s - s.max(axis=1, keepdims=True))
@@ -181,6 +188,7 @@ def _attention_workload() -> Workload:
 ATTENTION_STARTER = r"""#define D 16
 __global__ void attention(const float* Q, const float* K, const float* V, float* O, int n, float scale) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per query row
+    if (i >= n) return;
     float m = -INFINITY, sum = 0.0f, acc[D] = {};
     for (int j = 0; j < n; ++j) {  // pass 1: the row's largest score
         float dot = 0.0f;
@@ -269,23 +277,80 @@ def score(task: str, source: str, kernel: str | None = None, grid=None, block=No
     CPU, launched as `grid` x `block` (the starter's, by default) with `shared_mem` bytes of
     dynamic shared memory. Right when the result matches the NumPy reference and the bytes at every level
     stay within `budget`; the feedback holds a table per level (traced bytes, budget, ratio),
-    the worst line (`Trace.hottest`) and the model's time on `gpu` of the kernel and of the
-    budget."""
+    where the bytes go (the worst line, `Trace.hottest`, or the lines carrying a level's
+    repeated bytes), the bound on `gpu` of the kernel and of the budget (with why a kernel over
+    budget is not slower where it is not) and the kernel's expected time (`gm.expect`: what holds it)."""
     t = _task(task)
     if not isinstance(source, str):
         raise TypeError(f"source must be the kernel's CUDA C source as a str, got {type(source).__name__}")
+    if kernel is not None and (not isinstance(kernel, str) or not kernel.strip()):
+        raise ValueError(f"kernel must be the kernel's name or name expression (a non-empty str), or None for the "
+                         f"task's {t.kernel!r}, got {kernel!r}")
     _check.choice("gpu", gpu, preset_names())
     args, out, want = t.make()
-    traced = lab_run(source, kernel or t.kernel, t.grid if grid is None else grid, t.block if block is None else block,
+    traced = lab_run(source, t.kernel if kernel is None else kernel, t.grid if grid is None else grid, t.block if block is None else block,
                      args, out, want, t.rule, shared_mem)
     if isinstance(traced, Feedback):
         return record(f"capstone {task}", traced)
     return record(f"capstone {task}", _judge(t, traced, gpu))
 
 
+def _moved(traced: Trace, site) -> tuple:
+    """(bytes, ideal bytes) `site` moves at its level, scaled to the launch: a sector 32 B, a
+    wavefront 128 B."""
+    _, got, ideal = site.cost
+    size = traced.scale * (SECTOR_BYTES if site.space == "global" else WAVEFRONT_BYTES)
+    return size * got, size * ideal
+
+
+CARRIER_SHARE = 0.2
+"""A site at its ideal is named as carrying a level when it moves at least this share of the level's bytes."""
+
+
+def _worst(traced: Trace, over: list, got: dict, allowed: dict) -> str:
+    """The sentence naming where the bytes go: at the level most over budget (`over[0]`; any
+    level where none is), the site with the most bytes over its ideal (`Trace.hottest`), by line,
+    column and source; where that waste is under half the level's excess, the bytes over budget
+    are the same data requested again, and the sites carrying most of the level are named."""
+    level = over[0] if over else None
+    space = ("shared",) if level == "smem" else ("global",) if level else ("global", "shared")
+    worst = traced.hottest(space)
+    unit, have, ideal = worst.cost
+    moved, least = _moved(traced, worst)
+    text = (f"Worst line: {worst.where} ({worst.kind}), `{worst.text}`: {have / worst.instructions:.2f} {unit} per "
+            f"request, ideal {ideal / worst.instructions:.2f}, {fmt_bytes(moved - least)} over its ideal.")
+    sites = sorted((s for s in traced.sites if s.space in space), key=lambda s: (_moved(traced, s)[0], not s.write),
+                   reverse=True)  # ties: loads first, a store is needed once
+    if level is None or sum(a - b for a, b in map(functools.partial(_moved, traced), sites)) >= (
+            got[level] - allowed[level]) / 2:
+        return text
+    carriers = [s for s in sites if _moved(traced, s)[0] >= CARRIER_SHARE * got[level]][:3] or sites[:1]
+    named = "; ".join(f"{s.where} ({s.kind}), `{s.text}`: {fmt_bytes(_moved(traced, s)[0])}, "
+                      f"{_moved(traced, s)[0] / got[level]:.0%}" for s in carriers)
+    return (f"Where the {LEVEL_NAMES[level]} bytes go: {named}. Each request there is at or near its ideal: the "
+            f"bytes over budget are the same data requested again, which a kernel within budget loads once "
+            f"and reuses.")
+
+
+def _binding(mine, budgeted) -> str:
+    """Why a kernel over budget is not slower in the model than its budget (`Prediction`s of
+    both): a time is its slowest part's, and the bytes over budget do not make that part slower."""
+    def name(bound):
+        return ("the SM's L1/shared-memory data path (L1's sectors and shared memory's wavefronts share it)"
+                if bound == "smem" else fmt_bound(bound))
+    ours, theirs = str(mine.bound), str(budgeted.bound)
+    parts = f"both {name(ours)}" if ours == theirs else f"{name(ours)} for your kernel, {name(theirs)} for the budget"
+    where = (f", where your kernel moves {fmt_bytes(mine.workload.bytes[ours])} and the budget "
+             f"{fmt_bytes(budgeted.workload.bytes[ours])}" if ours in mine.workload.bytes else "")
+    return (f" Not slower in the model, because a time there is its slowest part's alone: {parts}{where}. The bytes "
+            f"over budget still cost a real GPU requests and latency this bound leaves out, and the task asks for "
+            f"every level within budget.")
+
+
 def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
     """The score of a correct kernel's trace `traced` for task `t`: within budget at every
-    level or not, with the table, the worst line and the model's times on `gpu`."""
+    level or not, with the table, where the bytes go (`_worst`) and the model's times on `gpu`
+    (each with the part that binds it)."""
     allowed = budget(t.name)
     got = {lv: traced.bytes[lv] for lv in LEVELS}
     over = sorted((lv for lv in LEVELS if got[lv] > allowed[lv]),
@@ -293,17 +358,17 @@ def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
     table = markdown_table(["level", "traced", "budget", "traced / budget"],
                            [[LEVEL_NAMES[lv], fmt_bytes(got[lv]), fmt_bytes(allowed[lv]), _ratio(got[lv], allowed[lv])]
                             for lv in LEVELS])
-    spaces = {"shared" if lv == "smem" else "global" for lv in over} or {"global", "shared"}
-    worst = traced.hottest(spaces)
-    unit, have, ideal = worst.cost
-    line = (f"Worst line: {worst.line} ({worst.kind}), {have / worst.instructions:.2f} {unit} per request, "
-            f"ideal {ideal / worst.instructions:.2f}.")
-    if over and have == ideal:
-        line += (" Every access there is already at its ideal: the bytes over budget are the same data "
-                 "requested more than once.")
-    mine, ideal_time = float(predict(traced.workload(t.flops), gpu).time), budget_time(t.name, gpu)
-    times = (f"In the model, on the {gpu}: your kernel {fmt_time(mine)}, the budget {fmt_time(ideal_time)} "
-             f"({mine / ideal_time:.2f}x).")
+    line = _worst(traced, over, got, allowed)
+    mine = predict(traced.workload(t.flops), gpu)
+    budgeted = predict(_timed(f"{t.name} (budget)", t.flops, budget(t.name)), gpu)
+    ratio = float(mine.time) / float(budgeted.time)
+    e = expect(traced, gpu, flops=t.flops)
+    times = (f"In the model, on the {gpu}, at best (the bound: no kernel moving these bytes beats it): your kernel "
+             f"{fmt_time(float(mine.time))}, the budget {fmt_time(float(budgeted.time))} ({ratio:.2f}x), bound by "
+             f"{fmt_bound(mine.bound)}.")
+    if over and round(ratio, 2) <= 1:
+        times += _binding(mine, budgeted)
+    times += f" Expected (what a kernel like this gets): {fmt_time(e.time)}, held by {e.limiter}: {e.reason}."
     if over:
         levels = "; ".join(f"{LEVEL_NAMES[lv]}: {_ratio(got[lv], allowed[lv])}" for lv in over)
         head = f"Correct, but over the budget at {levels}."

@@ -10,22 +10,28 @@ Python or NumPy number, a 0-d array, or text.
 
 A typed answer is read the same way here (`read_number`) and in the browser
 (`_static/widgets.js`): spaces ignored, case ignored; a unit the question names may follow
-(`rules["units"]`, each with its factor: "37%" is 0.37 where percent is accepted); then a
-number, with commas only between groups of three digits ("8,388,608"), an exponent ("8e6"),
-or a power ("2^23", "2**23", "1.5 x 2^20"). Anything else is not a number.
+(`rules["units"]`, each with its factor: "37%" is 0.37 where percent is accepted; a time or
+size in any unit of its family, "301 µs" or "0.301 ms" where us is asked, the micro sign and
+the Greek mu both read as "u"); then a number, with commas only between groups of three
+digits ("8,388,608"), an exponent ("8e6"), a power ("2^23", "2**23", "1.5 x 2^20") or a
+fraction ("1/12", "3 x 2^10 / 4"). Anything else is not a number.
 
-`judge` also records each judged answer in this session (`progress()` lists them), and an
+`judge` also records each judged answer (`progress()` lists them), in this session and in the
+learner's own progress file (`progress_file()`, kept across kernels and notebooks), and an
 unanswered question (`None`) shows, on the built site, an answer box judged in the browser
 by the same rules.
 """
 
 from __future__ import annotations
 
+import contextvars
 import html
 import json
 import math
 import os
+import pathlib
 import re
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -66,9 +72,9 @@ def building_book() -> bool:
 
 
 def _form_html(rules: dict, prompt: str) -> str:
-    """The answer form and its verdict line: a text keyboard for a name, a number pad for a number."""
-    mode = "text" if rules["kind"] == "choice" else "decimal"
-    return (f'<form class="gm-answer"><label>{html.escape(prompt)} <input type="text" inputmode="{mode}" '
+    """The answer form and its verdict line, with a text keyboard for a name and for a number
+    alike: a number pad cannot type a unit, an "e", "^" or "/"."""
+    return (f'<form class="gm-answer"><label>{html.escape(prompt)} <input type="text" inputmode="text" '
             'autocomplete="off" autocapitalize="off" spellcheck="false"></label> <button type="submit">Check</button>'
             '</form><p class="gm-verdict" aria-live="polite"></p>')
 
@@ -103,10 +109,14 @@ FLOPS_AND_BYTES = "is every flop counted (an FMA is two), and every byte (reads 
 """What a factor-of-two miss suggests where an exercise counts flops and bytes."""
 
 _NUM = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?"
-NUMBER_SYNTAX = re.compile(rf"([+-]?{_NUM})(?:(?:x|\*|×)({_NUM}))?(?:(?:\^|\*\*)([+-]?{_NUM}))?", re.ASCII)
+NUMBER_SYNTAX = re.compile(rf"([+-]?{_NUM})(?:(?:x|\*|×)({_NUM}))?(?:(?:\^|\*\*)([+-]?{_NUM}))?(?:/({_NUM}))?",
+                           re.ASCII)
 """A typed number once spaces are gone and case is lowered: a number (commas between groups of
-three digits, an exponent), optionally times a base raised to a power: "8,388,608", "8e6",
-"2^23", "2**23", "1.5x2^20". widgets.js holds the same pattern."""
+three digits, an exponent), optionally times a base raised to a power, optionally over a
+divisor: "8,388,608", "8e6", "2^23", "2**23", "1.5x2^20", "1/12". widgets.js holds the same
+pattern."""
+MICRO = ("µ", "μ")
+"""The micro sign (U+00B5) and the Greek mu (U+03BC) a phone types: both read as "u"."""
 
 
 def read_number(text: str, units: dict | None = None) -> float | None:
@@ -114,17 +124,20 @@ def read_number(text: str, units: dict | None = None) -> float | None:
     maps each accepted unit (lower case, no spaces) to the factor that turns it into the
     question's unit. Chapter 1."""
     units = _unit_table(units)
-    t = "".join(str(text).lower().replace("−", "-").split())
+    t = _unit_key(str(text).replace("−", "-"))
     for unit in sorted(units or {}, key=len, reverse=True):
-        if unit and t.endswith(unit) and len(t) > len(unit):
-            t, factor = t[:-len(unit)], units[unit]
+        name = _unit_key(unit)
+        if name and t.endswith(name) and len(t) > len(name):
+            t, factor = t[:-len(name)], units[unit]
             break
     else:
         factor = 1.0
     m = NUMBER_SYNTAX.fullmatch(t)
     if not m:
         return None
-    first, second, power = (float(g.replace(",", "")) if g else None for g in m.groups())
+    first, second, power, divisor = (float(g.replace(",", "")) if g else None for g in m.groups())
+    if divisor is not None and not divisor:
+        return None
     try:
         if power is None:
             value = first if second is None else None
@@ -136,7 +149,7 @@ def read_number(text: str, units: dict | None = None) -> float | None:
         return None
     if value is None or not math.isfinite(value):
         return None
-    return value * factor
+    return value / (divisor or 1.0) * factor
 
 
 def _rows(name: str, rows, shape: str) -> list:
@@ -161,22 +174,37 @@ def _unit_table(units) -> dict:
 
 
 def _units(unit: str, extra: dict | None) -> dict:
-    """The units an answer may carry: the question's (singular too) and `extra` (unit -> factor)."""
-    key = _key(unit)
+    """The units an answer may carry: the question's (singular too), every unit of its family
+    where it is a time or a size (`TIMES`, `BYTES`), and `extra` (unit -> factor)."""
+    key = _unit_key(unit)
     units = {key: 1.0, key[:-1]: 1.0} if key.endswith("s") and len(key) > 2 else {key: 1.0}
-    return {**units, **{_key(u): float(f) for u, f in (extra or {}).items()}}
+    family = next((units_as(name, table) for table in (TIMES, BYTES) for name in table if _unit_key(name) == key), {})
+    return {**units, **{_unit_key(u): float(f) for u, f in {**family, **(extra or {})}.items()}}
+
+
+def _unit_key(name: str) -> str:
+    """A typed unit or answer as the units compare it: `_key`'s, with `MICRO` read as "u"."""
+    key = _key(name)
+    for micro in MICRO:
+        key = key.replace(micro, "u")
+    return key
 
 
 BYTES = {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 """Byte units a typed size may carry, in bytes."""
 
-TIMES = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-"""Time units a typed duration may carry, in seconds."""
+TIMES = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+"""Time units a typed duration may carry, in seconds ("µs" and "μs" read as "us")."""
 
 
 def units_as(unit: str, table: dict) -> dict:
     """Every unit of `table` (BYTES, TIMES) as a factor into `unit`, one of them: for
     `number_rules(units=...)`, so "48 MiB" and "50.3 MB" both read where MiB is asked."""
+    tables = {"BYTES": BYTES, "TIMES": TIMES}
+    if not any(table is t for t in tables.values()):
+        raise TypeError(f"table must be one of checks.{', checks.'.join(tables)}, got {table!r}")
+    if not isinstance(unit, str) or unit not in table:
+        raise ValueError(f"unit must be one of {tuple(table)}, got {unit!r}")
     return {name: size / table[unit] for name, size in table.items()}
 
 
@@ -204,9 +232,10 @@ def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = 
     twice = "by a factor of two" + (f": {doubled}" if doubled else ".")
     rounding = ": carry more digits, or check a rounded figure." if rtol else "."
     bands = [[-1e308, 0.0, "The sign is wrong."]]
+    slip = max(rtol, 1e-9)  # a unit slip is a power of ten exactly, to the answer's tolerance: 12 is not 128 / 10
     for decades in (-3, -2, -1, 1, 2, 3):
         direction = "high" if decades > 0 else "low"
-        bands.append([10 ** (decades - 0.05), 10 ** (decades + 0.05), f"Too {direction} {POWER_OF_TEN}"])
+        bands.append([10 ** decades * (1 - slip), 10 ** decades * (1 + slip), f"Too {direction} {POWER_OF_TEN}"])
     bands += [[1.95, 2.05, f"Too high {twice}"], [0.4875, 0.5125, f"Too low {twice}"],
               [0.9, 1.0, "Close, but a little too low" + rounding], [1.0, 1.1, "Close, but a little too high" + rounding]]
     mistakes = [(value, text) for value, text in mistakes if not _close(value, expected, max(rtol, 1e-9))]
@@ -254,9 +283,7 @@ CHOICE_KEYS = {"answer", "right", "wrong", "not_number"}
 def verdict(rules: dict, answer) -> Feedback:
     """Judge `answer` by `rules` (`number_rules` or `choice_rules`). Text is read as the
     answer box on the site reads it (`read_number`); a number may be Python's or NumPy's."""
-    made = {"number": NUMBER_KEYS, "choice": CHOICE_KEYS}
-    if not isinstance(rules, dict) or rules.get("kind") not in made or not made[rules["kind"]] <= set(rules):
-        raise TypeError(f"rules must be made by number_rules or choice_rules, got {rules!r}")
+    _made(rules)
     if rules["kind"] == "choice":
         key = _key(answer) if isinstance(answer, str) else None
         if key == rules["answer"]:
@@ -283,8 +310,57 @@ def verdict(rules: dict, answer) -> Feedback:
     return Feedback(False, rules["high"] if value > expected else rules["low"])
 
 
+def _made(rules) -> dict:
+    """`rules` when `number_rules` or `choice_rules` made them; else a TypeError naming them."""
+    made = {"number": NUMBER_KEYS, "choice": CHOICE_KEYS}
+    if not isinstance(rules, dict) or rules.get("kind") not in made or not made[rules["kind"]] <= set(rules):
+        raise TypeError(f"rules must be made by number_rules or choice_rules, got {rules!r}")
+    return rules
+
+
+def _question_key(key) -> str:
+    """`key`, a question's name in the progress: a non-empty str."""
+    if not isinstance(key, str) or not key.strip():
+        raise TypeError(f"key must name the question (a non-empty str), got {key!r}")
+    return key
+
+
 SESSION: dict = {}
 """What this session checked: a question's key -> [tries, ever right]; `progress()` shows it."""
+
+
+def progress_file() -> pathlib.Path:
+    """The learner's progress file, kept across kernels and notebooks: `gpumodel/progress.json`
+    in $XDG_DATA_HOME, or in ~/.local/share where that is unset; only its owner may read it."""
+    base = os.environ.get("XDG_DATA_HOME") or str(pathlib.Path.home() / ".local" / "share")
+    return pathlib.Path(base) / "gpumodel" / "progress.json"
+
+
+def _kept() -> dict:
+    """The progress file's questions, key -> (tries, ever right); none where it is missing or unreadable."""
+    try:
+        data = json.loads(progress_file().read_text())
+        return {str(k): (int(t), bool(r)) for k, (t, r) in data["questions"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _keep(key: str, correct: bool) -> None:
+    """Add one try at `key` (right or not) to the progress file: written whole to a new file
+    of mode 0600 in its folder (mode 0700), then moved over the old one. Where the home cannot
+    be written, this session's progress is all there is."""
+    path = progress_file()
+    kept = _kept()
+    tries, right = kept.get(key, (0, False))
+    kept[key] = (tries + 1, right or correct)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".progress-", suffix=".json")  # mode 0600
+        with os.fdopen(fd, "w") as out:
+            json.dump({"questions": {k: list(v) for k, v in kept.items()}}, out, indent=1)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def judge(rules: dict, answer, wanted: str, key: str, prompt: str = "") -> Feedback:
@@ -292,7 +368,8 @@ def judge(rules: dict, answer, wanted: str, key: str, prompt: str = "") -> Feedb
     labelled `prompt`); what cannot be read as `wanted` gets a sentence; anything else its
     `verdict` (a number's preceded by the answer as read), recorded under `key` for
     `progress()`. Chapter 1."""
-    number = rules["kind"] == "number"
+    number = _made(rules)["kind"] == "number"
+    _question_key(key)
     if answer is None:
         return Feedback(False, f"No answer yet: replace None with {wanted}.", rules,
                         prompt or (rules["unit"] if number else "answer"))
@@ -314,8 +391,13 @@ def judge(rules: dict, answer, wanted: str, key: str, prompt: str = "") -> Feedb
 
 def record(key: str, feedback: Feedback) -> Feedback:
     """Note `feedback` under `key` in this session's progress; return it."""
+    _question_key(key)
+    if not isinstance(feedback, Feedback):
+        raise TypeError(f"feedback must be the Feedback a checker returned, got {feedback!r}")
     tries, right = SESSION.get(key, (0, False))
     SESSION[key] = (tries + 1, right or feedback.correct)
+    if not building_book():  # the book's build is nobody's progress
+        _keep(key, feedback.correct)
     return feedback
 
 
@@ -329,17 +411,23 @@ def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain
 
 
 def progress():
-    """This session's checks, as a table: each question checked, the tries, and whether it was
-    answered right (on the site, the "your progress" page keeps the same in the browser).
-    Chapter 1."""
+    """Your checks, as a table: each question checked, the tries, and whether it was answered
+    right, in every session that kept them in your progress file (`progress_file()`) and in
+    this one (on the site, the "your progress" page keeps the same in the browser). Chapter 1."""
     from IPython.display import Markdown
 
-    if not SESSION:
-        return Markdown("Nothing checked yet in this session: answer an exercise or a checkpoint and check it.")
-    rows = [f"| {key} | {tries} | {'right' if right else 'not yet'} |" for key, (tries, right) in SESSION.items()]
-    done = sum(right for _, right in SESSION.values())
-    return Markdown(f"{done} of {len(SESSION)} questions checked in this session are right.\n\n"
+    checked = {**SESSION, **_kept()}  # the file, where it was written, holds this session's tries too
+    if not checked:
+        return Markdown("Nothing checked yet: answer an exercise or a checkpoint and check it.")
+    rows = [f"| {key} | {tries} | {'right' if right else 'not yet'} |" for key, (tries, right) in checked.items()]
+    done = sum(right for _, right in checked.values())
+    return Markdown(f"{done} of {len(checked)} questions checked are right (kept in {progress_file()}).\n\n"
                     "| question | tries | state |\n| --- | --- | --- |\n" + "\n".join(rows))
+
+
+LAB_TRACE: contextvars.ContextVar = contextvars.ContextVar("LAB_TRACE", default=None)
+"""The last `Trace` `lab_run` made in this context (None before one): the lab editor draws its
+sites beside the verdict (`gpumodel.course.widgets.LabEditor`)."""
 
 
 def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, rule: str, shared_mem: int = 0):
@@ -354,6 +442,7 @@ def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, r
         traced = trace(source, kernel, grid, block, args, shared_mem=shared_mem)
     except (LabError, ValueError, TypeError) as error:
         return Feedback(False, str(error))
+    LAB_TRACE.set(traced)
     if traced.races:
         more = f" ({len(traced.races) - 1} more hazards in the report)" if len(traced.races) > 1 else ""
         return Feedback(False, f"Not scored: the kernel's result depends on which thread runs first. The "

@@ -58,6 +58,7 @@ query row, 2 blocks of 32 threads."""
 LAB_STARTER = r"""#define D 16
 __global__ void attention(const float* Q, const float* K, const float* V, float* O, float* S, int n, float scale) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // this thread's query row
+    if (i >= n) return;
     float* s = S + i * n;                           // its row of scores, in global memory
     float m = -INFINITY, sum = 0.0f;
     for (int j = 0; j < n; ++j) {
@@ -76,14 +77,33 @@ __global__ void attention(const float* Q, const float* K, const float* V, float*
 """
 
 
+OVERFLOW_SCORE = 100.0
+"""What the labs' attention inputs add to every score: exp(100), about 2.7e43, overflows FP32
+(largest 3.4e38), so a softmax that does not subtract the row's maximum gets inf, then NaN."""
+
+
+def lab_qkv(n: int, d: int, seed: int = 0) -> tuple:
+    """Q, K, V (`n` x `d` FP32, standard normal) for a lab's attention, with `OVERFLOW_SCORE`
+    added to every score at `scale` = 1/sqrt(d): K's last column a constant 10, Q's last column
+    what makes that column add `OVERFLOW_SCORE` to each score of its row. A constant per row
+    leaves the row's softmax as it is; only a kernel that subtracts the row's (running) maximum
+    survives it. Chapter 5."""
+    n, d = _check.integer("n", n, 1, 2**16), _check.integer("d", d, 2, 1024)
+    seed = _check.integer("seed", seed, 0, 2**32)
+    q, k, v = (np.random.default_rng(seed).standard_normal((3, n, d))).astype(np.float32)
+    k[:, -1] = 10.0
+    q[:, -1] = OVERFLOW_SCORE * np.sqrt(d) / 10.0
+    return q, k, v
+
+
 def check_flash_kernel(source: str, kernel: str = "attention") -> Feedback:
     """Chapter 5's lab: `kernel(Q, K, V, O, S, n, scale)` of the CUDA C `source`, a thread per
     query row over `LAB_N` x `LAB_D` FP32 matrices, must compute O = softmax(Q K^T scale) V
     while its traced HBM bytes stay at the flash workload's compulsory bytes (Q, K, V read
     once, O written once; exactly, as these sizes fill whole sectors): the N x N scores in
-    `S`, a scratch array, never reach global memory."""
-    rng = np.random.default_rng(0)
-    q, k, v = (rng.standard_normal((LAB_N, LAB_D)).astype(np.float32) for _ in range(3))
+    `S`, a scratch array, never reach global memory. Every score is raised by `OVERFLOW_SCORE`
+    (`lab_qkv`): a softmax without the row's maximum overflows."""
+    q, k, v = lab_qkv(LAB_N, LAB_D)
     scale = 1 / np.sqrt(LAB_D)
     scores = q.astype(np.float64) @ k.T * scale
     p = np.exp(scores - scores.max(axis=1, keepdims=True))
@@ -173,7 +193,8 @@ WIDGET_EXERCISES = (attention_fit, flash_speedup)
 
 
 def cp_scores(seq: int = 16384, dtype: str = "fp16") -> Checkpoint:
-    """Chapter 5, "The score matrix in bytes": one head's N x N scores, in MiB."""
+    """Chapter 5, "The score matrix in bytes": one head's N x N scores (N = `seq` tokens), in MiB."""
+    seq = _check.integer("seq", seq, 1, 2**24)
     s = _check.dtype_bytes(dtype)
     return Checkpoint(
         "cp-flash-scores",

@@ -25,7 +25,11 @@ def check_fusion_limit(gpu, dtype: str, answer) -> Feedback:
     return check_number(answer, gain, "times", rtol=0.02, key=f"check_fusion_limit({gpu}, {dtype})",
                         units={"x": 1, "×": 1}, doubled=FLOPS_AND_BYTES,
                         mistakes=[(balance, "That is the machine balance, flops per byte; the gain compares the time "
-                                   "of one op unfused (its bytes through HBM) with its time fused.")],
+                                   "of one op unfused (its bytes through HBM) with its time fused."),
+                                  (float(unfused.time / fused.compute_time),
+                                   "Too high by a factor of two: that is the gain if the fused chain were bound by "
+                                   "its arithmetic alone. Chapter 1's model charges every flop its register traffic "
+                                   "too: which of the two takes longer per op?")],
                         explain=f"Unfused, every op costs a trip through HBM; fused, a long chain is bound by "
                         f"{fused.bound} instead, so the gain stops growing at the ratio of those two per-op costs.",
                         hint="A long fused chain is no longer HBM-bound: find what bounds it, and divide the per-op "
@@ -66,6 +70,7 @@ CHAIN_SCALE, CHAIN_BIAS = 0.5, -0.25
 CHAIN_STARTER = r"""__global__ void chain(const float* x, float* tmp, float* y, float s, float b, int n) {
     // three passes, as three kernels would make: each reads and writes an array in global memory
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;  // a thread past the end has no element
     tmp[i] = fmaxf(x[i], 0.0f);
     tmp[i] = tmp[i] * s;
     y[i] = tmp[i] + b;
@@ -96,6 +101,12 @@ def check_fused_chain(source: str, kernel: str = "chain") -> Feedback:
 STRIDES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
+def _ordinal(n: int) -> str:
+    """2 -> "2nd", 3 -> "3rd", 11 -> "11th", 24 -> "24th"."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 ELEM_BYTES = (1, 2, 4, 8)
 
 
@@ -107,7 +118,8 @@ def stride_sectors(elem_bytes: int = 2) -> WidgetExercise:
     def view(stride, elem):
         sectors = float(warp_sectors(stride, elem))
         useful, moved = 32 * elem, 32 * sectors
-        return bars(f"A warp reading every {stride}th {elem}-byte element: <b>{sectors:g} sectors</b>, "
+        which = "every" if stride == 1 else f"every {_ordinal(stride)}"
+        return bars(f"A warp reading {which} {elem}-byte element: <b>{sectors:g} sector{'s' if sectors != 1 else ''}</b>, "
                     f"{fmt_percent(useful / moved, 3)} of the bytes moved are used",
                     [("sectors", sectors, f"{sectors:g} of 32", sectors == 32), ("bytes used", useful, f"{useful} B", False),
                      ("bytes moved", moved, f"{moved:g} B", False)])
@@ -173,8 +185,9 @@ def cp_vector_add() -> Checkpoint:
 
 
 def cp_roofline(gpu: str = "H100-SXM", intensity: float = 4.0) -> Checkpoint:
-    """Chapter 2, "The roofline": the rate a kernel of `intensity` attains on `gpu` (FP32)."""
+    """Chapter 2, "The roofline": the rate a kernel of `intensity` (FLOP/B, positive) attains on `gpu` (FP32)."""
     g = presets.gpu(gpu)
+    intensity = _check.real("intensity", intensity, least=1e-6, most=1e6)
     rate = min(g.peak_flops, intensity * g.bandwidth("hbm"))
     return Checkpoint(
         "cp-intensity-roofline",
@@ -189,7 +202,11 @@ def cp_roofline(gpu: str = "H100-SXM", intensity: float = 4.0) -> Checkpoint:
 
 
 def cp_sectors(stride: int = 2, elem: int = 4) -> Checkpoint:
-    """Chapter 2, "Coalescing": the 32-byte sectors a warp's strided read touches."""
+    """Chapter 2, "Coalescing": the 32-byte sectors a warp's strided read touches (`stride` in
+    elements, `elem` bytes, one of `ELEM_BYTES`)."""
+    stride = _check.integer("stride", stride, 1, 2**16)
+    if _check.integer("elem", elem, 1, max(ELEM_BYTES)) not in ELEM_BYTES:
+        raise ValueError(f"elem must be one of {ELEM_BYTES} (bytes), got {elem!r}")
     sectors = float(warp_sectors(stride, elem))
     return Checkpoint(
         "cp-intensity-sectors",

@@ -187,7 +187,8 @@ def cp_l2_ridge(gpu: str = "H100-SXM") -> Checkpoint:
 
 
 def cp_working_set(n: int = 2**22) -> Checkpoint:
-    """Chapter 4, "Small benchmarks lie": a vector add's working set, three fp32 arrays, in MiB."""
+    """Chapter 4, "Small benchmarks lie": a vector add's working set, three fp32 arrays of `n` elements, in MiB."""
+    n = _check.integer("n", n, 1, 2**40)
     return Checkpoint(
         "cp-levels-working-set",
         f"A benchmark adds two fp32 vectors of {n:,} elements into a third. How many MiB do its three arrays take "

@@ -1,7 +1,8 @@
 """Markdown tables for the chapters: the presets and their sources (appendix, chapter 1),
 machine balance (chapter 2), the GEMM ladder, compiler reports and tile search (chapter 3),
-predicted profiler metrics (chapter 4). Each returns MyST Markdown: citations are
-`{cite:p}` roles into `references.bib`. Every function taking `gpu` accepts a `GPU` or a
+predicted profiler metrics (chapter 4). Each returns Markdown: citations into
+`references.bib` are roles while the book builds, "Author Year" linked text in Jupyter
+(`citation`). Every function taking `gpu` accepts a `GPU` or a
 preset name.
 """
 
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import presets, simulate
+from .. import published, presets, simulate
+from ..expected import gemm_launch
 from ..cuda import recorded_runs
 from ..hardware import LEVELS, Fact
-from ..kernel_info import info, label, threads_per_block
+from ..kernel_info import GEMM_LADDER, info, label, threads_per_block
 from ..model import predict
 from ..occupancy import occupancy
 from ..presets import preset_names
@@ -31,7 +33,7 @@ from ..workloads import catalogue, gemm, gemm_requests
 
 FACT_LABELS = {
     "sms": "SMs",
-    "fp32_lanes_per_sm": "FP32 lanes per SM",
+    "fp32_lanes_per_sm": "FP32 units per SM",
     "clock": "boost clock",
     "l2_bandwidth": "L2 bandwidth",
     "hbm_bandwidth": "HBM bandwidth",
@@ -73,9 +75,23 @@ def fmt_fact(fact: Fact) -> str:
     return f"{v:g} {unit}{'s' if unit in ('SM', 'lane', 'cycle') and v != 1 else ''}"
 
 
+def citation(key: str, textual: bool = False) -> str:
+    """A citation of the references.bib `key`: on the site, while the book builds, the role
+    Sphinx resolves ({cite:t} `textual`ly, "Author (Year)", else {cite:p}); in Jupyter, where a
+    table's Markdown is shown as it is, "Author Year" (in parentheses unless `textual`), linked
+    to the reference's own address."""
+    from .checks import building_book
+
+    if building_book():
+        return f"{{cite:{'t' if textual else 'p'}}}`{key}`"
+    label, _, address = presets.bibliography()[key]
+    text = f"[{label}]({address})" if address else label
+    return text if textual else f"({text})"
+
+
 def cite(fact: Fact) -> str:
-    """A fact's source as a citation role followed by where in the document it sits."""
-    return f"{{cite:p}}`{fact.source}`" + (f", {fact.where}" if fact.where else "")
+    """A fact's source as a citation followed by where in the document it sits."""
+    return citation(fact.source) + (f", {fact.where}" if fact.where else "")
 
 
 LEVEL_ROLES = {
@@ -263,7 +279,7 @@ def published_table(comparisons: list) -> str:
         reached = fmt_percent(c.fraction) if c.quantity != "latency" else f"preset {fmt_percent(c.fraction)}"
         bound = " + ".join(fmt_bound(b) for b in c.bound.split("+"))
         rows.append([r.gpu, r.what, _measure(c.quantity, c.measured), f"{_measure(c.quantity, c.model)} ({bound})",
-                     reached, f"{{cite:t}}`{r.source}`, {r.where}"])
+                     reached, f"{citation(r.source, textual=True)}, {r.where}"])
     return markdown_table(["GPU", "run", "measured", "model (bound)", "of the bound", "source"], rows)
 
 
@@ -272,9 +288,75 @@ def violations_table(comparisons: list) -> str:
     each with its analysis."""
     return markdown_table(["GPU", "run", "of the bound", "why the measurement beats the model", "source"],
                           [[c.record.gpu, c.record.what, fmt_percent(c.fraction), c.record.violation,
-                            f"{{cite:t}}`{c.record.source}`, {c.record.where}"] for c in comparisons])
+                            f"{citation(c.record.source, textual=True)}, {c.record.where}"] for c in comparisons])
 
 
 def _gpus(gpus) -> list:
     """GPU records for `gpus` (records or preset names; every preset when None)."""
     return [presets.gpu(g) for g in (preset_names() if gpus is None else gpus)]
+
+
+LIMITER_NAMES = {"latency": "latency", "occupancy": "occupancy", "uncoalesced": "uncoalesced requests",
+                 "issue": "instruction issue", "waves": "the grid's last wave"}
+"""What holds an expected time (`gpumodel.expected.LIMITERS`) as prose names it."""
+
+
+def fmt_limiter(limiter: str) -> str:
+    """What holds an expected time, named: a limiter of `LIMITER_NAMES` or a part of the bound."""
+    return LIMITER_NAMES.get(limiter) or fmt_bound(limiter)
+
+
+def ladder_expectations(gpu, size: int = 4096) -> dict:
+    """Chapter 3: each rung of the GEMM ladder at size^3 on `gpu`, its `gm.expect` with the
+    launch `gm.gemm` shapes (`gemm_launch`): the bound and the expected time, by kernel id."""
+    out = {}
+    for k in GEMM_LADDER:
+        block, thread = info(k).block, info(k).thread
+        out[k] = published.expect(gemm(size, size, size, block=block, thread=thread), gpu,
+                                  gemm_launch(size, size, size, block, thread))
+    return out
+
+
+def expected_ladder_table(gpus=("A100-40GB", "H100-SXM"), size: int = 4096) -> str:
+    """Chapter 3: per rung and GPU, the bound (no kernel beats it; the part that sets it) and the
+    expected time (what a kernel like this gets; what holds it there)."""
+    rows = []
+    for g in _gpus(gpus):
+        for k, e in ladder_expectations(g, size).items():
+            rows.append([label(k), g.name, fmt_time(e.bound), fmt_bound(e.bound_part), fmt_time(e.time),
+                         fmt_limiter(e.limiter), f"{e.time / e.bound:.1f}x"])
+    return markdown_table(["kernel", "GPU", "bound", "set by", "expected", "held by", "expected / bound"], rows)
+
+
+HALVES = {"estimate": "estimates the shares", "judge": "judged"}
+"""What each half of the published records does for the expected time (`published.half`)."""
+
+
+def expected_table(comparisons: list) -> str:
+    """Published measurements (`gpumodel.published.comparisons`) beside both answers of the
+    model: the bound and what sets it, the expected time and what holds it, measured over
+    expected, and the record's half (whether it estimated the shares or is judged). Chapters 5
+    and 98."""
+    rows = []
+    for c in comparisons:
+        e = c.expected
+        if e is None:
+            continue
+        measured = published.measured_time(c.record)
+        rows.append([c.record.gpu, c.record.what, fmt_time(measured), f"{fmt_time(e.bound)} ({fmt_bound(e.bound_part)})",
+                     f"{fmt_time(e.time)} ({fmt_limiter(e.limiter)})", f"{measured / e.time:.2f}",
+                     HALVES[published.half(c.record)]])
+    return markdown_table(["GPU", "run", "measured", "bound (set by)", "expected (held by)", "measured / expected",
+                           "half"], rows)
+
+
+def model_over_measured_table() -> str:
+    """Chapter 98: measured over bound and measured over expected on the published records,
+    each half apart (latency records left out): how many, the quartiles and the median."""
+    rows = []
+    for model, name in (("bound", "bound (`gm.predict`)"), ("expected", "expected (`gm.expect`)")):
+        for which in HALVES:
+            ratios = published.measured_over_expected(which, model)
+            q1, median, q3 = np.percentile(ratios, [25, 50, 75])
+            rows.append([name, HALVES[which], f"{len(ratios)}", f"{q1:.2f}", f"{median:.2f}", f"{q3:.2f}"])
+    return markdown_table(["measured over", "records", "how many", "first quartile", "median", "third quartile"], rows)

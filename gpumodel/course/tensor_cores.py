@@ -174,6 +174,7 @@ def cp_decode(width: int = 8192) -> Checkpoint:
 
 def cp_waves(tiles: int = 300, gpu: str = "H100-SXM") -> Checkpoint:
     """Chapter 6, "Waves and tails": the waves of `tiles` one-per-SM tiles on `gpu`."""
+    tiles = _check.integer("tiles", tiles, 1, 2**31)
     sms = int(presets.gpu(gpu).sms.value)
     waves = math.ceil(tiles / sms)
     return Checkpoint(

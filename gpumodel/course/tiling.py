@@ -11,7 +11,7 @@ from .. import _check, presets
 from ..model import predict
 from ..occupancy import limits, occupancy
 from ..simulate import bank_conflicts, warp_addresses
-from ..tiles import is_legal
+from ..tiles import is_legal, registers_estimate, smem_bytes
 from ..units import fmt_intensity
 from ..workloads import gemm
 from .checks import FLOPS_AND_BYTES, Feedback, _wrong_type, check_number, judge, lab_run, number_rules
@@ -131,6 +131,24 @@ THREAD_TILES = (1, 2, 4, 8, 16)
 TILE_BLOCKS = (16, 32, 64, 128)
 
 
+def _illegal(gpu, block: int, thread: int) -> str:
+    """Why square `block` tiles with square `thread` tiles cannot launch on `gpu` (`is_legal`
+    says they cannot): every limit they break, in `is_legal`'s order."""
+    lim, threads = limits(gpu), (block // thread) ** 2
+    why = []
+    if block % thread:
+        why.append(f"{thread} does not divide {block}")
+    elif not 32 <= threads <= lim.max_threads_per_block:
+        why.append(f"{threads} threads per block, where 32 to {lim.max_threads_per_block} launch")
+    if smem_bytes(block, block) > lim.max_smem_per_block:
+        why.append(f"{smem_bytes(block, block):g} B of shared memory per block, over its "
+                   f"{lim.max_smem_per_block:g} B")
+    if registers_estimate(thread, thread) > lim.max_registers_per_thread:
+        why.append(f"about {registers_estimate(thread, thread):g} registers per thread, over the "
+                   f"{lim.max_registers_per_thread:g} a thread may have")
+    return "; ".join(why)
+
+
 def thread_tile(gpu: str = "A100-40GB", block: int = 128) -> WidgetExercise:
     """Chapter 3: the smallest square thread tile at which shared memory stops binding the
     4096^3 FP32 GEMM with `block` x `block` tiles on `gpu`."""
@@ -143,8 +161,7 @@ def thread_tile(gpu: str = "A100-40GB", block: int = 128) -> WidgetExercise:
     def view(gpu, block, thread):
         if not is_legal(gpu, block, block, thread, thread):
             raise ValueError(f"{block} x {block} tiles with {thread} x {thread} per thread cannot launch on the "
-                             f"{gpu}: {(block // thread) ** 2 if block % thread == 0 else 'no whole number of'} "
-                             "threads per block, or too much shared memory, or too many registers")
+                             f"{gpu}: {_illegal(gpu, block, thread)}")
         return prediction_view(workload(block, thread), gpu, f"{block} x {block} tiles, {thread} x {thread} per thread")
 
     smallest = next((t for t in THREAD_TILES if is_legal(gpu, block, block, t, t)
@@ -157,7 +174,7 @@ def thread_tile(gpu: str = "A100-40GB", block: int = 128) -> WidgetExercise:
         view,
         number_rules(smallest, "results per side", 0,
                      explain=f"At {smallest} x {smallest} each operand read from shared memory feeds {smallest} FMAs: "
-                     "enough, on this GPU, for 32 banks to keep up with its FP32 lanes.",
+                     "enough, on this GPU, for 32 banks to keep up with its FP32 units.",
                      hint="Hold the GPU and the block tile; raise the thread tile until the red bar leaves shared memory."),
         "thread tile side")
 
@@ -210,6 +227,7 @@ WIDGET_EXERCISES = (thread_tile, occupancy_limit)
 
 def cp_tile_intensity(b: int = 64, dtype: str = "fp16") -> Checkpoint:
     """Chapter 3, "Why tiling raises intensity": a b x b tile's intensity, b / s FLOP/B."""
+    b = _check.integer("b", b, 1, 2**14)
     s = _check.dtype_bytes(dtype)
     return Checkpoint(
         "cp-tiling-intensity",
@@ -222,7 +240,8 @@ def cp_tile_intensity(b: int = 64, dtype: str = "fp16") -> Checkpoint:
 
 
 def cp_banks(stride: int = 2) -> Checkpoint:
-    """Chapter 3, "Bank conflicts": the wavefronts of a warp's strided shared-memory read."""
+    """Chapter 3, "Bank conflicts": the wavefronts of a warp's strided shared-memory read (`stride` in words)."""
+    stride = _check.integer("stride", stride, 1, 2**16)
     degree = float(bank_conflicts([stride * t for t in range(32)]))
     return Checkpoint(
         "cp-tiling-banks",

@@ -34,8 +34,8 @@ from typing import Callable
 from .. import _check
 from ..model import BOUNDS, predict
 from ..units import fmt_time
-from .checks import Feedback, _data_html, _form_html, answer_box, building_book, record, verdict
-from .plots import PART_LABELS, svg
+from .checks import LAB_TRACE, Feedback, _data_html, _form_html, answer_box, building_book, record, verdict
+from .plots import PART_LABELS, lab_sites, svg
 
 _ids = itertools.count()
 
@@ -351,10 +351,35 @@ def prediction_view(workload, gpu, title: str) -> str:
     """The model's answer as bars: the time each part needs, the bound's bar red."""
     p = predict(workload, gpu)
     times = {part: float(t) for part, t in p.times.items()}
-    rows = [(PART_LABELS[part], times[part], fmt_time(times[part]) if times[part] else "0", part == p.bound)
+    labels = {**PART_LABELS, **({} if workload.math == "fp32" else {"compute": "tensor cores"})}  # where the math runs
+    rows = [(labels[part], times[part], fmt_time(times[part]) if times[part] else "0", part == p.bound)
             for part in BOUNDS]
     return bars(f"{title} on the {p.gpu.name}: <b>{fmt_time(p.time)}</b>, bound by "
-                f"<b>{PART_LABELS[str(p.bound)]}</b>", rows)
+                f"<b>{labels[str(p.bound)]}</b>", rows)
+
+
+def _inline_html(text: str) -> str:
+    """Markdown's `code` spans of `text` as HTML, the rest escaped."""
+    parts = text.split("`")
+    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in enumerate(parts))
+
+
+def feedback_html(feedback: Feedback) -> str:
+    """A lab's verdict as HTML: "Right." or "Not yet.", then its message's paragraphs, a
+    Markdown table among them (a capstone score's bytes per level) as an HTML table."""
+    blocks = []
+    for i, block in enumerate(feedback.message.split("\n\n")):
+        lines = block.strip().splitlines()
+        if lines and all(line.startswith("|") for line in lines):
+            rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if not set(line) <= set("|- ")]
+            head, *body = rows
+            blocks.append("<table><thead><tr>" + "".join(f"<th>{_inline_html(c)}</th>" for c in head) + "</tr></thead>"
+                          "<tbody>" + "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>"
+                                              for row in body) + "</tbody></table>")
+        else:
+            lead = f"<b>{'Right.' if feedback else 'Not yet.'}</b> " if i == 0 else ""
+            blocks.append(f"<p>{lead}{_inline_html(block.strip())}</p>")
+    return f'<div class="gm-verdict-lab">{"".join(blocks)}</div>'
 
 
 LAB_STYLE = "<style>.gm-lab-source textarea { font-family: monospace; font-size: 13px; }</style>"
@@ -377,15 +402,26 @@ class LabEditor:
     def judge(self, source: str, **launch) -> Feedback:
         """`check(source, **launch)` (this editor's `launch` where not given), noted in this
         session's progress."""
-        feedback = self.check(source, **{**self.launch, **launch})
-        return record(self.key, feedback) if self.key else feedback
+        return self._judged(source, **launch)[0]
+
+    def _judged(self, source: str, **launch) -> tuple:
+        """`judge`'s feedback and the HTML of the sites its trace found (`sites_html`), empty
+        where nothing was traced."""
+        token = LAB_TRACE.set(None)
+        try:
+            feedback = self.check(source, **{**self.launch, **launch})
+            traced = LAB_TRACE.get()
+        finally:
+            LAB_TRACE.reset(token)
+        return (record(self.key, feedback) if self.key else feedback), sites_html(traced)
 
     def _repr_html_(self) -> str:
         launched = "".join(f", {name} <code>{value}</code>" for name, value in self.launch.items())
+        feedback, sites = self._judged(self.starter)
         return (f'<div class="gm-lab"><pre class="gm-lab-source" style="overflow-x: auto"><code>'
                 f"{html.escape(self.starter.strip())}</code></pre>"
-                f"<p><b>The starter{launched}, checked when this page was built:</b> "
-                f"{html.escape(str(self.check(self.starter, **self.launch)))}</p>"
+                f'<div style="{BESIDE}"><div style="flex: 1 1 18em"><p><b>The starter{launched}, checked when this page '
+                f"was built:</b></p>{feedback_html(feedback)}</div>{sites}</div>"
                 "<p>In Jupyter or Colab this is an editor: change the kernel and press <i>Trace and check</i>.</p></div>")
 
     def widget(self):
@@ -416,9 +452,8 @@ class LabEditor:
                 return
             if kernel.layout.display != "none" and kernel.value.strip():
                 chosen["kernel"] = kernel.value.strip()
-            feedback = self.judge(box.value, **chosen)
-            result.value = (f"<p><b>{'Right.' if feedback else 'Not yet.'}</b></p>"
-                            f'<pre style="white-space: pre-wrap">{html.escape(feedback.message)}</pre>')
+            feedback, sites = self._judged(box.value, **chosen)
+            result.value = f'<div style="{BESIDE}"><div style="flex: 1 1 18em">{feedback_html(feedback)}</div>{sites}</div>'
 
         def start_over(_=None):
             box.value, result.value = source, ""
@@ -434,6 +469,19 @@ class LabEditor:
     def show(self):
         """The listing while the book is built, the editor elsewhere."""
         return self if building_book() else self.widget()
+
+
+BESIDE = "display: flex; flex-wrap: wrap; gap: 0.8em; align-items: flex-start"
+"""A verdict and its sites' figure side by side where the column has room, else one above the other."""
+
+
+def sites_html(traced) -> str:
+    """The sites of a lab trace (`plots.lab_sites`: each load and store's cost against its ideal)
+    as an inline SVG that shrinks to its column; empty for None or a trace with no access."""
+    if traced is None or not traced.sites:
+        return ""
+    figure = svg(lab_sites(traced)).replace("<svg ", '<svg style="max-width: 100%; height: auto" ', 1)
+    return f'<div class="gm-lab-sites" style="flex: 0 1 auto; max-width: 100%">{figure}</div>'
 
 
 def _launch_value(name: str, text: str):

@@ -274,8 +274,9 @@ def arch_number(arch: str) -> int:
 
 
 def compile_flags(arch: str = ARCH) -> list:
-    """g++'s flags for device code: the stand-in headers first, CUDA's macros."""
-    return [f"-I{INCLUDE}", f"-I{HERE}", "-D__CUDACC__", f"-D__CUDA_ARCH__={arch_number(arch)}"]
+    """g++'s flags for device code: the stand-in headers first, CUDA's macros, and a
+    variable-length array an error (g++ allows one as an extension; nvcc refuses it)."""
+    return [f"-I{INCLUDE}", f"-I{HERE}", "-D__CUDACC__", f"-D__CUDA_ARCH__={arch_number(arch)}", "-Werror=vla"]
 
 
 _ALIGNMENT = r"(?:__align__|alignas)\s*\((?:[^()]|\([^()]*\))*\)"

@@ -43,6 +43,7 @@ from .. import _check
 from ..hardware import MAX_BLOCK, MAX_BLOCK_DIM, MAX_GRID_DIM, REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
 from ..model import predict
 from ..presets import preset_names
+from ..published import expect
 from ..workloads import Workload
 from .dwarf import line_table, locate
 from .emulator import (ARCH, MAX_DYNAMIC_SHARED, SOURCE_NAME, SUPPORTED, arguments, compile_flags, entries, parameters,
@@ -207,12 +208,16 @@ class Trace:
     @property
     def l1_path_bytes(self) -> float:
         """Bytes the global loads and stores take on the SM's L1/shared-memory data path (one
-        SRAM): each warp instruction at least one 128 B wavefront, as `gm.gemm` charges the
-        naive kernel, and its sectors' bytes when they are more; scaled. The model's other
-        formulas (elementwise, strided, tiled: `gm.gemm` with tiles, `gm.transpose`) leave the
-        global requests out of that level: there the traced workload is higher by exactly
-        these bytes."""
-        return self.scale * sum(max(WAVEFRONT_BYTES * s.instructions, SECTOR_BYTES * s.sectors)
+        SRAM, returning 128 B a clock, one 32-bit register per lane: the rule shared memory's
+        wavefronts follow, `gm.simulate.wavefronts`): each warp instruction at least one 128 B
+        wavefront, as `gm.gemm` charges the naive kernel; its sectors' bytes when they are more;
+        and its lanes' registers when they are more, two to a slot at best (a warp-uniform float4
+        takes two wavefronts, though it touches one sector); scaled. A broadcast thus costs a
+        wavefront from L1 as from shared memory, so moving reuse from L1 into shared memory gains
+        nothing here: what it gains is latency, which the expected time counts (`gm.expect`). The model's other formulas (elementwise,
+        strided, tiled: `gm.gemm` with tiles, `gm.transpose`) leave the global requests out of
+        that level: there the traced workload is higher by exactly these bytes."""
+        return self.scale * sum(max(WAVEFRONT_BYTES * s.instructions, SECTOR_BYTES * s.sectors, s.lanes * s.size / 2)
                                 for s in self.sites if s.space == "global")
 
     def workload(self, flops: float = 0.0) -> Workload:
@@ -226,15 +231,17 @@ class Trace:
                         note="bytes from a traced run on the CPU")
 
     def hottest(self, spaces=("global", "shared")) -> Site:
-        """The site in `spaces` that costs the most sectors or wavefronts over its ideal (ties:
-        the most); any site where `spaces` holds none."""
+        """The site in `spaces` that moves the most bytes over its ideal (a sector 32 B, a
+        wavefront 128 B; ties: the most bytes); any site where `spaces` holds none."""
         def waste(s):
             _, got, ideal = s.cost
-            return (got - ideal, got)
+            size = SECTOR_BYTES if s.space == "global" else WAVEFRONT_BYTES
+            return (size * (got - ideal), size * got)
         return max([s for s in self.sites if s.space in spaces] or self.sites, key=waste)
 
     def report(self, flops: float = 0.0, gpus=None) -> str:
-        """The text a learner reads: per level, per access, the worst line, the model's time."""
+        """The text a learner reads: per level, per access, the worst line, and on each GPU the
+        bound with the level that sets it and the expected time with what holds it."""
         out = [f"{self.kernel}<<<{self.grid}, {self.block}>>>: {self.blocks_traced} of {self.blocks} blocks traced"
                + (f" (a sample; counts scaled by {self.scale:.3g})" if self.sampled else "")]
         out.append(f"{'access':34} {'requests':>10} {'sectors/wavefr.':>16} {'per request':>12} {'ideal':>8} {'divergent':>10}")
@@ -259,9 +266,12 @@ class Trace:
         for race in self.races:
             out.append("RACE " + race.message if race.hazard != "uninitialized read" else "INITCHECK " + race.message)
         work = self.workload(flops)
+        out.append("time per GPU: at best (the bound: no kernel moving these bytes beats it; the level that sets it), "
+                   "expected (what a kernel like this gets, gm.expect; what holds it there)")
         for gpu in gpus or preset_names():
-            p = predict(work, gpu)
-            out.append(f"  {gpu:14} {float(p.time) * 1e6:10.2f} us, bound by {p.bound}")
+            p, e = predict(work, gpu), expect(self, gpu, flops=flops)
+            out.append(f"  {gpu:14} {float(p.time) * 1e6:10.2f} us at best, bound by {p.bound}; "
+                       f"expected {e.time * 1e6:10.2f} us, held by {e.limiter}")
         return "\n".join(out)
 
 
