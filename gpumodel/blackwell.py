@@ -31,6 +31,18 @@ TMEM_LANES = 128
 TMEM_COLUMNS = 512
 """Tensor Memory per SM: 128 lanes x 512 columns of 32-bit cells, 256 KiB (Tilus's tcgen05
 pages; PTX ISA, "Tensor Memory")."""
+VARIANTS = {
+    # target -> (a GPU of it, tcgen05 and Tensor Memory, exponentials per clock per SM over sm_100's,
+    #            SMs, memory in GB; None where the course's sources publish none)
+    "sm_100": ("B200", True, 1, None, None),  # SMs and memory: the B200 preset
+    "sm_103": ("B300 (Blackwell Ultra)", True, 2, 160, 288),
+    "sm_120": ("GeForce RTX 50 series", False, 1, None, None),
+}
+"""Blackwell's three targets. tcgen05 (and with it Tensor Memory) is an sm_100a/sm_103a (and
+sm_110a) feature, not sm_120's (PTX ISA, tcgen05's target notes, as CCCL's PTX pages list them);
+sm_103 doubles sm_100's SFU throughput for MUFU.EX2 (NVIDIA, "Making Softmax More Efficient with
+NVIDIA Blackwell Ultra"), has 160 SMs on two dies in its full implementation and 288 GB of HBM3e
+(NVIDIA, "Inside NVIDIA Blackwell Ultra"); sm_120's SFUs are the CUDA guide's (capability 12.0)."""
 ACCUMULATOR_BYTES = 4  # fp32
 ATTENTION_FLOPS_PER_SCORE = 4  # per head-dimension element: 2d for Q K^T and 2d for P V
 

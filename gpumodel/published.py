@@ -14,9 +14,10 @@ slower than the model by more than 1.5x says why in `reason`. A record whose val
 preset's figure names that figure in `sets_preset` (its 100 % is by construction); a record
 that set no preset and played no part in changing the model is marked `holdout`. A launch
 record (host time per kernel) is held against the published launch cost of its path on its
-GPU (`gpumodel.overhead`), the least that path costs. Latency records are a cross-check of
+GPU (`gpumodel.overhead`), the least that path costs. A decode record (tokens per second) is
+held against `gpumodel.decode.step` at its batch and context, as a time per step. Latency records are a cross-check of
 the presets' latencies, not a bound.
-Chapters 1 to 5 and 7 and the appendix "How good is the model?".
+Chapters 1 to 5, 7 and 9 and the appendix "How good is the model?".
 """
 
 from __future__ import annotations
@@ -28,31 +29,34 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import _check, presets
+from . import _check, decode, presets
 from .expected import REASONS, Expectation, Launch, facts, gemm_launch, kernel_notes, share_class
 from .expected import expect as _expect
 from .hardware import LEVELS
 from .model import predict
 from .overhead import PATHS, launch_cost
 from .presets import DataError, _no_gaps, _read
+from .tensor_cores import WEIGHT_BYTES
 from .waves import warm_read_time
 from .workloads import LAYOUTS, attention, attention_backward, gemm, gemm_ideal
 
 DATA = presets.DATA / "published"
-SCALE = {"GB/s": 1e9, "TB/s": 1e12, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "ms": 1e-3, "us": 1e-6, "cycles": 1.0}
-"""Each accepted unit in SI (bytes/s, FLOP/s, seconds, cycles)."""
+SCALE = {"GB/s": 1e9, "TB/s": 1e12, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "ms": 1e-3, "us": 1e-6, "cycles": 1.0,
+         "tokens/s": 1.0}
+"""Each accepted unit in SI (bytes/s, FLOP/s, seconds, cycles, tokens/s)."""
 UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attention": ("GFLOP/s", "TFLOP/s", "ms"),
-         "latency": ("cycles",), "launch": ("us",)}
+         "latency": ("cycles",), "launch": ("us",), "decode": ("tokens/s",)}
 """The units each kind of run may be measured in."""
 RUN_KEYS = {"read": {"bytes"}, "gemm": {"size", "dtype", "block", "thread", "layout", "ideal"},
             "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes", "block"},
             "latency": {"level"},
-            "launch": {"path"}}
+            "launch": {"path"},
+            "decode": {"model", "batch", "context", "weight", "kv"}}
 RUN_NEEDS = {"read": {"bytes"}, "gemm": {"size"}, "attention": {"batch", "heads", "seq", "head_dim", "attention", "passes"},
-             "latency": {"level"}, "launch": {"path"}}
+             "latency": {"level"}, "launch": {"path"}, "decode": {"model", "batch", "context"}}
 """The keys each kind of run must have; the others of RUN_KEYS have defaults (dtype: fp32 for a
 GEMM, fp16 for attention; no block: the naive GEMM kernel, or the flash kernel's default tile;
-no thread: one result per thread)."""
+no thread: one result per thread; fp16 weights and cache for a decode step)."""
 RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "violation", "sets_preset", "holdout",
                "also"}
 RUN_FIELDS = {
@@ -61,9 +65,10 @@ RUN_FIELDS = {
     "bytes": "amount", "size": "size", "batch": "size", "heads": "size", "seq": "size", "head_dim": "size",
     "block": "tile", "thread": "tile", "ideal": "flag", "dtype": tuple(_check.DTYPE_BYTES), "layout": LAYOUTS,
     "attention": ("standard", "flash"), "passes": ("forward", "forward+backward"), "level": LEVELS, "path": PATHS,
+    "model": tuple(decode.MODELS), "context": "size", "weight": tuple(WEIGHT_BYTES), "kv": tuple(decode.KV_FORMATS),
 }
 """What each field of a record's `run` holds."""
-CHAPTERS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 98, 99)
+CHAPTERS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 98, 99)
 """The chapters' numbers, as `chapters/NN_topic.md` number them (tests/test_published.py holds the
 two equal): a record's `chapter`, and the `chapter` that `comparisons` takes."""
 ALSO_UNITS = ("GB", "GFLOP")
@@ -280,6 +285,11 @@ def compare(record: Record, rated: bool = False) -> Comparison:
     if run["kind"] == "launch":
         model = launch_cost(g, run["path"]).seconds
         return Comparison(record, "time", model, measured, model / measured, "overhead")
+    if run["kind"] == "decode":  # tokens/s -> seconds per step of the batch
+        formats = {"weight": run.get("weight", "fp16"), "kv": run.get("kv", "fp16")}
+        p = predict(decode.step(run["model"], run["batch"], run["context"], **formats), g)
+        step = run["batch"] / measured
+        return Comparison(record, "time", float(p.time), step, float(p.time) / step, str(p.bound))
     if run["kind"] == "read":
         nbytes = run["bytes"]
         seconds = float(warm_read_time(g, nbytes))

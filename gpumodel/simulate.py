@@ -425,3 +425,76 @@ def strided_read(x, stride: int) -> Run:
     moved = run.parts["sectors read"] * SECTOR_BYTES + run.parts["bytes written"]
     run.bytes = {"registers": 0, "smem": 0, "l2": moved, "hbm": moved}
     return run
+
+
+# Decode attention over a paged KV cache, split along the context (chapter 9; `gpumodel.decode`).
+
+
+def paged_decode_attention(q, k, v, page_tokens: int = 16, splits: int = 1, kv: str = "fp16", seed: int = 0) -> Run:
+    """One sequence's decode attention for one layer: `q` (heads x d) against the cached `k`
+    and `v` (context x kv_heads x d), with the cache stored in pages of `page_tokens` rows
+    scattered over a pool (a page table drawn from `seed`), each page holding one key-value
+    head's rows end to end (rows of `gpumodel.decode.row_bytes(d, kv)` bytes, pages a whole number
+    of sectors apart). The pages are cut into `splits` runs (np.array_split); one block per
+    key-value head per run looks up its pages, reads their rows and computes, for the group of
+    query heads sharing that head, the partial softmax's output and log-sum-exp; with more than
+    one split the partials (fp32) are written, read back and merged. Counts the sectors each
+    block's rows fill, the page indices looked up (4 bytes each) and the partials' bytes, in
+    `parts`; returns softmax(q k^T / sqrt(d)) v (heads x d), computed in float64. Chapter 9."""
+    from .decode import PARTIAL_BYTES, paged_kv, row_bytes
+
+    shape_q, shape_k = _check.shape("q", q), _check.shape("k", k)
+    if len(shape_q) != 2 or len(shape_k) != 3 or _check.shape("v", v) != shape_k or shape_k[2] != shape_q[1] \
+            or 0 in shape_q + shape_k or shape_q[0] % shape_k[1]:
+        raise ValueError(f"q must be heads x d and k, v context x kv_heads x d, heads a multiple of kv_heads, got "
+                         f"{shape_q}, {shape_k} and {_check.shape('v', v)}")
+    heads, d = shape_q
+    context, kv_heads = shape_k[:2]
+    _check.work("k's context x kv_heads", context * kv_heads, MAX_STEPS * 64, "rows")
+    q, k, v = (_check.array(name, t) for name, t in (("q", q), ("k", k), ("v", v)))
+    row = int(row_bytes(d, kv))
+    layout = paged_kv(context, page_tokens, row)
+    splits = _check.one("splits", splits)
+    _check.not_larger("splits", splits, "the pages", layout.pages)
+    table = np.random.default_rng(_check.one("seed", seed, zero=True)).permutation(layout.pages)  # logical -> physical
+    pools = {}
+    for name, x in (("K", k), ("V", v)):  # write the cache into its pages, through the table
+        pool = np.zeros((layout.pages, kv_heads, page_tokens, d))
+        t = np.arange(context)
+        pool[table[t // page_tokens], :, t % page_tokens] = x
+        pools[name] = pool
+    group, scale = heads // kv_heads, 1 / np.sqrt(d)
+    run = Run(np.zeros((heads, d)))
+    outputs, lses = [], []
+    for pages in np.array_split(np.arange(layout.pages), splits):
+        o_split, lse_split = np.zeros((heads, d)), np.zeros((heads, 1))
+        for h in range(kv_heads):  # one block: this key-value head, these pages
+            run.add("page table read", 4 * len(pages))
+            tokens = np.concatenate([np.arange(p * page_tokens, min(context, (p + 1) * page_tokens)) for p in pages])
+            where = table[tokens // page_tokens]  # each row's physical page
+            starts = (where * kv_heads + h) * layout.stride + (tokens % page_tokens) * row  # byte offsets in a pool
+            touched = len(np.unique((starts[:, None] + np.arange(row)[None, :]) // SECTOR_BYTES))
+            rows = {}
+            for name, pool in pools.items():
+                run.add(f"{name} read", SECTOR_BYTES * touched)
+                rows[name] = pool[where, h, tokens % page_tokens]
+            q_g = q[h * group:(h + 1) * group]
+            scores = q_g @ rows["K"].T * scale
+            m = scores.max(axis=1, keepdims=True)
+            p = np.exp(scores - m)
+            l = p.sum(axis=1, keepdims=True)
+            o_split[h * group:(h + 1) * group] = p @ rows["V"] / l
+            lse_split[h * group:(h + 1) * group] = m + np.log(l)
+        outputs.append(o_split)
+        lses.append(lse_split)
+        if splits > 1:
+            run.add("partials written", PARTIAL_BYTES * heads * (d + 1))
+    if splits > 1:  # the merge: read every split's partials, rescale by exp(lse_s - lse) and add
+        run.add("partials read", PARTIAL_BYTES * heads * (d + 1) * splits)
+        lse = np.logaddexp.reduce(np.stack(lses), axis=0)
+        run.result = sum(np.exp(l_s - lse) * o_s for o_s, l_s in zip(outputs, lses))
+    else:
+        run.result = outputs[0]
+    total = sum(run.parts.values())
+    run.bytes = {"l2": total, "hbm": total}
+    return run

@@ -57,6 +57,10 @@ RULE = {  # exercise label: (chapter, the heading of the section that teaches it
     "ex-capstone-layernorm": ("08_capstone", "Warp shuffles: a reduction without shared memory"),
     "ex-capstone-gemm": ("03_tiling", "Rung 2: 16 x 16 tiles in shared memory"),
     "ex-capstone-attention": ("05_flashattention", "The online softmax"),
+    "ex-decode-lab-split": ("09_decode", "Split-KV"),
+    "ex-decode-kv-bytes": ("09_decode", "A quantised cache"),
+    "ex-decode-long-context": ("09_decode", "The critical batch, with the cache"),
+    "ex-decode-explore-throughput": ("09_decode", "Fewer key-value heads: GQA and MLA"),
 }
 
 

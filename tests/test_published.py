@@ -130,8 +130,8 @@ def _repeat_first_record(text):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace("chapter = 1", "chapter = 9", 1),
-     r"^gpu_benches.toml record 1.chapter must be a chapter's number, one of \(0, 1, .*, 98, 99\), got 9$"),
+    (lambda t: t.replace("chapter = 1", "chapter = 10", 1),
+     r"^gpu_benches.toml record 1.chapter must be a chapter's number, one of \(0, 1, .*, 98, 99\), got 10$"),
     (lambda t: t.replace("chapter = 1", 'chapter = "1"', 1), r"^gpu_benches.toml record 1.chapter must be .*, got '1'$"),
     (lambda t: t.replace("holdout = true", 'holdout = "yes"', 1),
      r"^gpu_benches.toml record \d+.holdout must be true or false, got 'yes'$"),
@@ -158,7 +158,7 @@ def test_a_record_names_a_chapter_of_the_book():
     """published.CHAPTERS are the numbers of chapters/NN_topic.md (the installed package has no chapters/)."""
     assert published.CHAPTERS == tuple(sorted(int(p.name[:2]) for p in gm.book.syllabus.CHAPTERS.glob("[0-9][0-9]_*.md")))
     with pytest.raises(ValueError, match=r"^chapter must be a chapter's number, one of \(0, 1, "):
-        published.comparisons(chapter=9)
+        published.comparisons(chapter=10)
 
 
 def test_tables_cite_each_source(monkeypatch):
@@ -279,3 +279,31 @@ def test_the_bound_uses_the_highest_rates_and_the_rated_prediction_stays_beside_
         assert c.fraction <= r.fraction + 1e-12
         on_chip = any(part != "hbm" for part in r.bound.split("+"))
         assert (c.fraction < r.fraction) == (above and on_chip), (c.record.gpu, c.record.what)
+
+
+def test_a_decode_record_is_held_against_the_decode_step():
+    """Tokens per second become seconds per step of the batch, against `gm.decode.step`'s bound:
+    Llama-2-7B's 6.7 G bf16 weights at batch 1 read about 13.4 GB, 6.6 ms at the A100-80GB's 2.039 TB/s."""
+    run = {"kind": "decode", "model": "Llama-2-7B", "batch": 1, "context": 5, "weight": "bf16", "kv": "bf16"}
+    c = published.compare(_record("A100-80GB", run, 100.0, "tokens/s"))
+    weights, cache = 6.7e9 * 2, 6 * 32 * 2 * 32 * 128 * 2
+    assert c.model == pytest.approx((weights + cache) / 2.039e12) and c.bound == "hbm"
+    assert (c.quantity, c.measured) == ("time", pytest.approx(0.01)) and c.fraction == pytest.approx(c.model / 0.01)
+    batch = published.compare(_record("A100-80GB", {**run, "batch": 4}, 400.0, "tokens/s"))
+    assert batch.measured == pytest.approx(0.01) and batch.model > c.model  # four caches, one set of weights
+    int8 = published.compare(_record("A100-80GB", {**run, "weight": "int8"}, 100.0, "tokens/s"))
+    assert int8.model == pytest.approx((weights / 2 + cache) / 2.039e12)
+
+
+@pytest.mark.parametrize("run, message", [
+    ('{ kind = "decode", model = "GPT-5", batch = 1, context = 5 }', r"record 1.run.model must be one of \('Llama-2-7B'"),
+    ('{ kind = "decode", model = "Llama-2-7B", batch = 1 }', r"record 1.run: missing \['context'\]"),
+    ('{ kind = "decode", model = "Llama-2-7B", batch = 1, context = 5, kv = "int3" }', r"record 1.run.kv must be one of"),
+    ('{ kind = "decode", model = "Llama-2-7B", batch = 0, context = 5 }', r"record 1.run.batch must be a positive whole"),
+])
+def test_a_bad_decode_record_is_refused_naming_its_field(run, message, tmp_path, monkeypatch):
+    text = (f'source = "x_src"\n[[record]]\ngpu = "H200"\nwhat = "r"\nwhere = "w"\nrun = {run}\nvalue = 100\n'
+            'unit = "tokens/s"\nchapter = 9\n')
+    monkeypatch.setattr(presets, "bib_keys", lambda: frozenset({"x_src"}))
+    with pytest.raises(presets.DataError, match=message):
+        _load(tmp_path, monkeypatch, "x.toml", text)

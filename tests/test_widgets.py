@@ -142,6 +142,9 @@ ANSWERS = {
                                    / (4 * 16384**2 * 64 * 32 / gm.gpu("H100-SXM").peak("fp16"))),
     "decode-batch": lambda: smallest(gm.course.tensor_cores.DECODE_BATCHES, lambda b: 2 * b * 8192**2 / (8192**2 + 2 * 2 * b * 8192)
                                      >= gm.gpu("H100-SXM").peak("fp16") / gm.gpu("H100-SXM").bandwidth("hbm")),
+    # Both steps HBM-bound at batch 32, context 16384 on the B200: tokens/s go as 1 / bytes, weights
+    # (fp16) plus 32 x 16385 tokens of cache (Llama-2-7B 524,288 B a token, Llama-3-8B 131,072 B).
+    "decode-throughput": lambda: (6.7e9 * 2 + 32 * 16385 * 524288) / (8.0e9 * 2 + 32 * 16385 * 131072),
     "wave-tail": lambda: max(gm.course.tensor_cores.WAVE_SIZES, key=lambda n: ((n // 128) ** 2 % 132 or 132)),
     "launch-bound": lambda: smallest(gm.course.blackwell_low_precision.VECTOR_SIZES,
                                      lambda n: 12 * n / gm.gpu("B200").bandwidth("hbm") >= 3.0e-6),  # 12 B per float, a 3 us launch

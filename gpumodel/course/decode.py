@@ -1,0 +1,272 @@
+"""Chapter `09_decode` (Decode: the KV cache against HBM): its checkpoints, exercises, widget
+exercise and kernel-lab exercise.
+
+A checker takes the learner's answer and returns `Feedback`; a widget exercise (`WIDGET_EXERCISES`)
+is an explorer of the model with an answer box; the lab exercise (`check_split_kernel`) traces a
+learner's split-KV kernel and holds it to a byte budget from `gpumodel.decode`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _check, presets
+from .. import decode as dc
+from ..hardware import SECTOR_BYTES
+from ..model import predict
+from ..units import fmt_bound, fmt_bytes, fmt_capacity, fmt_time
+from .checks import Feedback, check_number, lab_run, number_rules
+from .widgets import Checkpoint, WidgetExercise, bars
+
+# --- checkpoints, one per section ---------------------------------------------------------
+
+
+def cp_bytes(name: str = "Llama-2-7B", context: int = 1024) -> Checkpoint:
+    """Section "A token's bytes": the cache bytes one sequence of `context` tokens holds."""
+    per_token = dc.kv_bytes_per_token(name)
+    return Checkpoint(
+        "cp-decode-bytes",
+        f"{name} caches {fmt_bytes(per_token)} per token of context. How many bytes does one sequence of "
+        f"{context:,} tokens hold in its cache?",
+        number_rules(per_token * context, "bytes", 0.01, units={"MiB": 2**20, "MB": 1e6, "GiB": 2**30, "GB": 1e9},
+                     explain="Every one of them is read once per generated token, for this sequence alone.",
+                     hint="Multiply the bytes per token by the tokens."),
+        "cache")
+
+
+def cp_gqa(heads: int = 64, kv_heads: int = 8) -> Checkpoint:
+    """Section "Fewer key-value heads: GQA and MLA": GQA's cache against MHA's."""
+    return Checkpoint(
+        "cp-decode-gqa",
+        f"A model has {heads} query heads. With grouped-query attention they share {kv_heads} key-value heads. "
+        "What fraction of the multi-head cache (one key-value head per query head) is left?",
+        number_rules(kv_heads / heads, "of the MHA cache", 0.01, units={"%": 0.01},
+                     mistakes=[(heads / kv_heads, "That is how many times smaller it is; give the fraction left.")],
+                     explain="The cache scales with the key-value heads; the query heads' work does not shrink.",
+                     hint="Count the key-value heads each layer caches, with and without sharing."),
+        "fraction")
+
+
+def cp_critical(name: str = "Llama-3-8B", gpu: str = "H100-SXM") -> Checkpoint:
+    """Section "The critical batch, with the cache": the critical batch with no context."""
+    batch = dc.critical_batch(name, gpu, 0)
+    return Checkpoint(
+        "cp-decode-critical",
+        f"With (almost) no context, from what batch is a {name} decode step on the {gpu} no longer HBM-bound, "
+        "in the model (the section's cell computes it)?",
+        number_rules(float(batch), "sequences", 0.02, whole=True,
+                     explain="With no cache the weights are the bytes, and each is reused once per sequence: about "
+                     "half the ridge for fp16 weights. Every cached token then pushes it up.",
+                     hint="Call gm.decode.critical_batch with a context of 0."),
+        "batch")
+
+
+def cp_paged(context: int = 1000, page_tokens: int = 16, row: int = 256) -> Checkpoint:
+    """Section "Paged KV": the pages of a stream."""
+    pages = dc.paged_kv(context, page_tokens, row).pages
+    return Checkpoint(
+        "cp-decode-paged",
+        f"A sequence of {context:,} tokens is cached in pages of {page_tokens} tokens. How many pages does each "
+        "key-value head's stream take?",
+        number_rules(float(pages), "pages", 0, whole=True,
+                     mistakes=[(float(context // page_tokens), "The last, partly filled page is a page too: round up.")],
+                     explain="Only the last page is partly empty: paging wastes less than a page per stream.",
+                     hint="Divide the tokens by the page's."),
+        "pages")
+
+
+def cp_split(gpu: str = "H100-SXM", batch: int = 1, kv_heads: int = 8) -> Checkpoint:
+    """Section "Split-KV": the splits that fill the SMs."""
+    sms = int(presets.gpu(gpu).sms.value)
+    return Checkpoint(
+        "cp-decode-split",
+        f"Batch {batch}, {kv_heads} key-value heads, one block per key-value head per split: how many splits "
+        f"give each of the {gpu}'s {sms} SMs at least one block?",
+        number_rules(float(dc.splits_to_fill(gpu, batch, kv_heads)), "splits", 0, whole=True,
+                     mistakes=[(float(sms // (batch * kv_heads)), "That leaves a few SMs without a block: round up.")],
+                     explain="More splits than that only add partial results to merge.",
+                     hint="Divide the SMs by the blocks one split makes."),
+        "splits")
+
+
+def cp_quant(elements: int = 128) -> Checkpoint:
+    """Section "A quantised cache": an int4 row's bytes with its scales."""
+    return Checkpoint(
+        "cp-decode-quant",
+        f"An int4 cache stores a row of {elements} values with an fp16 scale and an fp16 zero point per group "
+        f"of {dc.KV_INT4[1]}. How many bytes is the row?",
+        number_rules(float(dc.row_bytes(elements, "int4")), "bytes", 0,
+                     mistakes=[(elements / 2, "That leaves out the scales and zero points.")],
+                     explain="The scales cost a fifth of the values here: int4 is not quite a quarter of fp16.",
+                     hint="Half a byte per value, plus 4 bytes per group."),
+        "bytes")
+
+
+CHECKPOINTS = {"cp-decode-bytes": cp_bytes, "cp-decode-gqa": cp_gqa, "cp-decode-critical": cp_critical,
+               "cp-decode-paged": cp_paged, "cp-decode-split": cp_split, "cp-decode-quant": cp_quant}
+"""This chapter's checkpoints, in the order it shows them."""
+
+# --- end-of-chapter exercises -------------------------------------------------------------
+
+
+def check_kv_bytes(layers, kv_heads, head_dim, kv: str, answer) -> Feedback:
+    """Chapter 9: the cache bytes per token of a model with `layers`, `kv_heads` of `head_dim`,
+    in the cache format `kv` (scales included)."""
+    m = dc.Model("exercise", _check.one("layers", layers), _check.one("kv_heads", kv_heads), _check.one("kv_heads", kv_heads),
+                 _check.one("head_dim", head_dim), 1.0)
+    right = dc.kv_bytes_per_token(m, kv)
+    return check_number(answer, right, "bytes", rtol=0.01, key=f"check_kv_bytes({layers}, {kv_heads}, {head_dim}, {kv})",
+                        doubled="a token caches a key and a value: count both, once each.",
+                        mistakes=[(right / 2, "That counts keys or values, not both."),
+                                  (layers * 2 * kv_heads * head_dim * dc.KV_FORMATS[kv][0],
+                                   "That leaves out the scales.")] if dc.KV_FORMATS[kv][1] else
+                        [(right / 2, "That counts keys or values, not both.")],
+                        explain=f"{layers} layers x 2 x {kv_heads} heads x one row of {head_dim} values, "
+                        f"{fmt_bytes(float(dc.row_bytes(head_dim, kv)))} a row in {kv}.",
+                        hint="Rows per token (a key and a value per key-value head per layer) times one row's bytes.")
+
+
+def check_long_context(name: str, gpu: str, answer) -> Feedback:
+    """Chapter 9: the shortest context (of CONTEXTS) at which no batch takes the step of
+    `name` on `gpu` out of HBM's bound."""
+    never = next((c for c in CONTEXTS if dc.critical_batch(name, gpu, c) is None), None)
+    if never is None:
+        raise ValueError(f"name must be a model that some context of {CONTEXTS} keeps HBM-bound on {gpu}, got {name!r}")
+    return check_number(answer, float(never), "tokens", rtol=0, key=f"check_long_context({name}, {gpu})",
+                        explain="Past it a sequence's cache bytes outgrow the flops that use them: only fewer or "
+                        "narrower cached bytes move the step toward the tensor cores.",
+                        hint="Find where the per-sequence intensity (2P + c a) / ((c + 1) k) falls under the ridge, "
+                        "or call critical_batch at each context.")
+
+
+# --- the widget exercise ------------------------------------------------------------------
+
+BATCHES = (1, 8, 32, 128, 256)
+CONTEXTS = (256, 1024, 4096, 16384, 65536)
+GPUS = ("H100-SXM", "B200")
+WIDGET_MODELS = tuple(dc.MODELS)
+
+
+def throughput(question_gpu: str = "B200", question_batch: int = 32, question_context: int = 16384) -> WidgetExercise:
+    """Chapter 9: tokens per second against batch and context for MHA (Llama-2-7B), GQA
+    (Llama-3-8B) and MLA (DeepSeek-V2, its activated weights) on the H100 SXM and the B200; a
+    combination whose weights and caches do not fit in HBM cannot run. The question: how many
+    times more tokens per second the GQA model serves than the MHA model at the given point."""
+    _check.member("question_gpu", question_gpu, GPUS)
+    _check.member("question_batch", question_batch, BATCHES)
+    _check.member("question_context", question_context, CONTEXTS)
+
+    def view(model, gpu, batch, context):
+        fits = dc.max_batch(model, gpu, context)
+        if batch > fits:
+            raise ValueError(f"{batch} caches of {context:,} tokens and the weights of {model} need more than the "
+                             f"{gpu}'s {fmt_capacity(presets.gpu(gpu).capacity('hbm'))} (at most {fits} fit)")
+        pr = predict(dc.step(model, batch, context), gpu)
+        tps = batch / float(pr.time)
+        m = dc.model(model)
+        weights, cache = m.params * 2, batch * (context + 1) * dc.kv_bytes_per_token(m)
+        return bars(f"{model} ({m.attention.upper()}) on the {gpu}, batch {batch}, context {context:,}: "
+                    f"<b>{tps:,.0f} tokens/s</b>, a step of {fmt_time(float(pr.time))}, bound by "
+                    f"<b>{fmt_bound(pr.bound)}</b>",
+                    [("weights read", weights, fmt_bytes(weights), False),
+                     ("caches read", cache, fmt_bytes(cache), cache > weights)])
+
+    ratio = (float(dc.tokens_per_second("Llama-3-8B", question_gpu, question_batch, question_context))
+             / float(dc.tokens_per_second("Llama-2-7B", question_gpu, question_batch, question_context)))
+    return WidgetExercise(
+        "decode-throughput", {"model": list(WIDGET_MODELS), "gpu": list(GPUS), "batch": list(BATCHES),
+                              "context": list(CONTEXTS)},
+        view,
+        number_rules(ratio, "times", 0.02, explain="Both steps are HBM-bound, so tokens per second go as one over "
+                     "the bytes: the GQA cache is a quarter of MHA's (8 key-value heads of 32), and the ratio nears 4 "
+                     "as the caches outgrow the weights.",
+                     hint="Read the tokens per second of both models at that GPU, batch and context, and divide."),
+        "ratio")
+
+
+WIDGET_EXERCISES = (throughput,)
+"""This chapter's widget exercises, in the order it shows them."""
+
+# --- the kernel lab: split-KV for one query row -------------------------------------------
+
+LAB_N, LAB_D, LAB_SPLITS = 256, 32, 4
+"""The lab's decode attention: one query row of 32 FP32 values against 256 cached keys and
+values, split into 4 runs of 64, one block of one warp per split."""
+
+LAB_STARTER = r"""#define D 32
+__global__ void split_kv(const float* q, const float* K, const float* V, float* O, float* LSE, int n, float scale) {
+    int s = blockIdx.x, per = n / gridDim.x;       // this block's split: keys [s * per, (s + 1) * per)
+    if (threadIdx.x != 0) return;                  // one thread does the split alone
+    float m = -INFINITY, l = 0.0f, acc[D] = {};
+    for (int j = s * per; j < (s + 1) * per; ++j) {
+        float dot = 0.0f;
+        for (int k = 0; k < D; ++k) dot += q[k] * K[j * D + k];
+        float x = dot * scale, m_new = fmaxf(m, x), r = expf(m - m_new), p = expf(x - m_new);
+        l = l * r + p;
+        for (int k = 0; k < D; ++k) acc[k] = acc[k] * r + p * V[j * D + k];
+        m = m_new;
+    }
+    for (int k = 0; k < D; ++k) O[s * D + k] = acc[k] / l;
+    LSE[s] = m + logf(l);                          // the merge needs it to weigh this split
+}
+"""
+
+
+def _lab_inputs():
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal(LAB_D).astype(np.float32)
+    k, v = (rng.standard_normal((LAB_N, LAB_D)).astype(np.float32) for _ in range(2))
+    return q, k, v, 1 / np.sqrt(LAB_D)
+
+
+def lab_reference():
+    """(O, LSE) of the lab's splits, in float64: each split's softmax-weighted values and the
+    log-sum-exp of its scores."""
+    q, k, v, scale = _lab_inputs()
+    scores = (k.astype(np.float64) @ q * scale).reshape(LAB_SPLITS, -1)
+    m = scores.max(axis=1, keepdims=True)
+    p = np.exp(scores - m)
+    l = p.sum(axis=1, keepdims=True)
+    o = np.einsum("sj,sjd->sd", p / l, v.astype(np.float64).reshape(LAB_SPLITS, -1, LAB_D))
+    return o, (m + np.log(l)).ravel()
+
+
+def _sector_bytes(nbytes: float) -> float:
+    return SECTOR_BYTES * -(-nbytes // SECTOR_BYTES)
+
+
+def lab_budget() -> dict:
+    """The lab's bytes per level, from `gpumodel.decode.split_kv` (FP32 cache, one query head,
+    each split a page run): HBM the cache once, q once and the partials written (O and LSE, each
+    array in whole sectors); L1 (sectors requested) the same with q read by every block and each
+    split's LSE its own sector (its write is one lane's). Chapter 9."""
+    f = dc.split_kv("H100-SXM", 1, 1, 1, LAB_D, LAB_N, LAB_SPLITS, page_tokens=LAB_N // LAB_SPLITS, kv="fp32")
+    q_bytes, o_bytes = 4 * LAB_D, f.partial_bytes / 2 - 4 * LAB_SPLITS  # partials written: O rows, LSE values
+    hbm = f.kv_bytes + _sector_bytes(q_bytes) + _sector_bytes(o_bytes) + _sector_bytes(4 * LAB_SPLITS)
+    l1 = f.kv_bytes + LAB_SPLITS * (_sector_bytes(q_bytes) + SECTOR_BYTES) + o_bytes
+    return {"hbm": hbm, "l1": l1}
+
+
+def check_split_kernel(source: str, kernel: str = "split_kv") -> Feedback:
+    """Chapter 9's lab: `kernel(q, K, V, O, LSE, n, scale)` of the CUDA C `source`, launched as
+    LAB_SPLITS blocks of 32 threads, must write each split's output row and log-sum-exp
+    (`lab_reference`) with its traced bytes within `lab_budget` at HBM and at L1: the keys and
+    values read once, each warp's reads coalesced."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the kernel's CUDA C source as a str, got {type(source).__name__}")
+    q, k, v, scale = _lab_inputs()
+    o_want, lse_want = lab_reference()
+    args = [q, k, v, np.zeros((LAB_SPLITS, LAB_D), np.float32), np.zeros(LAB_SPLITS, np.float32), LAB_N, float(scale)]
+    traced = lab_run(source, kernel, LAB_SPLITS, 32, args, 3, o_want, "O[s] must be split s's softmax-weighted values")
+    if isinstance(traced, Feedback):
+        return traced
+    if not np.allclose(args[4], lse_want, rtol=1e-4, atol=1e-5):
+        return Feedback(False, f"LSE[s] must be the log-sum-exp of split s's scores (m + log l): LSE[0] is "
+                        f"{args[4][0]:g}, not {lse_want[0]:g}. Correctness first, then bytes.")
+    budget, got = lab_budget(), {lv: traced.bytes[lv] for lv in ("hbm", "l1")}
+    over = [lv for lv in got if got[lv] > budget[lv]]
+    table = "; ".join(f"{lv.upper()}: {fmt_bytes(got[lv])} of {fmt_bytes(budget[lv])}" for lv in got)
+    if not over:
+        return Feedback(True, f"Correct, and within the budget ({table}): each key and value row is read once, a "
+                        "warp's 32 lanes taking its 32 values in one 128-byte request.")
+    return Feedback(False, f"Correct, but over the budget ({table}). How many sectors does one lane's 4-byte load "
+                    "cost, and how many would the warp's 32 lanes reading one row together cost?")
