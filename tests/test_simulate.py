@@ -139,12 +139,12 @@ def test_attention_results_and_hbm_bytes(shape, block, large):
 def test_large_logits_overflow_a_naive_softmax_but_not_the_simulations():
     q = np.full((1, 1, 4, 2), 100.0)
     k = np.full((1, 1, 4, 2), 100.0)  # logits of 1e4 / sqrt(2), about 7071
-    v = rng.standard_normal((1, 1, 4, 2))
+    v = np.random.default_rng(7).standard_normal((1, 1, 4, 2))  # its own: the shared rng's draw depends on test order
     with np.errstate(over="ignore", invalid="ignore"):
         naive = np.exp(q @ k.swapaxes(-1, -2))
         assert not np.all(np.isfinite(naive / naive.sum(-1, keepdims=True)))
     flash = sim.flash_attention(q, k, v, (2, 2))
-    np.testing.assert_allclose(flash.result, np.broadcast_to(v.mean(axis=2, keepdims=True), v.shape), rtol=1e-12)
+    np.testing.assert_allclose(flash.result, np.broadcast_to(v.mean(axis=2, keepdims=True), v.shape), rtol=1e-12, atol=1e-14)
 
 
 def test_flash_never_holds_the_score_matrix():
