@@ -111,7 +111,7 @@ def model(name) -> Model:
     """A `Model`, or the one of MODELS named `name`."""
     if isinstance(name, Model):
         return name
-    return MODELS[_check.choice("model", name, tuple(MODELS))]
+    return MODELS[_check.choice("name", name, tuple(MODELS))]
 
 
 def row_bytes(elements, kv: str = "fp16"):

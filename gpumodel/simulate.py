@@ -447,9 +447,11 @@ def paged_decode_attention(q, k, v, page_tokens: int = 16, splits: int = 1, kv: 
     if len(shape_q) != 2 or 0 in shape_q:
         raise ValueError(f"q must be an array of heads x d numbers, got shape {shape_q}")
     heads, d = shape_q
-    if len(shape_k) != 3 or 0 in shape_k or shape_k[2] != d or heads % shape_k[1]:
-        raise ValueError(f"k must be an array of context x kv_heads x d numbers (d = {d}, kv_heads dividing q's "
-                         f"{heads} heads), got shape {shape_k}")
+    if len(shape_k) != 3 or 0 in shape_k:
+        raise ValueError(f"k must be an array of context x kv_heads x d numbers, got shape {shape_k}")
+    if shape_k[2] != d or heads % shape_k[1]:
+        raise ValueError(f"q and k must share d, and q's heads be a multiple of k's kv_heads, got shapes {shape_q} "
+                         f"and {shape_k}")
     if shape_v != shape_k:
         raise ValueError(f"v must be an array of k's shape {shape_k}, got shape {shape_v}")
     context, kv_heads = shape_k[:2]
