@@ -35,7 +35,8 @@ def cp_bytes(name: str = "Llama-2-7B", context: int = 1024) -> Checkpoint:
 
 def cp_gqa(heads: int = 64, kv_heads: int = 8) -> Checkpoint:
     """Section "Fewer key-value heads: GQA and MLA": GQA's cache against MHA's."""
-    dc.Model("cp_gqa", 1, heads, kv_heads, 1, 1.0)  # refuses heads or kv_heads by name
+    heads, kv_heads = _check.one("heads", heads), _check.one("kv_heads", kv_heads)
+    _check.divides("kv_heads", kv_heads, "heads", heads)
     return Checkpoint(
         "cp-decode-gqa",
         f"A model has {heads} query heads. With grouped-query attention they share {kv_heads} key-value heads. "
