@@ -51,6 +51,15 @@ class Model:
     rope: int = 0
     source: str = ""
 
+    def __post_init__(self):
+        for name in ("layers", "kv_heads", "heads", "head_dim"):
+            _check.one(name, getattr(self, name))
+        _check.real("params", self.params, least=1.0)
+        for name in ("latent", "rope"):
+            _check.one(name, getattr(self, name), zero=True)
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads must be a multiple of kv_heads ({self.kv_heads}), got {self.heads!r}")
+
     @property
     def attention(self) -> str:
         """"mla", "mha" (a key-value head per query head) or "gqa"."""
@@ -102,7 +111,7 @@ def model(name) -> Model:
     """A `Model`, or the one of MODELS named `name`."""
     if isinstance(name, Model):
         return name
-    return MODELS[_check.choice("model", name, tuple(MODELS))]
+    return MODELS[_check.choice("name", name, tuple(MODELS))]
 
 
 def row_bytes(elements, kv: str = "fp16"):
@@ -181,7 +190,7 @@ def max_batch(name, gpu, context, weight: str = "fp16", kv: str = "fp16") -> int
     """The most sequences of `context` tokens whose caches fit in `gpu`'s HBM beside the
     weights (0 when the weights alone do not fit). Chapter 9."""
     m, g = model(name), presets.gpu(gpu)
-    c = _check.one("context", context)
+    c = _check.one("context", context, zero=True)
     b_w = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
     room = g.capacity("hbm") - m.params * b_w
     return max(0, int(room // ((c + 1) * kv_bytes_per_token(m, kv))))

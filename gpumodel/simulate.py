@@ -443,17 +443,24 @@ def paged_decode_attention(q, k, v, page_tokens: int = 16, splits: int = 1, kv: 
     `parts`; returns softmax(q k^T / sqrt(d)) v (heads x d), computed in float64. Chapter 9."""
     from .decode import PARTIAL_BYTES, paged_kv, row_bytes
 
-    shape_q, shape_k = _check.shape("q", q), _check.shape("k", k)
-    if len(shape_q) != 2 or len(shape_k) != 3 or _check.shape("v", v) != shape_k or shape_k[2] != shape_q[1] \
-            or 0 in shape_q + shape_k or shape_q[0] % shape_k[1]:
-        raise ValueError(f"q must be heads x d and k, v context x kv_heads x d, heads a multiple of kv_heads, got "
-                         f"{shape_q}, {shape_k} and {_check.shape('v', v)}")
+    shape_q, shape_k, shape_v = _check.shape("q", q), _check.shape("k", k), _check.shape("v", v)
+    if len(shape_q) != 2 or 0 in shape_q:
+        raise ValueError(f"q must be an array of heads x d numbers, got shape {shape_q}")
     heads, d = shape_q
+    if len(shape_k) != 3 or 0 in shape_k:
+        raise ValueError(f"k must be an array of context x kv_heads x d numbers, got shape {shape_k}")
+    if shape_k[2] != d or heads % shape_k[1]:
+        raise ValueError(f"q and k must share d, and q's heads be a multiple of k's kv_heads, got shapes {shape_q} "
+                         f"and {shape_k}")
+    if shape_v != shape_k:
+        raise ValueError(f"v must be an array of k's shape {shape_k}, got shape {shape_v}")
     context, kv_heads = shape_k[:2]
     _check.work("k's context x kv_heads", context * kv_heads, MAX_STEPS * 64, "rows")
     q, k, v = (_check.array(name, t) for name, t in (("q", q), ("k", k), ("v", v)))
     row = int(row_bytes(d, kv))
     layout = paged_kv(context, page_tokens, row)
+    _check.work("page_tokens x pages x kv_heads (the pool's rows)", layout.pages * layout.page_tokens * kv_heads,
+                2 * MAX_STEPS * 64, "rows")
     splits = _check.one("splits", splits)
     _check.not_larger("splits", splits, "the pages", layout.pages)
     table = np.random.default_rng(_check.one("seed", seed, zero=True)).permutation(layout.pages)  # logical -> physical

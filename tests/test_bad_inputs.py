@@ -433,6 +433,52 @@ SIGNATURES = {
     "course.tensor_cores.wave_tail": (course.tensor_cores.wave_tail, {
         "gpu": ("H100-SXM", outside(course.tensor_cores.WAVE_GPUS)),
         "block": (128, outside(course.tensor_cores.WAVE_BLOCKS))}),
+    "simulate.paged_decode_attention": (gm.simulate.paged_decode_attention, {
+        "q": (np.ones((4, 8)), ARRAY), "k": (np.ones((40, 2, 8)), ARRAY), "v": (np.ones((40, 2, 8)), ARRAY),
+        "page_tokens": (16, SIZE), "splits": (2, SIZE), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
+        "seed": (0, COUNT)}),
+    "decode.Model": (gm.decode.Model, {"name": ("m", TEXT), "layers": (32, SIZE), "heads": (32, SIZE), "kv_heads": (8, SIZE),
+                                       "head_dim": (128, SIZE), "params": (8e9, POSITIVE), "latent": (0, COUNT),
+                                       "rope": (0, COUNT), "source": ("", TEXT)}),
+    "decode.model": (gm.decode.model, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS)))}),
+    "decode.row_bytes": (gm.decode.row_bytes, {"elements": (128, SIZE), "kv": ("int4", choice(tuple(gm.decode.KV_FORMATS)))}),
+    "decode.kv_bytes_per_token": (gm.decode.kv_bytes_per_token, {"name": ("DeepSeek-V2", choice(tuple(gm.decode.MODELS))),
+                                                                 "kv": ("nvfp4", choice(tuple(gm.decode.KV_FORMATS)))}),
+    **{f"decode.{f.__name__}": (f, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "batch": (8, SIZE),
+                                    "context": (1024, COUNT), "weight": ("int8", choice(tc.WEIGHT_BYTES)),
+                                    "kv": ("fp8", choice(tuple(gm.decode.KV_FORMATS))), "math": ("fp16", choice(MATH)),
+                                    **({} if f is gm.decode.step else {"gpu": ("H100-SXM", GPU)})})
+       for f in (gm.decode.step, gm.decode.step_time, gm.decode.tokens_per_second)},
+    "decode.critical_batch": (gm.decode.critical_batch, {
+        "name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU), "context": (1024, COUNT),
+        "weight": ("fp16", choice(tc.WEIGHT_BYTES)), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
+        "math": ("fp16", choice(MATH)), "largest": (4096, SIZE)}),
+    "decode.max_batch": (gm.decode.max_batch, {
+        "name": ("Llama-2-7B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU), "context": (4096, COUNT),
+        "weight": ("fp16", choice(tc.WEIGHT_BYTES)), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS)))}),
+    "decode.paged_kv": (gm.decode.paged_kv, {"context": (1000, SIZE), "page_tokens": (16, SIZE), "row_bytes": (256, SIZE),
+                                             "index_bytes": (4, SIZE)}),
+    "decode.split_kv": (gm.decode.split_kv, {
+        "gpu": ("H100-SXM", GPU), "batch": (1, SIZE), "heads": (32, SIZE), "kv_heads": (8, SIZE), "head_dim": (128, SIZE),
+        "context": (4096, SIZE), "splits": (4, SIZE), "page_tokens": (16, SIZE),
+        "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS)))}),
+    "decode.splits_to_fill": (gm.decode.splits_to_fill, {"gpu": ("H100-SXM", GPU), "batch": (1, SIZE), "kv_heads": (8, SIZE)}),
+    "course.decode.cp_bytes": (course.decode.cp_bytes, {"name": ("Llama-2-7B", choice(tuple(gm.decode.MODELS))),
+                                                        "context": (1024, SIZE)}),
+    "course.decode.cp_gqa": (course.decode.cp_gqa, {"heads": (64, SIZE), "kv_heads": (8, SIZE)}),
+    "course.decode.cp_critical": (course.decode.cp_critical, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))),
+                                                              "gpu": ("H100-SXM", GPU)}),
+    "course.decode.cp_paged": (course.decode.cp_paged, {"context": (1000, SIZE), "page_tokens": (16, SIZE), "row": (256, SIZE)}),
+    "course.decode.cp_split": (course.decode.cp_split, {"gpu": ("H100-SXM", GPU), "batch": (1, SIZE), "kv_heads": (8, SIZE)}),
+    "course.decode.cp_quant": (course.decode.cp_quant, {"elements": (128, SIZE)}),
+    "course.decode.check_kv_bytes": (course.decode.check_kv_bytes, {
+        "layers": (32, SIZE), "kv_heads": (8, SIZE), "head_dim": (128, SIZE),
+        "kv": ("int4", choice(tuple(gm.decode.KV_FORMATS))), "answer": (131072 * 1.0, ANSWER)}),
+    "course.decode.check_long_context": (course.decode.check_long_context, {
+        "name": ("Llama-2-7B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU), "answer": (256, ANSWER)}),
+    "course.decode.throughput": (course.decode.throughput, {
+        "question_gpu": ("B200", outside(course.decode.GPUS)), "question_batch": (32, outside(course.decode.BATCHES)),
+        "question_context": (16384, outside(course.decode.CONTEXTS))}),
     "course.capstone.budget": (course.capstone.budget, {"task": ("softmax", choice(tuple(course.capstone.TASKS)))}),
     "course.capstone.check_gemm_l2_budget": (course.capstone.check_gemm_l2_budget, {
         "answer": (8650752, ANSWER), "size": (256, integer(16, 2**14))}),
@@ -469,7 +515,7 @@ EXCLUDED = {
        "compute wrong are tests/test_lab.py's" for name in (
         "course.checks.lab_run", "course.intensity.check_coalesced_kernel", "course.intensity.check_fused_chain",
         "course.tiling.check_conflict_free_transpose", "course.roofline_levels.check_thread_tile_gemm",
-        "course.flashattention.check_flash_kernel", "course.capstone.score")},
+        "course.flashattention.check_flash_kernel", "course.decode.check_split_kernel", "course.capstone.score")},
 }
 """Public callables that take input but no learner's value, with the reason."""
 EXCLUDED |= {
@@ -487,10 +533,11 @@ EXCLUDED |= {
 }
 RESULTS = {"overhead.LaunchCost", "overhead.Sequence", "model.Prediction", "simulate.Run", "occupancy.Occupancy", "waves.WaveTraffic", "hardware.Capability",
            "hardware.GPU", "tensor_cores.Pipeline", "tensor_cores.WaveQuantisation", "course.checks.Feedback", "published.Record",
-           "published.Comparison", "presets.DataError", "course.capstone.Task", "expected.Expectation"}
+           "published.Comparison", "presets.DataError", "course.capstone.Task", "expected.Expectation",
+           "decode.PagedKV", "decode.SplitKV"}
 """Records the package returns (and its error class), not built from a learner's values."""
 MODULES = ("workloads", "model", "expected", "simulate", "occupancy", "waves", "tiles", "hardware", "presets", "units", "tensor_cores",
-           "overhead", "blackwell", "low_precision",
+           "overhead", "blackwell", "low_precision", "decode",
            "published", "kernel_info", "course.checks", *(f"course.{chapter}" for chapter in gm.course.CHAPTERS))
 
 

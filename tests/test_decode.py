@@ -141,7 +141,7 @@ def test_split_kv_parallelism():
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: dc.kv_bytes_per_token("GPT-5"), "model"),
+    (lambda: dc.kv_bytes_per_token("GPT-5"), "^name must"),  # the parameter, not "model"
     (lambda: dc.kv_bytes_per_token("Llama-2-7B", "int3"), "kv"),
     (lambda: dc.step("Llama-2-7B", 0, 10), "batch"),
     (lambda: dc.step("Llama-2-7B", 1, -1), "context"),

@@ -22,7 +22,7 @@ from .widgets import Checkpoint, WidgetExercise, bars
 
 def cp_bytes(name: str = "Llama-2-7B", context: int = 1024) -> Checkpoint:
     """Section "A token's bytes": the cache bytes one sequence of `context` tokens holds."""
-    per_token = dc.kv_bytes_per_token(name)
+    per_token, context = dc.kv_bytes_per_token(name), _check.one("context", context)
     return Checkpoint(
         "cp-decode-bytes",
         f"{name} caches {fmt_bytes(per_token)} per token of context. How many bytes does one sequence of "
@@ -35,6 +35,8 @@ def cp_bytes(name: str = "Llama-2-7B", context: int = 1024) -> Checkpoint:
 
 def cp_gqa(heads: int = 64, kv_heads: int = 8) -> Checkpoint:
     """Section "Fewer key-value heads: GQA and MLA": GQA's cache against MHA's."""
+    heads, kv_heads = _check.one("heads", heads), _check.one("kv_heads", kv_heads)
+    _check.divides("kv_heads", kv_heads, "heads", heads)
     return Checkpoint(
         "cp-decode-gqa",
         f"A model has {heads} query heads. With grouped-query attention they share {kv_heads} key-value heads. "
@@ -62,7 +64,7 @@ def cp_critical(name: str = "Llama-3-8B", gpu: str = "H100-SXM") -> Checkpoint:
 
 def cp_paged(context: int = 1000, page_tokens: int = 16, row: int = 256) -> Checkpoint:
     """Section "Paged KV": the pages of a stream."""
-    pages = dc.paged_kv(context, page_tokens, row).pages
+    pages = dc.paged_kv(context, page_tokens, _check.one("row", row)).pages
     return Checkpoint(
         "cp-decode-paged",
         f"A sequence of {context:,} tokens is cached in pages of {page_tokens} tokens. How many pages does each "
@@ -111,8 +113,7 @@ CHECKPOINTS = {"cp-decode-bytes": cp_bytes, "cp-decode-gqa": cp_gqa, "cp-decode-
 def check_kv_bytes(layers, kv_heads, head_dim, kv: str, answer) -> Feedback:
     """Chapter 9: the cache bytes per token of a model with `layers`, `kv_heads` of `head_dim`,
     in the cache format `kv` (scales included)."""
-    m = dc.Model("exercise", _check.one("layers", layers), _check.one("kv_heads", kv_heads), _check.one("kv_heads", kv_heads),
-                 _check.one("head_dim", head_dim), 1.0)
+    m = dc.Model("exercise", layers, kv_heads, kv_heads, head_dim, 1.0)
     right = dc.kv_bytes_per_token(m, kv)
     return check_number(answer, right, "bytes", rtol=0.01, key=f"check_kv_bytes({layers}, {kv_heads}, {head_dim}, {kv})",
                         doubled="a token caches a key and a value: count both, once each.",
