@@ -76,7 +76,8 @@ def test_each_starter_is_correct_but_over_budget_and_the_score_says_where(name):
     times = re.search(r"your kernel (.+), the budget (.+) \(([\d.]+)x\)", feedback.message)
     assert times[2] == gm.fmt_time(cap.budget_time(name, "H100-SXM")) and float(times[3]) > 1  # the waste takes time
     bound, expected = gm.predict(traced.workload(task.flops), "H100-SXM"), gm.expect(traced, "H100-SXM", flops=task.flops)
-    assert f"Your kernel is bound by {gm.fmt_bound(bound.bound)};" in feedback.message
+    part = "the SM's L1/shared-memory data path" if bound.bound == "smem" else gm.fmt_bound(bound.bound)
+    assert f"Your kernel is bound by {part}" in feedback.message
     assert (f"expected (what a kernel like this gets): {gm.fmt_time(expected.time)}, held by {expected.limiter}: "
             f"{expected.reason}." in feedback.message) and expected.time >= float(bound.time)
 

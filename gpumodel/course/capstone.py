@@ -332,14 +332,17 @@ def _worst(traced: Trace, over: list, got: dict, allowed: dict) -> str:
             f"and reuses.")
 
 
+def _part(bound) -> str:
+    """The part a bound names, as the capstone says it: the model's "smem" level carries L1's sectors too."""
+    return ("the SM's L1/shared-memory data path (L1's sectors and shared memory's wavefronts share it)"
+            if str(bound) == "smem" else fmt_bound(bound))
+
+
 def _binding(mine, budgeted) -> str:
     """Why a kernel over budget is not slower in the model than its budget (`Prediction`s of
     both): a time is its slowest part's, and the bytes over budget do not make that part slower."""
-    def name(bound):
-        return ("the SM's L1/shared-memory data path (L1's sectors and shared memory's wavefronts share it)"
-                if bound == "smem" else fmt_bound(bound))
     ours, theirs = str(mine.bound), str(budgeted.bound)
-    parts = f"both {name(ours)}" if ours == theirs else f"{name(ours)} for your kernel, {name(theirs)} for the budget"
+    parts = f"both {_part(ours)}" if ours == theirs else f"{_part(ours)} for your kernel, {_part(theirs)} for the budget"
     where = (f", where your kernel moves {fmt_bytes(mine.workload.bytes[ours])} and the budget "
              f"{fmt_bytes(budgeted.workload.bytes[ours])}" if ours in mine.workload.bytes else "")
     return (f" Not slower in the model, because a time there is its slowest part's alone: {parts}{where}. The bytes "
@@ -367,7 +370,7 @@ def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
              f"{fmt_time(float(mine.time))}, the budget {fmt_time(float(budgeted.time))} ({ratio:.2f}x).")
     if over and round(ratio, 2) <= 1:
         times += _binding(mine, budgeted)
-    times += (f" Your kernel is bound by {fmt_bound(mine.bound)}; expected (what a kernel like this gets): "
+    times += (f" Your kernel is bound by {_part(mine.bound)}; expected (what a kernel like this gets): "
               f"{fmt_time(e.time)}, held by {e.limiter}: {e.reason}.")
     if over:
         levels = "; ".join(f"{LEVEL_NAMES[lv]}: {_ratio(got[lv], allowed[lv])}" for lv in over)
