@@ -161,7 +161,8 @@ class Race:
 @dataclass
 class Trace:
     """What `trace` found: `sites` (one per load or store in the source), the launch, the
-    blocks traced out of all (`scale` = all / traced) and the arrays after the run."""
+    blocks traced out of all (`scale` = all / traced), the arrays after the run and `output`,
+    what the kernel printed."""
 
     kernel: str
     grid: tuple
@@ -178,8 +179,8 @@ class Trace:
     """What the kernel printed (printf), in the order the threads ran here, which is not a GPU's:
     the lab runs the traced blocks one after another and, in each, thread 0 first, each thread on
     its own until it waits at a barrier (or a shuffle) or returns, then the next; a GPU runs a
-    warp's 32 lanes together (one printf of a warp prints 32 lines at once) and its warps and
-    blocks in no fixed order, and shows the output when the kernel finishes. A sampled launch
+    warp's lanes through each printf together and its warps and blocks in no fixed order, and
+    shows the output when the kernel finishes. A sampled launch
     prints only its traced blocks' lines."""
 
     @property
