@@ -28,12 +28,13 @@ import itertools
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from .. import _check
 from ..model import BOUNDS, predict
 from ..units import fmt_time
+from ..lab.tracer import printed
 from .checks import LAB_TRACE, Feedback, _data_html, _form_html, answer_box, building_book, record, verdict
 from .plots import PART_LABELS, lab_sites, svg
 
@@ -366,11 +367,16 @@ def _inline_html(text: str) -> str:
 
 def feedback_html(feedback: Feedback) -> str:
     """A lab's verdict as HTML: "Right." or "Not yet.", then its message's paragraphs, a
-    Markdown table among them (a capstone score's bytes per level) as an HTML table."""
+    Markdown table among them (a capstone score's bytes per level) as an HTML table, an
+    indented code block (what the kernel printed) as a listing, escaped."""
     blocks = []
     for i, block in enumerate(feedback.message.split("\n\n")):
         lines = block.strip().splitlines()
-        if lines and all(line.startswith("|") for line in lines):
+        code = block.strip("\n").splitlines()
+        if i and code and all(line.startswith("    ") for line in code):
+            blocks.append('<pre style="overflow-x: auto"><code>' + html.escape("\n".join(line[4:] for line in code))
+                          + "</code></pre>")
+        elif lines and all(line.startswith("|") for line in lines):
             rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if not set(line) <= set("|- ")]
             head, *body = rows
             blocks.append("<table><thead><tr>" + "".join(f"<th>{_inline_html(c)}</th>" for c in head) + "</tr></thead>"
@@ -381,6 +387,9 @@ def feedback_html(feedback: Feedback) -> str:
             blocks.append(f"<p>{lead}{_inline_html(block.strip())}</p>")
     return f'<div class="gm-verdict-lab">{"".join(blocks)}</div>'
 
+
+VERDICT_OUTPUT_LINES = 10
+"""Lines of the kernel's printf output the lab editor's verdict shows (the first; the rest counted)."""
 
 LAB_STYLE = "<style>.gm-lab-source textarea { font-family: monospace; font-size: 13px; }</style>"
 
@@ -405,15 +414,19 @@ class LabEditor:
         return self._judged(source, **launch)[0]
 
     def _judged(self, source: str, **launch) -> tuple:
-        """`judge`'s feedback and the HTML of the sites its trace found (`sites_html`), empty
-        where nothing was traced."""
+        """`judge`'s feedback, what the kernel printed appended (the first `VERDICT_OUTPUT_LINES`),
+        and the HTML of the sites its trace found (`sites_html`), empty where nothing was traced."""
         token = LAB_TRACE.set(None)
         try:
             feedback = self.check(source, **{**self.launch, **launch})
             traced = LAB_TRACE.get()
         finally:
             LAB_TRACE.reset(token)
-        return (record(self.key, feedback) if self.key else feedback), sites_html(traced)
+        feedback = record(self.key, feedback) if self.key else feedback
+        if traced is not None and traced.output:  # a failed run's LabError already ends with it
+            feedback = replace(feedback, message=f"{feedback.message}\n\nYour kernel printed (on the CPU, in the lab's "
+                               f"thread order, not a GPU's):\n\n{printed(traced.output, VERDICT_OUTPUT_LINES)}")
+        return feedback, sites_html(traced)
 
     def _repr_html_(self) -> str:
         launched = "".join(f", {name} <code>{value}</code>" for name, value in self.launch.items())

@@ -492,6 +492,9 @@ int main(int argc, char** argv) {
         std::perror(argv[2]);
         return 2;
     }
+    // The learner's printf goes to stdout (tracer.py keeps it as Trace.output): unbuffered, so a
+    // kernel that crashes or faults after printing has still printed (glibc writes each call whole).
+    std::setvbuf(stdout, nullptr, _IONBF, 0);
     catch_stack_overflow();
     try {
         return run(argv);

@@ -72,6 +72,12 @@ allows more, up to `MAX_GRID_DIM`'s product)."""
 CACHE_KEEP = 64
 """Traced executables (and failed builds) kept in the build folder (about 50 KB each);
 building one more removes the least recently used beyond these."""
+OUTPUT_LINES = 40
+"""Lines of the kernel's printf output `Trace.report` shows (the first; the rest counted)."""
+FAILED_OUTPUT_LINES = 20
+"""Lines of the kernel's printf output a failed run's `LabError` shows (the last ones)."""
+OUTPUT_WIDTH = 300
+"""Characters of one printed line shown; a longer one is cut."""
 RUNTIME_KEEP = 4
 """Versions of the runtime's object the build folder keeps (the most recently used): several
 checkouts or versions of the package on one account each link their own, and pruning another's
@@ -155,7 +161,8 @@ class Race:
 @dataclass
 class Trace:
     """What `trace` found: `sites` (one per load or store in the source), the launch, the
-    blocks traced out of all (`scale` = all / traced) and the arrays after the run."""
+    blocks traced out of all (`scale` = all / traced), the arrays after the run and `output`,
+    what the kernel printed."""
 
     kernel: str
     grid: tuple
@@ -168,6 +175,13 @@ class Trace:
     blocks: int
     arrays: list = field(default_factory=list)
     races: list = field(default_factory=list)  # `Race`s, most frequent first
+    output: str = ""
+    """What the kernel printed (printf), in the order the threads ran here, which is not a GPU's:
+    the lab runs the traced blocks one after another and, in each, thread 0 first, each thread on
+    its own until it waits at a barrier (or a shuffle) or returns, then the next; a GPU runs a
+    warp's lanes through each printf together and its warps and blocks in no fixed order, and
+    shows the output when the kernel finishes. A sampled launch
+    prints only its traced blocks' lines."""
 
     @property
     def scale(self) -> float:
@@ -260,8 +274,9 @@ class Trace:
             unit, got, ideal = s.cost
             out.append(f"  {s.where + ':':22} {s.kind:24} {s.instructions:8} requests, {got / s.instructions:6.2f} "
                        f"{unit}/request (ideal {ideal / s.instructions:.2f})   {s.text}")
-        worst = self.hottest()
-        out.append(f"worst: {worst.where} ({worst.kind}): {worst.text}")
+        if self.sites:  # a kernel that only prints has none
+            worst = self.hottest()
+            out.append(f"worst: {worst.where} ({worst.kind}): {worst.text}")
         b = self.bytes
         out.append("bytes: " + ", ".join(f"{k} {v:,.0f}" for k, v in b.items())
                    + " (l1: sectors requested; l2: each sector once per block; hbm: once per launch)")
@@ -277,7 +292,22 @@ class Trace:
             p, e = predict(work, gpu), expect(self, gpu, flops=flops)
             out.append(f"  {gpu:14} {float(p.time) * 1e6:10.2f} us at best, bound by {p.bound}; "
                        f"expected {e.time * 1e6:10.2f} us, held by {e.limiter}")
+        if self.output:
+            out.append("the kernel printed (in the lab's thread order, not a GPU's: `Trace.output`):")
+            out.append(printed(self.output, OUTPUT_LINES))
         return "\n".join(out)
+
+
+def printed(output: str, lines: int, last: bool = False) -> str:
+    """The first `lines` lines of a kernel's printf `output` (the last ones where `last`),
+    each indented four spaces (a Markdown code block) and cut at `OUTPUT_WIDTH` characters,
+    with "... N more lines" for those left out."""
+    rows = output.splitlines()
+    shown = rows[-lines:] if last else rows[:lines]
+    cut = [r if len(r) <= OUTPUT_WIDTH else r[:OUTPUT_WIDTH] + f" ... ({len(r) - OUTPUT_WIDTH:,} more characters)"
+           for r in shown]
+    more = [f"... {len(rows) - len(shown):,} more lines" + (" before these" if last else "")] if len(rows) > len(shown) else []
+    return "\n".join("    " + r for r in (more + cut if last else cut + more))
 
 
 def _build_dir() -> pathlib.Path:
@@ -388,7 +418,8 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
     seconds, takes more than `safety.RUN_MEMORY` bytes beyond its arrays, prints more than
     `safety.OUTPUT_LIMIT` bytes, touches memory outside its arrays, reaches a __syncthreads() that
     not every thread of its block reaches (some returned, or wait at another), runs out of memory or
-    overflows a thread's stack. Chapter 2's lab."""
+    overflows a thread's stack; its message ends with the last lines the kernel printed before
+    (`FAILED_OUTPUT_LINES`). What it printed is `Trace.output`. Chapter 2's lab."""
     if not isinstance(source, str):
         raise TypeError(f"source must be the kernel's CUDA C source (a str), got {type(source).__name__}")
     if not isinstance(kernel, str):
@@ -433,20 +464,26 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
         (tmp / "spec").write_text("\n".join(lines) + "\n")
         memory = RUN_MEMORY + sum(value.nbytes for kind, value in spec if kind == "P")
         done = run([exe, tmp / "spec", tmp / "stats"], timeout, memory)
-        if done.stopped == "time":
-            raise LabError(f"{kernel} ran past the time limit of {timeout:g} s: an endless loop, a __syncthreads() "
-                           "that not every thread of the block reaches, or a shuffle that not every lane of the warp "
-                           "reaches?")
-        if done.stopped == "output":
-            raise LabError(f"{kernel} printed more than the lab's output limit of {fmt_bytes(OUTPUT_LIMIT)} and was "
-                           "stopped: a printf in a loop, or in every thread?")
-        if done.returncode:
-            _crashed(done, tmp / "stats", exe, kernel, grid, block, source, memory)
-        stats = (tmp / "stats").read_text().split("\n")
-        for i, (kind, value) in enumerate(spec):
-            if kind == "P" and value.flags.writeable:  # a read-only one is a const parameter's (`arguments`)
-                value[...] = np.fromfile(tmp / f"arg{i}.bin", dtype=value.dtype).reshape(value.shape)
-    return _parse(stats, exe, kernel, grid, block, len(chosen), blocks, spec, source)
+        try:
+            if done.stopped == "time":
+                raise LabError(f"{kernel} ran past the time limit of {timeout:g} s: an endless loop, a __syncthreads() "
+                               "that not every thread of the block reaches, or a shuffle that not every lane of the "
+                               "warp reaches?")
+            if done.stopped == "output":
+                raise LabError(f"{kernel} printed more than the lab's output limit of {fmt_bytes(OUTPUT_LIMIT)} and "
+                               "was stopped: a printf in a loop, or in every thread?")
+            if done.returncode:
+                _crashed(done, tmp / "stats", exe, kernel, grid, block, source, memory)
+            stats = (tmp / "stats").read_text().split("\n")
+            for i, (kind, value) in enumerate(spec):
+                if kind == "P" and value.flags.writeable:  # a read-only one is a const parameter's (`arguments`)
+                    value[...] = np.fromfile(tmp / f"arg{i}.bin", dtype=value.dtype).reshape(value.shape)
+            return _parse(stats, exe, kernel, grid, block, len(chosen), blocks, spec, source, done.stdout)
+        except LabError as error:
+            if not done.stdout:
+                raise
+            raise LabError(f"{error}\n\nWhat it printed before it failed (the lab's thread order, not a GPU's):\n\n"
+                           + printed(done.stdout, FAILED_OUTPUT_LINES, last=True)) from None
 
 
 def _barrier_error(kernel, waited, threads, block, at, other, source) -> None:
@@ -535,7 +572,7 @@ def _races(rows, where, text, block, grid) -> list:
     return sorted(races, key=lambda race: (race.hazard == "uninitialized read", -race.count, race.first, race.second))
 
 
-def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source) -> Trace:
+def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source, output) -> Trace:
     rows = [r.split() for r in stats if r]
     hazards = [r for r in rows if r[0] == "hazard"]
     barriers = [r for r in rows if r[0] == "barriers"]
@@ -558,7 +595,8 @@ def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source) -> Tra
     footprint = [tuple(int(v) for v in r[2:5]) for r in rows if r[0] == "footprint"]
     races = _races(hazards, where, text, block, grid)
     return Trace(kernel, grid[:3], block[:3], _sites([r for r in rows if r[0] == "site"], where, text), footprint,
-                 other["l2_sectors"], other["local"], traced, blocks, [v for k, v in spec if k == "P"], races)
+                 other["l2_sectors"], other["local"], traced, blocks, [v for k, v in spec if k == "P"], races,
+                 output)
 
 
 def _out_of_bounds(row, line, kernel, spec, source) -> None:
