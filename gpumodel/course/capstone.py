@@ -27,11 +27,10 @@ from ..kernel_info import KERNELS
 from ..lab import Trace
 from ..model import predict
 from ..presets import preset_names
-from ..published import expect
 from ..units import LEVEL_NAMES as UNIT_LEVEL_NAMES
 from ..units import fmt_bound, fmt_bytes, fmt_time
 from ..workloads import Workload, attention, elementwise_chain, gemm
-from .checks import Feedback, check_number, lab_run, record
+from .checks import Feedback, bound_and_expected, check_number, lab_run, record
 from .flashattention import OVERFLOW_SCORE, lab_qkv
 from .tables import markdown_table
 
@@ -362,13 +361,11 @@ def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
     mine = predict(traced.workload(t.flops), gpu)
     budgeted = predict(_timed(f"{t.name} (budget)", t.flops, budget(t.name)), gpu)
     ratio = float(mine.time) / float(budgeted.time)
-    e = expect(traced, gpu, flops=t.flops)
     times = (f"In the model, on the {gpu}, at best (the bound: no kernel moving these bytes beats it): your kernel "
              f"{fmt_time(float(mine.time))}, the budget {fmt_time(float(budgeted.time))} ({ratio:.2f}x).")
     if over and round(ratio, 2) <= 1:
         times += _binding(mine, budgeted)
-    times += (f" Your kernel is bound by {fmt_bound(mine.bound)}; expected (what a kernel like this gets): "
-              f"{fmt_time(e.time)}, held by {e.limiter}: {e.reason}.")
+    times += " " + bound_and_expected(traced, gpu, t.flops, mine.bound)
     if over:
         levels = "; ".join(f"{LEVEL_NAMES[lv]}: {_ratio(got[lv], allowed[lv])}" for lv in over)
         head = f"Correct, but over the budget at {levels}."
