@@ -28,9 +28,9 @@ PLAUSIBLE = {
 given to `GPU.at_clock`: clocks from 100 MHz to 5 GHz, up to 1024 SMs, capacities from 1 MiB to
 10 TB, power from 10 W to 10 kW...; SMs are whole."""
 
-MATH = ("fp32", "fp16", "bf16", "fp8", "fp4")
+MATH = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")
 """Which units a workload's arithmetic runs on: the FP32 units, or the tensor cores with
-fp16, bf16, fp8 or fp4 inputs (dense, FP32 accumulate)."""
+tf32 (FP32 inputs rounded to TF32), fp16, bf16, fp8 or fp4 inputs (dense, FP32 accumulate)."""
 
 WARP = 32
 """Threads in a warp."""
@@ -122,7 +122,7 @@ class GPU:
     Derived figures (`peak_flops`, `bandwidth(level)`, `capacity(level)`) are computed here,
     never stored. `latency` maps a level to a measured latency in clock cycles, where one was
     measured; `tensor` maps "tf32", "fp16", "bf16", "fp8" or "fp4" to the dense tensor-core peak
-    (FLOP/s, FP32 accumulate; "tf32" is stated, not among the model's MATH). `tensor_clock`, where the source states one, is the lower clock
+    (FLOP/s, FP32 accumulate). `tensor_clock`, where the source states one, is the lower clock
     those peaks are rated at (the H100's 1.83 GHz against its 1.98 GHz boost); see `running`.
     `max_clock`, where a source shows the part running above its rated boost `clock`, is the
     highest SM clock it reaches; see `bound`. `power`, where stated, is the board's power
