@@ -22,15 +22,15 @@ formula over other facts (`derived`)."""
 PLAUSIBLE = {
     # SI unit -> (least, most) a GPU's figure in it may be: a typo of a unit or a digit lands outside
     "SM": (1, 1024), "Hz": (1e8, 5e9), "B/clk": (16, 1e5), "B/s": (1e10, 1e15), "B": (2**20, 1e13),
-    "FLOP/s": (1e12, 1e17), "cycle": (1, 1e5),
+    "FLOP/s": (1e12, 1e17), "cycle": (1, 1e5), "W": (10, 1e4),
 }
 """The plausible range of a GPU's figure in each SI unit, in a GPU file (`gpumodel.presets`) or
 given to `GPU.at_clock`: clocks from 100 MHz to 5 GHz, up to 1024 SMs, capacities from 1 MiB to
-10 TB...; SMs are whole."""
+10 TB, power from 10 W to 10 kW...; SMs are whole."""
 
-MATH = ("fp32", "fp16", "bf16", "fp8", "fp4")
+MATH = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")
 """Which units a workload's arithmetic runs on: the FP32 units, or the tensor cores with
-fp16, bf16, fp8 or fp4 inputs (dense, FP32 accumulate)."""
+tf32 (FP32 inputs rounded to TF32), fp16, bf16, fp8 or fp4 inputs (dense, FP32 accumulate)."""
 
 WARP = 32
 """Threads in a warp."""
@@ -121,11 +121,12 @@ class GPU:
 
     Derived figures (`peak_flops`, `bandwidth(level)`, `capacity(level)`) are computed here,
     never stored. `latency` maps a level to a measured latency in clock cycles, where one was
-    measured; `tensor` maps "fp16", "bf16", "fp8" or "fp4" to the dense tensor-core peak
+    measured; `tensor` maps "tf32", "fp16", "bf16", "fp8" or "fp4" to the dense tensor-core peak
     (FLOP/s, FP32 accumulate). `tensor_clock`, where the source states one, is the lower clock
     those peaks are rated at (the H100's 1.83 GHz against its 1.98 GHz boost); see `running`.
     `max_clock`, where a source shows the part running above its rated boost `clock`, is the
-    highest SM clock it reaches; see `bound`.
+    highest SM clock it reaches; see `bound`. `power`, where stated, is the board's power
+    limit in watts.
     """
 
     name: str
@@ -140,6 +141,7 @@ class GPU:
     latency: dict = field(default_factory=dict)
     tensor_clock: Fact | None = None
     max_clock: Fact | None = None
+    power: Fact | None = None
 
     @property
     def fp32_lanes_per_sm(self) -> Fact:
@@ -271,7 +273,7 @@ class GPU:
             "smem_per_sm", "l2_capacity", "hbm_capacity")}
         out.update({f"tensor_{k}": v for k, v in self.tensor.items()})
         out.update({f"latency_{k}": v for k, v in self.latency.items()})
-        out.update({name: getattr(self, name) for name in ("tensor_clock", "max_clock") if getattr(self, name) is not None})
+        out.update({name: getattr(self, name) for name in ("tensor_clock", "max_clock", "power") if getattr(self, name) is not None})
         return out
 
     def in_flight(self, level: str) -> float:

@@ -33,12 +33,14 @@ PATHS = ("driver", "triton", "inductor")
 """What runs on the host per kernel: the CUDA driver alone, Triton's launcher on it, or
 torch.compile's (Inductor's) per-kernel path on that."""
 ENTRY_KEYS = {"gpu", "path", "value", "unit", "kind", "source", "where", "note"}
+QUOTED_KEYS = {"value", "unit", "where"}
 
 
 @dataclass(frozen=True)
 class LaunchCost:
     """One published launch cost: `seconds` per kernel on `gpu` by `path`, with its `kind`,
-    `source` (a references.bib key), `where` in it and a `note`."""
+    `source` (a references.bib key), `where` in it and a `note`; `quoted` (s), where the
+    source's prose also states a figure for the path, that figure, and `quoted_where` where."""
 
     gpu: str
     path: str
@@ -47,6 +49,8 @@ class LaunchCost:
     source: str
     where: str
     note: str
+    quoted: float | None = None
+    quoted_where: str = ""
 
 
 @functools.cache
@@ -56,13 +60,19 @@ def launch_costs() -> tuple:
     out = []
     for i, entry in enumerate(_read(DATA / "launch.toml").get("launch", [])):
         where = f"launch.toml entry {i + 1}"
-        _no_gaps(where, ENTRY_KEYS - set(entry), set(entry) - ENTRY_KEYS)
+        _no_gaps(where, ENTRY_KEYS - set(entry), set(entry) - ENTRY_KEYS - {"quoted"})
+        quoted = entry.get("quoted")
+        if quoted is not None:
+            _no_gaps(f"{where}.quoted", QUOTED_KEYS - set(quoted), set(quoted) - QUOTED_KEYS)
+            if quoted["unit"] != "us" or not quoted["value"] > 0:
+                raise DataError(f"{where}.quoted needs a positive value in us")
         if entry["gpu"] not in presets.preset_names() or entry["path"] not in PATHS:
             raise DataError(f"{where}: gpu must be a preset and path one of {PATHS}, got {entry['gpu']!r}, {entry['path']!r}")
         if entry["source"] not in presets.bib_keys() or entry["unit"] != "us" or not entry["value"] > 0:
             raise DataError(f"{where}: needs a references.bib source and a positive value in us")
         out.append(LaunchCost(entry["gpu"], entry["path"], entry["value"] * 1e-6, entry["kind"], entry["source"],
-                              entry["where"], entry["note"]))
+                              entry["where"], entry["note"], quoted and quoted["value"] * 1e-6,
+                              quoted["where"] if quoted else ""))
     return tuple(out)
 
 

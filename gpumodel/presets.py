@@ -35,7 +35,7 @@ UNITS = {
     "MHz": ("Hz", 1e6), "GHz": ("Hz", 1e9),
     "GB/s": ("B/s", 1e9), "TB/s": ("B/s", 1e12),
     "KiB": ("B", KIB), "MiB": ("B", KIB**2), "GB": ("B", 1e9),
-    "TFLOP/s": ("FLOP/s", 1e12),
+    "TFLOP/s": ("FLOP/s", 1e12), "W": ("W", 1),
 }
 """The units a GPU file may use. Capacities on chip are binary (KiB, MiB), memory sizes decimal
 (GB), as the datasheets state them; rates are decimal."""
@@ -45,15 +45,15 @@ FACTS = {
     "l2_capacity": ("B",), "hbm_capacity": ("B",),
 }
 """The facts every GPU file states. `l2_bandwidth` is per clock or per second, as its source states it."""
-OPTIONAL_FACTS = {"tensor_clock": ("Hz",), "max_clock": ("Hz",)}
+OPTIONAL_FACTS = {"tensor_clock": ("Hz",), "max_clock": ("Hz",), "power": ("W",)}
 """Facts a GPU file states where its source does: the clock the tensor peaks are rated at,
 when it is not the boost clock; the highest SM clock the part is shown to reach, when it is
-above the boost clock (a bound's clock, `GPU.bound`)."""
+above the boost clock (a bound's clock, `GPU.bound`); the board's power limit (W)."""
 BELOW = (("tensor_clock", "clock"), ("clock", "max_clock"), ("l2_capacity", "hbm_capacity"))
 """Pairs of facts of a GPU file of which the first must be below the second, where both are stated:
 the tensor peaks' clock below the boost clock, the boost clock below the highest one reached, the
 L2 smaller than the memory."""
-TABLES = {"tensor": (("fp16", "bf16", "fp8", "fp4"), ("FLOP/s",)), "latency": (("smem", "l2", "hbm"), ("cycle",))}
+TABLES = {"tensor": (("tf32", "fp16", "bf16", "fp8", "fp4"), ("FLOP/s",)), "latency": (("smem", "l2", "hbm"), ("cycle",))}
 """Optional tables of facts: dense tensor-core peaks by input type, measured latencies by level."""
 FACT_KEYS = {"value", "unit", "kind", "source", "where", "note"}
 CAPABILITY_KEYS = {

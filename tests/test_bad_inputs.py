@@ -521,6 +521,10 @@ EXCLUDED = {
 EXCLUDED |= {
     "course.roofline_levels.fmas_per_shared_read": "takes the Trace gm.lab.trace returned, not a typed value; "
     "tests/test_lab.py drives it through chapter 4's lab checker",
+    "course.checks.part_name": "names the bound a Prediction gave (fmt_bound's names), not a typed value; "
+    "tests/test_capstone.py reads its words in a score",
+    "course.checks.bound_and_expected": "takes the Trace gm.lab.trace returned and the bound predict gave it, not "
+    "typed values; tests/test_lab.py holds chapter 4's lab checker's sentence to gm.expect",
     "course.checks.judge": "the step every checker ends with, given the checker's own rules and its checked answer; "
     "its rules and key are refused by name in tests/test_answers.py",
     "course.checks.record": "keeps the Feedback a checker returned, for gm.course.progress(); its key and feedback "

@@ -385,6 +385,13 @@ def test_chapter_4s_lab_wants_a_thread_tile_that_shared_memory_does_not_bind():
     launch = dict(grid=(n // 64, m // 64), block=(8, 8))
     right = lab.check_thread_tile_gemm(solution, **launch)
     assert right and "feeds 4 FMAs" in right.message and "bound by compute" in right.message
+    for verdict, source, how in ((starter, lab.LAB_STARTER, {}), (right, solution, launch)):  # the bound, then what to expect
+        traced = trace(source, "gemm", how.get("grid", lab.LAB_GRID), how.get("block", lab.LAB_BLOCK),
+                              [np.zeros((m, k), np.float32), np.zeros((k, n), np.float32), np.zeros((m, n), np.float32), m, n, k])
+        e = gm.expect(traced, a100, flops=2 * m * n * k)
+        assert e.time >= gm.predict(traced.workload(2 * m * n * k), a100).time
+        assert f"; expected (what a kernel like this gets): {gm.fmt_time(e.time)}, held by {e.limiter}: {e.reason}." \
+            in verdict.message
     wrong = lab.check_thread_tile_gemm(solution.replace("a[i] * b[j]", "a[i] * b[i]"), **launch)
     assert not wrong and "C must be A B" in wrong.message and "path needs" not in wrong.message
     naive = lab.check_thread_tile_gemm("""__global__ void gemm(const float* A, const float* B, float* C, int M, int N, int K) {

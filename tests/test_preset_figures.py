@@ -66,7 +66,7 @@ def test_low_precision_peaks_and_tensor_clocks(name):
 # Dense tensor FLOP per clock per SM is a power of two on every part (fp16 and bf16; fp8 twice
 # that, fp4 four times): a peak that is not, at the clock the file rates it at, is rated at a
 # clock the file does not name.
-INPUT_WIDTH = {"fp16": 1, "bf16": 1, "fp8": 2, "fp4": 4}
+INPUT_WIDTH = {"tf32": 0.5, "fp16": 1, "bf16": 1, "fp8": 2, "fp4": 4}
 
 
 @pytest.mark.parametrize("name", FIGURES)

@@ -27,11 +27,10 @@ from ..kernel_info import KERNELS
 from ..lab import Trace
 from ..model import predict
 from ..presets import preset_names
-from ..published import expect
 from ..units import LEVEL_NAMES as UNIT_LEVEL_NAMES
 from ..units import fmt_bound, fmt_bytes, fmt_time
 from ..workloads import Workload, attention, elementwise_chain, gemm
-from .checks import Feedback, check_number, lab_run, record
+from .checks import Feedback, bound_and_expected, check_number, lab_run, part_name, record
 from .flashattention import OVERFLOW_SCORE, lab_qkv
 from .tables import markdown_table
 
@@ -332,17 +331,12 @@ def _worst(traced: Trace, over: list, got: dict, allowed: dict) -> str:
             f"and reuses.")
 
 
-def _part(bound) -> str:
-    """The part a bound names, as the capstone says it: the model's "smem" level carries L1's sectors too."""
-    return ("the SM's L1/shared-memory data path (L1's sectors and shared memory's wavefronts share it)"
-            if str(bound) == "smem" else fmt_bound(bound))
-
-
 def _binding(mine, budgeted) -> str:
     """Why a kernel over budget is not slower in the model than its budget (`Prediction`s of
     both): a time is its slowest part's, and the bytes over budget do not make that part slower."""
     ours, theirs = str(mine.bound), str(budgeted.bound)
-    parts = f"both {_part(ours)}" if ours == theirs else f"{_part(ours)} for your kernel, {_part(theirs)} for the budget"
+    parts = (f"both {part_name(ours)}" if ours == theirs
+             else f"{part_name(ours)} for your kernel, {part_name(theirs)} for the budget")
     where = (f", where your kernel moves {fmt_bytes(mine.workload.bytes[ours])} and the budget "
              f"{fmt_bytes(budgeted.workload.bytes[ours])}" if ours in mine.workload.bytes else "")
     return (f" Not slower in the model, because a time there is its slowest part's alone: {parts}{where}. The bytes "
@@ -365,13 +359,11 @@ def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
     mine = predict(traced.workload(t.flops), gpu)
     budgeted = predict(_timed(f"{t.name} (budget)", t.flops, budget(t.name)), gpu)
     ratio = float(mine.time) / float(budgeted.time)
-    e = expect(traced, gpu, flops=t.flops)
     times = (f"In the model, on the {gpu}, at best (the bound: no kernel moving these bytes beats it): your kernel "
              f"{fmt_time(float(mine.time))}, the budget {fmt_time(float(budgeted.time))} ({ratio:.2f}x).")
     if over and round(ratio, 2) <= 1:
         times += _binding(mine, budgeted)
-    times += (f" Your kernel is bound by {_part(mine.bound)}; expected (what a kernel like this gets): "
-              f"{fmt_time(e.time)}, held by {e.limiter}: {e.reason}.")
+    times += " " + bound_and_expected(traced, gpu, t.flops, mine.bound)
     if over:
         levels = "; ".join(f"{LEVEL_NAMES[lv]}: {_ratio(got[lv], allowed[lv])}" for lv in over)
         head = f"Correct, but over the budget at {levels}."

@@ -38,6 +38,8 @@ import numpy as np
 
 from .. import _check
 from ..lab import LabError, trace
+from ..published import expect
+from ..units import fmt_bound, fmt_time
 
 
 @dataclass(frozen=True)
@@ -428,6 +430,22 @@ def progress():
 LAB_TRACE: contextvars.ContextVar = contextvars.ContextVar("LAB_TRACE", default=None)
 """The last `Trace` `lab_run` made in this context (None before one): the lab editor draws its
 sites beside the verdict (`gpumodel.course.widgets.LabEditor`)."""
+
+
+def part_name(bound) -> str:
+    """The part a lab's bound names: the model's "smem" level is the SM's L1/shared-memory data
+    path, which carries L1's sectors too (a kernel with no shared memory can be bound there)."""
+    return ("the SM's L1/shared-memory data path (L1's sectors and shared memory's wavefronts share it)"
+            if str(bound) == "smem" else fmt_bound(bound))
+
+
+def bound_and_expected(traced, gpu, flops: float, bound: str) -> str:
+    """The lab checkers' closing sentence: the `bound` of the model's prediction for the
+    learner's trace `traced` on `gpu`, and the expected time (`gm.expect` with the kernel's
+    `flops`): what holds a kernel like this, and why."""
+    e = expect(traced, gpu, flops=flops)
+    return (f"Your kernel is bound by {part_name(bound)}; expected (what a kernel like this gets): "
+            f"{fmt_time(e.time)}, held by {e.limiter}: {e.reason}.")
 
 
 def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, rule: str, shared_mem: int = 0):

@@ -10,10 +10,10 @@ import numpy as np
 from .. import _check, presets
 from ..hardware import WAVEFRONT_BYTES
 from ..model import predict
-from ..units import fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_flops, fmt_intensity, fmt_time
+from ..units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_intensity, fmt_time
 from ..waves import gemm_hbm, warm_read_time
 from ..workloads import gemm
-from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, lab_run, number_rules, units_as
+from .checks import BYTES, FLOPS_AND_BYTES, Feedback, bound_and_expected, check_number, lab_run, number_rules, units_as
 from .widgets import GPUS, Checkpoint, WidgetExercise, _power, bars
 
 L2_TILES = (16, 32, 64, 128, 256, 512)
@@ -95,14 +95,14 @@ def check_thread_tile_gemm(source: str, grid=LAB_GRID, block=LAB_BLOCK, kernel: 
     reach = (f"{fmt_intensity(float(p.intensity['smem']))} through the L1/shared-memory path against a ridge of "
              f"{fmt_intensity(ridge)}: {per_fma:.2f} wavefronts per warp-wide FMA, where the banks keep up with "
              f"{keep_up:.2f}; each float read from shared memory feeds {fmas_per_shared_read(traced):.2g} FMAs")
+    expected = bound_and_expected(traced, LAB_GPU, LAB_FLOPS, p.bound)
     if smem <= math:
         return Feedback(True, f"On the {LAB_GPU} the L1/shared-memory path needs {fmt_time(smem)}, the FP32 math "
-                        f"{fmt_time(math)}: {reach}, held in registers across a tile of results. The kernel is bound "
-                        f"by {fmt_bound(p.bound)}.")
+                        f"{fmt_time(math)}: {reach}, held in registers across a tile of results. {expected}")
     worst = max(shared, key=lambda s: s.wavefronts)
     return Feedback(False, f"On the {LAB_GPU} the L1/shared-memory path needs {fmt_time(smem)} where the FP32 math needs "
                     f"{fmt_time(math)}: shared memory binds. The kernel reaches {reach} (most wavefronts: line "
-                    f"{worst.line}). How could one value read from shared memory feed more FMAs?")
+                    f"{worst.line}). {expected} How could one value read from shared memory feed more FMAs?")
 
 
 GROUPS = (1, 2, 4, 8, 16, 32, 64)
