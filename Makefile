@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SHELL := /bin/bash
 
-.PHONY: book test test-fast lab bench mutation notebooks reports clean gpu-check
+.PHONY: book test test-fast screenshots lab bench mutation notebooks reports clean gpu-check
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
@@ -30,6 +30,12 @@ test: $(STAMP)
 ## The loop of a change (about 3.5 minutes on 2 cores): every test but those marked slow.
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(WORKERS) --dist loadgroup -m "not slow" tests
+
+## Every page whole at 390 and 1400 px and every figure as shown, in _build/screenshots/, from
+## the browser test's visits of the built site (built first where there is none).
+screenshots: $(STAMP)
+	test -f _build/html/intro.html || $(MAKE) book
+	FULL_SCREENSHOTS=1 BUILT_SITE=_build/html $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py -k "every_page or every_figure or on_a_phone_every"
 
 ## Regenerate notebooks/*.ipynb from chapters/*.md, each chapter executed once for its numbers
 ## (a test fails when they are out of date).

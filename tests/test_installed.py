@@ -11,7 +11,7 @@ run there too. The widget tests also run on Colab's ipywidgets 7.7 (the checkout
 
 This is the one place the learners' notebooks are executed (`make test` runs no nbmake pass:
 the site's build executes every chapter, this module every notebook). Each environment
-installs from the package index (pip's cache serves repeated installs); Docker is not
+installs from the package index with uv (its cache serves repeated installs); Docker is not
 available here, so repo2docker itself does not run: its requirements file does."""
 
 import json
@@ -63,11 +63,15 @@ def _run(args, cwd, env, **kwargs):
 
 
 def _venv(where: pathlib.Path, env: dict, *install, cwd=None) -> pathlib.Path:
-    """A fresh virtual environment at `where` (outside the checkout) with `install` in it; its python."""
+    """A fresh virtual environment at `where` (outside the checkout, with pip for the
+    notebooks' install cells) with `install` in it, installed by uv from the same index and
+    pins as pip, compiled to bytecode as pip compiles it (a kernel would otherwise compile its
+    imports at every start: the environment sets PYTHONDONTWRITEBYTECODE); its python."""
     _run([sys.executable, "-m", "venv", str(where)], cwd=where.parent, env=env)
     python = where / "bin" / "python"
     if install:
-        _run([python, "-m", "pip", "install", "-q", *install], cwd=cwd or where.parent, env=env)
+        uv = pathlib.Path(sys.executable).with_name("uv")
+        _run([uv, "pip", "install", "-q", "--compile-bytecode", "--python", python, *install], cwd=cwd or where.parent, env=env)
     return python
 
 

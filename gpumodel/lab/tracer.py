@@ -46,8 +46,8 @@ from ..presets import preset_names
 from ..published import expect
 from ..workloads import Workload
 from .dwarf import line_table, locate
-from .emulator import (ARCH, MAX_DYNAMIC_SHARED, SOURCE_NAME, SUPPORTED, arguments, compile_flags, entries, parameters,
-                       wrapper)
+from .emulator import (ARCH, MAX_DYNAMIC_SHARED, SOURCE_NAME, SUPPORTED, arguments, compile_flags, compile_with_header, entries,
+                       parameters, precompiled, wrapper)
 from .safety import (OUTPUT_LIMIT, RUN_MEMORY, CompileError, LabError, cache_folder, cached, digest, fmt_bytes, gxx, out_of_memory,
                      prune, run)
 
@@ -345,7 +345,7 @@ def build(source: str, names: list | None = None, arch: str = ARCH) -> pathlib.P
         cpp, obj = (exe.with_suffix(end) for end in (".cpp", ".o"))
         cpp.write_text(text)
         try:
-            _compile([*flags, "-c", str(cpp), "-o", str(obj)], "the kernel")
+            compile_with_header([*flags, "-c", str(cpp), "-o", str(obj)], precompiled(flags, traced=True), "the kernel")
             try:
                 _compile([str(obj), str(runtime), "-pthread", "-pie", "-o", str(exe)], "the traced kernel")
             except CompileError as err:  # a link may fail for want of the runtime (another process pruned it): not cached
