@@ -273,6 +273,9 @@ MAX_PAGE_BYTES = 1_500_000
 formulas drawn as MathML (no MathJax) the heaviest, chapter 3 with its players and highlighted
 kernel source, weighs about 0.9 MB; the theme, trimmed, and the math font about 0.4 MB of it."""
 MAX_TASK_MS = 200
+LOADS = 5
+"""Loads of a page whose longest task is over MAX_TASK_MS before it counts as over: the other
+worker of `make test` can stretch any one of them."""
 LONG_TABLE_ROWS = 20
 
 # The smallest text (CSS px) of every SVG the article shows, as drawn: an SVG in an <img> is
@@ -406,13 +409,13 @@ def figures_seen(page, rel: str, width: int) -> dict:
 
 
 def visit_phone(browser, base: str, rel: str) -> dict:
-    """One load of `rel` at 390 px: its longest task first (of up to three loads, the quietest:
+    """One load of `rel` at 390 px: its longest task first (of up to LOADS loads, the quietest:
     a shared machine's other work lengthens a task, never shortens it), then its errors, width,
     figures, weight, and where FULL_SHOTS a full-page screenshot (phone-PAGE.png)."""
     page, errors, outside = open_page(browser, f"{base}/{rel}", PHONE, LONG_TASKS)
     page.wait_for_timeout(300)  # the players draw their first frames
     longest = [longest_task_ms(page)]
-    while longest[-1] >= MAX_TASK_MS and len(longest) < 3:
+    while longest[-1] >= MAX_TASK_MS and len(longest) < LOADS:
         again = phone_page(browser, f"{base}/{rel}")
         longest.append(longest_task_ms(again))
         again.close()
