@@ -171,7 +171,7 @@ def test_the_built_site_is_trimmed_to_what_its_pages_use(tmp_path):
     """trim.purge drops a rule whose selector needs a class no page spells (keeping :not() of
     one, @media around kept rules, @font-face, licences); Font Awesome is subset to the icons
     the kept rules draw, as a WOFF under a hashed name; the search index leaves every page but
-    the search page."""
+    the search page; a listing's spans drawn as its plain text in both modes go, their text stays."""
     from fontTools import ttLib
     import pydata_sphinx_theme
 
@@ -199,8 +199,15 @@ def test_the_built_site_is_trimmed_to_what_its_pages_use(tmp_path):
         '@font-face{font-family:X;src:url(../webfonts/fa-solid-900.woff2) format("woff2"),'
         'url(../webfonts/fa-solid-900.ttf) format("truetype")}.fa-magnifying-glass:before{content:"\\f002"}'
         '.fa-unused:before{content:"\\f004"}')
+    (site / "_static/pygments.css").write_text(
+        'html[data-theme="light"] .highlight { background: #fff; color: #080808 }\n'
+        'html[data-theme="light"] .highlight .n { color: #080808 }\nhtml[data-theme="light"] .highlight .k { color: #080808; font-weight: bold }\n'
+        'html[data-theme="light"] .highlight .o { color: #00622F }\nhtml[data-theme="dark"] .highlight { color: #F8F8F2 }\n'
+        'html[data-theme="dark"] .highlight .n { color: #F8F8F2 }\nhtml[data-theme="dark"] .highlight .w { color: #080808 }\n')
+    assert trim.plain_token_classes((site / "_static/pygments.css").read_text()) == {"n"}
+    listing = '<div class="highlight"><pre><span class="k">def</span> <span class="n">f</span><span class="o">=</span></pre></div>'
     search = '<script src="_static/searchtools.js"></script><script src="searchindex.js"></script>'
-    (site / "page.html").write_text(f'<head>{search}</head><i class="fa-solid fa-magnifying-glass"></i>')
+    (site / "page.html").write_text(f'<head>{search}</head><i class="fa-solid fa-magnifying-glass"></i>{listing}<span class="n">x</span>')
     (site / "search.html").write_text(f"<head>{search}</head>")
     trim.trim(site)
     (woff,) = (site / "_static/webfonts").iterdir()
@@ -209,6 +216,8 @@ def test_the_built_site_is_trimmed_to_what_its_pages_use(tmp_path):
     theme = (site / "_static/styles/theme.css").read_text()
     assert f'src:url(../webfonts/{woff.name}) format("woff")' in theme and "fa-unused" not in theme
     assert "searchindex" not in (site / "page.html").read_text() and search in (site / "search.html").read_text()
+    assert ('<pre><span class="k">def</span> f<span class="o">=</span></pre>' in (site / "page.html").read_text()
+            and (site / "page.html").read_text().endswith('<span class="n">x</span>'))  # outside a listing: kept
 
 
 def _trace():
