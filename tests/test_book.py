@@ -83,6 +83,22 @@ def test_glue_keeps_what_it_glued_and_echoes_nothing():
     assert gm.book.chapter.GLUED["test_value"] == "1.00 s" and "test_value" in gm.book.chapter.VARIES
 
 
+def test_glue_displays_what_myst_nbs_glue_displays(monkeypatch):
+    """On the site's build `glue` shows exactly the output myst-nb's own glue shows (its
+    {glue:md} role reads that output)."""
+    import IPython.display
+    from myst_nb import glue as myst_glue
+    from myst_nb.ext import glue as myst_glue_module
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *args, **kwargs: shown.append((args, kwargs)))
+    monkeypatch.setattr(myst_glue_module, "ipy_display", lambda *args, **kwargs: shown.append((args, kwargs)))
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")
+    gm.book.chapter.glue("cap", "**108** SMs")
+    myst_glue("cap", IPython.display.Markdown("**108** SMs"), display=False)
+    assert len(shown) == 2 and shown[0] == shown[1]
+
+
 def test_glue_refuses_numbers():
     with pytest.raises(TypeError, match="text must be a str"):
         gm.book.chapter.glue("x", 2.07e-3)

@@ -26,14 +26,26 @@ def glue(name: str, text: str, varies: bool = False) -> None:
         raise TypeError(f"text must be a str (format numbers with gm.fmt_*), got {type(text).__name__}")
     GLUED[name] = text
     (VARIES.add if varies else VARIES.discard)(name)
-    if not building_book():  # only the site's build reads myst-nb's glue (importing it takes a second)
+    if not building_book():  # only the site's build reads what is glued
         return
-    try:
-        from IPython.display import Markdown
-        from myst_nb import glue as myst_glue
-    except ImportError:
-        return
-    myst_glue(name, Markdown(text), display=False)
+    from IPython.display import display
+
+    bundle, metadata = glued_output(name, text)
+    display(bundle, raw=True, metadata=metadata)
+
+
+GLUE_PREFIX = "application/papermill.record/"
+"""The prefix of the MIME types under which myst-nb finds a glued value that is not shown."""
+
+
+def glued_output(name: str, text: str) -> tuple[dict, dict]:
+    """The output (MIME bundle, metadata) that myst-nb's `glue(name, Markdown(text),
+    display=False)` displays and its {glue:md} role reads: written here, as importing
+    myst_nb.ext.glue takes 1.5 s in every chapter's kernel (its nbformat loads jsonschema's
+    format checkers)."""
+    bundle = {"text/plain": "<IPython.core.display.Markdown object>", "text/markdown": text}
+    return ({GLUE_PREFIX + mime: value for mime, value in bundle.items()},
+            {"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})
 
 
 def colab_badge(chapter: str):
