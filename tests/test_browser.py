@@ -72,10 +72,17 @@ def pages(html: pathlib.Path) -> list[str]:
                   if p.name not in skip and "_static" not in p.parts and "_sources" not in p.parts)
 
 
-def open_page(browser, url, viewport=None, traced=False):
+LOADED = "load"
+"""When a test starts on a page: its load event (its scripts, styles and images are in), which
+comes about 0.5 s before "networkidle" (nothing fetched for 500 ms). The visits of every page
+wait for that instead: they weigh the page with the fonts it fetches late."""
+
+
+def open_page(browser, url, viewport=None, traced=False, wait_until=LOADED):
     """Open `url` (in a 1280 x 900 window unless `viewport` says otherwise; `traced`: with
-    Chromium's trace of its tasks running from before the load, for `longest_task_ms`); return
-    the page, the JavaScript errors and the requests that left localhost."""
+    Chromium's trace of its tasks running from before the load, for `longest_task_ms`) and wait
+    for `wait_until`; return the page, the JavaScript errors and the requests that left
+    localhost."""
     page = browser.new_page(viewport=viewport or {"width": 1280, "height": 900})
     if traced:
         browser.start_tracing(page=page, categories=["toplevel"])
@@ -97,7 +104,7 @@ def open_page(browser, url, viewport=None, traced=False):
             r.abort()
 
     page.route("**/*", route)
-    page.goto(url, wait_until="networkidle")
+    page.goto(url, wait_until=wait_until)
     return page, errors, outside
 
 
@@ -335,13 +342,6 @@ PAGE_BYTES = """() => Object.values(Object.fromEntries(performance.getEntriesByT
   .reduce((sum, size) => sum + size, 0)"""
 
 
-def phone_page(browser, url):
-    page = browser.new_page(viewport=PHONE)
-    page.goto(url, wait_until="networkidle")
-    page.wait_for_timeout(300)  # the players draw their first frames
-    return page
-
-
 def read_math(page):
     """Bring the page's first formula into view and wait until the fonts it draws with have arrived."""
     math = page.locator("article .math")
@@ -411,7 +411,7 @@ def figures_seen(page, rel: str, width: int) -> dict:
 def visit_phone(browser, base: str, rel: str) -> dict:
     """One load of `rel` at 390 px: its longest task, its errors, width, figures, weight, and
     where FULL_SHOTS a full-page screenshot (phone-PAGE.png)."""
-    page, errors, outside = open_page(browser, f"{base}/{rel}", PHONE, traced=True)
+    page, errors, outside = open_page(browser, f"{base}/{rel}", PHONE, traced=True, wait_until="networkidle")
     page.wait_for_timeout(300)  # the players draw their first frames
     seen = {"errors": errors, "outside": outside, "longest": longest_task_ms(browser, page), "weight": page.evaluate(PAGE_BYTES),
             "wide": page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]"),
@@ -427,7 +427,7 @@ def visit_phone(browser, base: str, rel: str) -> dict:
 def visit_desktop(browser, base: str, rel: str) -> dict:
     """One load of `rel` at 1400 px: its errors, images, search boxes, formulas, icons and
     figures, and where FULL_SHOTS a full-page screenshot (PAGE.png)."""
-    page, errors, outside = open_page(browser, f"{base}/{rel}", DESKTOP)
+    page, errors, outside = open_page(browser, f"{base}/{rel}", DESKTOP, wait_until="networkidle")
     page.wait_for_timeout(300)
     seen = {"errors": errors, "outside": outside,
             "images": page.eval_on_selector_all(
@@ -539,7 +539,7 @@ def test_the_drawers_open_and_close(site, browser, width):
     on a desktop the chapters stay in view and the menu button folds them away."""
     _, base = site
     page = browser.new_page(viewport={"width": width, "height": 844 if width < 992 else 900})
-    page.goto(f"{base}/chapters/03_tiling.html", wait_until="networkidle")
+    page.goto(f"{base}/chapters/03_tiling.html", wait_until=LOADED)
     for toggle, dialog in ((".primary-toggle", "#pst-primary-sidebar-modal"),
                            (".secondary-toggle", "#pst-secondary-sidebar-modal")):
         button = page.locator(f"{toggle}:visible").first
@@ -585,7 +585,7 @@ def test_long_tables_keep_their_key_column_in_view_on_a_phone(site, browser):
     html, base = site
     long_tables = 0
     for rel in ("chapters/98_model_vs_measurements.html", "chapters/99_appendix_presets.html"):
-        page = phone_page(browser, f"{base}/{rel}")
+        page, _, _ = open_page(browser, f"{base}/{rel}", PHONE)
         for table in page.locator(".bd-article table").all():
             if table.locator("tbody tr").count() < LONG_TABLE_ROWS:
                 continue
@@ -664,11 +664,11 @@ def test_every_answer_box_judges_as_python_does_and_progress_survives_a_reload(s
         keys.append(key)
     for explorer in page.locator(".gm-exercise").all():  # a widget exercise is kept under its exercise's label
         assert explorer.get_attribute("data-question").startswith("ex-"), explorer.get_attribute("id")
-    page.reload(wait_until="networkidle")
+    page.reload(wait_until=LOADED)
     for i in range(boxes.count()):
         assert "gm-done" in boxes.nth(i).get_attribute("class"), f"{keys[i]} forgot after a reload"
         assert "Answered right before" in boxes.nth(i).locator(".gm-verdict").inner_text()
-    page.goto(f"{base}/progress.html", wait_until="networkidle")
+    page.goto(f"{base}/progress.html", wait_until=LOADED)
     for key in keys:
         row = page.locator(f'li[data-page="{chapter}"][data-key="{key}"]')
         assert row.locator(".gm-state").inner_text() == "right", key
@@ -682,7 +682,7 @@ def test_a_checkpoint_answered_wrong_then_right_on_a_phone(site, browser):
     from test_answers import QUESTIONS
 
     _, base = site
-    page = phone_page(browser, f"{base}/chapters/01_hierarchy.html")
+    page, _, _ = open_page(browser, f"{base}/chapters/01_hierarchy.html", PHONE)
     box = page.locator("#cp-hierarchy-time")
     box.scroll_into_view_if_needed()
     rules = QUESTIONS["cp-hierarchy-time"]
