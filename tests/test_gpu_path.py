@@ -121,6 +121,7 @@ def test_promotion_follows_cupy_13_or_14(tmp_path, promotion, dtype):
 
 # The defects, each caught by the strict stand-in.
 
+@pytest.mark.slow
 def test_defect_1_validate_keeps_every_row_with_the_drivers_attributes(strict, tmp_path):
     """Every row kept on the strict stand-in, each kernel's registers, local and shared
     memory read from `RawKernel` (the NVRTC report's, in the stand-in)."""
@@ -133,6 +134,7 @@ def test_defect_1_validate_keeps_every_row_with_the_drivers_attributes(strict, t
     assert reg128["nvrtc_registers"] == want.registers
 
 
+@pytest.mark.slow
 def test_defect_1_a_failed_diagnostic_keeps_the_measurement(strict, monkeypatch):
     def broken(*args, **kwargs):
         raise AttributeError("no such attribute")
@@ -231,6 +233,7 @@ def fake_nvml(clock_mhz_by_bus: dict, calls: list):
     )
 
 
+@pytest.mark.slow
 def test_defect_5_nvml_reads_cupys_device_during_the_timed_loop(strict, monkeypatch):
     calls = []
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml({"0000:3B:00.0": 1200}, calls))
@@ -258,6 +261,7 @@ def test_defect_5_validate_prints_no_planned_time_it_cannot_keep(strict, tmp_pat
 
 # `make gpu-check` end to end on the strict stand-in.
 
+@pytest.mark.slow
 def test_gpu_check_end_to_end_on_the_strict_stand_in(tmp_path):
     """Every Python process gpu_check starts gets the stand-in (a sitecustomize on its
     path): each step runs or is skipped with its reason, one archive is written outside

@@ -47,6 +47,7 @@ def reports():
     return compiler.report(("sm_80", "sm_90"))
 
 
+@pytest.mark.slow
 def test_every_kernel_compiles_for_both_architectures(reports):
     for path in compiler.kernel_dir().glob("*.cu"):
         for arch in ("sm_80", "sm_90"):
@@ -54,6 +55,7 @@ def test_every_kernel_compiles_for_both_architectures(reports):
             assert names == compiler.kernel_names(path.read_text()), (path.name, arch)
 
 
+@pytest.mark.slow
 def test_hot_kernels_do_not_spill_and_the_oversized_tile_does(reports):
     for r in reports:
         assert r.registers <= 255
@@ -63,6 +65,7 @@ def test_hot_kernels_do_not_spill_and_the_oversized_tile_does(reports):
     assert len(spill) == 2 and all(r.spill_stores > 0 and r.spill_loads > 0 for r in spill)
 
 
+@pytest.mark.slow
 def test_shared_memory_is_what_the_tiles_need(reports):
     smem = {(r.kernel, r.arch): r.smem for r in reports}
     for arch in ("sm_80", "sm_90"):

@@ -498,6 +498,7 @@ def test_the_stand_in_finds_a_cxx_kernel_only_by_its_name_expression(stand_in):
     assert stand_in.RawModule(code=INPLACE, name_expressions=["twice"]).get_function("twice").name == "twice"
 
 
+@pytest.mark.slow
 def test_the_build_folder_keeps_only_the_most_recently_used_executables(monkeypatch, tmp_path):
     from gpumodel.lab import tracer
 

@@ -124,6 +124,7 @@ def test_the_traced_workload_carries_the_register_bytes_of_the_flops_stated():
     assert t.workload().bytes["registers"] == 0
 
 
+@pytest.mark.slow
 def test_the_build_folder_holds_at_most_64_traced_executables(monkeypatch, tmp_path):
     """Rule: the build folder stays bounded: building one more executable removes the least
     recently used beyond 64 (about 50 KB each, so a few MB in all), manifest and file, whatever

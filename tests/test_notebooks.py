@@ -192,6 +192,7 @@ def test_the_install_cell_installs_its_version_over_an_older_one(tmp_path):
     assert f'\nversion = "{book.VERSION}"\n' in pyproject
 
 
+@pytest.mark.slow
 def test_a_git_install_gives_an_importable_package_with_its_kernels(tmp_path):
     """What the Colab cell does, with this checkout standing in for the repository."""
     subprocess.run(["git", "clone", "-q", str(ROOT), str(tmp_path / "repo")], check=True)

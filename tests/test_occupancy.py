@@ -73,6 +73,7 @@ def test_tile_search_respects_the_limits_and_sorts_by_time():
     assert best.time == r["time"][0] and best.bound == "compute"
 
 
+@pytest.mark.slow
 def test_estimated_registers_are_close_to_the_compilers():
     """The search's register estimate against ptxas for the two tiled kernels."""
     report = {(x.kernel, x.arch): x.registers for x in gm.cuda.compiler.report(("sm_80",)) if x.file == "gemm.cu"}

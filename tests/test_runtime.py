@@ -142,6 +142,7 @@ def stand_in(monkeypatch, tmp_path):
     return cupy
 
 
+@pytest.mark.slow
 def test_the_gpu_code_path_on_a_cpu_stand_in(stand_in, tmp_path):
     """`validate` end to end on the stand-in: every kernel runs through Runner.launch and
     Runner.check against its reference, is timed, compared with the model, and recorded,
@@ -166,6 +167,7 @@ def test_the_gpu_code_path_on_a_cpu_stand_in(stand_in, tmp_path):
     assert validate.table(record).count("\n") == len(names) + 3
 
 
+@pytest.mark.slow
 def test_a_failing_plan_is_recorded_and_the_run_goes_on(stand_in, monkeypatch):
     """A wrong result, a launch error and running out of memory each become a recorded
     failure; the other plans still run."""
