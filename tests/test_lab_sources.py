@@ -257,3 +257,139 @@ def test_something_unsupported_says_where_the_list_of_what_is_supported_stands()
     source = "#include <mma.h>\n__global__ void k(float* y) { y[0] = 1; }\n"
     with pytest.raises(LabError, match=r"mma.h[\s\S]*chapter 8 .*lists what the lab's CUDA stand-in supports"):
         trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
+
+
+WARP_SUMS = r"""
+// A block's sum in the style of many public reductions: each warp's sum staged in a small
+// __shared__ array, then the first warp sums those. `LANES` lanes read it back: all 32 reads past
+// the array's 8 entries, `blockDim.x / 32` is the guard.
+__global__ void block_total(const float* x, float* out) {
+    __shared__ float warp_sums[8];
+    __shared__ float spare[64];
+    float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffff, v, o);
+    spare[threadIdx.x % 64] = 0.0f;
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float s = threadIdx.x < LANES ? warp_sums[threadIdx.x] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffff, s, o);
+        if (threadIdx.x == 0) out[blockIdx.x] = s + spare[0];
+    }
+}
+"""
+
+
+def test_a_read_past_a_shared_array_is_named_with_the_array_and_its_bytes():
+    x, out = np.ones(512, np.float32), np.zeros(2, np.float32)
+    trace("#define LANES (blockDim.x / 32)\n" + WARP_SUMS, "block_total", 2, 256, [x, out])
+    np.testing.assert_array_equal(out, [256, 256])
+    line = starter_line(WARP_SUMS, "threadIdx.x < LANES") + 1
+    # Lanes 8 to 31 of warp 0 of each of the 2 blocks read warp_sums[8] to [31]: 48 reads past its 32 bytes.
+    with pytest.raises(LabError, match=rf"reads out of bounds at line {line}: thread \(\d+, 0, 0\) of block \(0, 0, 0\) "
+                       r"reads byte \d+ of the __shared__ array warp_sums, which holds bytes 0 to 31; 48 such"):
+        trace("#define LANES 32\n" + WARP_SUMS, "block_total", 2, 256, [x, out])
+
+
+DEVICE_STATICS = r"""
+__device__ unsigned int blocks_done;  // a global of the module's, beside the __shared__ arrays
+__device__ float block_max(float v) {
+    static __shared__ float best[32];  // static or not, a __shared__ array is the block's
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, o));
+    if (lane == 0) best[warp] = v;
+    __syncthreads();
+    v = lane < blockDim.x / 32 ? best[lane] : -INFINITY;
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, o));
+    return v;
+}
+__global__ void maxima(const float* x, float* out, unsigned int* order) {
+    __shared__ float tile[128];
+    tile[threadIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x];
+    __syncthreads();
+    const float m = block_max(tile[blockDim.x - 1 - threadIdx.x]);
+    if (threadIdx.x == 0) { out[blockIdx.x] = m; order[blockIdx.x] = atomicAdd(&blocks_done, 1u); }
+}
+"""
+
+
+def test_static_shared_arrays_and_device_globals_are_no_out_of_bounds():
+    x = np.random.default_rng(3).normal(size=384).astype(np.float32)
+    out, order = np.zeros(3, np.float32), np.zeros(3, np.uint32)
+    trace(DEVICE_STATICS, "maxima", 3, 128, [x, out, order])
+    np.testing.assert_array_equal(out, x.reshape(3, 128).max(axis=1))
+    assert sorted(order) == [0, 1, 2]  # the blocks run one after another, each counted once
+
+
+HALF2_AND_ROUNDING = r"""
+#include <cuda_fp16.h>
+// y = a * x + b for pairs of halves, and one float per pair through the _rn intrinsics.
+__global__ void axpb2(half2 a, float2 b, const half2* x, half2* y, float* s, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const half2 v = __hfma2(a, x[i], __float22half2_rn(b));
+    y[i] = v;
+    s[i] = __saturatef(__fmaf_rn(__low2float(v), 0.125f, __fmul_rn(__high2float(__hsub2(v, x[i])), 0.0625f)));
+}
+"""
+
+
+def test_half2_arithmetic_rounding_intrinsics_and_vectors_by_value():
+    n = 96
+    x = np.linspace(-2, 2, 2 * n).astype(np.float16)
+    y, s = np.zeros(2 * n, np.float16), np.zeros(n, np.float32)
+    t = trace(HALF2_AND_ROUNDING, "axpb2", 2, 64, [(1.5, -0.5), (0.25, 2.0), x, y, s, n])
+    a, b = np.array([1.5, -0.5], np.float32), np.array([0.25, 2.0], np.float32)
+    want = (a * x.reshape(n, 2).astype(np.float32) + b).astype(np.float16)  # one rounding: __hfma2 is fused
+    np.testing.assert_array_equal(y.reshape(n, 2), want)
+    high = (want[:, 1] - x.reshape(n, 2)[:, 1]).astype(np.float16).astype(np.float32)
+    np.testing.assert_allclose(s, np.clip(want[:, 0].astype(np.float32) * 0.125 + high * 0.0625, 0, 1), rtol=1e-6)
+    # A half2 is one 4-byte access: x's 96 pairs (384 B) are 12 sectors, read once per line.
+    (load,) = [site for site in t.sites if site.line == 7 and not site.write]
+    assert (load.size, load.sectors) == (4, 12)
+    with pytest.raises(TypeError, match=r"args: b is float2, which takes a tuple of its 2 components \(x, y\), got 0.25"):
+        trace(HALF2_AND_ROUNDING, "axpb2", 2, 64, [(1.5, -0.5), 0.25, x, y, s, n])
+    with pytest.raises(ValueError, match=r"args: a.y is half, which holds numbers up to 65504"):
+        trace(HALF2_AND_ROUNDING, "axpb2", 2, 64, [(1.5, 1e6), (0.25, 2.0), x, y, s, n])
+
+
+def test_host_code_and_a_header_the_lab_lacks_are_named_as_such():
+    host = "__global__ void scale(float* x) { x[threadIdx.x] *= 2; }\nint main() {\n    float* d;\n" \
+           "    cudaMalloc(&d, 128);\n    scale<<<1, 32>>>(d);\n}\n"
+    with pytest.raises(LabError, match=r"Line 2 is host code \(`int main\(\) \{`\): the lab, as CuPy's RawModule, "
+                       r"compiles device code only"):
+        trace(host, "scale", 1, 32, [np.ones(32, np.float32)])
+    extension = "#include <torch/extension.h>\n__global__ void k(float* y) { y[0] = 1; }\n"
+    with pytest.raises(LabError, match=r"torch/extension.h is not a header the lab has: leave its #include out"):
+        trace(extension, "k", 1, 32, [np.zeros(32, np.float32)])
+
+
+LAST_WARP = r"""
+// The last warp of a tree reduction unrolled, as older samples wrote it: volatile shared memory and
+// no __syncwarp(), counting on the warp's lanes running in lockstep.
+__global__ void last_warp(const int* x, int* out) {
+    __shared__ int s[64];
+    const int t = threadIdx.x;
+    s[t] = x[t];
+    __syncthreads();
+    volatile int* v = s;
+    if (t < 32) v[t] += v[t + 32];
+    if (t < 16) v[t] += v[t + 16];
+    if (t < 8) v[t] += v[t + 8];
+    if (t == 0) out[0] = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+}
+"""
+
+
+def test_a_race_between_lanes_of_one_warp_asks_for_a_syncwarp_and_one_between_warps_a_syncthreads():
+    args = [np.ones(64, np.int32), np.zeros(1, np.int32)]
+    races = [r for r in trace(LAST_WARP, "last_warp", 1, 64, args).races if r.hazard != "uninitialized read"]
+    assert races and all(r.one_warp and max(t[0] for t in r.threads) < 32 for r in races)  # all in warp 0
+    lines = sorted({races[0].first[0], races[0].second[0]})
+    assert f"Missing: a __syncwarp() between line {lines[0]} and line {lines[1]}" in races[0].message
+    assert "Independent Thread Scheduling" in races[0].message
+    # Without the barrier, warp 0 reads what warp 1 wrote: that one takes a __syncthreads().
+    racy = LAST_WARP.replace("    __syncthreads();\n", "")
+    races = [r for r in trace(racy, "last_warp", 1, 64, args).races if r.hazard != "uninitialized read"]
+    assert races and not any(r.one_warp for r in races)
+    assert all("Missing: a __syncthreads()" in r.message for r in races)

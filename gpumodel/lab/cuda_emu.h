@@ -66,7 +66,10 @@ EMU_VECTORS(double, double)
 #undef EMU_VECTOR
 
 inline thread_local emu_index threadIdx, blockIdx;  // the running fiber's, set at each of its turns
-inline dim3 blockDim, gridDim;
+// Each at a 64 KiB stretch of its own, as a __shared__ array is: never in the stretch past an array's end,
+// where a kernel's read out of bounds would look like a read of blockDim.
+alignas(65536) inline dim3 blockDim;
+alignas(65536) inline dim3 gridDim;
 inline thread_local int emu_lane = 0, emu_warp_id = 0;
 
 #if !defined(GM_LAB_TRACE) || defined(GM_LAB_RUNTIME)
@@ -383,7 +386,10 @@ inline void __threadfence_block() {}
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
 #define __align__(n) alignas(n)
-#define __shared__ static
+// Each __shared__ array starts a 64 KiB stretch of its own (static shared memory is at most 48 KiB),
+// so an access past its end lands in the gap before the next static, where the traced run names it
+// (the gaps take address space only: .bss is not in the file).
+#define __shared__ static __attribute__((aligned(65536)))
 #define __launch_bounds__(...)
 // CUDA's min and max take two arithmetic types, as its overloads do (min(int, unsigned) is unsigned).
 template <class A, class B>
@@ -399,6 +405,18 @@ inline float __cosf(float x) { return cosf(x); }
 inline float __powf(float x, float y) { return powf(x, y); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+// The rounding-mode intrinsics: round to nearest is C++'s own; _rz, _ru, _rd are not here.
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+inline float __saturatef(float x) { return !(x > 0.0f) ? 0.0f : x > 1.0f ? 1.0f : x; }  // NaN to +0, as PTX .sat
 inline int __float_as_int(float x) { return std::bit_cast<int>(x); }
 inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
 inline float __int_as_float(int x) { return std::bit_cast<float>(x); }

@@ -52,8 +52,20 @@ def _scalar_types() -> dict:
 
 
 SCALAR_TYPES = _scalar_types()
-VECTOR_TYPE = re.compile(r"(u?)(char|short|int|longlong|long|float|double)([1-4])")
-"""CUDA's vector types (`float4`, `uint2`, `double2` ...): a pointer to one takes an array of its component."""
+VECTOR_TYPE = re.compile(r"(?P<unsigned>u?)(?P<base>char|short|int|longlong|long|float|double)(?P<n>[1-4])|"
+                         r"(?:__)?(?P<half>half)(?P<half_n>2)")
+"""CUDA's vector types (`float4`, `uint2`, `double2` ..., `half2`): a pointer to one takes an array
+of its component, one by value a tuple of its components."""
+
+
+def _vector(ctype: str):
+    """(component C type, components) of a vector type, None for any other type."""
+    match = VECTOR_TYPE.fullmatch(base_type(ctype))
+    if match is None:
+        return None
+    if match["half"]:
+        return "half", 2
+    return ("unsigned " if match["unsigned"] else "") + match["base"].replace("longlong", "long long"), int(match["n"])
 QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "typename"}
 SOURCE_NAME = "kernel.cu"
 """The learner's source as g++'s messages and addr2line name it."""
@@ -204,14 +216,12 @@ def element_type(ctype: str):
     """The NumPy dtype of a scalar of C type `ctype` (qualifiers and pointer aside), a vector
     type's component's (float4 -> float32), None for void; TypeError for a type the lab cannot
     pass."""
-    base = base_type(ctype)
-    vector = VECTOR_TYPE.fullmatch(base)
-    if vector:
-        base = ("unsigned " if vector.group(1) else "") + vector.group(2).replace("longlong", "long long")
+    vector = _vector(ctype)
+    base = vector[0] if vector else base_type(ctype)
     if base in SCALAR_TYPES or base == "void":
         return SCALAR_TYPES.get(base)
     raise TypeError(f"the lab passes NumPy arrays to pointers to C's scalar types ({', '.join(sorted(SCALAR_TYPES))}), "
-                    f"CUDA's vector types (float4, int2 ...) and void, and those scalars by value; not {ctype}")
+                    f"CUDA's vector types (float4, int2, half2 ...) and void, and those by value; not {ctype}")
 
 
 def arguments(params: list, args) -> list:
@@ -226,7 +236,7 @@ def arguments(params: list, args) -> list:
         raise ValueError(f"args must hold one value per parameter ({', '.join(n for _, n in params)}), got {len(args)}")
     converted = []
     for (ctype, name), arg in zip(params, args):
-        want = element_type(ctype)
+        want, vector = element_type(ctype), _vector(ctype)
         if "*" in ctype:
             if not isinstance(arg, np.ndarray) or not arg.flags.c_contiguous or want not in (None, arg.dtype):
                 raise TypeError(f"args: {name} ({ctype}) must be a C-contiguous NumPy array of "
@@ -236,6 +246,12 @@ def arguments(params: list, args) -> list:
                 raise ValueError(f"args: {name} ({ctype}) is an array the kernel may write, and the one given is "
                                  "read-only (writeable=False): pass a writeable copy, or declare the pointee const")
             converted.append(arg)
+        elif vector:
+            if not isinstance(arg, (tuple, list)) or len(arg) != vector[1]:
+                raise TypeError(f"args: {name} is {ctype}, which takes a tuple of its {vector[1]} components "
+                                f"({', '.join('xyzw'[:vector[1]])}), got {arg!r}")
+            parts = [_scalar(vector[0], f"{name}.{axis}", np.dtype(want), v) for axis, v in zip("xyzw", arg)]
+            converted.append(np.array(parts, want).view(np.dtype((np.void, vector[1] * np.dtype(want).itemsize)))[0])
         elif want is None or isinstance(arg, np.ndarray):
             raise TypeError(f"args: {name} is {ctype}, which takes a number, not {type(arg).__name__}")
         else:
@@ -284,14 +300,18 @@ _ALIGNMENT = r"(?:__align__|alignas)\s*\((?:[^()]|\([^()]*\))*\)"
 _EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\s+((?:[^;\[\]{}()]|" + _ALIGNMENT + r")*?)\b(\w+)\s*\[\s*\]\s*;")
 
 
-def _extern_shared(source: str) -> str:
+_STATIC_SHARED = re.compile(r"\bstatic(?=\s+(?:(?:volatile|const)\s+)*__shared__\b)")
+
+
+def _shared_declarations(source: str) -> str:
     """`source` with each `extern __shared__ T name[];` a `T* const name` at the launch's dynamic
-    shared memory (`emu_dynamic_shared`, sized by its shared_mem), its lines kept."""
+    shared memory (`emu_dynamic_shared`, sized by its shared_mem), and `static __shared__` (legal
+    CUDA: cuda_emu.h's `__shared__` is itself static) plain `__shared__`, its lines kept."""
     def pointer(match):
         ctype = re.sub(_ALIGNMENT, "", match.group(1)).strip()
         return (f"{ctype}* const {match.group(2)} = reinterpret_cast<{ctype}*>(emu_dynamic_shared());"
                 + "\n" * match.group(0).count("\n"))
-    return _EXTERN_SHARED.sub(pointer, source)
+    return _STATIC_SHARED.sub("", _EXTERN_SHARED.sub(pointer, source))
 
 
 HEADER_KEEP = 4
@@ -328,15 +348,33 @@ def precompiled(flags: list, traced: bool = False) -> list:
     return ["-include", str(gch.with_suffix(""))]
 
 
-def compile_with_header(args: list, header: list, what: str) -> None:
-    """g++ with `args` after the `precompiled` flags `header`. A failure after another process
-    pruned that header is not the source's: `LabError`, not cached."""
+_HOST_CODE = re.compile(r"<<<|\bint\s+main\s*\(|\bcuda(?:Malloc|Memcpy|Memset|Free|DeviceSynchronize)\w*\s*\(")
+"""What only host code holds: a launch, main(), the runtime's memory calls."""
+
+
+def _host_code(source: str) -> str:
+    """A sentence naming the first line of host code in `source`, which the lab, as CuPy's
+    `RawModule`, does not compile; "" where it holds none."""
+    code = _code(source)
+    found = _HOST_CODE.search(code)
+    if found is None:
+        return ""
+    line = code.count("\n", 0, found.start()) + 1
+    return (f"\nLine {line} is host code (`{source.splitlines()[line - 1].strip()}`): the lab, as CuPy's RawModule, "
+            "compiles device code only. Leave out main(), the <<<...>>> launches and the cudaMalloc and cudaMemcpy "
+            "calls, and give the kernel's arrays to the lab as NumPy arrays.")
+
+
+def compile_with_header(args: list, header: list, what: str, source: str) -> None:
+    """g++ with `args` after the `precompiled` flags `header`, compiling `source` (for the
+    messages). A failure after another process pruned that header is not the source's:
+    `LabError`, not cached."""
     try:
         safety.gxx([*header, *args], what, SOURCE_NAME, SUPPORTED)
     except safety.CompileError as err:
         if not pathlib.Path(header[-1] + ".gch").exists():
             raise safety.LabError(f"{err}\n(the lab's precompiled header was removed meanwhile: run it again)") from None
-        raise
+        raise safety.CompileError(f"{err}{_host_code(source)}") from None
 
 
 def wrapper(source: str, names: list, traced: bool = False) -> str:
@@ -346,7 +384,7 @@ def wrapper(source: str, names: list, traced: bool = False) -> str:
     does not inline across that difference). Untraced, `emu_launch_kernel` launches it on a grid."""
     cases = " ".join(f"case {i}: emu_call(&{name}, a); break;" for i, name in enumerate(names))
     text = (f'{_prologue(traced)}#line 1 "{SOURCE_NAME}"\n'
-            f'{_extern_shared(source)}\n#line 1 "gm_body.cpp"\n'
+            f'{_shared_declarations(source)}\n#line 1 "gm_body.cpp"\n'
             f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(int kernel, void** a) {{\n'
             f"    switch (kernel) {{ {cases} }}\n}}\n")
     if not traced:
@@ -381,7 +419,7 @@ class Emulator:
                 cpp = lib.with_suffix(".cpp")
                 cpp.write_text(text)
                 try:
-                    compile_with_header([*flags, str(cpp), "-o", str(lib)], header, "the kernel")
+                    compile_with_header([*flags, str(cpp), "-o", str(lib)], header, "the kernel", source)
                 finally:
                     cpp.unlink(missing_ok=True)
             self.libraries[key] = ctypes.CDLL(str(safety.cached(self.build_dir, f"emulator-{key}.so", make)))

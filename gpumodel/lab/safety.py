@@ -307,6 +307,9 @@ def diagnostics(stderr: str, source_name: str) -> list:
     return rows
 
 
+_NO_HEADER = re.compile(r"fatal error: (\S+): No such file or directory")
+
+
 def gxx(args: list, what: str, source_name: str, supported: str) -> None:
     """Run g++ with `args` under the compiler's limits. LabError naming the limit where one
     stopped it; CompileError with its errors (`diagnostics`) where it failed."""
@@ -317,5 +320,8 @@ def gxx(args: list, what: str, source_name: str, supported: str) -> None:
                        f"{COMPILE_SECONDS:g} s and {fmt_bytes(COMPILE_MEMORY)} of memory.")
     if done.returncode:
         errors = diagnostics(done.stderr, source_name) or done.stderr.splitlines()
-        raise CompileError(f"{what} does not compile:\n" + "\n".join(errors[:20])
-                           + f"\nWhere it names something of CUDA's that is missing: {supported}.")
+        header = next((m[1] for e in errors if (m := _NO_HEADER.search(e))), None)
+        closing = (f"{header} is not a header the lab has: leave its #include out, and put into the source "
+                   f"what the kernel needs from it; {supported}." if header else
+                   f"Where it names something of CUDA's that is missing: {supported}.")
+        raise CompileError(f"{what} does not compile:\n" + "\n".join(errors[:20]) + "\n" + closing)

@@ -19,7 +19,8 @@
 //
 // Usage: run SPEC STATS. SPEC lines: "kernel i" (which of the source's kernels), "grid x y z",
 // "block x y z", "blocks b0 b1 ..." (linear ids to run), "shared_mem bytes" (the launch's dynamic
-// shared memory), then one "arg P bytes path" (an array, read from and written back to path) or
+// shared memory), "gap ARRAY FROM TO" per stretch past the end of a __shared__ array that holds none
+// of the kernel's statics (offsets in the executable: where the array starts, the stretch), then one "arg P bytes path" (an array, read from and written back to path) or
 // "arg V hex" (a scalar's bytes) per kernel parameter. STATS gets one line per access site; or,
 // where the kernel faults in a way the runtime can name, one "fault" line and exit status 3:
 // "fault barrier WAITED THREADS SITE BLOCK" (a __syncthreads() that some threads of the block
@@ -79,6 +80,7 @@ struct Site {  // totals over every warp instruction issued from one access in t
     uint64_t instructions = 0, lanes = 0, divergent = 0, sectors = 0, ideal_sectors = 0,
              wavefronts = 0, ideal_wavefronts = 0, bytes = 0;
 };
+// `array`: which argument array; -1 none; -2 the launch's dynamic shared memory; -3 - k past a __shared__ array (the k-th gap).
 struct OutOfBounds { uint64_t count = 0; uintptr_t pc = 0, addr = 0; bool write = false; int array = -1;
                      long offset = 0; unsigned thread[3] = {}, block[3] = {}; };
 
@@ -108,6 +110,8 @@ constexpr size_t MAX_BARRIER_SITES = 16;  // distinct pairs of calls kept, each 
 std::vector<BarrierSites> barrier_sites;
 
 std::vector<Array> arrays;
+struct Gap { uintptr_t array, from, to; };  // [from, to) lies past the end of the __shared__ array at `array`
+std::vector<Gap> shared_gaps;
 Log* my_log = nullptr;  // the running CUDA thread's
 OutOfBounds oob;
 
@@ -122,7 +126,8 @@ struct HazardKey {
 struct HazardHash {
     size_t operator()(const HazardKey& h) const { return h.first * 1000003u ^ h.second * 31u ^ h.hazard; }
 };
-struct Found { uint64_t count = 0; uint32_t first_thread, second_thread; unsigned block; uintptr_t offset; };
+struct Found { uint64_t count = 0; uint32_t first_thread, second_thread; unsigned block; uintptr_t offset;
+               bool across_warps = false; };  // one of its hazards between threads of two warps
 constexpr size_t MAX_HAZARDS = 64;  // distinct (hazard, site, site) kept; each counted
 std::unordered_map<uintptr_t, Word> phase_words;        // shared word (or byte) -> this phase's touches
 std::unordered_map<uintptr_t, Touch> unwritten_reads;   // this phase's first read of each word not yet written
@@ -145,6 +150,7 @@ void found(Hazard h, const Touch& first, const Touch& second, uintptr_t word) {
                              Found{0, first.thread, second.thread, current_block, word - (uintptr_t)__bss_start}).first;
     }
     ++it->second.count;
+    it->second.across_warps |= first.thread / WARP != second.thread / WARP;
 }
 
 // Whether `earlier` and `now` may run in either order on a GPU: other threads, and neither the
@@ -195,6 +201,11 @@ void end_phase_races() {  // at a barrier: what was read unwritten stays so; tou
     phase_words.clear();
 }
 
+void out_of_bounds(uintptr_t at, uintptr_t a, bool write, int array, long offset) {  // the first one kept, all counted
+    if (oob.count++ == 0) oob = {1, at, a, write, array, offset, {threadIdx.x, threadIdx.y, threadIdx.z},
+                                 {blockIdx.x, blockIdx.y, blockIdx.z}};
+}
+
 void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
     Log* log = my_log;
     if (!log) return;  // not a CUDA thread (static constructors)
@@ -205,6 +216,11 @@ void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
         return;
     }
     if (is_shared(a)) {
+        for (size_t i = 0; i < shared_gaps.size(); ++i)
+            if (a < shared_gaps[i].to && a + size > shared_gaps[i].from) {
+                out_of_bounds(at, a, write, -3 - (int)i, (long)(a - shared_gaps[i].array));
+                return;
+            }
         const uint32_t k = log->runs[at]++;
         const unsigned t = emu_run->current;
         check_race(a, size, write, atomic, {t, at, k, (*emu_block_warps)[t / WARP].gate.generation});
@@ -218,16 +234,18 @@ void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
             log->accesses.push_back({at, a, log->runs[at]++, (uint8_t)size, write, (int16_t)i});
             return;
         }
-        if (oob.count++ == 0) oob = {1, at, a, write, (int)i, (long)(a - lo), {threadIdx.x, threadIdx.y, threadIdx.z},
-                                     {blockIdx.x, blockIdx.y, blockIdx.z}};
+        out_of_bounds(at, a, write, (int)i, (long)(a - lo));
+        return;
+    }
+    if (in(a, emu_dynamic_shared(), EMU_DYNAMIC_SHARED_MAX)) {  // past the launch's shared_mem bytes
+        out_of_bounds(at, a, write, -2, (long)(a - (uintptr_t)emu_dynamic_shared()));
         return;
     }
     if (in(a, &threadIdx, sizeof threadIdx) || in(a, &blockIdx, sizeof blockIdx) ||
         (a >= (uintptr_t)__executable_start && a < (uintptr_t)_end))
         return;  // the emulator's own variables
     if (a >= log->stack_lo && a < log->stack_hi) { ++log->local; return; }
-    if (oob.count++ == 0) oob = {1, at, a, write, -1, 0, {threadIdx.x, threadIdx.y, threadIdx.z},
-                                 {blockIdx.x, blockIdx.y, blockIdx.z}};
+    out_of_bounds(at, a, write, -1, 0);
 }
 
 std::vector<Log>* block_logs = nullptr;
@@ -520,6 +538,12 @@ int run(char** argv) {
         else if (key == "block") in >> block.x >> block.y >> block.z;
         else if (key == "blocks") for (unsigned b; in >> b;) blocks.push_back(b);
         else if (key == "shared_mem") in >> emu_dynamic_shared_bytes;
+        else if (key == "gap") {
+            Gap g;
+            in >> g.array >> g.from >> g.to;
+            const auto base = (uintptr_t)__executable_start;
+            shared_gaps.push_back({base + g.array, base + g.from, base + g.to});
+        }
         else if (key == "arg") {
             std::string kind;
             in >> kind;
@@ -565,9 +589,9 @@ int run(char** argv) {
     }
     std::fprintf(out, "l2_sectors %lu\nlocal %lu\n", l2_sectors, local_accesses);
     for (auto& [key, f] : hazards)
-        std::fprintf(out, "hazard %d %lx %lx %lu %u %u %u %lu\n", key.hazard, (unsigned long)(key.first - base),
+        std::fprintf(out, "hazard %d %lx %lx %lu %u %u %u %lu %d\n", key.hazard, (unsigned long)(key.first - base),
                      (unsigned long)(key.second - base), f.count, f.first_thread, f.second_thread, f.block,
-                     (unsigned long)f.offset);
+                     (unsigned long)f.offset, (int)f.across_warps);
     for (auto& b : barrier_sites)
         std::fprintf(out, "barriers %lx %lx %u %u %u\n", (unsigned long)b.site, (unsigned long)b.other, b.waited, b.threads,
                      b.block);

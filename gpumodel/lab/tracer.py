@@ -131,7 +131,8 @@ class Race:
     """A shared-memory hazard the trace found: `hazard` (one of `HAZARDS`), the `first` and
     `second` access as (line, column, source text) in the order the CPU ran them (one thread
     after another; the same access twice for an uninitialized read), their threads, the first
-    block where it happened and `count`, how many times in the traced blocks."""
+    block where it happened and `count`, how many times in the traced blocks; `one_warp`: every
+    hazard of the trace is between lanes of one warp (the fix a __syncwarp(), not a __syncthreads())."""
 
     hazard: str
     first: tuple
@@ -139,6 +140,7 @@ class Race:
     threads: tuple
     block: tuple
     count: int
+    one_warp: bool = False
 
     @property
     def message(self) -> str:
@@ -151,8 +153,12 @@ class Race:
         verbs = {"read-after-write": ("writes", "reads it"), "write-after-read": ("reads", "writes it"),
                  "write-after-write": ("writes", "writes it")}[self.hazard]
         lo, hi = sorted((line1, line2))
-        fix = (f"a __syncthreads() between line {lo} and line {hi}" if lo != hi else
-               f"a __syncthreads() between one pass of line {lo} and the next")
+        barrier = "__syncwarp()" if self.one_warp else "__syncthreads()"
+        fix = (f"a {barrier} between line {lo} and line {hi}" if lo != hi else
+               f"a {barrier} between one pass of line {lo} and the next")
+        if self.one_warp:
+            fix += (" (the two are lanes of one warp, and a warp's lanes need not run in step: since Volta each "
+                    "thread is scheduled on its own, CUDA C++ Programming Guide, \"Independent Thread Scheduling\")")
         return (f"{self.hazard} race on shared memory: thread {t1} {verbs[0]} at {where(line1, col1)} (`{text1}`), "
                 f"then thread {t2} {verbs[1]} at {where(line2, col2)} (`{text2}`) with no barrier between "
                 f"(block {self.block}; {self.count:,} such hazards). Missing: {fix}.")
@@ -345,7 +351,8 @@ def build(source: str, names: list | None = None, arch: str = ARCH) -> pathlib.P
         cpp, obj = (exe.with_suffix(end) for end in (".cpp", ".o"))
         cpp.write_text(text)
         try:
-            compile_with_header([*flags, "-c", str(cpp), "-o", str(obj)], precompiled(flags, traced=True), "the kernel")
+            compile_with_header([*flags, "-c", str(cpp), "-o", str(obj)], precompiled(flags, traced=True), "the kernel",
+                                source)
             try:
                 _compile([str(obj), str(runtime), "-pthread", "-pie", "-o", str(exe)], "the traced kernel")
             except CompileError as err:  # a link may fail for want of the runtime (another process pruned it): not cached
@@ -384,6 +391,36 @@ def _lines(exe: pathlib.Path, offsets: list) -> dict:
         inner = locate(table, int(o, 16))
         found[o] = (line, inner[2] if inner and inner[0] == SOURCE_NAME and inner[1] == line else 0)
     return found
+
+
+SHARED_ALIGN = 1 << 16
+"""Where cuda_emu.h starts each __shared__ array: at a multiple of 64 KiB (static shared memory
+is at most 48 KiB), which leaves a stretch past its end before the next array."""
+
+
+def _shared_gaps(exe: pathlib.Path) -> list:
+    """The stretches past the end of each __shared__ array of the traced executable `exe` that
+    hold none of the kernel's own statics (nm's symbols and the lines they are declared at): (the
+    array's name, its offset in the executable, its bytes, the stretch's first and end offsets)."""
+    done = subprocess.run(["nm", "-S", "-C", "-l", "--defined-only", str(exe)], capture_output=True, text=True,
+                          check=True)
+    own = []  # the kernel's statics: (offset, bytes, name)
+    for row in done.stdout.splitlines():
+        symbol, _, place = row.partition("\t")
+        fields = symbol.split(maxsplit=3)
+        if len(fields) == 4 and fields[2] in "bBdDuV" and place.rsplit(":", 1)[0].endswith("/" + SOURCE_NAME):
+            own.append((int(fields[0], 16), int(fields[1], 16), fields[3].rsplit("::", 1)[-1]))
+    gaps = []
+    for lo, size, name in own:
+        if lo % SHARED_ALIGN == 0 and size:
+            start = lo + size
+            for other, other_size, _ in sorted(o for o in own if lo + size <= o[0] < lo + SHARED_ALIGN):
+                if other > start:
+                    gaps.append((name, lo, size, start, other))
+                start = max(start, other + other_size)
+            if start < lo + SHARED_ALIGN:
+                gaps.append((name, lo, size, start, lo + SHARED_ALIGN))
+    return gaps
 
 
 def _dims(name: str, value, most: tuple) -> tuple:
@@ -454,6 +491,8 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
         lines = [f"kernel {names.index(kernel)}", f"grid {grid[0]} {grid[1]} {grid[2]}",
                  f"block {block[0]} {block[1]} {block[2]}", "blocks " + " ".join(map(str, chosen)),
                  f"shared_mem {shared_mem}"]
+        shared = (_shared_gaps(exe), shared_mem)
+        lines += [f"gap {lo} {start} {end}" for _, lo, _, start, end in shared[0]]
         for i, (kind, value) in enumerate(spec):
             if kind == "P":
                 path = tmp / f"arg{i}.bin"
@@ -478,7 +517,7 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
             for i, (kind, value) in enumerate(spec):
                 if kind == "P" and value.flags.writeable:  # a read-only one is a const parameter's (`arguments`)
                     value[...] = np.fromfile(tmp / f"arg{i}.bin", dtype=value.dtype).reshape(value.shape)
-            return _parse(stats, exe, kernel, grid, block, len(chosen), blocks, spec, source, done.stdout)
+            return _parse(stats, exe, kernel, grid, block, len(chosen), blocks, spec, shared, source, done.stdout)
         except LabError as error:
             if not done.stdout:
                 raise
@@ -562,17 +601,20 @@ def _index(linear: int, shape: tuple) -> tuple:
 
 
 def _races(rows, where, text, block, grid) -> list:
-    """`Race`s from the runtime's hazard rows (threads and blocks as linear ids), most frequent first."""
+    """`Race`s from the runtime's hazard rows (threads and blocks as linear ids), most frequent
+    first; `one_warp` where no hazard of the trace is between two warps."""
+    uninitialized = HAZARDS.index("uninitialized read")
+    one_warp = not any(int(r[9]) for r in rows)
     races = []
     for r in rows:
         hazard, first, second, count, t1, t2, b = int(r[1]), r[2], r[3], *map(int, r[4:8])
         (l1, c1), (l2, c2) = where[first], where[second]
         races.append(Race(HAZARDS[hazard], (l1, c1, text(l1)), (l2, c2, text(l2)), (_index(t1, block), _index(t2, block)),
-                          _index(b, grid), count))
+                          _index(b, grid), count, one_warp and hazard != uninitialized))
     return sorted(races, key=lambda race: (race.hazard == "uninitialized read", -race.count, race.first, race.second))
 
 
-def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source, output) -> Trace:
+def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, shared, source, output) -> Trace:
     rows = [r.split() for r in stats if r]
     hazards = [r for r in rows if r[0] == "hazard"]
     barriers = [r for r in rows if r[0] == "barriers"]
@@ -591,7 +633,7 @@ def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source, output
             raise LabError(f"{kernel} makes more than {int(r[1]):,} accesses in one block between two "
                            "__syncthreads(): trace it at a smaller size")
         if r[0] == "oob":
-            _out_of_bounds(r, where[r[2]][0], kernel, spec, source)
+            _out_of_bounds(r, where[r[2]][0], kernel, spec, shared, source)
     footprint = [tuple(int(v) for v in r[2:5]) for r in rows if r[0] == "footprint"]
     races = _races(hazards, where, text, block, grid)
     return Trace(kernel, grid[:3], block[:3], _sites([r for r in rows if r[0] == "site"], where, text), footprint,
@@ -599,14 +641,21 @@ def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, source, output
                  output)
 
 
-def _out_of_bounds(row, line, kernel, spec, source) -> None:
+def _out_of_bounds(row, line, kernel, spec, shared, source) -> None:
+    """LabError for the runtime's "oob" row: `shared` is (`_shared_gaps`, the launch's shared_mem)."""
     count, write, array, offset = int(row[1]), bool(int(row[3])), int(row[4]), int(row[5])
     thread, block = tuple(int(v) for v in row[6:9]), tuple(int(v) for v in row[9:12])
     what = "writes" if write else "reads"
-    names = [n for (t, n) in parameters(source, kernel) if "*" in t]
     if array >= 0:
+        names = [n for (t, n) in parameters(source, kernel) if "*" in t]
         nbytes = [v for k, v in spec if k == "P"][array].nbytes
         place = f"byte {offset} of {names[array]}, which holds bytes 0 to {nbytes - 1}"
+    elif array == -2:
+        place = (f"byte {offset} of the launch's dynamic shared memory (extern __shared__), which holds the "
+                 f"shared_mem={shared[1]} bytes the launch asked for")
+    elif array <= -3:
+        name, _, nbytes, _, _ = shared[0][-3 - array]
+        place = f"byte {offset} of the __shared__ array {name}, which holds bytes 0 to {nbytes - 1}"
     else:
         place = "an address in none of its arrays"
     raise LabError(f"{kernel} {what} out of bounds at line {line}: thread {thread} of block {block} {what} {place}; "
