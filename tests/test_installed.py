@@ -126,7 +126,7 @@ def _no_cuda_compiler(folder: pathlib.Path) -> str:
     """A PATH with only what the kernel lab needs from this machine (g++ and binutils), so no
     nvcc is found; the Colab-like venv installs no NVRTC."""
     folder.mkdir()
-    for tool in ("g++", "as", "ld", "addr2line"):
+    for tool in ("g++", "as", "ld", "addr2line", "nm"):
         (folder / tool).symlink_to(shutil.which(tool))
     return str(folder)
 

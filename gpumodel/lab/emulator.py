@@ -250,8 +250,9 @@ def arguments(params: list, args) -> list:
             if not isinstance(arg, (tuple, list)) or len(arg) != vector[1]:
                 raise TypeError(f"args: {name} is {ctype}, which takes a tuple of its {vector[1]} components "
                                 f"({', '.join('xyzw'[:vector[1]])}), got {arg!r}")
-            parts = [_scalar(vector[0], f"{name}.{axis}", np.dtype(want), v) for axis, v in zip("xyzw", arg)]
-            converted.append(np.array(parts, want).view(np.dtype((np.void, vector[1] * np.dtype(want).itemsize)))[0])
+            axes = "xyzw"[:vector[1]]
+            parts = tuple(_scalar(vector[0], f"{name}.{axis}", np.dtype(want), v) for axis, v in zip(axes, arg))
+            converted.append(np.array(parts, [(axis, want) for axis in axes])[()])  # a struct, as CuPy passes one
         elif want is None or isinstance(arg, np.ndarray):
             raise TypeError(f"args: {name} is {ctype}, which takes a number, not {type(arg).__name__}")
         else:
