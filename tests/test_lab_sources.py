@@ -319,6 +319,21 @@ def test_static_shared_arrays_and_device_globals_are_no_out_of_bounds():
     trace(DEVICE_STATICS, "maxima", 3, 128, [x, out, order])
     np.testing.assert_array_equal(out, x.reshape(3, 128).max(axis=1))
     assert sorted(order) == [0, 1, 2]  # the blocks run one after another, each counted once
+    # A __shared__ array of a type whose constructor runs: g++ keeps a guard variable beside it,
+    # which is the compiler's, not a stretch past the array's end.
+    constructed = r"""
+struct Acc { float v; int n; __device__ Acc() { v = 0.f; n = 0; } };
+__global__ void k(const float* x, float* y) {
+    __shared__ Acc a[32];
+    __shared__ float b[32];
+    a[threadIdx.x].v = x[threadIdx.x]; a[threadIdx.x].n = 1;
+    b[threadIdx.x] = 2.f;
+    __syncthreads();
+    y[threadIdx.x] = a[31 - threadIdx.x].v * b[threadIdx.x] + a[threadIdx.x].n;
+}"""
+    y = np.zeros(32, np.float32)
+    trace(constructed, "k", 1, 32, [x[:32], y])
+    np.testing.assert_array_equal(y, x[:32][::-1] * 2 + 1)
 
 
 HALF2_AND_ROUNDING = r"""

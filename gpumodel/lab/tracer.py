@@ -400,7 +400,8 @@ is at most 48 KiB), which leaves a stretch past its end before the next array.""
 
 def _shared_gaps(exe: pathlib.Path) -> list:
     """The stretches past the end of each __shared__ array of the traced executable `exe` that
-    hold none of the kernel's own statics (nm's symbols and the lines they are declared at): (the
+    hold none of the kernel's own statics (nm's symbols and the lines they are declared at, and the
+    guard of a static with a constructor that runs): (the
     array's name, its offset in the executable, its bytes, the stretch's first and end offsets)."""
     done = subprocess.run(["nm", "-S", "-C", "-l", "--defined-only", str(exe)], capture_output=True, text=True,
                           check=True)
@@ -408,7 +409,8 @@ def _shared_gaps(exe: pathlib.Path) -> list:
     for row in done.stdout.splitlines():
         symbol, _, place = row.partition("\t")
         fields = symbol.split(maxsplit=3)
-        if len(fields) == 4 and fields[2] in "bBdDuV" and place.rsplit(":", 1)[0].endswith("/" + SOURCE_NAME):
+        if len(fields) == 4 and fields[2] in "bBdDuV" and (place.rsplit(":", 1)[0].endswith("/" + SOURCE_NAME) or
+                                                           fields[3].startswith("guard variable for ")):
             own.append((int(fields[0], 16), int(fields[1], 16), fields[3].rsplit("::", 1)[-1]))
     gaps = []
     for lo, size, name in own:
