@@ -405,13 +405,16 @@ def _shared_gaps(exe: pathlib.Path) -> list:
     array's name, its offset in the executable, its bytes, the stretch's first and end offsets)."""
     done = subprocess.run(["nm", "-S", "-C", "-l", "--defined-only", str(exe)], capture_output=True, text=True,
                           check=True)
-    own = []  # the kernel's statics: (offset, bytes, name)
+    symbols = []  # (offset, bytes, demangled name, declared in the kernel's source)
     for row in done.stdout.splitlines():
         symbol, _, place = row.partition("\t")
         fields = symbol.split(maxsplit=3)
-        if len(fields) == 4 and fields[2] in "bBdDuV" and (place.rsplit(":", 1)[0].endswith("/" + SOURCE_NAME) or
-                                                           fields[3].startswith("guard variable for ")):
-            own.append((int(fields[0], 16), int(fields[1], 16), fields[3].rsplit("::", 1)[-1]))
+        if len(fields) == 4 and fields[2] in "bBdDuV":
+            symbols.append((int(fields[0], 16), int(fields[1], 16), fields[3],
+                            place.rsplit(":", 1)[0].endswith("/" + SOURCE_NAME)))
+    mine = {name for _, _, name, in_source in symbols if in_source}
+    own = [(lo, size, name.rsplit("::", 1)[-1]) for lo, size, name, in_source in symbols
+           if in_source or name.removeprefix("guard variable for ") in mine]  # the kernel's statics and their guards
     gaps = []
     for lo, size, name in own:
         if lo % SHARED_ALIGN == 0 and size:
