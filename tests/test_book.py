@@ -6,6 +6,7 @@ import re
 import matplotlib
 import matplotlib.pyplot
 import matplotlib.text
+import numpy as np
 import pytest
 import yaml
 
@@ -102,6 +103,18 @@ def test_glue_displays_what_myst_nbs_glue_displays(monkeypatch):
 def test_glue_refuses_numbers():
     with pytest.raises(TypeError, match="text must be a str"):
         gm.book.chapter.glue("x", 2.07e-3)
+
+
+def test_a_claim_that_holds_passes_and_one_that_fails_names_chapter_and_sentence(monkeypatch):
+    monkeypatch.setitem(gm.book.chapter.CHAPTER, "name", "03_tiling")
+    assert gm.book.chapter.claim(True, "the formula agrees") is None
+    assert gm.book.chapter.claim(np.float64(3) > 2, "three is more than two") is None  # NumPy's bool
+    with pytest.raises(gm.book.chapter.ClaimError, match=r'03_tiling: the sentence "the formula agrees" no longer'):
+        gm.book.chapter.claim(False, "the formula agrees")
+    with pytest.raises(TypeError, match="holds must be a bool"):
+        gm.book.chapter.claim([1], "a list is no verdict")
+    with pytest.raises(TypeError, match="sentence must be"):
+        gm.book.chapter.claim(True, " ")
 
 
 def test_hierarchy_figure_draws_each_gpu_at_each_level():

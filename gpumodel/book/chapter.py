@@ -1,5 +1,6 @@
-"""The chapters' helpers: numbers are computed, then glued into the prose; the Colab badge;
-the one line a chapter says when no GPU answers.
+"""The chapters' helpers: numbers are computed, then glued into the prose; a sentence that
+compares or judges is asserted (`claim`); the Colab badge; the one line a chapter says when no
+GPU answers.
 
 In a Jupyter Book build, `glue("name", text)` makes `text` available to the prose as
 {glue:md}`name`. The learners' notebooks (`gpumodel.book.notebooks`) show the same values in
@@ -7,6 +8,8 @@ place, taken from `GLUED` when they are generated.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..course.checks import building_book
 from ..cuda import runtime
@@ -38,6 +41,27 @@ GLUE_PREFIX = "application/papermill.record/"
 """The prefix of the MIME types under which myst-nb finds a glued value that is not shown."""
 
 
+class ClaimError(AssertionError):
+    """A sentence of a chapter that its own computation no longer bears out."""
+
+
+CHAPTER = {"name": "this chapter"}
+"""The chapter this kernel runs (set by `colab_badge`, its first cell), for `claim`'s message."""
+
+
+def claim(holds, sentence: str) -> None:
+    """Assert what a sentence of the prose says: `holds` is the computation's verdict (a bool
+    or a NumPy bool), `sentence` the words it checks, quoted as the reader reads them. Raises
+    `ClaimError` naming the chapter and the sentence when it no longer holds, which fails the
+    book's build (a change to the data or the model that makes the prose false)."""
+    if not isinstance(sentence, str) or not sentence.strip():
+        raise TypeError(f"sentence must be the prose's words as a non-empty str, got {sentence!r}")
+    if not isinstance(holds, (bool, np.bool_)):
+        raise TypeError(f"holds must be a bool (the computation's verdict), got {type(holds).__name__}")
+    if not holds:
+        raise ClaimError(f"{CHAPTER['name']}: the sentence \"{sentence}\" no longer holds for what the cells compute")
+
+
 def glued_output(name: str, text: str) -> tuple[dict, dict]:
     """The output (MIME bundle, metadata) that myst-nb's `glue(name, Markdown(text),
     display=False)` displays and its {glue:md} role reads: written here, as importing
@@ -54,6 +78,7 @@ def colab_badge(chapter: str):
     (already open, its repository unknown to the kernel): None, which shows nothing."""
     from IPython.display import Markdown
 
+    CHAPTER["name"] = chapter
     if not building_book():
         return None
     colab = f"[Open this chapter in Colab]({notebooks.colab_url(chapter)}) (the first cell installs `gpumodel` there)"
