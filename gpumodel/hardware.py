@@ -101,6 +101,7 @@ class Capability:
     smem_per_sm: int
     max_smem_per_block: int
     reserved_smem_per_block: int
+    l1_per_sm: int
 
     SOURCE = "nvidia_cuda_guide"
 
@@ -158,6 +159,12 @@ class GPU:
     def smem_per_sm(self) -> Fact:
         """Shared memory per SM in bytes (the most an SM can configure)."""
         return self.capability.fact(self.capability.smem_per_sm, "B", "Technical Specifications per Compute Capability")
+
+    @property
+    def l1_per_sm(self) -> Fact:
+        """The SM's unified data cache in bytes: L1 and shared memory are one SRAM, so this is
+        the most L1 can hold when a kernel uses no shared memory."""
+        return self.capability.fact(self.capability.l1_per_sm, "B", "the capability's section, unified data cache")
 
     @property
     def peak_flops(self) -> float:

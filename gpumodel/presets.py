@@ -60,7 +60,7 @@ CAPABILITY_KEYS = {
     # key in capabilities.toml -> bytes per unit (0: a plain count)
     "fp32_lanes_per_sm": 0, "special_functions_per_sm": 0, "max_threads_per_sm": 0, "max_warps_per_sm": 0, "max_blocks_per_sm": 0,
     "registers_per_sm": 0, "max_registers_per_thread": 0, "max_threads_per_block": 0,
-    "smem_per_sm_kib": KIB, "max_smem_per_block_kib": KIB, "reserved_smem_per_block_kib": KIB,
+    "smem_per_sm_kib": KIB, "max_smem_per_block_kib": KIB, "reserved_smem_per_block_kib": KIB, "l1_per_sm_kib": KIB,
 }
 
 
@@ -155,6 +155,9 @@ def capabilities() -> dict:
         if entry["max_threads_per_sm"] != entry["max_warps_per_sm"] * WARP:
             raise DataError(f"{where}.max_threads_per_sm must be max_warps_per_sm x {WARP} = "
                             f"{entry['max_warps_per_sm'] * WARP}, got {entry['max_threads_per_sm']}")
+        if entry["l1_per_sm_kib"] < entry["smem_per_sm_kib"]:
+            raise DataError(f"{where}.l1_per_sm_kib holds the shared memory too, so it is at least smem_per_sm_kib "
+                            f"({entry['smem_per_sm_kib']}), got {entry['l1_per_sm_kib']}")
         version = tuple(int(v) for v in name.split("."))
         fields = {key.removesuffix("_kib"): value * (CAPABILITY_KEYS[key] or 1) for key, value in entry.items()}
         out[version] = Capability(version, **fields)

@@ -47,7 +47,7 @@ SCALE = {"GB/s": 1e9, "TB/s": 1e12, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "ms": 1e-3,
 UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attention": ("GFLOP/s", "TFLOP/s", "ms"),
          "latency": ("cycles",), "launch": ("us",), "decode": ("tokens/s",)}
 """The units each kind of run may be measured in."""
-RUN_KEYS = {"read": {"bytes"}, "gemm": {"size", "dtype", "block", "thread", "layout", "ideal"},
+RUN_KEYS = {"read": {"bytes", "chunk", "threads"}, "gemm": {"size", "dtype", "block", "thread", "layout", "ideal"},
             "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes", "block"},
             "latency": {"level"},
             "launch": {"path"},
@@ -56,13 +56,14 @@ RUN_NEEDS = {"read": {"bytes"}, "gemm": {"size"}, "attention": {"batch", "heads"
              "latency": {"level"}, "launch": {"path"}, "decode": {"model", "batch", "context"}}
 """The keys each kind of run must have; the others of RUN_KEYS have defaults (dtype: fp32 for a
 GEMM, fp16 for attention; no block: the naive GEMM kernel, or the flash kernel's default tile;
-no thread: one result per thread; fp16 weights and cache for a decode step)."""
+no thread: one result per thread; fp16 weights and cache for a decode step; no chunk and threads:
+a read whose blocks share no data, so no L1 reuse)."""
 RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "violation", "sets_preset", "holdout",
                "also"}
 RUN_FIELDS = {
     # a run's field -> what it must hold: "size" a positive whole number, "amount" a positive number,
     # "tile" a list of positive whole numbers, "flag" true or false, a tuple one of those strings
-    "bytes": "amount", "size": "size", "batch": "size", "heads": "size", "seq": "size", "head_dim": "size",
+    "bytes": "amount", "chunk": "amount", "threads": "size", "size": "size", "batch": "size", "heads": "size", "seq": "size", "head_dim": "size",
     "block": "tile", "thread": "tile", "ideal": "flag", "dtype": tuple(_check.DTYPE_BYTES), "layout": LAYOUTS,
     "attention": ("standard", "flash"), "passes": ("forward", "forward+backward"), "level": LEVELS, "path": PATHS,
     "model": tuple(decode.MODELS), "context": "size", "weight": tuple(WEIGHT_BYTES), "kv": tuple(decode.KV_FORMATS),
@@ -292,13 +293,21 @@ def compare(record: Record, rated: bool = False) -> Comparison:
         return Comparison(record, "time", float(p.time), step, float(p.time) / step, str(p.bound))
     if run["kind"] == "read":
         nbytes = run["bytes"]
-        seconds = float(warm_read_time(g, nbytes))
+        seconds = float(warm_read_time(g, nbytes, run.get("chunk"), run.get("threads")))
         model = nbytes / seconds
-        return Comparison(record, "bandwidth", model, measured, measured / model,
-                          "l2" if seconds * (1 - 1e-12) <= nbytes / g.bandwidth("l2") else "hbm")
+        return Comparison(record, "bandwidth", model, measured, measured / model, _read_bound(g, nbytes, seconds))
     seconds, flops, bound = _time(run, g)
     measured_s = measured if record.unit == "ms" else flops / measured
     return Comparison(record, "time", seconds, measured_s, seconds / measured_s, bound)
+
+
+def _read_bound(g, nbytes, seconds) -> str:
+    """What sets a warm read's bound: HBM with L2 beside it ("l2+hbm") once the data outgrow
+    L2 and HBM's share is the slowest, the L1/shared data path ("smem") when every byte
+    crossing it is, L2 otherwise."""
+    if nbytes > g.capacity("l2") and seconds * (1 - 1e-12) <= (nbytes - g.capacity("l2")) / g.bandwidth("hbm"):
+        return "l2+hbm"
+    return "smem" if seconds * (1 - 1e-12) <= nbytes / g.bandwidth("smem") else "l2"
 
 
 def _chapter(chapter) -> None:

@@ -124,6 +124,15 @@ def operand_loads(block=(128, 128, 8), thread=(8, 8), layout="strided") -> list:
     return loads
 
 
+def counted_operand_wavefronts(block=(128, 128, 8), thread=(8, 8), layout="strided") -> float:
+    """Shared-memory wavefronts per step of k of one FP32 tiled GEMM block, summed over its
+    warps: every warp load of `operand_loads` counted by `wavefronts`, divided by the steps of
+    k one round covers. Equals `gpumodel.workloads.operand_wavefronts` times the warps (the
+    tests hold it). Chapter 3."""
+    loads = operand_loads(block, thread, layout)
+    return sum(wavefronts(addr) for addr in loads) / LOAD_STEPS[layout]
+
+
 def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32", layout="strided") -> Run:
     """C = A @ B the way the tiled kernels do it. Chapters 1 and 3.
 
@@ -152,8 +161,7 @@ def tiled_gemm(a, b, block=(128, 128, 8), thread=(8, 8), dtype="fp32", layout="s
     if tensor:  # a warp's fragments (here `thread`), conflict-free
         operand_bytes = s * rows_t * cols_t * (t_m + t_n)
     else:
-        loads = operand_loads(block, thread, layout)
-        operand_bytes = WAVEFRONT_BYTES * sum(wavefronts(addr) for addr in loads) / LOAD_STEPS[layout]
+        operand_bytes = WAVEFRONT_BYTES * counted_operand_wavefronts(block, thread, layout)
     touched_a, touched_b = np.zeros(a.shape, bool), np.zeros(b.shape, bool)
     run = Run(np.zeros((m, n)))
     for i0 in range(0, m, b_m):

@@ -108,12 +108,42 @@ def _per_wave(wave_of: np.ndarray, index: np.ndarray, size: int, waves: int) -> 
     return np.bincount(keys[first] // size, minlength=waves)
 
 
-def warm_read_time(gpu, nbytes) -> np.ndarray:
+def l1_share(gpu, nbytes, chunk, threads) -> np.ndarray:
+    """The largest share of a re-read of `nbytes` that the SMs' L1s can serve, when each block
+    of `threads` threads reads one `chunk` of bytes, chunk number (block mod chunks), as
+    gpu-benches' gpu-l2-cache does. Blocks are handed to the SMs in turn, so block b + S (S
+    SMs) follows block b on an SM and an SM meets only chunks/gcd(chunks, S) of the chunks:
+    its footprint. L1 can serve at most two things (the larger bounds it): what of the
+    footprint it holds (the SM's unified data cache over the footprint: no replacement
+    order does better on a cyclic re-read), and, when co-resident blocks of one SM read the
+    same chunk at once, all but the first of them. Chapters 1 and 98."""
+    g = presets.gpu(gpu)
+    nbytes, chunk = _check.size("nbytes", nbytes), _check.size("chunk", chunk)
+    threads = _check.size("threads", threads)
+    _check.not_larger("chunk", chunk, "nbytes", nbytes)
+    _check.not_larger("threads", threads, "the GPU's most threads per block", g.capability.max_threads_per_block)
+    chunks = np.maximum(np.round(nbytes / chunk), 1).astype(np.int64)
+    sms = int(g.sms.value)
+    turn = chunks // np.gcd(chunks, sms)  # blocks on one SM between two of the same chunk
+    footprint = chunk * turn
+    resident = g.capability.max_threads_per_sm // threads  # blocks of the SM at once
+    sharing = np.ceil(resident / turn)  # of them, reading one chunk
+    held = np.minimum(1.0, g.l1_per_sm.value / footprint)
+    return _check.as_output(np.maximum(held, 1 - 1 / sharing))
+
+
+def warm_read_time(gpu, nbytes, chunk=None, threads=None) -> np.ndarray:
     """Seconds to read `nbytes` again right after reading it (a benchmark's second run), at
-    best: every byte crosses L2, and HBM supplies only what cannot have stayed in it,
-    `nbytes - L2 capacity`; the two overlap, so the slower sets the time. While the data fit
-    that is L2 alone; just past the capacity, mostly L2. Chapter 4's "small benchmarks lie"."""
+    best: HBM supplies only what cannot have stayed in L2, `nbytes - L2 capacity`; L2
+    supplies the rest but what the SMs' L1s can serve (`l1_share`, for a read of one `chunk`
+    per block of `threads` threads; none otherwise); every byte crosses the SM's L1/shared
+    data path. The parts overlap, so the slowest sets the time. While the data fit, that is
+    L2 alone; just past the capacity, mostly L2. Chapter 4's "small benchmarks lie"."""
     g = presets.gpu(gpu)
     nbytes = _check.size("nbytes", nbytes)
+    if (chunk is None) != (threads is None):
+        raise ValueError(f"chunk and threads go together (a chunked re-read), got chunk={chunk!r}, threads={threads!r}")
+    from_l2 = 1 - (0 if chunk is None else l1_share(g, nbytes, chunk, threads))
     spill = np.maximum(nbytes - g.capacity("l2"), 0)
-    return _check.as_output(np.maximum(nbytes / g.bandwidth("l2"), spill / g.bandwidth("hbm")))
+    return _check.as_output(np.maximum.reduce([from_l2 * nbytes / g.bandwidth("l2"), nbytes / g.bandwidth("smem"),
+                                               spill / g.bandwidth("hbm")]))

@@ -18,6 +18,7 @@ import http.server
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import threading
@@ -242,6 +243,27 @@ def test_every_chapter_shows_published_measurements_beside_the_model(site):
         assert "of the bound" in text and "model (bound)" in text, page.name
     summary = (html / "chapters" / "98_model_vs_measurements.html").read_text()
     assert summary.count("<tr") > len(gm.published.records()) and "How good is the model?" in summary
+
+
+SOLUTION = re.compile(r'<div class="solution[^"]*"[^>]*>(.*?)</section>', re.S)
+VERDICT = re.compile(r"<(?:strong|b)>(Right|Not yet)\.</(?:strong|b)>")
+
+
+def solution_verdicts(page_html: str) -> list[list[str]]:
+    """The checkers' verdicts ("Right", "Not yet") shown in each worked solution of a page."""
+    return [VERDICT.findall(body) for body in SOLUTION.findall(page_html)]
+
+
+def test_every_worked_solution_is_right_by_its_own_checker(site):
+    """In the executed book, each solution that calls a checker shows "Right." only: a change
+    to the data or the model that breaks a worked answer fails here, naming the page."""
+    html, _ = site
+    judged = 0
+    for page in sorted(html.glob("chapters/*.html")):
+        for i, verdicts in enumerate(solution_verdicts(page.read_text())):
+            assert "Not yet" not in verdicts, f"{page.name}: solution {i + 1} fails its own checker"
+            judged += bool(verdicts)
+    assert judged >= 20, f"only {judged} solutions show a checker's verdict: has the solution markup changed?"
 
 
 def search_queries() -> list[str]:

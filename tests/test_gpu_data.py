@@ -34,7 +34,7 @@ def test_facts_are_converted_to_si_units():
     h100 = gm.gpu("H100-SXM")
     assert h100.clock.value == 1.98e9 and h100.clock.unit == "Hz"
     assert h100.l2_capacity.value == 50 * 1024**2 and h100.hbm_capacity.value == 80e9
-    assert h100.l2_bandwidth.value == 13.5266e12 and h100.l2_bytes_per_clock == pytest.approx(13.5266e12 / 1.98e9)
+    assert h100.l2_bandwidth.value == 10.6192e12 and h100.l2_bytes_per_clock == pytest.approx(10.6192e12 / 1.98e9)
     assert gm.gpu("A100-40GB").l2_bandwidth.unit == "B/clk" and gm.gpu("A100-40GB").bandwidth("l2") == 5120 * 1.41e9
     assert h100.smem_per_sm.value == 228 * 1024 and h100.smem_per_sm.source == "nvidia_cuda_guide"
 

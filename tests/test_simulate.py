@@ -240,9 +240,7 @@ def test_operand_wavefronts_of_every_layout(block, thread, expected):
     warps = block[0] * block[1] // (thread[0] * thread[1]) // 32
     for layout in gm.workloads.LAYOUTS:
         assert gm.workloads.operand_wavefronts(block, thread, layout) == expected[layout]
-        loads = sim.operand_loads(block, thread, layout)
-        counted = sum(sim.wavefronts(a) for a in loads) / gm.workloads.LOAD_STEPS[layout]
-        assert counted == expected[layout] * warps
+        assert sim.counted_operand_wavefronts(block, thread, layout) == expected[layout] * warps
 
 
 def test_strided_a128_rows_bk_words_apart_still_share_banks():

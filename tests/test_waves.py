@@ -99,9 +99,37 @@ def test_warm_reads_pay_hbm_only_for_what_cannot_stay_in_l2():
     assert gm.waves.warm_read_time("A100-40GB", past) == (past - cap) / hbm
 
 
+def test_l1_serves_at_most_what_an_sms_footprint_lets_it():
+    """gpu-l2-cache's 512 kB chunks, 1,024-thread blocks (two per SM on 9.0), H200 (132 SMs,
+    256 KB L1), by hand: 3 chunks, gcd(3, 132) = 3, so an SM meets one chunk: L1 holds
+    256/512 of it and the two co-resident blocks share it, 0.5 either way. 5 chunks, gcd 1: an
+    SM meets all 5 (2,560 kB), the blocks beside each other read different ones: 256/2560.
+    30 chunks, gcd 6: 5 chunks, 2,560 kB again. A100 (108 SMs, 192 KB), 4 chunks, gcd 4:
+    192/512 held, but the two co-resident blocks share the chunk: 0.5."""
+    chunk, share = 512 * 1024, gm.waves.l1_share
+    assert share("H200", 3 * chunk, chunk, 1024) == 0.5
+    assert share("H200", 5 * chunk, chunk, 1024) == pytest.approx(256 / 2560)
+    assert share("H200", 30 * chunk, chunk, 1024) == pytest.approx(256 / 2560)
+    assert share("A100-80GB", 4 * chunk, chunk, 1024) == 0.5
+    assert share("A100-80GB", 4 * chunk, chunk, 2048 // 8) == 1 - 1 / 8  # eight 256-thread blocks on one chunk
+    assert share("H200", chunk // 4, chunk // 8, 1024) == 1  # 128 kB: the whole footprint fits
+    h200 = gm.gpu("H200")
+    nbytes = 3 * chunk
+    assert gm.waves.warm_read_time(h200, nbytes, chunk, 1024) == nbytes / 2 / h200.bandwidth("l2")
+    assert gm.waves.warm_read_time(h200, nbytes) == nbytes / h200.bandwidth("l2")
+    tiny = gm.waves.warm_read_time(h200, chunk // 4, chunk // 8, 1024)  # all from L1: its data path binds
+    assert tiny == chunk // 4 / h200.bandwidth("smem")
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="order must be one of"):
         block_coordinates(4, 4, "diagonal")
+    with pytest.raises(ValueError, match="chunk and threads go together"):
+        gm.waves.warm_read_time("H200", 2**21, chunk=2**19)
+    with pytest.raises(ValueError, match="chunk must not exceed nbytes"):
+        gm.waves.l1_share("H200", 2**19, 2**21, 1024)
+    with pytest.raises(ValueError, match="threads must not exceed"):
+        gm.waves.l1_share("H200", 2**21, 2**19, 2048)
     with pytest.raises(ValueError, match="group"):
         block_coordinates(4, 4, "grouped", 0)
 

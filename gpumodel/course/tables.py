@@ -226,21 +226,30 @@ def count_table(kernel: str, m: int, n: int, k: int, seed: int = 0) -> str:
     block, thread = info(kernel).block, info(kernel).thread
     run = simulate.naive_gemm(a, b) if block is None else simulate.tiled_gemm(a, b, block, thread)
     formula = _counted_workload(kernel, m, n, k)
-    rows = [[LEVEL_NAMES[lv], f"{run.bytes[lv]:,.0f}", f"{float(formula.bytes[lv]):,.0f}",
+    names = {**LEVEL_NAMES, "smem": "shared memory (its own arrays)"}  # the L1 path's requests are L2's row here
+    rows = [[names[lv], f"{run.bytes[lv]:,.0f}", f"{float(formula.bytes[lv]):,.0f}",
              "yes" if run.bytes[lv] == formula.bytes[lv] else "NO"] for lv in LEVELS]
     rows.append(["C = A @ B?", "", "", "yes" if np.allclose(run.result, a @ b) else "NO"])
     return markdown_table([f"{m} x {n} x {k}", "simulation counted (B)", "formula (B)", "equal"], rows)
 
 
+L1_PATH = "L1/shared-memory path"
+"""The model's `smem` level as a table names it where global requests cross it too: L1 and
+shared memory are one SRAM per SM with one return path (chapter 3)."""
+
+
 def prediction_table(kernel: str, gpus=("A100-40GB", "H100-SXM"), size: int = 4096) -> str:
-    """Chapter 3: the model's time, bound and FLOP/s for GEMM `kernel` at size^3 on each GPU."""
+    """Chapter 3: the model's time, bound and FLOP/s for GEMM `kernel` at size^3 on each GPU;
+    the `smem` level is the L1/shared-memory path (`L1_PATH`), which the naive kernel's global
+    requests cross too."""
     w = _gemm_workload(kernel, size, size, size)
     rows = []
     for g in _gpus(gpus):
         p = predict(w, g)
-        rows.append([g.name, fmt_time(p.time), fmt_bound(p.bound), fmt_flops(float(w.flops) / p.time),
+        bound = L1_PATH if p.bound == "smem" else fmt_bound(p.bound)
+        rows.append([g.name, fmt_time(p.time), bound, fmt_flops(float(w.flops) / p.time),
                      fmt_percent(p.busy["compute"])] + [fmt_bytes(float(w.bytes[lv])) for lv in ("smem", "l2", "hbm")])
-    return markdown_table(["GPU", "predicted", "bound", "rate", "ALUs busy", "shared memory", "L2", "HBM"], rows)
+    return markdown_table(["GPU", "predicted", "bound", "rate", "ALUs busy", L1_PATH, "L2", "HBM"], rows)
 
 
 def runs_table(runs: list) -> str:
