@@ -127,7 +127,10 @@ class GPU:
     those peaks are rated at (the H100's 1.83 GHz against its 1.98 GHz boost); see `running`.
     `max_clock`, where a source shows the part running above its rated boost `clock`, is the
     highest SM clock it reaches; see `bound`. `power`, where stated, is the board's power
-    limit in watts.
+    limit in watts. `die_link`, for a GPU of two dies, is the rate (B/s) of the link between
+    them: bytes one die reads from the other's half of L2 or of memory cross it, so they take
+    at least bytes / `die_link` (chapter 7); the model does not charge it, as a workload does not
+    say which bytes cross.
     """
 
     name: str
@@ -143,6 +146,7 @@ class GPU:
     tensor_clock: Fact | None = None
     max_clock: Fact | None = None
     power: Fact | None = None
+    die_link: Fact | None = None
 
     @property
     def fp32_lanes_per_sm(self) -> Fact:
@@ -280,7 +284,7 @@ class GPU:
             "smem_per_sm", "l2_capacity", "hbm_capacity")}
         out.update({f"tensor_{k}": v for k, v in self.tensor.items()})
         out.update({f"latency_{k}": v for k, v in self.latency.items()})
-        out.update({name: getattr(self, name) for name in ("tensor_clock", "max_clock", "power") if getattr(self, name) is not None})
+        out.update({name: getattr(self, name) for name in ("tensor_clock", "max_clock", "power", "die_link") if getattr(self, name) is not None})
         return out
 
     def in_flight(self, level: str) -> float:

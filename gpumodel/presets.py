@@ -45,10 +45,11 @@ FACTS = {
     "l2_capacity": ("B",), "hbm_capacity": ("B",),
 }
 """The facts every GPU file states. `l2_bandwidth` is per clock or per second, as its source states it."""
-OPTIONAL_FACTS = {"tensor_clock": ("Hz",), "max_clock": ("Hz",), "power": ("W",)}
+OPTIONAL_FACTS = {"tensor_clock": ("Hz",), "max_clock": ("Hz",), "power": ("W",), "die_link": ("B/s",)}
 """Facts a GPU file states where its source does: the clock the tensor peaks are rated at,
 when it is not the boost clock; the highest SM clock the part is shown to reach, when it is
-above the boost clock (a bound's clock, `GPU.bound`); the board's power limit (W)."""
+above the boost clock (a bound's clock, `GPU.bound`); the board's power limit (W); for a GPU
+of two dies, the rate of the link between them (B/s)."""
 BELOW = (("tensor_clock", "clock"), ("clock", "max_clock"), ("l2_capacity", "hbm_capacity"))
 """Pairs of facts of a GPU file of which the first must be below the second, where both are stated:
 the tensor peaks' clock below the boost clock, the boost clock below the highest one reached, the

@@ -191,3 +191,22 @@ def test_an_empty_kernel_name_is_refused_not_replaced_by_the_tasks():
     for bad in ("", "  ", 3):
         with pytest.raises(ValueError, match=r"kernel must be the kernel's name or name expression .*'gemm'"):
             cap.score("gemm", cap.TASKS["gemm"].starter, kernel=bad)
+
+
+def test_chapter_5s_design_is_over_the_attention_budget_at_shared_memory_by_its_broadcasts():
+    # One query row per lane: every K and V word is read by the 32 lanes at once, one 128-byte
+    # wavefront for 4 bytes. Per block (one warp, 64 keys of 16 floats): 2 x 64 x 16 broadcast
+    # reads of K and V, 2 blocks, 128 B each; plus the staging writes, 4 B per float written.
+    ratios = cap.over_budget("attention", cap.flash_design_source())
+    reads = 2 * (2 * cap.SEQ * cap.HEAD_DIM) * 128
+    writes = 2 * (2 * cap.SEQ * cap.HEAD_DIM) * 4
+    assert ratios["hbm"] == 1
+    assert ratios["smem"] >= reads / cap.budget("attention")["smem"] > 10
+    assert ratios["smem"] == pytest.approx((reads + writes) / cap.budget("attention")["smem"], rel=0.05)
+
+
+def test_over_budget_refuses_a_kernel_that_is_not_right():
+    with pytest.raises(ValueError, match="source must be a correct kernel for 'softmax'"):
+        cap.over_budget("softmax", "__global__ void softmax(const float* x, float* y, int rows, int cols) {}")
+    with pytest.raises(TypeError, match="source must be the kernel's CUDA C source"):
+        cap.over_budget("softmax", None)

@@ -191,3 +191,10 @@ def test_an_unknown_capability_lists_the_known_ones():
 def test_an_unknown_name_far_from_every_preset_still_gets_a_suggestion():
     with pytest.raises(ValueError, match=r"\(closest: '[^']+'\)$"):
         gm.gpu("zzzz")
+
+
+def test_the_b200_states_its_die_link_and_no_other_gpu_invents_one():
+    link = gm.gpu("B200").die_link
+    assert link.value == 10e12 and link.kind == "spec" and link.source in presets.bib_keys()
+    assert "die_link" in gm.gpu("B200").facts()
+    assert all(gm.gpu(name).die_link is None for name in presets.preset_names() if not name.startswith("B"))

@@ -205,6 +205,37 @@ __global__ void attention(const float* Q, const float* K, const float* V, float*
 }
 """
 
+def flash_design_source() -> str:
+    """Chapter 5's FlashAttention kernel (`flash_forward` of `kernels/attention.cu`: one query
+    row per thread, K and V staged in shared memory, where every lane of a warp reads the same
+    word at once) as a kernel for the attention task: its name and parameters, D = `HEAD_DIM`,
+    `QUERY_BLOCK` query rows per block and keys per tile, chunks of 16 keys. Chapters 5 and 8."""
+    from ..cuda.compiler import function_source, kernel_source
+
+    constants = "\n".join(line for line in kernel_source("attention.cu").splitlines() if line.startswith("constexpr"))
+    return (f"{constants}\n{function_source('attention.cu', 'flash_forward')}\n"
+            "__global__ void attention(const float* Q, const float* K, const float* V, float* O, int n, float scale) {\n"
+            f"    flash_forward<{HEAD_DIM}, {QUERY_BLOCK}, {QUERY_BLOCK}, 16>(Q, K, V, O, n, scale);\n}}\n")
+
+
+def over_budget(task: str, source: str, grid=None, block=None, shared_mem: int = 0) -> dict:
+    """Traced bytes over the budget, per level of `LEVELS`, of a correct kernel in CUDA C
+    `source` for `task` (a name of `TASKS`), launched as `score` launches it (0 where both are
+    zero, inf where only the budget is). A kernel that does not compile, run or give the right
+    result raises ValueError with the lab's message. Chapters 5 and 8."""
+    t = _task(task)
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the kernel's CUDA C source as a str, got {type(source).__name__}")
+    args, out, want = t.make()
+    traced = lab_run(source, t.kernel, t.grid if grid is None else grid, t.block if block is None else block,
+                     args, out, want, t.rule, shared_mem)
+    if isinstance(traced, Feedback):
+        raise ValueError(f"source must be a correct kernel for {task!r}: {traced.message}")
+    allowed = budget(task)
+    return {lv: (traced.bytes[lv] / allowed[lv] if allowed[lv] else 0.0 if traced.bytes[lv] == 0 else np.inf)
+            for lv in LEVELS}
+
+
 TASKS = {
     "softmax": Task("softmax", f"y = softmax(x) along each row of a {ROWS} x {COLS} FP32 matrix.", "softmax",
                     SOFTMAX_STARTER, (ROWS // 32,), (32,), {"rows": ROWS, "cols": COLS}, _softmax,

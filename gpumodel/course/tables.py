@@ -49,6 +49,7 @@ FACT_LABELS = {
     "tensor_clock": "tensor-core clock",
     "max_clock": "highest SM clock",
     "power": "power limit",
+    "die_link": "die-to-die link",
     "latency_smem": "shared-memory latency",
     "latency_l2": "L2 hit latency",
     "latency_hbm": "HBM latency",
