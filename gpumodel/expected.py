@@ -10,7 +10,8 @@ presets' latencies, the occupancy limits) or an estimate said to be one:
   L2, HBM: `Launch.load_bytes` against the workload's L2 and HBM bytes), loaded by queueing at
   the busiest level beyond the SM (the finite-population single-server queue, M/M/1//N:
   the bytes in flight circulate between the unloaded latency and that level's bandwidth), so
-  throughput is bytes in flight over loaded latency and never above the bandwidth. A round is
+  throughput is bytes in flight over loaded latency and never above the bandwidth. A round
+  waits its slowest load: the L1-hit latency only when all its sectors hit. A round is
   loads issued before any of their results is used: an unrolled tile load is one round, not
   one per load (`trace_launch` takes the lab's count, `gemm_launch` the kernel's own
   structure). Named 'occupancy' when registers or shared memory set the warps.
@@ -164,7 +165,14 @@ def l1_latency(gpu) -> Fact:
     """An L1 hit's latency in clocks: an estimate, the preset's shared-memory latency (`latency`):
     the L1 and shared memory are one SRAM behind one data path (chapter 3), and a hit adds only
     its tag lookup to that path, so it takes at least this long."""
-    f = latency(gpu, "smem")
+    g = presets.gpu(gpu)
+    try:
+        f = latency(g, "smem")
+    except ValueError:  # none measured on its generation: the newest earlier generation's
+        older = [presets.gpu(n) for n in presets.preset_names() if "smem" in presets.gpu(n).latency
+                 and presets.gpu(n).capability.version < g.capability.version]
+        other = max(older, key=lambda o: o.capability.version)
+        f = replace(other.latency["smem"], note=f"{other.name}'s, an earlier generation's ({other.latency['smem'].note})")
     return replace(f, kind="estimate", note=f"the shared-memory latency ({f.note}): one SRAM and data path with the L1")
 
 
@@ -249,7 +257,9 @@ def served(population: float, think: float, service: float) -> float:
     for name, v in (("population", population), ("think", think), ("service", service)):
         if _check.real(name, v, least=0) <= 0:
             raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-    return (1.0 - _erlang_b(max(1, round(population)), think / service)) / service
+    low = math.floor(population)  # between whole populations, linearly (X(0) = 0)
+    rate = [(1.0 - _erlang_b(n, think / service)) / service if n else 0.0 for n in (low, low + 1)]
+    return rate[0] + (population - low) * (rate[1] - rate[0])
 
 
 SECTOR = 32
@@ -259,8 +269,8 @@ SECTOR = 32
 def latency_time(work: Workload, gpu, launch: Launch, warps_per_sm: float) -> dict:
     """Little's law on bytes for `work` run as `launch` on `gpu` with `warps_per_sm` warps on each
     SM: {'time' (s), 'in_flight' (bytes, the GPU), 'unloaded' and 'loaded' latency (s), 'level'
-    that queues}. A round's bytes come from L1 (hits), L2 and HBM in the shares of the workload's
-    bytes; the loaded latency is the machine-repairman queue's at the busier of L2 and HBM."""
+    that queues}. A round's sectors come from L1 (hits), L2 and HBM in the shares of the
+    workload's bytes, and it waits its slowest: the L1-hit latency only when all of them hit; the loaded latency is the machine-repairman queue's at the busier of L2 and HBM."""
     g = presets.gpu(gpu)
     p = predict(work, g)
     requested = launch.load_bytes or float(work.bytes["l2"])
@@ -272,8 +282,12 @@ def latency_time(work: Workload, gpu, launch: Launch, warps_per_sm: float) -> di
     hbm, l2 = (min(requested, float(work.bytes[level])) for level in ("hbm", "l2"))
     l2 = max(l2, hbm)
     clock = g.clock.value
-    unloaded = (hbm * latency(g, "hbm").value + (l2 - hbm) * latency(g, "l2").value
-                + (requested - l2) * l1_latency(g).value) / requested / clock
+    # a round waits its slowest load: of its sectors, each from HBM, L2 or L1 in the shares of the bytes
+    sectors = max(1.0, per_round / SECTOR)
+    beyond_l1 = 1 - (1 - l2 / requested) ** sectors  # some sector of the round comes from L2 or HBM
+    from_hbm = 1 - (1 - hbm / requested) ** sectors
+    unloaded = (from_hbm * latency(g, "hbm").value + (beyond_l1 - from_hbm) * latency(g, "l2").value
+                + (1 - beyond_l1) * l1_latency(g).value) / clock
     level = max(("l2", "hbm"), key=lambda name: float(p.level_times[name]))
     service = SECTOR * float(p.level_times[level]) / requested  # seconds per requested sector at that level's peak
     rate = served(in_flight / SECTOR, unloaded, service) if service > 0 else in_flight / SECTOR / unloaded

@@ -516,5 +516,6 @@ def accuracy_note(which: str = "judge") -> str:
 def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0) -> Expectation:
     """`gm.expect`: the expected time of `work` (a `Workload` or a lab `Trace`) on `gpu`, its
     mechanisms (`gpumodel.expected.expect`) at the achievable shares estimated on the
-    records' 'estimate' half (`shares`). Chapters 3, 4, 5 and 98."""
-    return _expect(work, gpu, launch, flops, shares())
+    records' 'estimate' half (`shares`, each class over all kinds of run: a kernel of one's
+    own is none of the records' kinds). Chapters 3, 4, 5 and 98."""
+    return _expect(work, gpu, launch, flops, {k: v for k, v in shares().items() if "." not in k})
