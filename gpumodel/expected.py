@@ -1,32 +1,43 @@
 """The expected time: what a kernel like this gets, beside the bound no kernel can beat.
 
 `expect(workload_or_trace, gpu, launch)` starts from the bound's parts (`predict`: the
-arithmetic, the special functions, each level's bytes over its bandwidth) and adds what holds
-real kernels below it, each from a sourced hardware fact (`data/expect.toml`, the presets'
-latencies, the occupancy limits):
+arithmetic, the special functions, each level's bytes over its bandwidth) and adds the
+mechanisms that hold real kernels below it, each from a sourced fact (`data/expect.toml`, the
+presets' latencies, the occupancy limits) or an estimate said to be one:
 
-- latency: each warp waits the L2 latency once per round of loads it has in flight together
-  (a step of the naive GEMM's k loop, a tile of a tiled one); the SM hides it only with the
-  other warps occupancy lets it keep (Little's law, `GPU.in_flight`'s rule: requests in
-  flight = throughput x latency). Named 'occupancy' when registers or shared memory set the
-  warps, 'latency' otherwise.
+- latency (Little's law on bytes): each SM keeps `warps x bytes of one round of independent
+  loads` in flight; a round waits the mean latency of where its bytes come from (an L1 hit,
+  L2, HBM: `Launch.load_bytes` against the workload's L2 and HBM bytes), loaded by queueing at
+  the busiest level beyond the SM (the finite-population single-server queue, M/M/1//N:
+  the bytes in flight circulate between the unloaded latency and that level's bandwidth), so
+  throughput is bytes in flight over loaded latency and never above the bandwidth. A round
+  waits its slowest load: the L1-hit latency only when all its sectors hit. A round is
+  loads issued before any of their results is used: an unrolled tile load is one round, not
+  one per load (`trace_launch` takes the lab's count, `gemm_launch` the kernel's own
+  structure). Named 'occupancy' when registers or shared memory set the warps.
 - uncoalesced: the L1 tag stage resolves `tags_per_clock` lines a clock, lines of one set
   one a clock: a warp reading 32 rows 16 KB apart takes 32 clocks of it.
 - issue: four warp instructions a clock per SM, one of them a load or store (the MIO's LSU
-  port); and the tensor cores at the share of their peak the kernel's instructions reach.
-- waves: a grid of fewer blocks than whole waves leaves SMs idle in the last one (under one
-  wave, the SMs without a block); the latency already counts only the warps there are.
+  port); the tensor cores at the share of their peak the kernel's instructions reach; a
+  quantised decode step's dequantising instructions (`dequantise`).
+- waves (the tail): a grid of fewer blocks than whole waves leaves SMs idle in the last one;
+  ramp: the first tile's loads before any math and the last tile's stores after it (two HBM
+  latencies); launch: a kernel timed back to back waits at least its host launch
+  (`gpumodel.overhead`).
 
-Then each limiter's achievable share is estimated from the published records (`half`): on
-the 'estimate' half, the median of mechanism-over-measured per limiter; the 'judge' half
-is never used to estimate. Chapters 3, 4, 5 and 98.
+What no mechanism here explains (DRAM refresh and bus turns, the scheduler's own gaps) is an
+achievable share per class of limiter, estimated on the 'estimate' half of the published
+records by one command, `python -m gpumodel.estimates`, which writes
+`data/expect_estimates.toml`; nothing is re-estimated on import, so adding a record moves no
+expected time until that command is run again. Its accuracy on the other half is
+`gpumodel.published.accuracy`. Chapters 3, 4, 5, 8 and 98.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -37,7 +48,9 @@ from .occupancy import occupancy
 from .workloads import LAYOUTS, Workload, gemm
 
 DATA = presets.DATA / "expect.toml"
-LIMITERS = ("latency", "occupancy", "uncoalesced", "issue", "waves")
+ESTIMATES = presets.DATA / "expect_estimates.toml"
+"""The achievable shares, written by `python -m gpumodel.estimates` (`gpumodel.published.write_estimates`)."""
+LIMITERS = ("latency", "occupancy", "uncoalesced", "issue", "dequantise", "waves", "launch")
 """What can hold a kernel below its bound, beside the bound's own parts (`model.BOUNDS`)."""
 DEFAULT_REGISTERS = 32
 """Registers per thread assumed where neither a compiler report nor the caller gives them."""
@@ -78,10 +91,12 @@ def kernel_notes(source: str, what: str) -> dict:
 @dataclass(frozen=True)
 class Launch:
     """How a kernel runs, beyond its bytes: `threads`, `registers` (per thread) and `smem`
-    (bytes) per block, `blocks` in the grid; `rounds`, the rounds of loads each warp waits on
-    in turn (the L2 latency each); `tags`, L1 tag-stage clocks of its global requests;
-    `lsu` and `instructions`, warp instructions to the load/store port and in all;
-    `mma_share`, the share of the tensor-core peak its instructions can reach."""
+    (bytes) per block, `blocks` in the grid; `rounds`, the rounds of independent loads each warp
+    waits on in turn; `load_bytes`, the bytes all its global loads request (sectors x 32 B; 0:
+    the workload's L2 bytes, every load beyond L1); `tags`, L1 tag-stage clocks of its global
+    requests; `lsu` and `instructions`, warp instructions to the load/store port and in all;
+    `mma_share`, the share of the tensor-core peak its instructions can reach; `timed`, True for
+    a kernel timed one launch after another (a library's), which waits at least its host launch."""
 
     threads: int
     blocks: int
@@ -92,14 +107,17 @@ class Launch:
     lsu: float = 0.0
     instructions: float = 0.0
     mma_share: float = 1.0
+    load_bytes: float = 0.0
+    timed: bool = False
 
     def __post_init__(self):
         checked = {"threads": _check.one("threads", self.threads), "blocks": _check.one("blocks", self.blocks),
                    "registers": _check.one("registers", self.registers),
                    "smem": _check.one("smem", self.smem, zero=True),
                    **{name: _check.real(name, getattr(self, name), least=0)
-                      for name in ("rounds", "tags", "lsu", "instructions")},
-                   "mma_share": _check.real("mma_share", self.mma_share, most=1)}
+                      for name in ("rounds", "tags", "lsu", "instructions", "load_bytes")},
+                   "mma_share": _check.real("mma_share", self.mma_share, most=1),
+                   "timed": _check.flag("timed", self.timed)}
         if checked["mma_share"] <= 0:
             raise ValueError(f"mma_share must be a finite number > 0 and <= 1, got {self.mma_share!r}")
         for name, value in checked.items():
@@ -111,8 +129,8 @@ class Expectation:
     """The expected `time` (s) and the `bound` (s, `predict`'s) of a workload on `gpu`;
     `bound_part` the part that sets the bound, `limiter` what holds the expected time (a
     part of the bound or one of LIMITERS), `share` the achievable share applied (estimated
-    on the records' 'estimate' half), `parts` each mechanism's time before it (s), `reason`
-    one line."""
+    on the records' 'estimate' half), `parts` each mechanism's time before it (s; 'ramp' is
+    added to the slowest), `reason` one line."""
 
     time: float
     bound: float
@@ -122,6 +140,8 @@ class Expectation:
     parts: dict
     reason: str
     gpu: str = ""
+    latency: dict = field(default_factory=dict)
+    """Little's law's figures (`latency_time`): bytes in flight, unloaded and loaded latency (s)."""
 
 
 def latency(gpu, level: str = "l2") -> Fact:
@@ -141,12 +161,29 @@ def latency(gpu, level: str = "l2") -> Fact:
     raise ValueError(f"level must be a level measured on a preset of {g.name}'s generation, got {level!r}")
 
 
+def l1_latency(gpu) -> Fact:
+    """An L1 hit's latency in clocks: an estimate, the preset's shared-memory latency (`latency`):
+    the L1 and shared memory are one SRAM behind one data path (chapter 3), and a hit adds only
+    its tag lookup to that path, so it takes at least this long."""
+    g = presets.gpu(gpu)
+    try:
+        f = latency(g, "smem")
+    except ValueError:  # none measured on its generation: the newest earlier generation's
+        older = [presets.gpu(n) for n in presets.preset_names() if "smem" in presets.gpu(n).latency
+                 and presets.gpu(n).capability.version < g.capability.version]
+        other = max(older, key=lambda o: o.capability.version)
+        f = replace(other.latency["smem"], note=f"{other.name}'s, an earlier generation's ({other.latency['smem'].note})")
+    return replace(f, kind="estimate", note=f"the shared-memory latency ({f.note}): one SRAM and data path with the L1")
+
+
 def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coalesced: bool = True,
                 registers: int | None = None) -> Launch:
     """The `Launch` of an FP32 GEMM as `gm.gemm` shapes it (one thread per result for the
     naive kernel, `block` and `thread` tiles otherwise): a naive warp waits once per step of
     k (the block's first touch of a row of B), a tiled one once per tile; the naive kernel
-    with `coalesced=False` reads A down a column, 32 lines of one set per load."""
+    with `coalesced=False` reads A down a column, 32 lines of one set per load. A tile's loads
+    are independent of one another (each goes to shared memory): one round per tile, however
+    many loads a thread makes of it."""
     m, n, k = (_check.one(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
     coalesced = _check.flag("coalesced", coalesced)
     if registers is not None:
@@ -158,8 +195,9 @@ def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coa
         warps = math.ceil(m * n / WARP)
         tags = warps * k * (2 if coalesced else WARP + 1)
         lsu = warps * (2 * k + 1)
+        sectors = (1 if coalesced else WARP) + 4  # a step of k: A's word (a broadcast, or 32 rows), B's 128 B row
         return Launch(256, math.ceil(m * n / 256), registers or DEFAULT_REGISTERS, 0, rounds=k, tags=tags, lsu=lsu,
-                      instructions=fma_warps + lsu)
+                      instructions=fma_warps + lsu, load_bytes=32.0 * warps * k * sectors)
     b_m, b_n = _check.one_pair("block", block[:2])
     b_k = _check.one("block[2]", block[2]) if len(block) == 3 else 1
     t_m, t_n = thread
@@ -173,37 +211,122 @@ def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coa
     lsu = warps * tiles * (2 * staged + b_k * per_k)
     regs = registers or min(255, t_m * t_n + t_m + t_n + 24)
     return Launch(threads, blocks, regs, 4 * (b_m + b_n) * b_k, rounds=tiles, tags=warps * tiles * 2 * staged,
-                  lsu=lsu, instructions=fma_warps + lsu)
+                  lsu=lsu, instructions=fma_warps + lsu, load_bytes=4.0 * blocks * tiles * (b_m + b_n) * b_k)
 
 
 def trace_launch(trace, flops: float = 0.0, registers: int = DEFAULT_REGISTERS) -> Launch:
     """The `Launch` of a traced run (`gm.lab.trace`): its threads and blocks, its load and store
     instructions, their L1 tag clocks (a warp's sectors over the tag stage's 4 sectors per
-    line, at least one), and its rounds: global load sites a warp runs equally often are one
-    loop's, their loads in flight together, so each distinct count per warp is that many rounds
-    (a site run several times a pass counts a round each: a trace cannot tell an unrolled loop's
-    independent loads from dependent ones). `flops` counts as FMAs."""
+    line, at least one), the bytes its global loads request (sectors x 32 B), and its rounds per
+    warp (`Trace.rounds`: a site run again in the open round starts one, a phase's loads staged
+    into shared memory are one round together, as a tile load's loads are independent).
+    `flops` counts as FMAs."""
     flops = _check.real("flops", flops, least=0)
     registers = _check.one("registers", registers)
     if not hasattr(trace, "sites") or not hasattr(trace, "scale"):
         raise TypeError(f"trace must be the Trace gm.lab.trace returns, got {type(trace).__name__}")
     threads = int(np.prod(trace.block))
     loads = [s for s in trace.sites if s.space == "global" and not s.write]
-    warps = trace.blocks * math.ceil(threads / WARP)
-    rounds = sum({round(trace.scale * s.instructions / warps, 9) for s in loads})
+    rounds = trace.rounds / (trace.blocks_traced * math.ceil(threads / WARP))
     lsu = trace.scale * sum(s.instructions for s in trace.sites)
     tags = trace.scale * sum(max(s.instructions, s.sectors / 4) for s in trace.sites if s.space == "global")
+    load_bytes = trace.scale * 32.0 * sum(s.sectors for s in loads)
     return Launch(threads, trace.blocks, registers, 0, rounds=rounds, tags=tags, lsu=lsu,
-                  instructions=lsu + flops / 2 / WARP)
+                  instructions=lsu + flops / 2 / WARP, load_bytes=load_bytes)
+
+
+def _erlang_b(n: int, a: float) -> float:
+    """Erlang's loss formula B(n, a) = (a^n / n!) / sum over k <= n of a^k / k!, in logarithms:
+    the probability that the machine-repairman queue's server idles (`served`)."""
+    logs = np.arange(n + 1) * math.log(a) - _lgamma_range(n)
+    top = logs.max()
+    return float(math.exp(logs[-1] - top) / np.exp(logs - top).sum())
+
+
+def _lgamma_range(n: int) -> np.ndarray:
+    """lgamma(k + 1) for k = 0 .. n (log k!), by a cumulative sum of logs."""
+    return np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, n + 1, dtype=float)))))
+
+
+def served(population: float, think: float, service: float) -> float:
+    """Throughput (requests/s) of `population` requests circulating between a delay of `think`
+    seconds (the unloaded latency) and one server taking `service` seconds each (a level's
+    bandwidth): the finite-population single-server queue M/M/1//N (the machine-repairman
+    model), X = (1 - B(N, think/service)) / service; at most 1/service and N/think. The loaded
+    latency is N/X. Chapter 98."""
+    for name, v in (("population", population), ("think", think), ("service", service)):
+        if _check.real(name, v, least=0) <= 0:
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    low = math.floor(population)  # between whole populations, linearly (X(0) = 0)
+    rate = [(1.0 - _erlang_b(n, think / service)) / service if n else 0.0 for n in (low, low + 1)]
+    return rate[0] + (population - low) * (rate[1] - rate[0])
+
+
+SECTOR = 32
+"""Bytes of one request in flight (a sector), the queue's unit (`served`)."""
+
+
+def latency_time(work: Workload, gpu, launch: Launch, warps_per_sm: float) -> dict:
+    """Little's law on bytes for `work` run as `launch` on `gpu` with `warps_per_sm` warps on each
+    SM: {'time' (s), 'in_flight' (bytes, the GPU), 'unloaded' and 'loaded' latency (s), 'level'
+    that queues}. A round's sectors come from L1 (hits), L2 and HBM in the shares of the
+    workload's bytes, and it waits its slowest: the L1-hit latency only when all of them hit; the loaded latency is the machine-repairman queue's at the busier of L2 and HBM."""
+    g = presets.gpu(gpu)
+    p = predict(work, g)
+    requested = launch.load_bytes or float(work.bytes["l2"])
+    warps = launch.blocks * math.ceil(launch.threads / WARP)
+    if not launch.rounds or not requested:
+        return {"time": 0.0, "in_flight": 0.0, "unloaded": 0.0, "loaded": 0.0, "level": ""}
+    per_round = requested / (warps * launch.rounds)  # bytes of one round of one warp
+    in_flight = g.sms.value * warps_per_sm * per_round
+    hbm, l2 = (min(requested, float(work.bytes[level])) for level in ("hbm", "l2"))
+    l2 = max(l2, hbm)
+    clock = g.clock.value
+    # a round waits its slowest load: of its sectors, each from HBM, L2 or L1 in the shares of the bytes
+    sectors = max(1.0, per_round / SECTOR)
+    beyond_l1 = 1 - (1 - l2 / requested) ** sectors  # some sector of the round comes from L2 or HBM
+    from_hbm = 1 - (1 - hbm / requested) ** sectors
+    unloaded = (from_hbm * latency(g, "hbm").value + (beyond_l1 - from_hbm) * latency(g, "l2").value
+                + (1 - beyond_l1) * l1_latency(g).value) / clock
+    level = max(("l2", "hbm"), key=lambda name: float(p.level_times[name]))
+    service = SECTOR * float(p.level_times[level]) / requested  # seconds per requested sector at that level's peak
+    rate = served(in_flight / SECTOR, unloaded, service) if service > 0 else in_flight / SECTOR / unloaded
+    return {"time": requested / SECTOR / rate, "in_flight": in_flight, "unloaded": unloaded,
+            "loaded": in_flight / SECTOR / rate, "level": level}
+
+
+def _launch_cost(g) -> Fact:
+    """The host launch of one kernel by the CUDA driver (`overhead.launch_cost`); a GPU with
+    none published takes the nearest published one, said to be an estimate (a host cost)."""
+    from .overhead import launch_cost, launch_costs
+    try:
+        c = launch_cost(g, "driver")
+        return Fact(c.seconds, "s", c.kind, c.source, c.where, c.note)
+    except ValueError:
+        c = next(c for c in launch_costs() if c.path == "driver")
+        return Fact(c.seconds, "s", "estimate", c.source, c.where, f"{c.gpu}'s driver launch: a host cost, the one published")
+
+
+def dequantise_time(weights: float, weight: str, gpu) -> float:
+    """Seconds the lanes of `gpu` take to issue the instructions that turn `weights` weights of
+    format `weight` (fp16 and bf16: none) into the math's format (`data/expect.toml`'s
+    `dequantise_<format>`, instructions per weight, an estimate) at 32 lanes x `issue_per_sm`
+    warp instructions a clock per SM. Chapter 9's quantised decode."""
+    weights = _check.real("weights", weights, least=0)
+    g = presets.gpu(gpu)
+    per = facts().get(f"dequantise_{weight}")
+    if per is None:
+        return 0.0
+    return weights * per.value / (g.sms.value * facts()["issue_per_sm"].value * WARP * g.clock.value)
 
 
 def _mechanisms(work: Workload, gpu, launch: Launch | None):
-    """(prediction, {part or limiter: seconds}, waves factor, occupancy limiter)."""
+    """(prediction, {part or limiter: seconds}, waves factor, occupancy limiter, additive seconds, latency)."""
     p = predict(work, gpu)
     g = p.gpu
     parts = {name: float(t) for name, t in p.times.items()}
     if launch is None:
-        return p, parts, 1.0, ""
+        return p, parts, 1.0, "", 0.0, {}
     sms, clock = g.sms.value, g.clock.value
     occ = occupancy(g, launch.threads, launch.registers, launch.smem)
     resident = float(occ.warps)
@@ -213,21 +336,25 @@ def _mechanisms(work: Workload, gpu, launch: Launch | None):
         parts["compute"] /= launch.mma_share
     f = facts()
     hold = "occupancy" if str(occ.limiter) in ("registers", "smem") else "latency"
-    parts[hold] = launch.rounds * warps * latency(g, "l2").value / (sms * per_sm * clock)
+    lat = latency_time(work, g, launch, per_sm)
+    parts[hold] = lat["time"]
     parts["uncoalesced"] = launch.tags / (sms * f["tags_per_clock"].value * clock) if launch.tags else 0.0
     if launch.tags and launch.lsu and launch.tags > launch.lsu:  # one set: a clock per line
         parts["uncoalesced"] = launch.tags / (sms * clock)
     parts["issue"] = max(launch.instructions / (sms * f["issue_per_sm"].value * clock),
                          launch.lsu / (sms * f["lsu_per_sm"].value * clock))
+    if launch.timed:
+        parts["launch"] = _launch_cost(g).value
     per_wave = sms * float(occ.blocks)
     if launch.blocks < per_wave:  # one wave: an SM's rate is split among its blocks, spread over the SMs
         waves = sms * math.ceil(launch.blocks / sms) / launch.blocks
     else:
         waves = math.ceil(launch.blocks / per_wave) * per_wave / launch.blocks
-    return p, parts, waves, str(occ.limiter)
+    ramp = 2 * latency(g, "hbm").value / clock  # the first tile's loads before any math, the last one's stores after
+    return p, parts, waves, str(occ.limiter), ramp, lat
 
 
-WAITS = ("latency", "occupancy")
+WAITS = ("latency", "occupancy", "launch")
 """Mechanisms timed from the warps each SM keeps, idle SMs already counted: no waves factor."""
 
 
@@ -239,20 +366,25 @@ def _limit(parts: dict, waves: float) -> tuple[str, float]:
     return ("waves" if waves > 1.15 and name not in WAITS else name), timed[name]
 
 
-REASONS = {"latency": "warps wait the L2 latency each round of loads, too few of them to hide it",
-           "occupancy": "{occ} limit the warps an SM keeps, too few to hide the L2 latency",
+REASONS = {"latency": "too few bytes in flight per SM for the loaded latency (Little's law): warps x one round of independent loads",
+           "occupancy": "{occ} limit the warps an SM keeps, too few bytes in flight for the loaded latency",
            "uncoalesced": "uncoalesced global loads: the L1 tag stage takes a clock per line",
            "issue": "instruction issue: four warp instructions a clock per SM, one a load or store",
-           "waves": "the grid's last wave leaves SMs idle"}
+           "dequantise": "the instructions that dequantise the weights, at the SMs' issue rate",
+           "waves": "the grid's last wave leaves SMs idle",
+           "launch": "a kernel shorter than its host launch waits for the next launch"}
 
 
-def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, shares: dict | None = None) -> Expectation:
+def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, shares: dict | None = None,
+           dequantise: float = 0.0) -> Expectation:
     """The expected time of `work` (a `Workload`, or a lab `Trace` with its `flops`) on `gpu`
     (see the module doc); `launch` describes how it runs (`gemm_launch`, `trace_launch`;
-    without one only the bound's parts count). `shares` maps a limiter class (`share_class`) to
-    its achievable share; none given, the mechanisms alone (`gm.expect` passes the shares
-    estimated on the records, `gpumodel.published.shares`)."""
+    without one only the bound's parts and `dequantise` count). `shares` maps a limiter class
+    (`share_class`) to its achievable share; none given, the mechanisms alone (`gm.expect`
+    passes the shares estimated on the records' 'estimate' half, `gpumodel.published.shares`).
+    `dequantise`, seconds of dequantising instructions (`dequantise_time`)."""
     flops = _check.real("flops", flops, least=0)
+    dequantise = _check.real("dequantise", dequantise, least=0)
     if launch is not None and not isinstance(launch, Launch):
         raise TypeError(f"launch must be a gm.expected.Launch (gemm_launch, trace_launch) or None, got {type(launch).__name__}")
     if shares is not None and not isinstance(shares, dict):
@@ -267,12 +399,17 @@ def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, shares: 
             raise TypeError(f"work must be a Workload or a lab Trace, got {type(work).__name__}")
         launch = launch or trace_launch(work, flops)
         work = work.workload(flops)
-    p, parts, waves, occ = _mechanisms(work, gpu, launch)
+    p, parts, waves, occ, ramp, lat = _mechanisms(work, gpu, launch)
+    if dequantise:
+        parts["dequantise"] = dequantise
     limiter, t = _limit(parts, waves)
+    if limiter in WAITS[:2] and lat["loaded"] >= 2 * lat["unloaded"]:  # queueing, not latency: the level's bandwidth
+        limiter = lat["level"]
     s = (shares or {}).get(share_class(limiter, work.math), 1.0)
     why = REASONS.get(limiter, f"the bound's {limiter}").format(occ=occ)
     reason = f"{why}; at {s:.0%} of that, the share such kernels reach on the records" if s != 1 else why
-    return Expectation(t / s, float(p.time), str(p.bound), limiter, s, parts, reason, p.gpu.name)
+    time = t / s + (0.0 if limiter == "launch" else ramp)
+    return Expectation(time, float(p.time), str(p.bound), limiter, s, {**parts, "ramp": ramp}, reason, p.gpu.name, lat)
 
 
 SM_PARTS = ("compute", "sfu", "registers", "smem") + LIMITERS
@@ -290,8 +427,11 @@ def share_class(limiter: str, math_: str) -> str:
     kernels' waves too), the SM's own parts ('sm'), each level beyond it, a launch's overhead."""
     _check.choice("limiter", limiter, BOUNDS + LIMITERS + ("overhead",))
     _check.choice("math_", math_, MATH)
+    if limiter == "launch":
+        return "overhead"
     if limiter in SM_PARTS:
         return "tensor" if math_ != "fp32" and limiter in ("compute", "waves") else "sm"
     return limiter
+
 
 

@@ -301,7 +301,37 @@ struct Issue {  // one warp instruction: an access site, run for the k-th time
 };
 struct IssueHash { size_t operator()(const Issue& i) const { return std::hash<uintptr_t>()(i.pc * 1000003u + i.k); } };
 
+// Rounds of global loads a thread waits on in one phase, from its accesses in program order: a
+// load starts a round when none is open or when its site already ran in the open round (the
+// next pass of a loop, whose math waits on this pass's loads); a load whose value the thread next
+// stores to shared memory stages a tile and waits on nothing: a phase's staging loads are one
+// round together (the copy's iterations are independent, however the loop is written). The
+// trace cannot see registers, so a load it cannot tell apart joins the round open.
+uint64_t phase_rounds(const std::vector<Access>& a) {
+    uint64_t rounds = 0;
+    bool staged = false, open = false;
+    std::unordered_set<uintptr_t> in_round;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (a[i].write || is_shared(a[i].addr)) continue;
+        if (i + 1 < a.size() && a[i + 1].write && is_shared(a[i + 1].addr)) {
+            staged = true;
+            continue;
+        }
+        if (!open || !in_round.insert(a[i].pc).second) {
+            ++rounds;
+            open = true;
+            in_round = {a[i].pc};
+        }
+    }
+    return rounds + staged;
+}
+
+uint64_t load_rounds = 0;  // over the warps: per warp and phase, its lanes' most rounds (phase_rounds)
+
 void count_warp(const std::vector<Log*>& threads, uint32_t live) {
+    uint64_t most = 0;
+    for (auto* t : threads) most = std::max(most, phase_rounds(t->accesses));
+    load_rounds += most;
     std::unordered_map<Issue, std::vector<const Access*>, IssueHash> issued;  // -> the lanes' accesses
     for (auto* t : threads)
         for (const Access& x : t->accesses) issued[{x.pc, x.k}].push_back(&x);
@@ -587,7 +617,7 @@ int run(char** argv) {
         const uint64_t spans = arrays[i].bytes ? (lo + arrays[i].bytes - 1) / SECTOR - lo / SECTOR + 1 : 0;
         std::fprintf(out, "footprint %zu %lu %lu %lu\n", i, footprint[i].first, footprint[i].second, spans);
     }
-    std::fprintf(out, "l2_sectors %lu\nlocal %lu\n", l2_sectors, local_accesses);
+    std::fprintf(out, "l2_sectors %lu\nlocal %lu\nrounds %lu\n", l2_sectors, local_accesses, load_rounds);
     for (auto& [key, f] : hazards)
         std::fprintf(out, "hazard %d %lx %lx %lu %u %u %u %lu %d\n", key.hazard, (unsigned long)(key.first - base),
                      (unsigned long)(key.second - base), f.count, f.first_thread, f.second_thread, f.block,

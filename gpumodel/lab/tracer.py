@@ -188,6 +188,11 @@ class Trace:
     warp's lanes through each printf together and its warps and blocks in no fixed order, and
     shows the output when the kernel finishes. A sampled launch
     prints only its traced blocks' lines."""
+    rounds: int = 0
+    """Rounds of global loads the traced warps wait on in turn, summed over the warps: per warp
+    and phase (between barriers), a load whose site already ran in the open round starts one,
+    and a phase's loads staged into shared memory are one round together (`trace_runtime.cpp`,
+    `phase_rounds`). The expected time's loads in flight (`gm.expected.trace_launch`)."""
 
     @property
     def scale(self) -> float:
@@ -632,7 +637,7 @@ def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, shared, source
 
     def text(line):
         return source_lines[line - 1].strip() if 0 < line <= len(source_lines) else ""
-    other = {r[0]: int(r[1]) for r in rows if r[0] in ("l2_sectors", "local")}
+    other = {r[0]: int(r[1]) for r in rows if r[0] in ("l2_sectors", "local", "rounds")}
     for r in rows:
         if r[0] == "overflow":
             raise LabError(f"{kernel} makes more than {int(r[1]):,} accesses in one block between two "
@@ -643,7 +648,7 @@ def _parse(stats, exe, kernel, grid, block, traced, blocks, spec, shared, source
     races = _races(hazards, where, text, block, grid)
     return Trace(kernel, grid[:3], block[:3], _sites([r for r in rows if r[0] == "site"], where, text), footprint,
                  other["l2_sectors"], other["local"], traced, blocks, [v for k, v in spec if k == "P"], races,
-                 output)
+                 output, other.get("rounds", 0))
 
 
 def _out_of_bounds(row, line, kernel, spec, shared, source) -> None:
