@@ -104,13 +104,15 @@ def cp_split(gpu: str = "H100-SXM", batch: int = 1, kv_heads: int = 8) -> Checkp
 
 def cp_quant(elements: int = 128) -> Checkpoint:
     """Section "A quantised cache": an int4 row's bytes with its scales."""
+    row = float(dc.row_bytes(_check.one("elements", elements), "int4"))
     return Checkpoint(
         "cp-decode-quant",
         f"An int4 cache stores a row of {elements} values with an fp16 scale and an fp16 zero point per group "
         f"of {dc.KV_INT4[1]}. How many bytes is the row?",
-        number_rules(float(dc.row_bytes(elements, "int4")), "bytes", 0,
+        number_rules(row, "bytes", 0,
                      mistakes=[(elements / 2, "That leaves out the scales and zero points.")],
-                     explain="The scales cost a fifth of the values here: int4 is not quite a quarter of fp16.",
+                     explain=f"The scales and zero points are {(row - elements / 2) / row:.0%} of the row here: "
+                     f"int4's row is {row / float(dc.row_bytes(elements, 'fp16')):.0%} of fp16's, not a quarter.",
                      hint="Half a byte per value, plus 4 bytes per group."),
         "bytes")
 
