@@ -149,7 +149,7 @@ def check_long_context(name: str, gpu: str, answer) -> Feedback:
     return check_number(answer, float(never), "tokens", rtol=0, key=f"check_long_context({name}, {gpu})",
                         explain="Past it a sequence's cache bytes outgrow the flops that use them: only fewer or "
                         "narrower cached bytes move the step toward the tensor cores.",
-                        hint="Find where the per-sequence intensity (2P + c a) / ((c + 1) k) falls under the ridge, "
+                        hint="Find where the per-sequence intensity (2P + c a) / (e + (c + 1) k) falls under the ridge, "
                         "or call critical_batch at each context.")
 
 
