@@ -7,12 +7,16 @@ sequence's KV cache once for that sequence alone. So:
   head (multi-head attention: one per query head; grouped-query attention: one per group of
   query heads), or one latent vector and a shared RoPE key (multi-head latent attention, MLA);
   in any cache format of `KV_FORMATS`, scales included;
+- the weights a step reads (`weights_read`): every matrix once, the LM head included, but of the
+  input embedding table only the rows the batch looks up; for a mixture of experts, the routed
+  experts the batch touches (`experts_touched`);
 - the step as a `Workload` (`step`) that the model times (`gm.predict`): its tokens per second
   (`tokens_per_second`), the batch at which it leaves HBM's bound (`critical_batch`, chapter 6's
   critical batch with the cache), the batches whose caches fit (`max_batch`);
+- a prefix shared by the batch, read once (`prefix_cache_bytes`);
 - the cache in pages (`paged_kv`: sectors read, the page table, the memory a last page wastes);
 - split-KV ("flash-decoding", `split_kv`): blocks of heads x splits against the SMs, and the
-  partial softmaxes written and merged.
+  partial softmaxes written and merged; the split count chosen for full waves (`wave_splits`).
 
 `gpumodel.simulate.paged_decode_attention` does the work and counts the same bytes. NumPy and
 the standard library only; SI units (bytes, seconds, FLOP/s). Exercises in
@@ -36,10 +40,17 @@ from .workloads import Workload
 @dataclass(frozen=True)
 class Model:
     """A decoder's shape: `layers`; `heads` query heads of `head_dim`; `kv_heads` key-value
-    heads (= heads: MHA; fewer: GQA); `params`, the weights one token's step reads (for a
-    mixture of experts, the activated ones: a lower bound on what a batch reads); for MLA,
-    `latent` (the compressed KV's width, d_c) and `rope` (the decoupled RoPE key's, d_h^R),
-    cached once per layer and shared by every head. `source`: a references.bib key and where."""
+    heads (= heads: MHA; fewer: GQA); `params`, every weight the model stores (for a mixture of
+    experts, all its experts); for MLA, `latent` (the compressed KV's width, d_c) and `rope` (the
+    decoupled RoPE key's, d_h^R), cached once per layer and shared by every head. `source`: a
+    references.bib key and where.
+
+    What a step reads of the weights (`weights_read`): `hidden` is the model's width (0: heads x
+    head_dim) and `vocab` its vocabulary, so the input embedding table is vocab x hidden weights of
+    which a step reads one row per sequence; `tied` says the LM head is that same table (then read
+    whole, once, as the LM head). A mixture of experts has `moe_layers` layers of `experts` routed
+    experts of `expert_params` weights each, `active` of them routed per token (shared experts are
+    in the rest of `params`). Chapter 9."""
 
     name: str
     layers: int
@@ -50,15 +61,34 @@ class Model:
     latent: int = 0
     rope: int = 0
     source: str = ""
+    hidden: int = 0
+    vocab: int = 0
+    tied: bool = False
+    moe_layers: int = 0
+    experts: int = 0
+    active: int = 0
+    expert_params: float = 0.0
 
     def __post_init__(self):
         for name in ("layers", "kv_heads", "heads", "head_dim"):
             _check.one(name, getattr(self, name))
         _check.real("params", self.params, least=1.0)
-        for name in ("latent", "rope"):
+        for name in ("latent", "rope", "hidden", "vocab", "moe_layers", "experts", "active"):
             _check.one(name, getattr(self, name), zero=True)
+        _check.flag("tied", self.tied)
+        _check.real("expert_params", self.expert_params, least=0.0)
         if self.heads % self.kv_heads:
             raise ValueError(f"heads must be a multiple of kv_heads ({self.kv_heads}), got {self.heads!r}")
+        if self.experts or self.moe_layers or self.active or self.expert_params:
+            if not (self.experts and self.moe_layers and self.active and self.expert_params):
+                raise ValueError("experts, active, moe_layers and expert_params must be all set (a mixture of "
+                                 f"experts) or all 0, got {self.experts!r}, {self.active!r}, {self.moe_layers!r}, "
+                                 f"{self.expert_params!r}")
+            _check.not_larger("active", self.active, "experts", self.experts)
+            _check.not_larger("moe_layers", self.moe_layers, "layers", self.layers)
+        if self.embedding + self.routed >= self.params:
+            raise ValueError(f"params must exceed the embedding table and the routed experts "
+                             f"({self.embedding + self.routed:g} weights), got {self.params!r}")
 
     @property
     def attention(self) -> str:
@@ -82,6 +112,28 @@ class Model:
         return self.latent + self.rope if self.latent else self.head_dim
 
     @property
+    def width(self) -> int:
+        """The model's width, one embedding row's weights: `hidden`, or heads x head_dim."""
+        return self.hidden or self.heads * self.head_dim
+
+    @property
+    def embedding(self) -> float:
+        """Weights of the input embedding table, vocab x width (0 when `vocab` is not given)."""
+        return float(self.vocab * self.width)
+
+    @property
+    def routed(self) -> float:
+        """Weights of all routed experts: moe_layers x experts x expert_params (0 for a dense model)."""
+        return float(self.moe_layers * self.experts * self.expert_params)
+
+    @property
+    def active_params(self) -> float:
+        """Weights one token multiplies (2 flops each): all but the input embedding table (a
+        lookup, unless tied to the LM head) and the routed experts it is not sent to."""
+        untouched = self.moe_layers * (self.experts - self.active) * self.expert_params
+        return float(self.params - (0 if self.tied else self.embedding) - untouched)
+
+    @property
     def attention_flops(self) -> float:
         """FLOPs per token of context per sequence in one step: QK and PV, 2 x head_dim each per
         query head per layer (4 h d L); for MLA with the up-projections absorbed, the score
@@ -91,12 +143,22 @@ class Model:
 
 
 MODELS = {
-    "Llama-2-7B": Model("Llama-2-7B", 32, 32, 32, 128, 6.7e9, source="touvron2023llama, Table 2 (the 6.7B model)"),
-    "Llama-3-8B": Model("Llama-3-8B", 32, 32, 8, 128, 8.0e9, source="dubey2024llama3, Table 3 (8B)"),
-    "DeepSeek-V2": Model("DeepSeek-V2", 60, 128, 1, 128, 21e9, latent=512, rope=64,
-                         source="deepseek2024v2, section 2.1 and 3.1.2 (21B activated of 236B)"),
+    "Llama-2-7B": Model("Llama-2-7B", 32, 32, 32, 128, 6.7e9, vocab=32000,
+                        source="touvron2023llama2, section 2.2 (Llama 1's architecture and tokenizer, 32k tokens) "
+                        "and Table 1 (7B, no GQA); the shape from touvron2023llama, Table 2 (6.7B: 32 layers, "
+                        "32 heads, width 4096)"),
+    "Llama-3-8B": Model("Llama-3-8B", 32, 32, 8, 128, 8.0e9, vocab=128000,
+                        source="dubey2024llama3, Table 3 (8B: 32 layers, width 4096, 32 heads, 8 key-value heads, "
+                        "vocabulary 128,000)"),
+    "DeepSeek-V2": Model("DeepSeek-V2", 60, 128, 1, 128, 236e9, latent=512, rope=64, hidden=5120, vocab=100000,
+                         moe_layers=59, experts=160, active=6, expert_params=3 * 5120 * 1536,
+                         source="deepseek2024v2, section 3.1.1 (a vocabulary of 100K) and 3.1.2 (60 layers, width "
+                         "5120, 128 heads of 128, d_c = 512, d_h^R = 64; every FFN but the first layer's an MoE "
+                         "layer of 2 shared and 160 routed experts of intermediate width 1536, 6 routed per "
+                         "token; 236B in all, 21B activated per token)"),
 }
-"""The chapter's models: a dense MHA model, a GQA model (8 key-value heads), an MLA model."""
+"""The chapter's models: a dense MHA model, a GQA model (8 key-value heads), an MLA model that is
+a mixture of experts. Their embedding and LM head are separate tables (none is tied)."""
 
 KV_INT4 = (0.5, 32, 4)
 """An int4 cache: half a byte per element, and per group of 32 elements of a row an fp16 scale
@@ -130,22 +192,49 @@ def kv_bytes_per_token(name, kv: str = "fp16") -> float:
     return float(m.rows * row_bytes(m.row_elements, kv))
 
 
+def experts_touched(experts, active, batch):
+    """The expected number of distinct routed experts a batch of `batch` tokens touches in one
+    MoE layer of `experts`, each token routed to `active` of them: E (1 - (1 - k/E)^B), the
+    standard result when every token picks its k experts at random and the tokens independently
+    (a given expert is missed by one token with probability 1 - k/E, by all B with that to the
+    B). Real routers are trained toward this balance; a skewed router touches fewer. Chapter 9."""
+    e, k = _check.one("experts", experts), _check.one("active", active)
+    _check.not_larger("active", k, "experts", e)
+    b = _check.size("batch", batch)
+    return _check.as_output(e * (1 - (1 - k / e) ** b))
+
+
+def weights_read(name, batch):
+    """Weights one decode step of `batch` sequences reads: every matrix once (the LM head
+    included); of the input embedding table only the batch's rows (the whole table once when it
+    is tied to the LM head); of a mixture of experts' routed experts only those the batch touches
+    (`experts_touched`, in expectation). A dense untied model reads params - vocab x width +
+    batch x width. Chapter 9."""
+    m = model(name)
+    b = _check.size("batch", batch)
+    table = 0.0 if m.tied else m.embedding - b * m.width
+    untouched = (m.moe_layers * m.expert_params * (m.experts - experts_touched(m.experts, m.active, b))
+                 if m.experts else 0.0)
+    return _check.as_output(m.params - table - untouched)
+
+
 def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16") -> Workload:
-    """One decode step of `batch` sequences, each with `context` cached tokens: the weights read
-    once (`weight`, WEIGHT_BYTES each), each sequence's cache read and its new token's row
-    written (`kv`); 2 flops per weight per sequence and `Model.attention_flops` per token of
-    context, on the `math` units. Activations and the softmax's exponentials are left out
-    (a few kilobytes per sequence). HBM and L2 carry the same bytes. Chapter 9."""
+    """One decode step of `batch` sequences, each with `context` cached tokens: the weights the
+    step reads (`weights_read`; `weight`, WEIGHT_BYTES each), each sequence's cache read and its
+    new token's row written (`kv`); 2 flops per active weight (`Model.active_params`) per
+    sequence and `Model.attention_flops` per token of context, on the `math` units. Activations
+    and the softmax's exponentials are left out (a few kilobytes per sequence). HBM and L2 carry
+    the same bytes. Chapter 9."""
     m = model(name)
     b, c = _check.size("batch", batch), _check.count("context", context)
     _check.broadcast(("batch", b), ("context", c))
     b_w = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
     per_token = kv_bytes_per_token(m, kv)
-    nbytes = m.params * b_w + b * (c + 1) * per_token
-    flops = 2 * m.params * b + b * c * m.attention_flops
+    nbytes = weights_read(m, b) * b_w + b * (c + 1) * per_token
+    flops = 2 * m.active_params * b + b * c * m.attention_flops
     return Workload(f"decode step ({m.name}, {weight} weights, {kv} cache)", flops=flops,
                     bytes={"registers": 0 * flops, "smem": 0 * flops, "l2": nbytes, "hbm": nbytes}, math=math,
-                    note="weights once per step, each cache once per sequence")
+                    note="the weights a step reads once per step, each cache once per sequence")
 
 
 def step_time(name, gpu, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16"):
@@ -154,7 +243,8 @@ def step_time(name, gpu, batch, context, weight: str = "fp16", kv: str = "fp16",
 
 
 def tokens_per_second(name, gpu, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16"):
-    """Tokens the batch generates per second on `gpu`, at most: batch / `step_time`. Chapter 9."""
+    """Tokens the batch generates per second on `gpu`, at most: batch / `step_time`. It does not
+    ask whether the weights and caches fit (`max_batch`). Chapter 9."""
     b = _check.size("batch", batch)
     return _check.as_output(b / np.asarray(step_time(name, gpu, batch, context, weight, kv, math)))
 
@@ -162,28 +252,39 @@ def tokens_per_second(name, gpu, batch, context, weight: str = "fp16", kv: str =
 def critical_batch(name, gpu, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16",
                    largest: int = 1 << 20):
     """The smallest batch at which the step (`step`) on `gpu` is no longer HBM-bound, or None
-    when none is: with the cache, F/B = 2B(P + c a / 2) / (P s_w + B(c + 1) k) tends to
-    (2P + c a) / ((c + 1) k) as B grows, and a context long enough keeps that below the ridge.
-    (P weights of s_w bytes, a attention flops and k cache bytes per token of context), so
-    B* = ceil(R P s_w / (2P + c a - R (c + 1) k)) at the HBM ridge R: chapter 6's ceil(R s_w / 2)
-    (activations left out) when the cache is nothing. Chapter 9."""
+    when none up to `largest` is. For a dense model (P weights read, of s_w bytes; a attention
+    flops, k cache bytes per token of context; e = width x s_w bytes of embedding row per
+    sequence) F/B = 2B(P + c a / 2) / (P s_w + B(e + (c + 1) k)) rises with B toward
+    (2P + c a) / (e + (c + 1) k), and a context long enough keeps that below the ridge R; else
+    B* = ceil(R P s_w / (2P + c a - R (e + (c + 1) k))): chapter 6's ceil(R s_w / 2) when the
+    cache and the row are nothing. A mixture of experts reads more experts as B grows, so its
+    B* comes from the model alone: F/B never falls as B grows (the bytes grow no faster than
+    linearly), and the batch is found by bisection on predict's bound. It does not ask whether
+    the batch fits (`max_batch`). Chapter 9."""
     m, g = model(name), presets.gpu(gpu)
     c, largest = _check.one("context", context, zero=True), _check.one("largest", largest)
-    w = step(m, 1, c, weight, kv, math)  # refuses a bad weight, kv or math, naming it
+    step(m, 1, c, weight, kv, math)  # refuses a bad weight, kv or math, naming it
     ridge = g.running(math).ridge("hbm", math)
-    per_batch_flops = 2 * m.params + c * m.attention_flops
-    per_batch_bytes = (c + 1) * kv_bytes_per_token(m, kv)
-    room = per_batch_flops - ridge * per_batch_bytes
-    if room <= 0:
+    b_w = WEIGHT_BYTES[weight]
+    per_batch_flops = 2 * m.active_params + c * m.attention_flops
+    per_batch_bytes = (c + 1) * kv_bytes_per_token(m, kv) + (0 if m.tied else m.width * b_w)
+    if per_batch_flops - ridge * per_batch_bytes <= 0:
         return None
-    fixed = float(w.bytes["hbm"]) - per_batch_bytes  # the weights
-    batch = max(1, int(np.ceil(ridge * fixed / room)))
-    # Settle the rounding against the model itself (the boundary is where predict's bound changes).
-    while batch > 1 and predict(step(m, batch - 1, c, weight, kv, math), g).bound != "hbm":
-        batch -= 1
-    while batch <= largest and predict(step(m, batch, c, weight, kv, math), g).bound == "hbm":
-        batch += 1
-    return batch if batch <= largest else None
+
+    def on_hbm(batch: int) -> bool:
+        return bool(predict(step(m, batch, c, weight, kv, math), g).bound == "hbm")
+
+    if not on_hbm(1):
+        return 1
+    low, high = 1, 2  # on_hbm(low) holds; find a high where it does not
+    while high < largest and on_hbm(high):
+        low, high = high, min(2 * high, largest)
+    if on_hbm(high):
+        return None
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if on_hbm(mid) else (low, mid)
+    return high
 
 
 def max_batch(name, gpu, context, weight: str = "fp16", kv: str = "fp16") -> int:
@@ -194,6 +295,21 @@ def max_batch(name, gpu, context, weight: str = "fp16", kv: str = "fp16") -> int
     b_w = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
     room = g.capacity("hbm") - m.params * b_w
     return max(0, int(room // ((c + 1) * kv_bytes_per_token(m, kv))))
+
+
+def prefix_cache_bytes(name, batch, context, prefix, kv: str = "fp16", shared: bool = True):
+    """Cache bytes one step of `batch` sequences of `context` tokens reads (and writes: each new
+    token's row) when their first `prefix` tokens are one cache, as a system prompt, beam search
+    or parallel sampling share it: with `shared`, a kernel that reads the shared pages once for
+    the whole batch (FlashInfer's cascade attention) reads (P + B (c - P + 1)) k bytes; without,
+    each sequence reads them again: B (c + 1) k, as with no sharing. Chapter 9."""
+    m = model(name)
+    b, c, p = _check.size("batch", batch), _check.count("context", context), _check.count("prefix", prefix)
+    _check.broadcast(("batch", b), ("context", c), ("prefix", p))
+    _check.not_larger("prefix", p, "context", c)
+    k = kv_bytes_per_token(m, kv)
+    once = p if _check.flag("shared", shared) else b * p
+    return _check.as_output((once + b * (c - p + 1)) * k)
 
 
 @dataclass(frozen=True)
@@ -297,8 +413,28 @@ def split_kv(gpu, batch, heads, kv_heads, head_dim, context, splits, page_tokens
                    float(rows * (2 * d + 2)) if merged else 0.0, float(rows) if merged else 0.0)
 
 
-def splits_to_fill(gpu, batch, kv_heads) -> int:
-    """The fewest splits that give every SM of `gpu` a block: ceil(SMs / (batch x kv_heads)).
-    Chapter 9."""
-    b, h_kv = _check.one("batch", batch), _check.one("kv_heads", kv_heads)
-    return max(1, math.ceil(presets.gpu(gpu).sms.value / (b * h_kv)))
+SPLIT_RULE = {"alone": 0.8, "within": 0.85, "most": 128}
+"""FlashAttention 2's split heuristic (`num_splits_heuristic`, csrc/flash_attn/flash_api.cpp,
+dao2023flashattention2): no split when the unsplit blocks already fill `alone` of the SMs;
+else the fewest splits whose waves are `within` of the fullest, of at most `most` splits."""
+
+
+def wave_splits(gpu, batch, kv_heads, chunks: int = 128, slots_per_sm: int = 1) -> int:
+    """The split count FlashAttention 2's heuristic chooses (SPLIT_RULE) for batch x kv_heads
+    blocks on `gpu`: with n = batch x kv_heads blocks per split and W = SMs x `slots_per_sm`
+    block slots, a split count S fills its waves to e(S) = (nS / W) / ceil(nS / W); the rule
+    takes the fewest S whose e(S) is at least 0.85 of the best e over S <= min(128, W, chunks),
+    skipping an S that cuts the `chunks` (blocks of keys along the context) no finer than S - 1;
+    and 1 when n is already 0.8 W. (FlashAttention 2 passes twice the SMs: two blocks of 128
+    threads fit on an SM.) Chapter 9."""
+    g = presets.gpu(gpu)
+    n = _check.one("batch", batch) * _check.one("kv_heads", kv_heads)
+    chunks, slots = _check.one("chunks", chunks), _check.one("slots_per_sm", slots_per_sm)
+    width = int(g.sms.value) * slots
+    if n >= SPLIT_RULE["alone"] * width:
+        return 1
+    eligible = [s for s in range(1, min(SPLIT_RULE["most"], width, chunks) + 1)
+                if s == 1 or -(-chunks // s) != -(-chunks // (s - 1))]
+    full = {s: n * s / width / math.ceil(n * s / width) for s in eligible}
+    best = max(full.values())
+    return next(s for s in eligible if full[s] >= SPLIT_RULE["within"] * best)

@@ -446,7 +446,15 @@ SIGNATURES = {
         "seed": (0, COUNT)}),
     "decode.Model": (gm.decode.Model, {"name": ("m", TEXT), "layers": (32, SIZE), "heads": (32, SIZE), "kv_heads": (8, SIZE),
                                        "head_dim": (128, SIZE), "params": (8e9, POSITIVE), "latent": (0, COUNT),
-                                       "rope": (0, COUNT), "source": ("", TEXT)}),
+                                       "rope": (0, COUNT), "source": ("", TEXT), "hidden": (0, COUNT),
+                                       "vocab": (0, COUNT), "tied": (False, FLAG), "moe_layers": (0, COUNT),
+                                       "experts": (0, COUNT), "active": (0, COUNT), "expert_params": (0.0, NOT_NEGATIVE)}),
+    "decode.experts_touched": (gm.decode.experts_touched, {"experts": (160, SIZE), "active": (6, SIZE), "batch": (64, SIZE)}),
+    "decode.weights_read": (gm.decode.weights_read, {"name": ("DeepSeek-V2", choice(tuple(gm.decode.MODELS))),
+                                                     "batch": (64, SIZE)}),
+    "decode.prefix_cache_bytes": (gm.decode.prefix_cache_bytes, {
+        "name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "batch": (8, SIZE), "context": (1024, COUNT),
+        "prefix": (512, COUNT), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))), "shared": (True, FLAG)}),
     "decode.model": (gm.decode.model, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS)))}),
     "decode.row_bytes": (gm.decode.row_bytes, {"elements": (128, SIZE), "kv": ("int4", choice(tuple(gm.decode.KV_FORMATS)))}),
     "decode.kv_bytes_per_token": (gm.decode.kv_bytes_per_token, {"name": ("DeepSeek-V2", choice(tuple(gm.decode.MODELS))),
@@ -469,7 +477,8 @@ SIGNATURES = {
         "gpu": ("H100-SXM", GPU), "batch": (1, SIZE), "heads": (32, SIZE), "kv_heads": (8, SIZE), "head_dim": (128, SIZE),
         "context": (4096, SIZE), "splits": (4, SIZE), "page_tokens": (16, SIZE),
         "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS)))}),
-    "decode.splits_to_fill": (gm.decode.splits_to_fill, {"gpu": ("H100-SXM", GPU), "batch": (1, SIZE), "kv_heads": (8, SIZE)}),
+    "decode.wave_splits": (gm.decode.wave_splits, {"gpu": ("H100-SXM", GPU), "batch": (1, SIZE), "kv_heads": (8, SIZE),
+                                                   "chunks": (128, SIZE), "slots_per_sm": (1, SIZE)}),
     "course.decode.cp_bytes": (course.decode.cp_bytes, {"name": ("Llama-2-7B", choice(tuple(gm.decode.MODELS))),
                                                         "context": (1024, SIZE)}),
     "course.decode.cp_gqa": (course.decode.cp_gqa, {"heads": (64, SIZE), "kv_heads": (8, SIZE)}),
@@ -484,7 +493,7 @@ SIGNATURES = {
     "course.decode.check_long_context": (course.decode.check_long_context, {
         "name": ("Llama-2-7B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU), "answer": (256, ANSWER)}),
     "course.decode.throughput": (course.decode.throughput, {
-        "question_gpu": ("B200", outside(course.decode.GPUS)), "question_batch": (32, outside(course.decode.BATCHES)),
+        "question_gpu": ("B200", outside(course.decode.GPUS)), "question_batch": (8, outside(course.decode.BATCHES)),
         "question_context": (16384, outside(course.decode.CONTEXTS))}),
     "course.capstone.budget": (course.capstone.budget, {"task": ("softmax", choice(tuple(course.capstone.TASKS)))}),
     "course.capstone.check_gemm_l2_budget": (course.capstone.check_gemm_l2_budget, {

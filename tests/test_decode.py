@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -17,12 +18,14 @@ def test_dense_7b_bytes_per_token():
     # Llama-2-7B: 32 layers, 32 heads of d = 128, fp16. A token of context adds a key and a value
     # per head per layer: 2 x 32 x 32 x 128 x 2 B = 524,288 B (512 KiB), chapter 6's formula.
     assert dc.kv_bytes_per_token("Llama-2-7B") == 524288 == tc.kv_bytes_per_token(32, 32, 128)
-    # At a context of 4096 a step of one sequence reads 6.7e9 x 2 B of weights plus 4096 cached
-    # tokens and writes one: 13.4e9 + 4097 x 524,288 B.
+    # At a context of 4096 a step of one sequence reads the weights but the 32,000 x 4,096 input
+    # table, of which it reads one row (4,096 weights), at 2 B each, plus 4096 cached tokens, and
+    # writes one: (6.7e9 - 131,072,000 + 4,096) x 2 + 4097 x 524,288 B.
     w = dc.step("Llama-2-7B", 1, 4096)
-    assert float(w.bytes["hbm"]) == 6.7e9 * 2 + 4097 * 524288
-    # 2 flops per weight, and 4 h d L = 4 x 32 x 128 x 32 per token of context.
-    assert float(w.flops) == 2 * 6.7e9 + 4096 * 4 * 32 * 128 * 32
+    assert float(w.bytes["hbm"]) == pytest.approx((6.7e9 - 131072000 + 4096) * 2 + 4097 * 524288, rel=1e-12)
+    # 2 flops per weight multiplied (the table is looked up, not multiplied), and 4 h d L =
+    # 4 x 32 x 128 x 32 per token of context.
+    assert float(w.flops) == pytest.approx(2 * (6.7e9 - 131072000) + 4096 * 4 * 32 * 128 * 32, rel=1e-12)
 
 
 def test_gqa_with_8_groups_is_an_eighth():
@@ -58,7 +61,7 @@ def test_quantised_cache_counts_its_scales():
 @pytest.mark.parametrize("gpu", ["H100-SXM", "B200"])
 def test_tokens_per_second_at_batch_one_is_bytes_over_bandwidth(gpu):
     g = gm.gpu(gpu).running("fp16")
-    nbytes = 8.0e9 * 2 + 1025 * 131072
+    nbytes = (8.0e9 - 128000 * 4096 + 4096) * 2 + 1025 * 131072  # Llama 3's 128,000-token table: one row read
     assert float(dc.tokens_per_second("Llama-3-8B", gpu, 1, 1024)) == pytest.approx(g.bandwidth("hbm") / nbytes,
                                                                                      rel=1e-12)
 
@@ -66,7 +69,7 @@ def test_tokens_per_second_at_batch_one_is_bytes_over_bandwidth(gpu):
 @pytest.mark.parametrize("name", list(dc.MODELS))
 @pytest.mark.parametrize("context", [0, 512, 4096])
 def test_critical_batch_is_where_the_model_leaves_hbm(name, context):
-    batches = np.arange(1, 4097)
+    batches = np.arange(1, 8193)  # DeepSeek-V2 reads nearly all its experts from a few hundred on: thousands
     p = gm.predict(dc.step(name, batches, context), "H100-SXM")
     leaves = np.flatnonzero(p.bound != "hbm")
     found = dc.critical_batch(name, "H100-SXM", context)
@@ -78,14 +81,19 @@ def test_critical_batch_closed_form_and_the_long_context_limit():
     ridge = g.ridge("hbm", "fp16")
     m = dc.MODELS["Llama-2-7B"]
     k = dc.kv_bytes_per_token(m)
-    # context 0 still writes the new token's row: B* = ceil(R P s_w / (2P - R k)).
-    assert dc.critical_batch(m, g, 0) == math.ceil(ridge * m.params * 2 / (2 * m.params - ridge * k))
+    # context 0 still writes the new token's row and reads one embedding row (e = 4096 x 2 B) per
+    # sequence: B* = ceil(R P s_w / (2P - R (e + k))), P the weights but the input table.
+    p = 6.7e9 - 32000 * 4096
+    assert dc.critical_batch(m, g, 0) == math.ceil(ridge * p * 2 / (2 * p - ridge * (4096 * 2 + k)))
     assert dc.critical_batch(m, g, 0) >= math.ceil(ridge * 2 / 2)  # chapter 6's, without activations
     # The MHA model's per-sequence intensity (2P + c a) / ((c + 1) k) falls below the ridge at
     # some context: from there no batch leaves HBM's bound.
     assert dc.critical_batch(m, g, 4096) is None
-    # MLA's shared latent serves 128 heads: its attention is ~2h FLOP per cached byte, near the ridge.
-    assert dc.critical_batch("DeepSeek-V2", g, 4096) is not None
+    # MLA's shared latent serves 128 heads as key and value: 2h(2 d_c + d_R) / ((d_c + d_R) 2) =
+    # 128 x 2176 / 1152 = 241.8 FLOP per cached byte, near the ridge, so some batch leaves HBM.
+    ds = dc.MODELS["DeepSeek-V2"]
+    assert ds.attention_flops / dc.kv_bytes_per_token(ds) == pytest.approx(60 * 128 * 2 * (2 * 512 + 64) / (60 * 576 * 2))
+    assert dc.critical_batch(ds, g, 4096) is not None
 
 
 def test_max_batch_fits_in_hbm():
@@ -129,12 +137,12 @@ def test_simulation_equals_the_formulas_byte_for_byte(splits, page_tokens, kv):
 
 
 def test_split_kv_parallelism():
-    # Batch 1 of Llama-3-8B: 8 key-value heads, 8 blocks on the H100's 132 SMs; 17 splits fill it.
+    # Batch 1 of Llama-3-8B: 8 key-value heads, 8 blocks on the H100's 132 SMs. 17 splits give
+    # every SM a block, but 136 blocks run in 2 waves, 136 / 264 = 52 % busy.
     one = dc.split_kv("H100-SXM", 1, 32, 8, 128, 32768, 1)
     assert (one.blocks, one.waves) == (8, 1) and one.busy == pytest.approx(8 / 132)
-    assert dc.splits_to_fill("H100-SXM", 1, 8) == 17
     full = dc.split_kv("H100-SXM", 1, 32, 8, 128, 32768, 17)
-    assert full.blocks == 136 and full.waves == 2
+    assert full.blocks == 136 and full.waves == 2 and full.busy == pytest.approx(136 / 264)
     # 17 splits x 32 query heads x (128 + 1) fp32 values, written and read: 2 x 17 x 32 x 129 x 4.
     assert full.partial_bytes == 2 * 17 * 32 * 129 * 4
     assert full.merge_share < 0.01
@@ -152,8 +160,91 @@ def test_split_kv_parallelism():
     (lambda: dc.split_kv("H100-SXM", 1, 30, 8, 128, 1024, 1), "heads"),
     (lambda: dc.split_kv("H100-SXM", 1, 32, 8, 128, 64, 5), "splits"),
     (lambda: dc.split_kv("H100-XYZ", 1, 32, 8, 128, 64, 1), "gpu"),
+    (lambda: dc.experts_touched(6, 8, 4), "active"),
+    (lambda: dc.experts_touched(160, 6, 0), "batch"),
+    (lambda: dc.weights_read("Llama-3-8B", 0), "batch"),
+    (lambda: dc.prefix_cache_bytes("Llama-3-8B", 4, 10, 11), "prefix"),
+    (lambda: dc.prefix_cache_bytes("Llama-3-8B", 4, 10, 2, shared=1), "shared"),
+    (lambda: dc.wave_splits("H100-SXM", 1, 8, chunks=0), "chunks"),
+    (lambda: dc.Model("moe", 4, 8, 8, 64, 1e9, moe_layers=4, experts=8), "experts, active"),
+    (lambda: dc.Model("moe", 4, 8, 8, 64, 1e9, moe_layers=4, experts=8, active=9, expert_params=1e6), "active"),
+    (lambda: dc.Model("dense", 4, 8, 8, 64, 1e6, vocab=10000), "params"),
     (lambda: sim.paged_decode_attention(np.ones((3, 4)), np.ones((5, 2, 4)), np.ones((5, 2, 4))), "q"),
 ])
 def test_bad_inputs_are_refused_by_name(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+@pytest.mark.parametrize("gpu, batch, kv_heads, splits", [
+    # 8 blocks a split on 132 SMs: S splits fill 8S / 132 of a wave up to S = 16; 33 splits are two
+    # full waves (efficiency 1), so the rule takes the fewest S with 8S / 132 >= 0.85: S = 15
+    # (120 / 132 = 0.909; 14 gives 112 / 132 = 0.848).
+    ("H100-SXM", 1, 8, 15),
+    # 32 blocks a split: 4 splits are 128 / 132 = 0.97 of one wave, 3 only 96 / 132 = 0.73.
+    ("H100-SXM", 4, 8, 4),
+    # 128 blocks unsplit already fill 0.8 x 132 = 105.6 SMs: no split.
+    ("H100-SXM", 16, 8, 1),
+    # FlashAttention's own example: 48 blocks on 108 SMs, 2 splits 96 / 108 = 0.89, 3 only 0.67.
+    ("A100-40GB", 48, 1, 2),
+])
+def test_wave_splits_follows_flashattentions_rule(gpu, batch, kv_heads, splits):
+    assert dc.wave_splits(gpu, batch, kv_heads, chunks=2048) == splits
+
+
+def test_wave_splits_skips_a_count_that_cuts_no_finer():
+    # 8 blocks a split, 132 SMs, but only 10 chunks of keys: at most 10 splits; of those, every
+    # count cuts 10 chunks differently but 6 to 9 (ceil(10 / S) = 2 from S = 5 to 9), which are
+    # skipped. The best eligible is S = 10 (80 / 132 = 0.606); 0.85 of it is 0.515, first reached
+    # at S = 10 (S = 5 gives 40 / 132 = 0.303).
+    assert dc.wave_splits("H100-SXM", 1, 8, chunks=10) == 10
+    # Two blocks per SM double the slots: 8 blocks a split on 264 slots; 33 splits fill one wave.
+    assert dc.wave_splits("H100-SXM", 1, 8, chunks=2048, slots_per_sm=2) == 29  # 232 / 264 = 0.879
+
+
+def test_experts_touched_by_hand():
+    # One token touches its k experts; two touch E(1 - (1 - k/E)^2): 160 x (1 - (154/160)^2) = 11.775.
+    assert dc.experts_touched(160, 6, 1) == pytest.approx(6)
+    assert dc.experts_touched(160, 6, 2) == pytest.approx(160 * (1 - (154 / 160) ** 2)) == pytest.approx(11.775)
+    # Every token routed to every expert touches them all at once.
+    assert dc.experts_touched(8, 8, 1) == 8
+    # At 463 tokens an expert is missed with probability (154/160)^463, about 2.06e-8.
+    assert 160 - dc.experts_touched(160, 6, 463) == pytest.approx(160 * (154 / 160) ** 463) and \
+        (154 / 160) ** 463 == pytest.approx(2.06e-8, rel=0.01)
+
+
+def test_deepseek_v2_reads_the_experts_its_batch_touches():
+    m = dc.MODELS["DeepSeek-V2"]
+    expert = 3 * 5120 * 1536  # gate, up and down matrices of width 5120 and intermediate 1536
+    table = 100000 * 5120
+    # One token: all but the input table (one row read) and the 154 routed experts per MoE layer
+    # it is not sent to; the paper's 21 B activated.
+    one = 236e9 - table + 5120 - 59 * 154 * expert
+    assert float(dc.weights_read(m, 1)) == pytest.approx(one, rel=1e-12)
+    assert m.active_params == pytest.approx(one - 5120) and m.active_params == pytest.approx(21e9, rel=0.01)
+    # A large batch touches every expert: all 236 B but the table.
+    assert float(dc.weights_read(m, 10**6)) == pytest.approx(236e9 - table + 10**6 * 5120)
+    # 472 GB of fp16 weights fit on no single GPU here.
+    assert all(dc.max_batch(m, g, 0) == 0 for g in ("H100-SXM", "H200", "B200"))
+    # Counting the activated weights alone leaves HBM near 460 at 4096 tokens; with the experts a
+    # batch touches it takes thousands.
+    activated = dataclasses.replace(m, params=m.active_params + table, moe_layers=0, experts=0, active=0,
+                                    expert_params=0.0)
+    assert dc.critical_batch(activated, "H100-SXM", 4096) < 500 < 5 * 500 < dc.critical_batch(m, "H100-SXM", 4096)
+
+
+def test_a_tied_table_is_read_once_as_the_lm_head():
+    tied = dataclasses.replace(dc.MODELS["Llama-3-8B"], tied=True)
+    assert float(dc.weights_read(tied, 1)) == float(dc.weights_read(tied, 64)) == 8.0e9
+    assert tied.active_params == 8.0e9
+
+
+def test_prefix_cache_bytes_by_hand():
+    k = 131072  # Llama-3-8B, fp16
+    # 4 sequences of 10 tokens sharing 6: the 6 once, then 4 x (4 own + 1 new) rows: 26 rows.
+    assert dc.prefix_cache_bytes("Llama-3-8B", 4, 10, 6) == 26 * k
+    # Without a kernel that reads it once, each sequence reads its 11 rows: 44, the step's cache.
+    assert dc.prefix_cache_bytes("Llama-3-8B", 4, 10, 6, shared=False) == 44 * k == \
+        dc.prefix_cache_bytes("Llama-3-8B", 4, 10, 0)
+    step = dc.step("Llama-3-8B", 4, 10)
+    assert float(step.bytes["hbm"]) == pytest.approx(2 * float(dc.weights_read("Llama-3-8B", 4)) + 44 * k)

@@ -142,9 +142,11 @@ ANSWERS = {
                                    / (4 * 16384**2 * 64 * 32 / gm.gpu("H100-SXM").peak("fp16"))),
     "decode-batch": lambda: smallest(gm.course.tensor_cores.DECODE_BATCHES, lambda b: 2 * b * 8192**2 / (8192**2 + 2 * 2 * b * 8192)
                                      >= gm.gpu("H100-SXM").peak("fp16") / gm.gpu("H100-SXM").bandwidth("hbm")),
-    # Both steps HBM-bound at batch 32, context 16384 on the B200: tokens/s go as 1 / bytes, weights
-    # (fp16) plus 32 x 16385 tokens of cache (Llama-2-7B 524,288 B a token, Llama-3-8B 131,072 B).
-    "decode-throughput": lambda: (6.7e9 * 2 + 32 * 16385 * 524288) / (8.0e9 * 2 + 32 * 16385 * 131072),
+    # Both steps HBM-bound at batch 8, context 16384 on the B200: tokens/s go as 1 / bytes, the
+    # weights read in fp16 (all but the input table, one row of it per sequence: Llama-2-7B 32,000 x
+    # 4,096, Llama-3-8B 128,000 x 4,096) plus 8 x 16385 tokens of cache (524,288 B a token, 131,072 B).
+    "decode-throughput": lambda: (((6.7e9 - 32000 * 4096 + 8 * 4096) * 2 + 8 * 16385 * 524288)
+                                  / ((8.0e9 - 128000 * 4096 + 8 * 4096) * 2 + 8 * 16385 * 131072)),
     "wave-tail": lambda: max(gm.course.tensor_cores.WAVE_SIZES, key=lambda n: ((n // 128) ** 2 % 132 or 132)),
     "launch-bound": lambda: smallest(gm.course.blackwell_low_precision.VECTOR_SIZES,
                                      lambda n: 12 * n / gm.gpu("B200").bandwidth("hbm") >= 3.0e-6),  # 12 B per float, a 3 us launch
@@ -174,6 +176,28 @@ def test_a_widget_exercise_accepts_its_answer_typed_and_refuses_others(key):
     for bad in ("", "lots", None, [answer]):
         feedback = exercise.check(bad)
         assert not feedback and feedback.message.startswith("Type ")
+
+
+@pytest.mark.parametrize("key", ANSWERS)
+def test_no_exercise_asks_about_a_state_its_widget_refuses(key):
+    """Each state a widget exercise's question asks the learner to read (`asks`) is one the widget
+    shows; an exercise whose question names a state declares it."""
+    exercise = EXERCISES[key]()
+    for state in exercise.asks:
+        assert set(state) == set(exercise.controls), f"{key}: an asked state names every control"
+        assert exercise.refused(**state) is None, f"{key} asks about {state}, which its widget refuses"
+
+
+def test_the_decode_exercise_declares_its_states_and_refuses_a_question_that_does_not_fit():
+    exercise = gm.course.decode.throughput("B200", 8, 16384)
+    assert {s["model"] for s in exercise.asks} == {"Llama-2-7B", "Llama-3-8B"}
+    # 32 caches of 16,385 tokens of Llama-2-7B (524,288 B a token) are 275 GB: more than the B200 holds.
+    assert 32 * 16385 * 524288 > gm.gpu("B200").capacity("hbm")
+    assert "at most 19 fit" in exercise.refused(model="Llama-2-7B", gpu="B200", batch=32, context=16384)
+    with pytest.raises(ValueError, match="^question_batch must be a batch that fits"):
+        gm.course.decode.throughput("B200", 32, 16384)
+    # DeepSeek-V2's 236 G weights, 472 GB in fp16, fit on neither GPU.
+    assert "alone (472 GB" in exercise.refused(model="DeepSeek-V2", gpu="B200", batch=1, context=256)
 
 
 @pytest.mark.parametrize("key", ANSWERS)

@@ -17,6 +17,8 @@ from ..units import fmt_bound, fmt_bytes, fmt_capacity, fmt_time
 from .checks import Feedback, check_number, lab_run, number_rules
 from .widgets import Checkpoint, WidgetExercise, bars
 
+SPLIT_WITHIN = dc.SPLIT_RULE["within"]
+
 # --- checkpoints, one per section ---------------------------------------------------------
 
 
@@ -51,13 +53,16 @@ def cp_gqa(heads: int = 64, kv_heads: int = 8) -> Checkpoint:
 def cp_critical(name: str = "Llama-3-8B", gpu: str = "H100-SXM") -> Checkpoint:
     """Section "The critical batch, with the cache": the critical batch with no context."""
     batch = dc.critical_batch(name, gpu, 0)
+    ridge = presets.gpu(gpu).running("fp16").ridge("hbm", "fp16")
     return Checkpoint(
         "cp-decode-critical",
         f"With (almost) no context, from what batch is a {name} decode step on the {gpu} no longer HBM-bound, "
         "in the model (the section's cell computes it)?",
         number_rules(float(batch), "sequences", 0.02, whole=True,
-                     explain="With no cache the weights are the bytes, and each is reused once per sequence: about "
-                     "half the ridge for fp16 weights. Every cached token then pushes it up.",
+                     explain=f"With no cache the weights are the bytes: 2 bytes of fp16 weight buy 2 flops per "
+                     f"sequence, so the batch must reach the ridge's value, {ridge:.0f} FLOP/B here; the embedding "
+                     "row and the cache row each sequence adds push it a little higher, and every cached token "
+                     "pushes it further.",
                      hint="Call gm.decode.critical_batch with a context of 0."),
         "batch")
 
@@ -77,28 +82,37 @@ def cp_paged(context: int = 1000, page_tokens: int = 16, row: int = 256) -> Chec
 
 
 def cp_split(gpu: str = "H100-SXM", batch: int = 1, kv_heads: int = 8) -> Checkpoint:
-    """Section "Split-KV": the splits that fill the SMs."""
+    """Section "Split-KV": the split count FlashAttention 2's heuristic chooses (`dc.wave_splits`)."""
     sms = int(presets.gpu(gpu).sms.value)
+    blocks = _check.one("batch", batch) * _check.one("kv_heads", kv_heads)
+    chosen = dc.wave_splits(gpu, batch, kv_heads)
+    every_sm = -(-sms // blocks)
+    wrong = [(float(every_sm), f"That gives every SM a block, but {every_sm * blocks} blocks run in "
+              f"{-(-every_sm * blocks // sms)} waves, the last nearly empty.")] if every_sm != chosen else []
     return Checkpoint(
         "cp-decode-split",
-        f"Batch {batch}, {kv_heads} key-value heads, one block per key-value head per split: how many splits "
-        f"give each of the {gpu}'s {sms} SMs at least one block?",
-        number_rules(float(dc.splits_to_fill(gpu, batch, kv_heads)), "splits", 0, whole=True,
-                     mistakes=[(float(sms // (batch * kv_heads)), "That leaves a few SMs without a block: round up.")],
-                     explain="More splits than that only add partial results to merge.",
-                     hint="Divide the SMs by the blocks one split makes."),
+        f"Batch {batch}, {kv_heads} key-value heads, one block per key-value head per split, one block at a time per "
+        f"SM on the {gpu}'s {sms} SMs. FlashAttention's rule takes the fewest splits whose waves are at least "
+        f"{SPLIT_WITHIN:.0%} as full as the fullest split count's. How many splits does it take?",
+        number_rules(float(chosen), "splits", 0, whole=True, mistakes=wrong,
+                     explain="A wave is as full as the blocks it runs over the SMs; past that count more splits "
+                     "add partial results to merge and buy little.",
+                     hint="For each split count S, blocks = S x the blocks of one split; the waves' fullness is "
+                     "blocks / (SMs x waves). Find the best, then the fewest S within the rule's share of it."),
         "splits")
 
 
 def cp_quant(elements: int = 128) -> Checkpoint:
     """Section "A quantised cache": an int4 row's bytes with its scales."""
+    row = float(dc.row_bytes(_check.one("elements", elements), "int4"))
     return Checkpoint(
         "cp-decode-quant",
         f"An int4 cache stores a row of {elements} values with an fp16 scale and an fp16 zero point per group "
         f"of {dc.KV_INT4[1]}. How many bytes is the row?",
-        number_rules(float(dc.row_bytes(elements, "int4")), "bytes", 0,
+        number_rules(row, "bytes", 0,
                      mistakes=[(elements / 2, "That leaves out the scales and zero points.")],
-                     explain="The scales cost a fifth of the values here: int4 is not quite a quarter of fp16.",
+                     explain=f"The scales and zero points are {(row - elements / 2) / row:.0%} of the row here: "
+                     f"int4's row is {row / float(dc.row_bytes(elements, 'fp16')):.0%} of fp16's, not a quarter.",
                      hint="Half a byte per value, plus 4 bytes per group."),
         "bytes")
 
@@ -135,7 +149,7 @@ def check_long_context(name: str, gpu: str, answer) -> Feedback:
     return check_number(answer, float(never), "tokens", rtol=0, key=f"check_long_context({name}, {gpu})",
                         explain="Past it a sequence's cache bytes outgrow the flops that use them: only fewer or "
                         "narrower cached bytes move the step toward the tensor cores.",
-                        hint="Find where the per-sequence intensity (2P + c a) / ((c + 1) k) falls under the ridge, "
+                        hint="Find where the per-sequence intensity (2P + c a) / (e + (c + 1) k) falls under the ridge, "
                         "or call critical_batch at each context.")
 
 
@@ -147,24 +161,43 @@ GPUS = ("H100-SXM", "B200")
 WIDGET_MODELS = tuple(dc.MODELS)
 
 
-def throughput(question_gpu: str = "B200", question_batch: int = 32, question_context: int = 16384) -> WidgetExercise:
+def _refusal(model, gpu, batch, context) -> str | None:
+    """Why `batch` caches of `context` tokens and `model`'s weights cannot run on `gpu`, or None."""
+    fits = dc.max_batch(model, gpu, context)
+    if batch <= fits:
+        return None
+    g, m = presets.gpu(gpu), dc.model(model)
+    if fits == 0 and m.params * 2 > g.capacity("hbm"):
+        return (f"the weights of {model} alone ({fmt_bytes(m.params * 2)} in fp16, every expert stored) need more "
+                f"than the {gpu}'s {fmt_capacity(g.capacity('hbm'))}: it runs spread over several GPUs")
+    return (f"{batch} caches of {context:,} tokens and the weights of {model} need more than the "
+            f"{gpu}'s {fmt_capacity(g.capacity('hbm'))} (at most {fits} fit)")
+
+
+def throughput(question_gpu: str = "B200", question_batch: int = 8, question_context: int = 16384) -> WidgetExercise:
     """Chapter 9: tokens per second against batch and context for MHA (Llama-2-7B), GQA
-    (Llama-3-8B) and MLA (DeepSeek-V2, its activated weights) on the H100 SXM and the B200; a
-    combination whose weights and caches do not fit in HBM cannot run. The question: how many
-    times more tokens per second the GQA model serves than the MHA model at the given point."""
+    (Llama-3-8B) and MLA (DeepSeek-V2) on the H100 SXM and the B200; a combination whose weights
+    and caches do not fit in HBM cannot run (DeepSeek-V2's weights fit on neither). The question:
+    how many times more tokens per second the GQA model serves than the MHA model at the given
+    point, which both models must fit."""
     _check.member("question_gpu", question_gpu, GPUS)
     _check.member("question_batch", question_batch, BATCHES)
     _check.member("question_context", question_context, CONTEXTS)
+    asks = tuple({"model": m, "gpu": question_gpu, "batch": question_batch, "context": question_context}
+                 for m in ("Llama-3-8B", "Llama-2-7B"))
+    for state in asks:
+        why = _refusal(**state)
+        if why:
+            raise ValueError(f"question_batch must be a batch that fits at question_context on question_gpu: {why}")
 
     def view(model, gpu, batch, context):
-        fits = dc.max_batch(model, gpu, context)
-        if batch > fits:
-            raise ValueError(f"{batch} caches of {context:,} tokens and the weights of {model} need more than the "
-                             f"{gpu}'s {fmt_capacity(presets.gpu(gpu).capacity('hbm'))} (at most {fits} fit)")
+        why = _refusal(model, gpu, batch, context)
+        if why:
+            raise ValueError(why)
         pr = predict(dc.step(model, batch, context), gpu)
         tps = batch / float(pr.time)
         m = dc.model(model)
-        weights, cache = m.params * 2, batch * (context + 1) * dc.kv_bytes_per_token(m)
+        weights, cache = float(dc.weights_read(m, batch)) * 2, batch * (context + 1) * dc.kv_bytes_per_token(m)
         return bars(f"{model} ({m.attention.upper()}) on the {gpu}, batch {batch}, context {context:,}: "
                     f"<b>{tps:,.0f} tokens/s</b>, a step of {fmt_time(float(pr.time))}, bound by "
                     f"<b>{fmt_bound(pr.bound)}</b>",
@@ -181,7 +214,7 @@ def throughput(question_gpu: str = "B200", question_batch: int = 32, question_co
                      "the bytes: the GQA cache is a quarter of MHA's (8 key-value heads of 32), and the ratio nears 4 "
                      "as the caches outgrow the weights.",
                      hint="Read the tokens per second of both models at that GPU, batch and context, and divide."),
-        "ratio")
+        "ratio", asks=asks)
 
 
 WIDGET_EXERCISES = (throughput,)

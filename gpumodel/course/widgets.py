@@ -211,7 +211,9 @@ class WidgetExercise:
     """An exercise answered by exploring: `controls` (name -> values, independent), `view`
     (values -> HTML, the model's answer for them; a ValueError means that combination cannot
     run, and its message says why), and `rules` for the typed answer (see
-    `gpumodel.course.checks.number_rules`). `prompt` labels the answer box."""
+    `gpumodel.course.checks.number_rules`). `prompt` labels the answer box. `asks`: the states
+    (control -> value, each control named) the question asks the learner to read, which the
+    widget must not refuse (tests/test_widgets.py holds every exercise to it)."""
 
     key: str
     controls: dict
@@ -219,6 +221,17 @@ class WidgetExercise:
     rules: dict
     prompt: str
     labels: dict = field(default_factory=dict)
+    asks: tuple = ()
+
+    def refused(self, **values) -> str | None:
+        """Why the widget refuses the state `values` (the view's ValueError), or None when it
+        shows it."""
+        try:
+            self.render(**values)
+            self.view(**values)
+        except ValueError as err:
+            return str(err)
+        return None
 
     def render(self, **values) -> str:
         """The view of one combination (a value from each control's menu), or the sentence
