@@ -21,13 +21,13 @@ def _course(kernel, gpu):
 
 
 @pytest.mark.parametrize("gpu", gm.preset_names())
-@pytest.mark.xfail(strict=False, reason="with Little's law on bytes a 4096^3 naive GEMM keeps enough bytes in flight: "
-                   "latency no longer holds it, and naive against 16 x 16 tiles follows the bound's L1/shared-memory "
-                   "path, which charges a broadcast a whole wavefront; the L1 level with its reuse rule (issue 49, "
-                   "item 2) decides this order")
-def test_the_course_ladder_is_expected_slower_to_faster_on_every_preset(gpu):
-    times = [_course(k, gpu).time for k in GEMM_LADDER]
-    assert times[0] > times[1] > times[2], dict(zip(GEMM_LADDER, times))
+def test_the_register_tiled_kernel_is_expected_fastest_of_the_course_ladder_on_every_preset(gpu):
+    """The 128 x 128 / 8 x 8 kernel is expected several times faster than the naive and the
+    16 x 16-tiled ones everywhere. The order of those two is not asserted: with Little's law on
+    bytes the naive kernel keeps enough bytes in flight that latency no longer holds it, and on
+    some presets it is expected faster than the 16 x 16 tiles (issue 49's notes)."""
+    naive, tiled16, tiled128 = (_course(k, gpu).time for k in GEMM_LADDER)
+    assert tiled128 * 2 < min(naive, tiled16), dict(zip(GEMM_LADDER, (naive, tiled16, tiled128)))
 
 
 def test_the_expected_time_is_never_below_the_bound_and_names_what_holds_it():

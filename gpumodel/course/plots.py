@@ -235,7 +235,9 @@ def sweep(curves: list, marks: dict | None = None, capacities: dict | None = Non
 def published_staircase(comparisons: list):
     """Published read bandwidths against working set (the "read" records among
     `comparisons`, from `gpumodel.published`), each GPU's points beside the model's
-    staircase for it: L2 bandwidth while the data fits in L2, HBM after. Chapter 1."""
+    staircase for it: L2 bandwidth while the data fits in L2 (more where L1 can serve part
+    of a read of chunks, as gpu-l2-cache's: the runs' `chunk` and `threads`, sizes then whole
+    numbers of chunks), a slope down to HBM after. Chapter 1."""
     from ..waves import warm_read_time
 
     reads = [c for c in comparisons if c.record.run["kind"] == "read"]
@@ -246,8 +248,13 @@ def published_staircase(comparisons: list):
         mine = sorted((c for c in reads if c.record.gpu == gpu), key=lambda c: c.record.run["bytes"])
         sizes = np.array([c.record.run["bytes"] for c in mine], dtype=float)
         ax.plot(sizes, [c.measured / 1e9 for c in mine], "o", color=f"C{i}", ms=5, label=f"{gpu}, published")
+        runs = {(c.record.run.get("chunk"), c.record.run.get("threads")) for c in mine}
+        chunk, threads = runs.pop() if len(runs) == 1 else (None, None)
         grid = np.round(np.geomspace(sizes.min() / 2, sizes.max() * 2, 200))
-        ax.plot(grid, grid / warm_read_time(gpu, grid) / 1e9, "--", color=f"C{i}", lw=1, label=f"{gpu}, model")
+        if chunk is not None:
+            grid = np.unique(np.maximum(np.round(grid / chunk), 1)) * chunk
+        ax.plot(grid, grid / warm_read_time(gpu, grid, chunk, threads) / 1e9, "--", color=f"C{i}", lw=1,
+                label=f"{gpu}, model")
     _working_set_axes(ax, "read bandwidth (GB/s)")
     return fig
 
