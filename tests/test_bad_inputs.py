@@ -397,8 +397,8 @@ SIGNATURES = {
                                                          "what": ("kernel 1, naive (uncoalesced)", st.sampled_from(NOT_STRINGS))}),
     "expected.Launch": (gm.expected.Launch, {"threads": (256, SIZE), "blocks": (64, SIZE), "registers": (32, SIZE),
                                              "smem": (4096, COUNT), **{name: (8.0, NOT_NEGATIVE) for name in (
-                                                 "rounds", "tags", "lsu", "instructions")},
-                                             "mma_share": (0.5, FRACTION)}),
+                                                 "rounds", "tags", "lsu", "instructions", "load_bytes")},
+                                             "mma_share": (0.5, FRACTION), "timed": (False, FLAG)}),
     "expected.latency": (gm.expected.latency, {"gpu": ("B200", GPU), "level": ("l2", choice(gm.presets.TABLES["latency"][0]))}),
     "expected.gemm_launch": (gm.expected.gemm_launch, {
         "m": (256, SIZE), "n": (256, SIZE), "k": (256, SIZE), "block": ((64, 64, 8), tile((64, 64, 8)).filter(lambda b: b is not None)),
