@@ -45,6 +45,7 @@ from . import _check, presets
 from .hardware import MATH, WARP, Fact
 from .model import BOUNDS, predict
 from .occupancy import occupancy
+from .tensor_cores import WEIGHT_BYTES
 from .workloads import LAYOUTS, Workload, gemm
 
 DATA = presets.DATA / "expect.toml"
@@ -266,13 +267,26 @@ SECTOR = 32
 """Bytes of one request in flight (a sector), the queue's unit (`served`)."""
 
 
+def _launch(launch, none: bool = True) -> None:
+    """Refuse a `launch` that is not a `Launch` (nor None, where `none`)."""
+    if not isinstance(launch, Launch) and not (none and launch is None):
+        accepted = " or None" if none else ""
+        raise TypeError(f"launch must be a gm.expected.Launch (gemm_launch, trace_launch){accepted}, "
+                        f"got {type(launch).__name__}")
+
+
 def latency_time(work: Workload, gpu, launch: Launch, warps_per_sm: float) -> dict:
     """Little's law on bytes for `work` run as `launch` on `gpu` with `warps_per_sm` warps on each
     SM: {'time' (s), 'in_flight' (bytes, the GPU), 'unloaded' and 'loaded' latency (s), 'level'
     that queues}. A round's sectors come from L1 (hits), L2 and HBM in the shares of the
     workload's bytes, and it waits its slowest: the L1-hit latency only when all of them hit; the loaded latency is the machine-repairman queue's at the busier of L2 and HBM."""
+    if not isinstance(work, Workload):
+        raise TypeError(f"work must be a Workload (gm.gemm, gm.vector_add, ...), got {type(work).__name__}")
     g = presets.gpu(gpu)
     p = predict(work, g)
+    _launch(launch, none=False)
+    if _check.real("warps_per_sm", warps_per_sm, least=0) <= 0:
+        raise ValueError(f"warps_per_sm must be a finite number > 0, got {warps_per_sm!r}")
     requested = launch.load_bytes or float(work.bytes["l2"])
     warps = launch.blocks * math.ceil(launch.threads / WARP)
     if not launch.rounds or not requested:
@@ -314,6 +328,7 @@ def dequantise_time(weights: float, weight: str, gpu) -> float:
     warp instructions a clock per SM. Chapter 9's quantised decode."""
     weights = _check.real("weights", weights, least=0)
     g = presets.gpu(gpu)
+    _check.choice("weight", weight, WEIGHT_BYTES)
     per = facts().get(f"dequantise_{weight}")
     if per is None:
         return 0.0
@@ -385,8 +400,7 @@ def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, shares: 
     `dequantise`, seconds of dequantising instructions (`dequantise_time`)."""
     flops = _check.real("flops", flops, least=0)
     dequantise = _check.real("dequantise", dequantise, least=0)
-    if launch is not None and not isinstance(launch, Launch):
-        raise TypeError(f"launch must be a gm.expected.Launch (gemm_launch, trace_launch) or None, got {type(launch).__name__}")
+    _launch(launch)
     if shares is not None and not isinstance(shares, dict):
         raise TypeError(f"shares must be a dict of share class to share, or None, got {type(shares).__name__}")
     for name, share in (shares or {}).items():

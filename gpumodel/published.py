@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import _check, decode, presets
-from .expected import ESTIMATES, REASONS, Expectation, Launch, dequantise_time, facts, gemm_launch, kernel_notes, share_class
+from .expected import CLASSES, ESTIMATES, REASONS, Expectation, Launch, dequantise_time, facts, gemm_launch, kernel_notes, share_class
 from .expected import expect as _expect
 from .hardware import LEVELS
 from .model import predict
@@ -411,6 +411,8 @@ def share_for(kind: str, cls: str) -> float:
     """The achievable share (`shares`) of limiter class `cls` for a record whose run is of
     `kind`: the kind's own where the estimate half has one, else the class's over all kinds,
     else 1."""
+    _check.choice("kind", kind, tuple(CLASS_NAMES))
+    _check.choice("cls", cls, CLASSES)
     table = shares()
     return table.get(f"{kind}.{cls}", table.get(cls, 1.0))
 

@@ -392,7 +392,20 @@ SIGNATURES = {
                  "launch": (gm.expected.gemm_launch(256, 256, 256, (64, 64, 8), (4, 4)), LAUNCHES.filter(lambda v: v is not None)),
                  "flops": (0.0, AMOUNT), **extra})
        for key, f, extra in (("published.expect", gm.expect, {}),
-                             ("expected.expect", gm.expected.expect, {"shares": ({"sm": 0.5, "tensor": 0.5}, SHARES)}))},
+                             ("expected.expect", gm.expected.expect, {"shares": ({"sm": 0.5, "tensor": 0.5}, SHARES),
+                                                                      "dequantise": (0.0, AMOUNT)}))},
+    "expected.l1_latency": (gm.expected.l1_latency, {"gpu": ("H100-SXM", GPU)}),
+    "expected.served": (gm.expected.served, {name: (1e-6, POSITIVE) for name in ("population", "think", "service")}),
+    "expected.dequantise_time": (gm.expected.dequantise_time, {"weights": (1e9, AMOUNT), "weight": ("int4", choice(tc.WEIGHT_BYTES)),
+                                                               "gpu": ("H100-SXM", GPU)}),
+    "expected.latency_time": (gm.expected.latency_time, {
+        "work": (gm.gemm(256, 256, 256, block=(64, 64, 8), thread=(4, 4)), WORKLOAD), "gpu": ("A100-40GB", GPU),
+        "launch": (gm.expected.gemm_launch(256, 256, 256, (64, 64, 8), (4, 4)), LAUNCHES.filter(lambda v: v is not None)),
+        "warps_per_sm": (8.0, POSITIVE)}),
+    **{f"published.{f.__name__}": (f, {"which": ("judge", choice(("estimate", "judge")))})
+       for f in (gm.published.accuracy, gm.published.accuracy_note)},
+    "published.share_for": (gm.published.share_for, {"kind": ("gemm", choice(tuple(gm.published.CLASS_NAMES))),
+                                                     "cls": ("sm", choice(gm.expected.CLASSES))}),
     "expected.kernel_notes": (gm.expected.kernel_notes, {"source": ("boehm2022sgemm", choice(gm.presets.bib_keys())),
                                                          "what": ("kernel 1, naive (uncoalesced)", st.sampled_from(NOT_STRINGS))}),
     "expected.Launch": (gm.expected.Launch, {"threads": (256, SIZE), "blocks": (64, SIZE), "registers": (32, SIZE),
@@ -536,6 +549,10 @@ EXCLUDED = {
 }
 """Public callables that take input but no learner's value, with the reason."""
 EXCLUDED |= {
+    "published.estimate_shares": "takes the loader's Record lists, not typed values; tests/test_expect.py drives it "
+    "on the records and a synthetic one",
+    "published.write_estimates": "writes the estimates' data file (python -m gpumodel.estimates); tests/test_expect.py "
+    "holds what it writes to estimate_shares",
     "course.roofline_levels.fmas_per_shared_read": "takes the Trace gm.lab.trace returned, not a typed value; "
     "tests/test_lab.py drives it through chapter 4's lab checker",
     "course.checks.part_name": "names the bound a Prediction gave (fmt_bound's names), not a typed value; "
