@@ -39,7 +39,7 @@ def test_the_rtx_4090_gemms_beat_a_clock_measured_under_load_but_not_the_drivers
 
 def test_tilus_v5_at_its_profiled_clock_is_bounded_only_without_the_tma_writes():
     """At the 1366 MHz cuBLAS's own utilization implies, V5 (0.730 ms) moves 13.03 GB through
-    L2, 13,030 B per clock, under the B200's two dies' 13,663; its MMAs read 8192^3 (128 + 256)
+    L2, 13,057 B per clock, the least the B200's L2 can do, which its preset takes (13,058, rounded up); its MMAs read 8192^3 (128 + 256)
     / (128 x 256) x 2 bytes of shared memory, and the TMA's writes would add as much again:
     that total at 128 B per clock per SM takes longer than V5 ran."""
     c = _record("nvidia_tilus_matmul", "Tilus V5")
