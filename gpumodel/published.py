@@ -32,7 +32,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import _check, decode, presets
-from .expected import CLASSES, ESTIMATES, REASONS, Expectation, Launch, dequantise_time, facts, gemm_launch, kernel_notes, share_class
+from .expected import (CLASSES, ESTIMATES, REASONS, Expectation, Launch, dequantise_time, facts, gemm_launch, kernel_notes,
+                       read_time, share_class)
 from .expected import expect as _expect
 from .hardware import LEVELS
 from .model import predict
@@ -394,6 +395,10 @@ def record_expect(record, share: bool = True) -> Expectation | None:
     if launch is None:
         math_ = workloads(run)[0].math if run["kind"] in ("gemm", "attention") else "fp32"
         limiter, t, parts = c.bound.split("+")[0], bound, {}
+        if run["kind"] == "read":
+            t = read_time(g, run["bytes"], run.get("chunk"), run.get("threads"))
+            limiter = "hbm" if run["bytes"] > g.capacity("l2") else c.bound
+            parts = {limiter: t}
         if run["kind"] == "decode":
             d = dequantise_time(decode.model(run["model"]).params, run.get("weight", "fp16"), g)
             parts = {"dequantise": d}

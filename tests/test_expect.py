@@ -286,6 +286,26 @@ def test_accuracy_on_the_judged_half_is_reported_per_class():
     ratios = [P.measured_time(r) / P.record_expect(r).time for r in judged]
     assert a["all"]["median"] == pytest.approx(float(np.median(ratios)))
     assert 0.8 <= a["all"]["median"] <= 1.25
-    assert all(0.7 <= a[k]["median"] <= 1.4 for k in ("gemm", "attention", "read", "decode"))
+    # A class is held to its band once the 'estimate' half has records of its kind; until then its
+    # share is the pool's (all kinds'), and the chapters quote its accuracy as it is. Today every
+    # decode record is a holdout (judged), so decode is reported, not held.
+    estimated = {k for k in ("gemm", "attention", "read", "decode")
+                 if any(P.half(r) == "estimate" and r.run["kind"] == k for r in P.records())}
+    assert estimated == {"gemm", "attention", "read"}
+    assert all(0.7 <= a[k]["median"] <= 1.4 for k in estimated)
     with pytest.raises(ValueError, match="which"):
         P.accuracy("both")
+
+
+def test_a_re_read_past_l2_is_expected_from_hbm_whole_while_the_bound_keeps_a_full_l2():
+    """A100 40 GB (L2 7.2192 TB/s, HBM 1.555 TB/s, 40 MiB), 60 MiB re-read: the bound lets the
+    last 40 MiB stay, so HBM supplies 20 MiB, 13.5 us, and L2 moves all 60 MiB in 8.71 us; a
+    cache keeping the lines used last keeps none a cyclic re-read comes back to: 60 MiB from
+    HBM, 40.5 us. Inside L2 the two agree."""
+    a100 = gm.gpu("A100-40GB")
+    big, small = 60 * 2**20, 30 * 2**20
+    assert gm.waves.warm_read_time(a100, big) == pytest.approx(20 * 2**20 / 1.555e12)
+    assert E.read_time(a100, big) == pytest.approx(big / 1.555e12)
+    assert E.read_time(a100, small) == gm.waves.warm_read_time(a100, small) == pytest.approx(small / 7.2192e12)
+    past = [r for r in P.records() if r.run["kind"] == "read" and r.run["bytes"] > gm.gpu(r.gpu).capacity("l2")]
+    assert past and all(P.record_expect(r).limiter == "hbm" for r in past)
