@@ -242,8 +242,8 @@ READINGS = {
     "block-group": lambda read: only(min)(read, "group", lambda view: quantity(caption(view)[0])),
     "l2-overflow": lambda read: first(read, "n", lambda view: "do not fit" in caption(view)),
     "attention-fit": lambda read: first(read, "seq", lambda view: "does not fit" in caption(view)),
-    "flash-speedup": lambda read: (quantity(caption(dict((s["kind"], v) for s, v in read)["standard"])[0])
-                                   / quantity(caption(dict((s["kind"], v) for s, v in read)["flash"])[0])),
+    "flash-speedup": lambda read: (quantity(caption(dict((s["kind"], v) for s, v in read[:2])["standard"])[0])
+                                   / quantity(caption(dict((s["kind"], v) for s, v in read[:2])["flash"])[0])),
     "decode-batch": lambda read: first(read, "batch", lambda view: "at or past" in caption(view)),
     "wave-tail": lambda read: only(max)(read, "size", lambda view: quantity(caption(view)[0])),
     "launch-bound": lambda read: next(n for n in dict.fromkeys(s["elements"] for s, _ in read)
@@ -501,3 +501,12 @@ def test_the_stride_explorer_counts_and_orders_in_english():
     assert "every 2nd 4-byte element: <b>8 sectors</b>" in sectors.render(stride=2, elem=4)
     assert "every 3rd" in sectors.render(stride=3, elem=4) and "every 12th" in sectors.render(stride=12, elem=4)
     assert "1th" not in sectors.render(stride=1, elem=4)
+
+
+def test_the_flash_question_asks_about_d_256_where_its_gain_is_smaller():
+    """Exercise 5's question goes on to d = 256 and asks why the gain shrinks: its widget shows
+    that state, and the speed-up read there is below the one at d = 64."""
+    exercise = gm.course.flashattention.flash_speedup()
+    times = {(s["head_dim"], s["kind"]): quantity(caption(exercise.render(**s))[0]) for s in exercise.asks}
+    assert {d for d, _ in times} == {64, 256}
+    assert times[256, "standard"] / times[256, "flash"] < times[64, "standard"] / times[64, "flash"]

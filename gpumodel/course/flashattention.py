@@ -166,7 +166,8 @@ run together and L2 serves them (`attention(..., l2_reuse=True)`); its explorer 
 def flash_speedup(gpu: str = "H100-SXM", seq: int = 16384, head_dim: int = 64) -> WidgetExercise:
     """Chapter 5: how many times faster flash attention is than standard in the model, on
     `gpu` at `seq` tokens and `head_dim` (batch 1, 32 heads, fp16), with L2 serving the flash
-    kernel's re-reads of K and V as the chapter's text assumes (`FLASH_L2_REUSE`)."""
+    kernel's re-reads of K and V as the chapter's text assumes (`FLASH_L2_REUSE`). The question
+    then asks the learner to try the largest head dimension offered, so it asks about that too."""
     _check.member("gpu", gpu, GPUS)
     _check.member("seq", seq, SEQS)
     _check.member("head_dim", head_dim, SPEEDUP_HEAD_DIMS)
@@ -186,7 +187,7 @@ def flash_speedup(gpu: str = "H100-SXM", seq: int = 16384, head_dim: int = 64) -
                      "tensor math, which grows with d, so its advantage shrinks as d grows.",
                      hint="Read both times at the same GPU, N and d, and divide."),
         "times faster", labels={"seq": _power},
-        asks=asked(gpu=gpu, seq=seq, head_dim=head_dim, kind=["standard", "flash"]))
+        asks=asked(gpu=gpu, seq=seq, head_dim=sorted({head_dim, SPEEDUP_HEAD_DIMS[-1]}), kind=["standard", "flash"]))
 
 
 WIDGET_EXERCISES = (attention_fit, flash_speedup)
