@@ -180,12 +180,133 @@ def test_a_widget_exercise_accepts_its_answer_typed_and_refuses_others(key):
 
 @pytest.mark.parametrize("key", ANSWERS)
 def test_no_exercise_asks_about_a_state_its_widget_refuses(key):
-    """Each state a widget exercise's question asks the learner to read (`asks`) is one the widget
-    shows; an exercise whose question names a state declares it."""
+    """Every widget exercise declares the states its question asks the learner to read (`asks`),
+    and the widget shows each one: a value from each control's menu, drawn, not refused."""
     exercise = EXERCISES[key]()
+    assert exercise.asks, (f"{key}: declare asks=widgets.asked(control=value or [values], ...), the states its "
+                           "question asks the learner to read, built from the exercise's own parameters "
+                           "(see WidgetExercise)")
     for state in exercise.asks:
         assert set(state) == set(exercise.controls), f"{key}: an asked state names every control"
+        for name, value in state.items():
+            assert value in exercise.controls[name], f"{key} asks about {name} = {value!r}, not in its menu"
         assert exercise.refused(**state) is None, f"{key} asks about {state}, which its widget refuses"
+
+
+def caption(view: str) -> list:
+    """The bold figures of a view's caption, as the learner reads them."""
+    return re.findall(r"<b>(.*?)</b>", re.search(r'<p class="gm-caption">(.*?)</p>', view).group(1))
+
+
+PREFIX = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3, "µ": 1e-6, "n": 1e-9}
+
+
+def quantity(text: str) -> float:
+    """A figure as a view prints it ("1.95 ms", "11.9 GB", "3.03%", "752 tokens/s") in base units."""
+    number, prefix = re.fullmatch(r"([\d.,]+)\s*([kMGTmµn]?)(?:s|B|FLOP/B|%|tokens/s| warps| sectors)", text).groups()
+    return float(number.replace(",", "")) * PREFIX[prefix]
+
+
+def red(view: str, label: str) -> bool:
+    """Whether the bar `label` of a view is the highlighted (red) one."""
+    return bool(re.search(rf"<span>{re.escape(label)}</span><span class=\"gm-track\"><span style=\"width:[\d.]+%;"
+                          r"background:#c0392b", view))
+
+
+def first(read, control, ok):
+    return next(state[control] for state, view in read if ok(view))
+
+
+def only(best):
+    """The one state a question for a largest or smallest reading points to: the reading must
+    single it out as printed (a tie in the printed figures would leave the learner guessing)."""
+    def pick(read, control, figure):
+        values = [figure(view) for _, view in read]
+        top = best(values)
+        assert values.count(top) == 1, f"{control}: the printed readings tie at {top}"
+        return read[values.index(top)][0][control]
+    return pick
+
+
+# What the learner reads off the widget at the asked states (each view as the page shows it): the
+# exercise's answer must be what its widget shows there.
+READINGS = {
+    "seed-bounds": lambda read: sum(caption(view)[1] == "ALUs" for _, view in read),
+    "littles-law": lambda read: first(read, "warps", lambda view: caption(view)[0] == "100%"),
+    "stride-sectors": lambda read: next(
+        read[i][0]["stride"] for i in range(len(read))
+        if len({quantity(caption(view)[0]) for _, view in read[i:]}) == 1),
+    "fused-chain": lambda read: first(read, "ops", lambda view: caption(view)[1] != "HBM"),
+    "thread-tile": lambda read: first(read, "thread", lambda view: caption(view)[1] != "shared memory"),
+    "occupancy-limit": lambda read: [s["registers"] for s, view in read if quantity(caption(view)[0]) >= 32][-1],
+    "block-group": lambda read: only(min)(read, "group", lambda view: quantity(caption(view)[0])),
+    "l2-overflow": lambda read: first(read, "n", lambda view: "do not fit" in caption(view)),
+    "attention-fit": lambda read: first(read, "seq", lambda view: "does not fit" in caption(view)),
+    "flash-speedup": lambda read: (quantity(caption(dict((s["kind"], v) for s, v in read[:2])["standard"])[0])
+                                   / quantity(caption(dict((s["kind"], v) for s, v in read[:2])["flash"])[0])),
+    "decode-batch": lambda read: first(read, "batch", lambda view: "at or past" in caption(view)),
+    "wave-tail": lambda read: only(max)(read, "size", lambda view: quantity(caption(view)[0])),
+    "launch-bound": lambda read: next(n for n in dict.fromkeys(s["elements"] for s, _ in read)
+                                      if not any(red(v, "one kernel") for s, v in read if s["elements"] == n)),
+    "tile-ridge": lambda read: first(read, "n", lambda view: "at or past" in caption(view)),
+    "decode-throughput": lambda read: (quantity(caption(dict((s["model"], v) for s, v in read)["Llama-3-8B"])[0])
+                                       / quantity(caption(dict((s["model"], v) for s, v in read)["Llama-2-7B"])[0])),
+    "highest-ridge": lambda read: only(max)(read, "gpu", lambda view: quantity(caption(view)[0])),
+}
+
+
+def test_every_widget_exercise_has_its_reading_here():
+    assert set(READINGS) == set(EXERCISES)
+
+
+@pytest.mark.parametrize("key", READINGS)
+def test_the_answer_is_what_the_widget_shows_at_the_asked_states(key):
+    """Read the widget as the learner does, at the states the question asks about, and the
+    exercise takes that reading as right."""
+    exercise = EXERCISES[key]()
+    reading = READINGS[key]([(state, exercise.render(**state)) for state in exercise.asks])
+    assert exercise.check(reading), f"{key}: its widget shows {reading!r} where the question asks, the rules want " \
+                                    f"{exercise.rules['answer']!r}"
+
+
+def test_an_exercise_that_asks_about_a_refused_state_cannot_be_built():
+    tiles = gm.course.tiling.thread_tile()
+    with pytest.raises(ValueError, match="^asks must hold states the widget shows: thread-tile asks about .* "
+                                         "16384 threads per block"):
+        gm.course.widgets.replace(tiles, asks=({"gpu": "A100-40GB", "block": 128, "thread": 1},))
+    with pytest.raises(ValueError, match="^asks must hold states naming each control"):
+        gm.course.widgets.replace(tiles, asks=({"gpu": "A100-40GB", "block": 128},))
+    # 128 x 128 tiles on the A100: 1 x 1 and 2 x 2 per thread are 16,384 and 4,096 threads, over
+    # the 1,024 a block may have, so the question steps through the tiles that launch, 4 and 8.
+    assert [s["thread"] for s in tiles.asks] == [4, 8]
+
+
+def test_asked_states_are_every_combination_and_upto_steps_to_the_answer():
+    asked, upto = gm.course.widgets.asked, gm.course.widgets.upto
+    assert asked(gpu="L4", n=[1, 2]) == ({"gpu": "L4", "n": 1}, {"gpu": "L4", "n": 2})
+    assert len(asked(a=[1, 2, 3], b=(4, 5), c="x")) == 6
+    assert upto([1, 2, 4, 8], 4) == [1, 2, 4] and upto([1, 2, 4, 8], 4, past=1) == [1, 2, 4, 8]
+    assert upto([1, 2, 4, 8], 8, past=1) == [1, 2, 4, 8]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gm.course.widgets.asked(), "^values must name at least one control"),
+    (lambda: gm.course.widgets.asked(gpu=[]), r"^values\['gpu'\] must hold at least one value"),
+    (lambda: gm.course.widgets.upto([1, 2, 4], 3), "^answer must be one of"),
+    # The H100 keeps 64 warps an SM: 64 x 32 threads x one float each is 8,192 B in flight, under the
+    # bandwidth x latency its HBM asks of each SM (about 9 kB), so no warp count of the menu fills it.
+    (lambda: gm.course.hierarchy.littles_law("H100-SXM", "float (4 B)", 1), "^width and loads must let the 64 warps"),
+])
+def test_asked_and_upto_and_littles_law_refuse_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_littles_law_asks_only_about_the_warps_a_gpu_keeps():
+    """The RTX 4090 keeps at most 48 warps an SM (1,536 threads): its question no longer crashes
+    on the 64 its menu offers, and asks about none past 48."""
+    exercise = gm.course.hierarchy.littles_law("RTX-4090", "float (4 B)", 1)
+    assert max(s["warps"] for s in exercise.asks) <= 48 == gm.gpu("RTX-4090").capability.max_threads_per_sm // 32
 
 
 def test_the_decode_exercise_declares_its_states_and_refuses_a_question_that_does_not_fit():
@@ -380,3 +501,12 @@ def test_the_stride_explorer_counts_and_orders_in_english():
     assert "every 2nd 4-byte element: <b>8 sectors</b>" in sectors.render(stride=2, elem=4)
     assert "every 3rd" in sectors.render(stride=3, elem=4) and "every 12th" in sectors.render(stride=12, elem=4)
     assert "1th" not in sectors.render(stride=1, elem=4)
+
+
+def test_the_flash_question_asks_about_d_256_where_its_gain_is_smaller():
+    """Exercise 5's question goes on to d = 256 and asks why the gain shrinks: its widget shows
+    that state, and the speed-up read there is below the one at d = 64."""
+    exercise = gm.course.flashattention.flash_speedup()
+    times = {(s["head_dim"], s["kind"]): quantity(caption(exercise.render(**s))[0]) for s in exercise.asks}
+    assert {d for d, _ in times} == {64, 256}
+    assert times[256, "standard"] / times[256, "flash"] < times[64, "standard"] / times[64, "flash"]

@@ -10,7 +10,7 @@ from ..hardware import BANK_BYTES, SMEM_BANKS
 from ..units import fmt_bandwidth, fmt_intensity, fmt_number
 from .checks import Feedback, check_number, choice_rules
 from .plots import PART_LABELS
-from .widgets import WidgetExercise, bars
+from .widgets import WidgetExercise, asked, bars
 
 
 def check_hbm_bytes_per_clock(gpu, answer) -> Feedback:
@@ -44,7 +44,7 @@ def highest_ridge(math: str = "fp16") -> WidgetExercise:
     def view(gpu, math):
         rows = [(f"{PART_LABELS[lv]} ridge", ridge(gpu, math, lv), fmt_intensity(ridge(gpu, math, lv)), lv == "hbm")
                 for lv in ("registers", "smem", "l2", "hbm")]
-        return bars(f"The {gpu}, {math} math: a kernel needs <b>{fmt_intensity(ridge(gpu, math))}</b> per HBM byte "
+        return bars(f"The {gpu}, {math} math: a kernel needs <b>{fmt_intensity(ridge(gpu, math))}</b> against HBM "
                     "to be compute-bound", rows)
 
     best = max(names, key=lambda g: ridge(g, math))
@@ -54,7 +54,7 @@ def highest_ridge(math: str = "fp16") -> WidgetExercise:
                             "is higher." for g in names if g != best},
                      explain=f"{fmt_number(ridge(best, math))} FLOP/B: the most {math} math per byte of its memory, so "
                      "the hardest GPU of the presets to keep busy from HBM."),
-        "preset name")
+        "preset name", asks=asked(gpu=list(names), math=math))
 
 
 WIDGET_EXERCISES = (highest_ridge,)

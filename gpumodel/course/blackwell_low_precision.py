@@ -17,7 +17,7 @@ from ..tensor_cores import operand_intensity
 from ..units import fmt_intensity, fmt_time
 from ..workloads import gemm_ideal, vector_add
 from .checks import Feedback, check_number, number_rules
-from .widgets import Checkpoint, WidgetExercise, bars
+from .widgets import Checkpoint, WidgetExercise, asked, bars, upto
 
 
 def check_launch_bound(kernels: int, kernel_time: float, answer, gpu: str = "B200") -> Feedback:
@@ -79,6 +79,8 @@ def check_held_clock(answer, mhz: float = 1500, n: int = 8192, gpu: str = "H100-
 VECTOR_SIZES = (2**10, 2**14, 2**18, 2**20, 2**22, 2**24)
 
 
+LAUNCH_KERNELS = (10, 100, 1000)
+"""How many vector adds the launch explorer offers to launch one by one (the answer holds at each)."""
 LAUNCH_GPUS = tuple(sorted({cost.gpu for cost in launch_costs()}))
 """The GPUs with a published launch cost (`gpumodel/data/launch.toml`)."""
 RIDGE_GPUS = ("H100-SXM", "B200")
@@ -104,11 +106,11 @@ def launch_bound(gpu: str = "B200") -> WidgetExercise:
 
     smallest = next(n for n in VECTOR_SIZES if float(predict(vector_add(n), gpu).time) >= launch)
     return WidgetExercise(
-        "launch-bound", {"elements": list(VECTOR_SIZES), "kernels": [10, 100, 1000]}, view,
+        "launch-bound", {"elements": list(VECTOR_SIZES), "kernels": list(LAUNCH_KERNELS)}, view,
         number_rules(smallest, "elements", 0, explain="From there on each kernel takes longer on the GPU than the "
                      "host takes to launch the next, so the launches hide behind the work.",
                      hint="Raise the size until the kernel's bar is at least as long as the launch's."),
-        "elements")
+        "elements", asks=asked(elements=upto(VECTOR_SIZES, smallest), kernels=list(LAUNCH_KERNELS)))
 
 
 TILES = {"m64 (wgmma)": (64, False), "m128 (tcgen05, 1 CTA)": (128, False), "m256 (tcgen05, 2 CTAs)": (256, True)}
@@ -129,7 +131,7 @@ def tile_ridge(gpu: str = "B200", tile: str = "m128 (tcgen05, 1 CTA)") -> Widget
         ridge = presets.gpu(gpu).ridge("smem", "fp16")
         value = intensity(tile, n)
         side = "below" if value < ridge else "at or past"
-        return bars(f"{tile}, N = {n} on the {gpu}: <b>{fmt_intensity(value)}</b> per shared-memory byte per SM, "
+        return bars(f"{tile}, N = {n} on the {gpu}: <b>{fmt_intensity(value)}</b> against each SM's shared memory, "
                     f"<b>{side}</b> the ridge",
                     [("tile", value, fmt_intensity(value), value < ridge),
                      ("smem ridge", ridge, fmt_intensity(ridge), False)])
@@ -145,7 +147,7 @@ def tile_ridge(gpu: str = "B200", tile: str = "m128 (tcgen05, 1 CTA)") -> Widget
                      f"the B200 the ridge is {presets.gpu('B200').ridge('smem', 'fp16') / presets.gpu('H100-SXM').ridge('smem', 'fp16'):.2g} "
                      "times the H100's, so a tile needs that much more reuse.",
                      hint="Fix the GPU and the tile; raise N until the tile's bar passes the ridge."),
-        "N")
+        "N", asks=asked(gpu=gpu, tile=tile, n=upto(TILE_NS, smallest)))
 
 
 WIDGET_EXERCISES = (launch_bound, tile_ridge)

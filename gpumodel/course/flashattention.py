@@ -13,7 +13,7 @@ from ..blackwell import tensor_per_exp
 from ..units import fmt_bytes, fmt_capacity
 from ..workloads import attention, attention_memory, flash_block
 from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, lab_run, number_rules, units_as
-from .widgets import GPUS, Checkpoint, WidgetExercise, _power, bars, prediction_view
+from .widgets import GPUS, Checkpoint, WidgetExercise, _power, asked, bars, prediction_view, upto
 
 
 def tensor_over_sfu(gpu="H100-SXM", math: str = "fp16") -> float:
@@ -155,7 +155,7 @@ def attention_fit(gpu: str = "L4", heads: int = 32, head_dim: int = 128) -> Widg
                      "never writes them, and at that length still needs "
                      f"{fmt_bytes(float(attention_memory(1, heads, first, head_dim, 'fp16', 'flash')))}.",
                      hint="Pick the GPU and standard attention, then double N until the red bar passes HBM."),
-        "sequence length", labels={"seq": _power})
+        "sequence length", labels={"seq": _power}, asks=asked(gpu=gpu, seq=upto(SEQS, first), kind="standard"))
 
 
 FLASH_L2_REUSE = True
@@ -166,7 +166,8 @@ run together and L2 serves them (`attention(..., l2_reuse=True)`); its explorer 
 def flash_speedup(gpu: str = "H100-SXM", seq: int = 16384, head_dim: int = 64) -> WidgetExercise:
     """Chapter 5: how many times faster flash attention is than standard in the model, on
     `gpu` at `seq` tokens and `head_dim` (batch 1, 32 heads, fp16), with L2 serving the flash
-    kernel's re-reads of K and V as the chapter's text assumes (`FLASH_L2_REUSE`)."""
+    kernel's re-reads of K and V as the chapter's text assumes (`FLASH_L2_REUSE`). The question
+    then asks the learner to try the largest head dimension offered, so it asks about that too."""
     _check.member("gpu", gpu, GPUS)
     _check.member("seq", seq, SEQS)
     _check.member("head_dim", head_dim, SPEEDUP_HEAD_DIMS)
@@ -185,7 +186,8 @@ def flash_speedup(gpu: str = "H100-SXM", seq: int = 16384, head_dim: int = 64) -
                      "bytes do not grow with d; with L2 serving the re-reads of K and V, FlashAttention is bound by its "
                      "tensor math, which grows with d, so its advantage shrinks as d grows.",
                      hint="Read both times at the same GPU, N and d, and divide."),
-        "times faster", labels={"seq": _power})
+        "times faster", labels={"seq": _power},
+        asks=asked(gpu=gpu, seq=seq, head_dim=sorted({head_dim, SPEEDUP_HEAD_DIMS[-1]}), kind=["standard", "flash"]))
 
 
 WIDGET_EXERCISES = (attention_fit, flash_speedup)

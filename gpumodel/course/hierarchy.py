@@ -13,7 +13,7 @@ from ..model import BOUNDS, TIE_RTOL, predict
 from ..units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_intensity, fmt_percent, fmt_time
 from ..workloads import seed_kernels
 from .checks import BYTES, FLOPS_AND_BYTES, TIMES, Feedback, check_number, choice_rules, judge, number_rules, units_as
-from .widgets import GPUS, Checkpoint, WidgetExercise, bars, prediction_view
+from .widgets import GPUS, Checkpoint, WidgetExercise, asked, bars, prediction_view, upto
 
 
 def _call(name: str, *args) -> str:
@@ -91,7 +91,7 @@ def seed_bounds() -> WidgetExercise:
         number_rules(count, "GPUs", 0, explain="The others run out of shared-memory bandwidth first: their SMs do "
                      "more FP32 work per clock than 32 banks can feed at this tile.",
                      hint="Pick the 128 x 128 GEMM and step through every GPU; count the red ALU bars."),
-        "GPUs", labels={"kernel": label})
+        "GPUs", labels={"kernel": label}, asks=asked(kernel="gemm_reg128", gpu=list(GPUS)))
 
 
 LITTLE_WARPS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -125,9 +125,14 @@ def littles_law(gpu: str = "A100-40GB", width: str = "float4 (16 B)", loads: int
                     [("in flight per SM", have, fmt_bytes(have), share < 1),
                      ("needed per SM", need, fmt_bytes(need), False)])
 
-    have = {w: in_flight(gpu, w, width, loads)[0] for w in LITTLE_WARPS}
+    kept = presets.gpu(gpu).capability.max_threads_per_sm // 32
+    have = {w: in_flight(gpu, w, width, loads)[0] for w in LITTLE_WARPS if w <= kept}
     need = in_flight(gpu, 1, width, loads)[1]
-    fewest = min(w for w in LITTLE_WARPS if have[w] >= need)
+    enough = [w for w in have if have[w] >= need]
+    if not enough:
+        raise ValueError(f"width and loads must let the {kept} warps an SM of the {gpu} keeps fill its HBM, got "
+                         f"{width!r} and {loads!r}")
+    fewest = enough[0]
     return WidgetExercise(
         "littles-law", {"gpu": with_latency, "warps": list(LITTLE_WARPS), "width": list(LOAD_BYTES),
                         "loads": list(LITTLE_LOADS)},
@@ -136,7 +141,8 @@ def littles_law(gpu: str = "A100-40GB", width: str = "float4 (16 B)", loads: int
                      f"{fmt_bytes(have[fewest])} in flight, against the {fmt_bytes(need)} that bandwidth x latency "
                      "asks of each SM.",
                      hint="Set the GPU, load width and loads first; then raise the warps until the bars match."),
-        "warps per SM", labels={"warps": lambda w: f"{w} warps", "loads": lambda n: f"{n} in flight"})
+        "warps per SM", labels={"warps": lambda w: f"{w} warps", "loads": lambda n: f"{n} in flight"},
+        asks=asked(gpu=gpu, warps=upto(LITTLE_WARPS, fewest), width=width, loads=loads))
 
 
 WIDGET_EXERCISES = (seed_bounds, littles_law)

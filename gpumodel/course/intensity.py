@@ -12,7 +12,7 @@ from ..model import predict
 from ..units import fmt_bandwidth, fmt_flops, fmt_percent
 from ..workloads import elementwise_chain, seed_kernels, warp_sectors
 from .checks import FLOPS_AND_BYTES, Feedback, check_number, lab_run, number_rules
-from .widgets import GPUS, Checkpoint, WidgetExercise, bars, prediction_view
+from .widgets import GPUS, Checkpoint, WidgetExercise, asked, bars, prediction_view, upto
 
 
 def check_fusion_limit(gpu, dtype: str, answer) -> Feedback:
@@ -131,7 +131,8 @@ def stride_sectors(elem_bytes: int = 2) -> WidgetExercise:
         number_rules(smallest, "elements", 0, explain=f"{smallest} x {elem_bytes} B = 32 B: each thread now has a "
                      "sector of its own, and no stride can cost more than 32 sectors.",
                      hint="Set the element size, then walk the stride up until the sector count stops growing."),
-        "stride (elements)", labels={"elem": lambda b: f"{b}-byte elements"})
+        "stride (elements)", labels={"elem": lambda b: f"{b}-byte elements"},
+        asks=asked(stride=list(STRIDES), elem=elem_bytes))
 
 
 CHAIN_OPS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -160,7 +161,7 @@ def fused_chain(gpu: str = "H100-SXM", dtype: str = "fp16") -> WidgetExercise:
                      "the ALUs (and the register traffic they need) take longer than the trip through HBM.",
                      hint="Fix the GPU, fused and the dtype; double the ops until the red bar leaves HBM.",
                      doubled=FLOPS_AND_BYTES),
-        "ops")
+        "ops", asks=asked(gpu=gpu, ops=upto(CHAIN_OPS, shortest), fused="fused", dtype=dtype))
 
 
 WIDGET_EXERCISES = (stride_sectors, fused_chain)

@@ -14,7 +14,7 @@ from ..units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_inten
 from ..waves import gemm_hbm, warm_read_time
 from ..workloads import gemm
 from .checks import BYTES, FLOPS_AND_BYTES, Feedback, bound_and_expected, check_number, lab_run, number_rules, units_as
-from .widgets import GPUS, Checkpoint, WidgetExercise, _power, bars
+from .widgets import GPUS, Checkpoint, WidgetExercise, _power, asked, bars, upto
 
 L2_TILES = (16, 32, 64, 128, 256, 512)
 
@@ -137,7 +137,7 @@ def block_group(gpu: str = "H100-SXM", size: int = 8192) -> WidgetExercise:
         number_rules(best, "block rows", 0, explain="Groups of that many rows make a wave's tiles the squarest "
                      "patch: the fewest distinct panels of A and B per wave, so the most reuse L2 can keep.",
                      hint="Hold the GPU and the drift; step through the groups and watch the red bar."),
-        "group size")
+        "group size", asks=asked(gpu=gpu, group=list(GROUPS), drift="all of K"))
 
 
 L2_SIZES = tuple(2**p for p in range(18, 27))
@@ -163,7 +163,7 @@ def l2_overflow(gpu: str = "L4") -> WidgetExercise:
         number_rules(first, "elements", 0, explain=f"{first:,} floats in each of three arrays is {fmt_capacity(12 * first)}, "
                      "more than the L2 holds: from here a benchmark's second run reads HBM.",
                      hint="Pick the GPU and walk the length up; type it as a plain number of elements."),
-        "elements", labels={"n": _power})
+        "elements", labels={"n": _power}, asks=asked(gpu=gpu, n=upto(L2_SIZES, first)))
 
 
 WIDGET_EXERCISES = (block_group, l2_overflow)

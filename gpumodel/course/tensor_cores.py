@@ -14,7 +14,7 @@ from ..hardware import MATH
 from ..tensor_cores import WEIGHT_BYTES, critical_batch, decode_intensity, operand_intensity, wave_quantisation
 from ..units import fmt_intensity, fmt_percent
 from .checks import FLOPS_AND_BYTES, Feedback, check_number, judge, number_rules
-from .widgets import Checkpoint, WidgetExercise, bars
+from .widgets import Checkpoint, WidgetExercise, asked, bars, upto
 
 
 def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
@@ -103,7 +103,7 @@ def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192)
         intensity, ridge = float(decode_intensity(batch, width, weight)), g.ridge("hbm", "fp16")
         side = "below" if intensity < ridge else "at or past"
         return bars(f"Decode GEMM, batch {batch}, {weight} weights, width {width:,} on the {gpu}: "
-                    f"<b>{fmt_intensity(intensity)}</b> per HBM byte, <b>{side}</b> the HBM ridge",
+                    f"<b>{fmt_intensity(intensity)}</b> against HBM, <b>{side}</b> the HBM ridge",
                     [("intensity", intensity, fmt_intensity(intensity), intensity < ridge),
                      ("HBM ridge", ridge, fmt_intensity(ridge), False)])
 
@@ -118,7 +118,7 @@ def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192)
                      "narrower weights cut the bytes and the batch the tensor cores need shrinks with them.",
                      hint="Fix the GPU and the weights; raise the batch until the intensity bar passes the ridge.",
                      doubled=FLOPS_AND_BYTES),
-        "batch")
+        "batch", asks=asked(gpu=gpu, weight=weight, batch=upto(DECODE_BATCHES, smallest)))
 
 
 WAVE_SIZES = (2048, 3072, 4096, 5120, 6144, 7168, 8192)
@@ -150,7 +150,7 @@ def wave_tail(gpu: str = "H100-SXM", block: int = 128) -> WidgetExercise:
         number_rules(best, "elements per side", 0, explain="Its tile count is just under a multiple of the SMs, so "
                      "the last wave keeps almost every SM busy; the others leave part of the GPU idle at the end.",
                      hint="Hold the GPU and the tile; compare the last wave's bar across sizes."),
-        "size")
+        "size", asks=asked(gpu=gpu, size=list(WAVE_SIZES), block=block))
 
 
 WIDGET_EXERCISES = (decode_batch, wave_tail)

@@ -15,7 +15,7 @@ from ..tiles import is_legal, registers_estimate, smem_bytes
 from ..units import fmt_intensity
 from ..workloads import gemm
 from .checks import FLOPS_AND_BYTES, Feedback, _wrong_type, check_number, judge, lab_run, number_rules
-from .widgets import GPUS, Checkpoint, WidgetExercise, bars, prediction_view
+from .widgets import GPUS, Checkpoint, WidgetExercise, asked, bars, prediction_view, upto
 
 
 def check_operand_tile(gpu, answer) -> Feedback:
@@ -164,8 +164,8 @@ def thread_tile(gpu: str = "A100-40GB", block: int = 128) -> WidgetExercise:
                              f"{gpu}: {_illegal(gpu, block, thread)}")
         return prediction_view(workload(block, thread), gpu, f"{block} x {block} tiles, {thread} x {thread} per thread")
 
-    smallest = next((t for t in THREAD_TILES if is_legal(gpu, block, block, t, t)
-                     and predict(workload(block, t), gpu).bound != "smem"), None)
+    launch = [t for t in THREAD_TILES if is_legal(gpu, block, block, t, t)]
+    smallest = next((t for t in launch if predict(workload(block, t), gpu).bound != "smem"), None)
     if smallest is None:
         raise ValueError(f"gpu and block must admit a thread tile of {THREAD_TILES} that shared memory does not "
                          f"bind, got {gpu!r} and {block!r}")
@@ -176,7 +176,7 @@ def thread_tile(gpu: str = "A100-40GB", block: int = 128) -> WidgetExercise:
                      explain=f"At {smallest} x {smallest} each operand read from shared memory feeds {smallest} FMAs: "
                      "enough, on this GPU, for 32 banks to keep up with its FP32 units.",
                      hint="Hold the GPU and the block tile; raise the thread tile until the red bar leaves shared memory."),
-        "thread tile side")
+        "thread tile side", asks=asked(gpu=gpu, block=block, thread=upto(launch, smallest)))
 
 
 OCC_GPUS = ("V100", "A100-40GB", "RTX-4090", "H100-SXM")
@@ -218,7 +218,8 @@ def occupancy_limit(gpu: str = "H100-SXM", threads: int = 256, smem_kib: int = 3
         number_rules(most, "registers", 0, explain=f"At {most} registers a thread the register file still holds "
                      f"{warps} warps; one step more and the registers, not the shared memory, bind.",
                      hint="Fix the GPU, threads and shared memory; raise the registers until the warps fall."),
-        "registers per thread", labels={"smem_kib": lambda k: f"{k} KiB"})
+        "registers per thread", labels={"smem_kib": lambda k: f"{k} KiB"},
+        asks=asked(gpu=gpu, threads=threads, registers=upto(OCC_REGISTERS, most, past=1), smem_kib=smem_kib))
 
 
 WIDGET_EXERCISES = (thread_tile, occupancy_limit)

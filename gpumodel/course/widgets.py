@@ -212,8 +212,11 @@ class WidgetExercise:
     (values -> HTML, the model's answer for them; a ValueError means that combination cannot
     run, and its message says why), and `rules` for the typed answer (see
     `gpumodel.course.checks.number_rules`). `prompt` labels the answer box. `asks`: the states
-    (control -> value, each control named) the question asks the learner to read, which the
-    widget must not refuse (tests/test_widgets.py holds every exercise to it)."""
+    (control -> value, each control named) the question asks the learner to read to find the
+    answer, built from the exercise's own parameters (`asked`): the state of a ratio's two
+    readings; a swept control's values up to the answer for "the smallest"; one past it for
+    "the most"; all of them for "which" or "how many". The widget must show each one
+    (tests/test_widgets.py holds every exercise to it)."""
 
     key: str
     controls: dict
@@ -222,6 +225,15 @@ class WidgetExercise:
     prompt: str
     labels: dict = field(default_factory=dict)
     asks: tuple = ()
+
+    def __post_init__(self):
+        for state in self.asks:
+            if not isinstance(state, dict) or set(state) != set(self.controls):
+                raise ValueError(f"asks must hold states naming each control of {list(self.controls)} once, got {state!r}")
+            why = self.refused(**state)
+            if why:
+                raise ValueError(f"asks must hold states the widget shows: {self.key} asks about {state}, which it "
+                                 f"refuses ({why})")
 
     def refused(self, **values) -> str | None:
         """Why the widget refuses the state `values` (the view's ValueError), or None when it
@@ -278,6 +290,28 @@ class WidgetExercise:
     def show(self):
         """The static exercise while the book is built, the live widget elsewhere."""
         return self if building_book() else self.widget()
+
+
+def asked(**values) -> tuple:
+    """The states a widget exercise's question asks about (`WidgetExercise.asks`): every
+    combination of `values` (control -> one value, or a list or tuple of values), each a
+    dict naming every control given. `asked(gpu="L4", n=[1, 2])` is ({"gpu": "L4", "n": 1},
+    {"gpu": "L4", "n": 2})."""
+    if not values:
+        raise ValueError("values must name at least one control")
+    options = {name: list(v) if isinstance(v, (list, tuple)) else [v] for name, v in values.items()}
+    for name, v in options.items():
+        if not v:
+            raise ValueError(f"values[{name!r}] must hold at least one value")
+    return tuple(dict(zip(options, combo)) for combo in itertools.product(*options.values()))
+
+
+def upto(options, answer, past: int = 0) -> list:
+    """`options` from the first to `answer`, and `past` more after it: the values a learner
+    steps through to find the smallest (`past` 0) or the most (`past` 1) that qualifies."""
+    options = list(options)
+    _check.member("answer", answer, options)
+    return options[:options.index(answer) + 1 + past]
 
 
 def _answer_widgets(prompt: str, check) -> list:
