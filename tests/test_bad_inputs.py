@@ -552,6 +552,8 @@ EXCLUDED = {
 }
 """Public callables that take input but no learner's value, with the reason."""
 EXCLUDED |= {
+    "course.checks.far_reason": "takes the Expectation gm.expect returned, not a typed value; chapter 4's claim and "
+    "tests/test_lab.py's lab checkers read its sentence",
     "published.estimate_shares": "takes the loader's Record lists, not typed values; tests/test_expect.py drives it "
     "on the records and a synthetic one",
     "published.write_estimates": "writes the estimates' data file (python -m gpumodel.estimates); tests/test_expect.py "

@@ -439,23 +439,30 @@ def part_name(bound) -> str:
             if str(bound) == "smem" else fmt_bound(bound))
 
 
+def far_reason(e, blocks: int) -> str:
+    """Why an expected time `e` (`gm.expect`'s Expectation) of a launch of `blocks` blocks is
+    more than 10 times its bound, as a sentence that starts with a space; "" when it is not.
+    Chapter 4's and the labs' closing sentences."""
+    if e.time <= 10 * e.bound:
+        return ""
+    times = f" That is {e.time / e.bound:,.0f} times the bound"
+    if e.limiter == "waves":
+        return (f"{times}: the bound charges the whole GPU's rates as though the launch filled it, while this grid "
+                f"of {blocks} blocks runs on at most {blocks} SMs.")
+    if e.latency.get("in_flight"):
+        return (f"{times}: the bound charges the whole GPU's rates as though the launch filled it, while this grid "
+                f"of {blocks} blocks keeps {e.latency['in_flight'] / 1024:,.1f} KiB in flight and waits the latency "
+                f"of each round of its loads.")
+    return f"{times}, which charges the whole GPU's rates as though the launch filled it."
+
+
 def bound_and_expected(traced, gpu, flops: float, bound: str) -> str:
     """The lab checkers' closing sentence: the `bound` of the model's prediction for the
     learner's trace `traced` on `gpu`, and the expected time (`gm.expect` with the kernel's
     `flops`): what holds a kernel like this, and why."""
     from ..published import accuracy_note
     e = expect(traced, gpu, flops=flops)
-    why = ""
-    if e.time > 10 * e.bound and e.limiter == "waves":
-        why = (f" That is {e.time / e.bound:,.0f} times the bound: the bound charges the whole GPU's rates as though "
-               f"the launch filled it, while this grid of {traced.blocks} blocks runs on at most {traced.blocks} SMs.")
-    elif e.time > 10 * e.bound:
-        why = (f" That is {e.time / e.bound:,.0f} times the bound: the bound charges the whole GPU's rates as though "
-               f"the launch filled it, while this grid of {traced.blocks} blocks keeps "
-               f"{e.latency.get('in_flight', 0) / 1024:,.1f} KiB in flight and waits the latency of each round of "
-               f"its loads.") if e.latency.get("in_flight") else (
-               f" That is {e.time / e.bound:,.0f} times the bound, which charges the whole GPU's rates as though the "
-               f"launch filled it.")
+    why = far_reason(e, traced.blocks)
     return (f"Your kernel is bound by {part_name(bound)}; expected (what a kernel like this gets): "
             f"{fmt_time(e.time)}, held by {e.limiter}: {e.reason}.{why} (The expected time, {accuracy_note()}.)")
 
