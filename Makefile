@@ -38,9 +38,9 @@ screenshots: $(STAMP)
 	FULL_SCREENSHOTS=1 BUILT_SITE=_build/html $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py -k "every_page or every_figure or on_a_phone_every"
 
 ## Regenerate notebooks/*.ipynb from chapters/*.md, each chapter executed once for its numbers
-## (a test fails when they are out of date).
+## (a test fails when they are out of date); CHAPTERS="09_decode 03_tiling" redoes only those.
 notebooks: $(STAMP)
-	$(PY) -m gpumodel.book.notebooks
+	$(PY) -m gpumodel.book.notebooks $(CHAPTERS)
 
 ## Record the compiler report of every kernel (registers, spills; NVRTC, no GPU) in
 ## gpumodel/data/compiler_reports.json, shown where no compiler is found (a test fails when it is stale).

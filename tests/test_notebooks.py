@@ -234,3 +234,17 @@ def test_the_pages_workflow_is_valid():
     assert flow["jobs"]["deploy"]["needs"] == "build"
     assert json.dumps(flow["permissions"]) == json.dumps({"contents": "write", "pages": "write", "id-token": "write"})
     assert any("git push -f" in s and " notebooks" in s for s in steps), "the notebooks branch Colab opens"
+
+
+def test_make_notebooks_redoes_only_the_chapters_named_and_refuses_others(tmp_path):
+    """`make notebooks CHAPTERS=...`: an unknown chapter is refused before anything runs."""
+    with pytest.raises(ValueError, match=r"only must name chapters, one of \['00_programming_model'.*got \['09_decod'\]"):
+        book.write_notebooks(ROOT / "chapters", tmp_path, only=["09_decod"])
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_make_notebooks_of_one_chapter_writes_that_one(tmp_path):
+    written = book.write_notebooks(ROOT / "chapters", tmp_path, only=["00_programming_model"])
+    assert written == [tmp_path / "00_programming_model.ipynb"]
+    assert written[0].read_text() == (ROOT / "notebooks" / "00_programming_model.ipynb").read_text()

@@ -324,15 +324,21 @@ def glued_values(path) -> tuple[dict, list]:
     return found["glued"], found["varies"]
 
 
-def write_notebooks(chapters="chapters", out="notebooks", repo: str | None = None) -> list:
-    """Write `notebooks/<chapter>.ipynb` for every numbered chapter (each executed once for
-    its glued values); return the paths."""
+def write_notebooks(chapters="chapters", out="notebooks", repo: str | None = None, only=None) -> list:
+    """Write `notebooks/<chapter>.ipynb` for every numbered chapter, or for those whose names
+    (`09_decode`) are in `only` (each executed once for its glued values); return the paths."""
     import nbformat
 
     out = pathlib.Path(out)
     out.mkdir(exist_ok=True)
+    paths = sorted(pathlib.Path(chapters).glob("[0-9]*.md"))
+    if only is not None:
+        unknown = sorted(set(only) - {p.stem for p in paths})
+        if unknown:
+            raise ValueError(f"only must name chapters, one of {[p.stem for p in paths]}, got {unknown}")
+        paths = [p for p in paths if p.stem in only]
     written = []
-    for path in sorted(pathlib.Path(chapters).glob("[0-9]*.md")):
+    for path in paths:
         target = out / f"{path.stem}.ipynb"
         nbformat.write(learner_notebook(path, *glued_values(path), repo=repo), target)
         written.append(target)
@@ -340,13 +346,16 @@ def write_notebooks(chapters="chapters", out="notebooks", repo: str | None = Non
 
 
 def main(argv=None) -> None:
-    """`python -m gpumodel.book.notebooks`: regenerate `notebooks/`, for the repository and commit
-    being built on GitHub Actions (`GITHUB_REPOSITORY`, `GITHUB_SHA`), else for a local clone."""
+    """`python -m gpumodel.book.notebooks [CHAPTER ...]`: regenerate `notebooks/` (only the chapters
+    named, when some are), for the repository and commit being built on GitHub Actions
+    (`GITHUB_REPOSITORY`, `GITHUB_SHA`), else for a local clone."""
     import argparse
 
-    argparse.ArgumentParser(prog="python -m gpumodel.book.notebooks", description=main.__doc__).parse_args(argv)
+    parser = argparse.ArgumentParser(prog="python -m gpumodel.book.notebooks", description=main.__doc__)
+    parser.add_argument("chapters", nargs="*", help="the chapters to redo (09_decode ...); all when none is named")
+    only = parser.parse_args(argv).chapters or None
     print(f"notebooks for {repository() if published() else 'a local clone'}: installing {install_spec()!r}")
-    print(*write_notebooks(ROOT / "chapters", ROOT / "notebooks"), sep="\n")
+    print(*write_notebooks(ROOT / "chapters", ROOT / "notebooks", only=only), sep="\n")
 
 
 if __name__ == "__main__":
