@@ -248,3 +248,18 @@ def test_make_notebooks_of_one_chapter_writes_that_one(tmp_path):
     written = book.write_notebooks(ROOT / "chapters", tmp_path, only=["00_programming_model"])
     assert written == [tmp_path / "00_programming_model.ipynb"]
     assert written[0].read_text() == (ROOT / "notebooks" / "00_programming_model.ipynb").read_text()
+
+
+@pytest.mark.slow
+def test_make_moved_lists_the_glued_values_a_data_change_moves(tmp_path):
+    """A notebook whose kept value differs from what its chapter now glues is listed with both;
+    an unchanged one lists nothing."""
+    name = "00_programming_model"
+    kept = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    assert book.moved(ROOT / "chapters", ROOT / "notebooks", only=[name]) == {}
+    glued = kept.metadata["gpumodel"]["glued"]
+    first = next(n for n in sorted(glued) if n not in kept.metadata["gpumodel"]["varies"])
+    now = glued[first]
+    glued[first] = "a stale value"
+    nbformat.write(kept, tmp_path / f"{name}.ipynb")
+    assert book.moved(ROOT / "chapters", tmp_path, only=[name]) == {name: {first: ("a stale value", now)}}
