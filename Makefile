@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SHELL := /bin/bash
 
-.PHONY: book test test-fast screenshots lab bench mutation notebooks reports clean gpu-check
+.PHONY: book test test-fast screenshots lab bench mutation notebooks moved reports clean gpu-check
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed; set PYTHON=python3.x")'
@@ -38,9 +38,14 @@ screenshots: $(STAMP)
 	FULL_SCREENSHOTS=1 BUILT_SITE=_build/html $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py -k "every_page or every_figure or on_a_phone_every"
 
 ## Regenerate notebooks/*.ipynb from chapters/*.md, each chapter executed once for its numbers
-## (a test fails when they are out of date).
+## (a test fails when they are out of date); CHAPTERS="09_decode 03_tiling" redoes only those.
 notebooks: $(STAMP)
-	$(PY) -m gpumodel.book.notebooks
+	$(PY) -m gpumodel.book.notebooks $(CHAPTERS)
+
+## List the glued numbers a change to the data or the model moves, chapter by chapter (each
+## chapter executed; nothing written); CHAPTERS="..." to look at some only.
+moved: $(STAMP)
+	$(PY) -m gpumodel.book.notebooks --moved $(CHAPTERS)
 
 ## Record the compiler report of every kernel (registers, spills; NVRTC, no GPU) in
 ## gpumodel/data/compiler_reports.json, shown where no compiler is found (a test fails when it is stale).

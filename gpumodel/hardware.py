@@ -130,7 +130,9 @@ class GPU:
     limit in watts. `die_link`, for a GPU of two dies, is the rate (B/s) of the link between
     them: bytes one die reads from the other's half of L2 or of memory cross it, so they take
     at least bytes / `die_link` (chapter 7); the model does not charge it, as a workload does not
-    say which bytes cross.
+    say which bytes cross. `devices` are the names the driver reports for the parts this preset
+    stands for; `family` marks the preset that stands for the devices of its compute capability
+    that no preset names (`gpumodel.presets.match_device`).
     """
 
     name: str
@@ -147,6 +149,8 @@ class GPU:
     max_clock: Fact | None = None
     power: Fact | None = None
     die_link: Fact | None = None
+    devices: tuple = ()
+    family: bool = False
 
     @property
     def fp32_lanes_per_sm(self) -> Fact:

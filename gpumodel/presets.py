@@ -179,7 +179,7 @@ def load_gpu(path) -> GPU:
     file and key when the file is incomplete or wrong."""
     path = pathlib.Path(path)
     data = _read(path)
-    top = {"name", "capability"} | set(FACTS) | set(OPTIONAL_FACTS) | set(TABLES)
+    top = {"name", "capability", "devices", "family"} | set(FACTS) | set(OPTIONAL_FACTS) | set(TABLES)
     _no_gaps(path.name, ({"name", "capability"} | set(FACTS)) - set(data), set(data) - top)
     try:
         cap = capability(str(data["capability"]))
@@ -196,7 +196,13 @@ def load_gpu(path) -> GPU:
         if low in facts and high in facts and not facts[low].value < facts[high].value:
             raise DataError(f"{path.name}.{low} must be below {high} ({facts[high].value:g} {facts[high].unit}), "
                             f"got {facts[low].value:g} {facts[low].unit}")
-    return GPU(name=str(data["name"]), capability=cap, **facts)
+    devices = data.get("devices", [])
+    if not isinstance(devices, list) or not all(isinstance(d, str) and d.strip() for d in devices):
+        raise DataError(f"{path.name}.devices must be a list of the device names the driver reports, got {devices!r}")
+    family = data.get("family", False)
+    if not isinstance(family, bool):
+        raise DataError(f"{path.name}.family must be true or false, got {family!r}")
+    return GPU(name=str(data["name"]), capability=cap, **facts, devices=tuple(devices), family=family)
 
 
 @functools.cache
@@ -205,7 +211,45 @@ def _presets() -> dict:
     by_name = {g.name: g for g in gpus}
     if len(by_name) != len(gpus):
         raise DataError(f"two files in {GPU_DIR.name}/ name the same GPU")
+    claimed, families = {}, {}
+    for g in gpus:
+        for device in g.devices:
+            other = claimed.setdefault(_device_key(device), g.name)
+            if other != g.name:
+                raise DataError(f"{GPU_DIR.name}/: {other} and {g.name} both list the device {device!r}")
+        if g.family and families.setdefault(g.capability.version, g.name) != g.name:
+            raise DataError(f"{GPU_DIR.name}/: {families[g.capability.version]} and {g.name} both stand for the "
+                            f"family of capability {g.capability.name}; mark one")
     return by_name
+
+
+def _device_key(device_name: str) -> str:
+    """A device name as matched: case and runs of spaces aside."""
+    return " ".join(device_name.upper().split())
+
+
+def match_device(device_name: str, version) -> tuple[str, str]:
+    """The preset a live device stands for, and how it was chosen: the preset whose file lists
+    the device's whole name (`devices`); else the preset marked `family` for its compute
+    capability `version` ((9, 0) or "9.0"); else the family of the newest capability below it. Never a part of a name
+    ("NVIDIA L40S" is not an "L4"). Chapter 1's GPU path."""
+    if not isinstance(device_name, str):
+        raise TypeError(f"device_name must be the name the driver reports, a str, got {type(device_name).__name__}")
+    cap = capability(version)
+    key = _device_key(device_name)
+    for g in _presets().values():
+        if key in {_device_key(d) for d in g.devices}:
+            return g.name, f"{device_name} is listed by the {g.name} preset"
+    families = {g.capability.version: g.name for g in _presets().values() if g.family}
+    if cap.version in families:
+        return families[cap.version], (f"no preset lists {device_name}; {families[cap.version]} stands for compute "
+                                        f"capability {cap.name}")
+    below = [v for v in families if v < cap.version]
+    if not below:
+        raise ValueError(f"capability {cap.name} is older than every preset's ({sorted(families)})")
+    chosen = families[max(below)]
+    return chosen, (f"no preset lists {device_name} or stands for compute capability {cap.name}; "
+                    f"{chosen} stands for the newest capability below it")
 
 
 def preset_names() -> list[str]:

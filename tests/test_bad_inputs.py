@@ -234,6 +234,9 @@ SIGNATURES = {
         choice([c.name for c in gm.presets.capabilities().values()]),
         st.sampled_from([(8, 1), (8,), [8, 0], (True, 0), ("x", "y")])))}),
     "presets.gpu": (gm.gpu, {"gpu": ("A100-40GB", GPU)}),
+    "presets.match_device": (gm.presets.match_device, {"device_name": ("NVIDIA H200", st.sampled_from(NOT_STRINGS)),
+                                                       "version": ("9.0", st.sampled_from(["9.9", "6.1", (9,), 9.0, None,
+                                                                                          "nine"]))}),
     "kernel_info.label": (gm.label, {"kernel": ("gemm_naive", choice(gm.kernel_info.KERNELS))}),
     **{f"units.{f.__name__}": (f, {name: (1.5e-3, REAL), "digits": (3, integer(1, 17))}) for f, name in (
         (gm.fmt_time, "seconds"), (gm.fmt_bytes, "nbytes"), (gm.fmt_bandwidth, "bytes_per_second"),

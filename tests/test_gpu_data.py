@@ -133,6 +133,7 @@ def test_adding_a_gpu_is_adding_one_file(tmp_path, monkeypatch):
         shutil.copy(path, tmp_path)
     text = (presets.GPU_DIR / "h200.toml").read_text().replace('name = "H200"', 'name = "H200-NVL"')
     text = text.replace("value = 4.8\n", "value = 4.0\n")  # the H200 NVL's lower HBM bandwidth is only a test value here
+    text = text.replace('devices = ["NVIDIA H200"]', 'devices = ["NVIDIA H200 NVL"]')
     (tmp_path / "h200-nvl.toml").write_text(text)
     monkeypatch.setattr(presets, "GPU_DIR", tmp_path)
     presets._presets.cache_clear()
@@ -141,6 +142,7 @@ def test_adding_a_gpu_is_adding_one_file(tmp_path, monkeypatch):
         assert gm.gpu("H200-NVL").bandwidth("hbm") == 4.0e12
         assert "| H200-NVL |" in gm.course.tables.preset_table()
         assert gm.occupancy.occupancy("H200-NVL", 256, 64).warps == 32
+        assert presets.match_device("NVIDIA H200 NVL", (9, 0))[0] == "H200-NVL"  # the live GPU path finds it
     finally:
         monkeypatch.undo()
         presets._presets.cache_clear()
@@ -153,6 +155,28 @@ def test_two_files_may_not_name_one_gpu(tmp_path, monkeypatch):
     presets._presets.cache_clear()
     try:
         with pytest.raises(presets.DataError, match="name the same GPU"):
+            gm.preset_names()
+    finally:
+        monkeypatch.undo()
+        presets._presets.cache_clear()
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace('devices = ["Tesla T4"]', 'devices = ["NVIDIA H200"]'), "H200 and T4 both list the device"),
+    (lambda t: t.replace("family = true", "family = true\n", 1).replace('capability = "7.5"', 'capability = "9.0"'),
+     "both stand for the family of capability 9.0"),
+    (lambda t: t.replace('devices = ["Tesla T4"]', 'devices = "Tesla T4"'), "t4.toml.devices must be a list"),
+    (lambda t: t.replace("family = true", 'family = "yes"'), "t4.toml.family must be true or false"),
+])
+def test_device_names_and_families_are_refused_when_ambiguous_or_malformed(edit, message, tmp_path, monkeypatch):
+    for path in FILES:
+        shutil.copy(path, tmp_path)
+    t4 = tmp_path / "t4.toml"
+    t4.write_text(edit(t4.read_text()))
+    monkeypatch.setattr(presets, "GPU_DIR", tmp_path)
+    presets._presets.cache_clear()
+    try:
+        with pytest.raises(presets.DataError, match=message):
             gm.preset_names()
     finally:
         monkeypatch.undo()

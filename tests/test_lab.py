@@ -562,8 +562,9 @@ def test_elements_left_unwritten_get_a_hint_about_the_launch():
     assert not wrong and "never written" not in wrong.message
 
 
-# Vector accesses: one access of their width, as the GPU's ld.global.v2/v4 (DESIGN.md). CUDA's
-# float2, int2, int4 and double2 in kernels of our own (the lab's header defines float4).
+# Vector accesses: one access of their width, as the GPU's ld.global.v2/v4 (ARCHITECTURE.md, "The
+# kernel lab"). CUDA's float2, int2, int4 and double2 in kernels of our own (the lab's header
+# defines float4).
 VECTORS = r"""
 struct alignas(8) f2 { float x, y; };
 struct alignas(8) i2 { int x, y; };

@@ -1,4 +1,5 @@
-"""The model reproduces the seed's figures (DESIGN.md) and the article's, exactly."""
+"""The model reproduces the figures derived by hand (ARCHITECTURE.md, "The model", "The bound") and
+the article's, exactly."""
 
 import math
 

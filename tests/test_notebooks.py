@@ -234,3 +234,32 @@ def test_the_pages_workflow_is_valid():
     assert flow["jobs"]["deploy"]["needs"] == "build"
     assert json.dumps(flow["permissions"]) == json.dumps({"contents": "write", "pages": "write", "id-token": "write"})
     assert any("git push -f" in s and " notebooks" in s for s in steps), "the notebooks branch Colab opens"
+
+
+def test_make_notebooks_redoes_only_the_chapters_named_and_refuses_others(tmp_path):
+    """`make notebooks CHAPTERS=...`: an unknown chapter is refused before anything runs."""
+    with pytest.raises(ValueError, match=r"only must name chapters, one of \['00_programming_model'.*got \['09_decod'\]"):
+        book.write_notebooks(ROOT / "chapters", tmp_path, only=["09_decod"])
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_make_notebooks_of_one_chapter_writes_that_one(tmp_path):
+    written = book.write_notebooks(ROOT / "chapters", tmp_path, only=["00_programming_model"])
+    assert written == [tmp_path / "00_programming_model.ipynb"]
+    assert written[0].read_text() == (ROOT / "notebooks" / "00_programming_model.ipynb").read_text()
+
+
+@pytest.mark.slow
+def test_make_moved_lists_the_glued_values_a_data_change_moves(tmp_path):
+    """A notebook whose kept value differs from what its chapter now glues is listed with both;
+    an unchanged one lists nothing."""
+    name = "00_programming_model"
+    kept = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    assert book.moved(ROOT / "chapters", ROOT / "notebooks", only=[name]) == {}
+    glued = kept.metadata["gpumodel"]["glued"]
+    first = next(n for n in sorted(glued) if n not in kept.metadata["gpumodel"]["varies"])
+    now = glued[first]
+    glued[first] = "a stale value"
+    nbformat.write(kept, tmp_path / f"{name}.ipynb")
+    assert book.moved(ROOT / "chapters", tmp_path, only=[name]) == {name: {first: ("a stale value", now)}}

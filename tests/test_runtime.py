@@ -83,13 +83,34 @@ def test_live_record_refuses_an_unknown_capability():
         runtime.gpu_from_attributes("X", (6, 1), H100_ATTRIBUTES, 1)
 
 
-@pytest.mark.parametrize("name, cc, preset", [
-    ("NVIDIA A100-SXM4-80GB", (8, 0), "A100-80GB"), ("NVIDIA A100-SXM4-40GB", (8, 0), "A100-40GB"),
-    ("NVIDIA H100 PCIe", (9, 0), "H100-PCIe"), ("Tesla T4", (7, 5), "T4"), ("NVIDIA GeForce RTX 4090", (8, 9), "RTX-4090"),
-    ("NVIDIA RTX 6000 Ada Generation", (8, 9), "L4"),
+@pytest.mark.parametrize("name, cc, preset, how", [
+    ("NVIDIA A100-SXM4-80GB", (8, 0), "A100-80GB", "listed"), ("NVIDIA A100-SXM4-40GB", (8, 0), "A100-40GB", "listed"),
+    ("NVIDIA H100 PCIe", (9, 0), "H100-PCIe", "listed"), ("Tesla  t4", (7, 5), "T4", "listed"),
+    ("NVIDIA GeForce RTX 4090", (8, 9), "RTX-4090", "listed"),
+    ("NVIDIA L40S", (8, 9), "L4", "stands for compute capability 8.9"),  # not an "L4" by a part of its name
+    ("NVIDIA RTX 6000 Ada Generation", (8, 9), "L4", "stands for compute capability 8.9"),
+    ("NVIDIA GH200 480GB", (9, 0), "H100-SXM", "stands for compute capability 9.0"),  # not an H200
+    ("NVIDIA GeForce RTX 5090", (12, 0), "B200", "the newest capability below it"),
 ])
-def test_closest_preset(name, cc, preset):
-    assert runtime.closest_preset(name, cc) == preset
+def test_a_device_is_matched_by_its_whole_name_else_its_family(name, cc, preset, how):
+    chosen, said = gm.presets.match_device(name, cc)
+    assert chosen == preset and how in said
+
+
+def test_every_device_name_and_family_is_in_the_gpu_files():
+    """Adding a GPU is adding one file: its `devices` and `family` are read from it, and two
+    files may not claim one device or one capability's family."""
+    gpus = [gm.gpu(n) for n in gm.preset_names()]
+    for g in gpus:
+        for device in g.devices:
+            assert gm.presets.match_device(device, g.capability.version)[0] == g.name
+    versions = {g.capability.version for g in gpus}
+    assert {g.capability.version for g in gpus if g.family} == versions  # every capability has its family
+
+
+def test_the_live_record_says_which_preset_it_borrowed_from_and_why():
+    g = runtime.gpu_from_attributes("NVIDIA L40S", (8, 9), H100_ATTRIBUTES, 48_000_000_000)
+    assert "L4's figure (no preset lists NVIDIA L40S; L4 stands for compute capability 8.9)" in g.l2_bandwidth.note
 
 
 def test_validate_without_a_gpu_says_so_and_exits_2(monkeypatch, fresh_probe, capsys, tmp_path):

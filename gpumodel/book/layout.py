@@ -24,6 +24,7 @@ TOP = {
     "_static/": "the site's own CSS and JS and its favicon, loaded on every page",
     "_vendor/": "third-party files the site serves: the math font (see VENDORED.txt)",
     "README.md  CONTRIBUTING.md": "this file; how a chapter is written and where things go",
+    "ARCHITECTURE.md": "the layers, the data flows, the model, and the test that guards each kind of change",
     "Makefile  requirements.txt  pyproject.toml": "the two commands and their set-up; the package",
     "binder/": "the repo2docker environment for BinderHub or a class's JupyterHub (binder/README.md)",
     ".ci/  .github/": "CI (`.ci/run`) and the Pages workflow",

@@ -324,29 +324,72 @@ def glued_values(path) -> tuple[dict, list]:
     return found["glued"], found["varies"]
 
 
-def write_notebooks(chapters="chapters", out="notebooks", repo: str | None = None) -> list:
-    """Write `notebooks/<chapter>.ipynb` for every numbered chapter (each executed once for
-    its glued values); return the paths."""
+def write_notebooks(chapters="chapters", out="notebooks", repo: str | None = None, only=None) -> list:
+    """Write `notebooks/<chapter>.ipynb` for every numbered chapter, or for those whose names
+    (`09_decode`) are in `only` (each executed once for its glued values); return the paths."""
     import nbformat
 
+    paths = _chapters(chapters, only)
     out = pathlib.Path(out)
     out.mkdir(exist_ok=True)
     written = []
-    for path in sorted(pathlib.Path(chapters).glob("[0-9]*.md")):
+    for path in paths:
         target = out / f"{path.stem}.ipynb"
         nbformat.write(learner_notebook(path, *glued_values(path), repo=repo), target)
         written.append(target)
     return written
 
 
+def moved(chapters="chapters", out="notebooks", only=None) -> dict:
+    """What a change to the data or the model moves, before the notebooks are regenerated: for
+    each chapter (or those named in `only`), executed afresh, the glued values that differ from
+    those its notebook in `out` holds (metadata "gpumodel"), as {chapter: {name: (was, now)}};
+    values that vary with the machine left out, chapters that move nothing too. `make moved`."""
+    import nbformat
+
+    found = {}
+    for path in _chapters(chapters, only):
+        kept = nbformat.read(pathlib.Path(out) / f"{path.stem}.ipynb", as_version=4).metadata["gpumodel"]
+        now, varies = glued_values(path)
+        skip = set(varies) | set(kept["varies"])
+        names = (set(now) | set(kept["glued"])) - skip
+        diff = {n: (kept["glued"].get(n), now.get(n)) for n in sorted(names) if kept["glued"].get(n) != now.get(n)}
+        if diff:
+            found[path.stem] = diff
+    return found
+
+
+def _chapters(chapters, only) -> list:
+    """The numbered chapters' paths in `chapters`, or those whose names are in `only`."""
+    paths = sorted(pathlib.Path(chapters).glob("[0-9]*.md"))
+    if only is None:
+        return paths
+    unknown = sorted(set(only) - {p.stem for p in paths})
+    if unknown:
+        raise ValueError(f"only must name chapters, one of {[p.stem for p in paths]}, got {unknown}")
+    return [p for p in paths if p.stem in only]
+
+
 def main(argv=None) -> None:
-    """`python -m gpumodel.book.notebooks`: regenerate `notebooks/`, for the repository and commit
-    being built on GitHub Actions (`GITHUB_REPOSITORY`, `GITHUB_SHA`), else for a local clone."""
+    """`python -m gpumodel.book.notebooks [CHAPTER ...]`: regenerate `notebooks/` (only the chapters
+    named, when some are), for the repository and commit being built on GitHub Actions
+    (`GITHUB_REPOSITORY`, `GITHUB_SHA`), else for a local clone."""
     import argparse
 
-    argparse.ArgumentParser(prog="python -m gpumodel.book.notebooks", description=main.__doc__).parse_args(argv)
+    parser = argparse.ArgumentParser(prog="python -m gpumodel.book.notebooks", description=main.__doc__)
+    parser.add_argument("chapters", nargs="*", help="the chapters to redo (09_decode ...); all when none is named")
+    parser.add_argument("--moved", action="store_true", help="write nothing; list the glued values that would change")
+    args = parser.parse_args(argv)
+    only = args.chapters or None
+    if args.moved:
+        found = moved(ROOT / "chapters", ROOT / "notebooks", only)
+        for chapter, diff in found.items():
+            print(f"{chapter}: {len(diff)} glued value(s) move")
+            print(*(f"  {name}: {was!r} -> {now!r}" for name, (was, now) in diff.items()), sep="\n")
+        print("nothing moves" if not found else "regenerate them with make notebooks")
+        return
     print(f"notebooks for {repository() if published() else 'a local clone'}: installing {install_spec()!r}")
-    print(*write_notebooks(ROOT / "chapters", ROOT / "notebooks"), sep="\n")
+    print(*write_notebooks(ROOT / "chapters", ROOT / "notebooks", only=only), sep="\n")
 
 
 if __name__ == "__main__":

@@ -20,9 +20,6 @@ from .. import presets
 from ..hardware import GPU, Fact
 from .compiler import COMPILE_OPTIONS, kernel_source
 
-FAMILY = {(7, 0): "V100", (7, 5): "T4", (8, 0): "A100-40GB", (8, 6): "RTX-A6000", (8, 9): "L4",
-          (9, 0): "H100-SXM", (10, 0): "B200", (12, 0): "RTX-4090"}
-"""The preset to borrow unpublished figures from when the device's name matches none."""
 SOURCE = "cuda_runtime_api"
 """Facts read from the device cite the CUDA Runtime API (cudaDeviceGetAttribute)."""
 
@@ -80,25 +77,14 @@ def have_gpu() -> bool:
     return ok
 
 
-def closest_preset(device_name: str, capability: tuple[int, int]) -> str:
-    """The preset a device is, by its name ("NVIDIA H100 80GB HBM3" -> "H100-SXM"), else
-    the preset of its architecture."""
-    name = device_name.upper().replace(" ", "").replace("-", "")
-    rules = [("H200", "H200"), ("H100PCIE", "H100-PCIe"), ("H100", "H100-SXM"), ("B200", "B200"),
-             ("A10080GB", "A100-80GB"), ("A100SXM480GB", "A100-80GB"), ("A100", "A100-40GB"),
-             ("V100", "V100"), ("T4", "T4"), ("L4", "L4"), ("RTX4090", "RTX-4090"), ("A6000", "RTX-A6000")]
-    for key, preset in rules:
-        if key in name:
-            return preset
-    return FAMILY.get(tuple(capability), "A100-40GB")
-
-
 def gpu_from_attributes(device_name: str, capability, attributes: dict, memory_bytes: int) -> GPU:
     """A `GPU` record of a live device from its CUDA attributes (`cupy.cuda.Device().attributes`:
     clocks in kHz, bus width in bits). Figures the device cannot report (L2 bandwidth,
-    tensor peaks, latencies) come from the closest preset and say so."""
+    tensor peaks, latencies) come from the preset it stands for (`gpumodel.presets.match_device`)
+    and say which and why."""
     cap = presets.capability(tuple(int(c) for c in capability))
-    base = presets.gpu(closest_preset(device_name, cap.version))
+    chosen, how = presets.match_device(device_name, cap.version)
+    base = presets.gpu(chosen)
     where = f"cudaDeviceGetAttribute on {device_name}"
 
     def read(value, unit, note=""):
@@ -106,7 +92,7 @@ def gpu_from_attributes(device_name: str, capability, attributes: dict, memory_b
 
     def borrowed(fact):
         return Fact(fact.value, fact.unit, "estimate", fact.source, fact.where,
-                    f"not reported by the device; {base.name}'s figure")
+                    f"not reported by the device; {base.name}'s figure ({how})")
 
     clock_khz = attributes.get("ClockRate", 0)
     clock = read(clock_khz * 1e3, "Hz", "maximum clock the device reports") if clock_khz else borrowed(base.clock)

@@ -1,6 +1,6 @@
 """The kernel lab on a shared machine (a class's JupyterHub): its private build cache, each
 cached file checked against the hash recorded when it was built, and g++ and the traced run
-bounded in time, memory and output. DESIGN.md, "The kernel lab"; chapter 2's lab.
+bounded in time, memory and output. ARCHITECTURE.md, "The kernel lab"; chapter 2's lab.
 
 The cache: `$GPUMODEL_CACHE/lab` where that variable is set (tests point it at a folder of
 their own), else `$XDG_CACHE_HOME/gpumodel/lab`, else `~/.cache/gpumodel/lab`; folders created

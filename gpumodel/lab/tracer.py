@@ -1,7 +1,7 @@
 """A traced run of any CUDA C kernel on the CPU: its global and shared-memory accesses grouped
 per warp instruction and counted in sectors, requests and wavefronts, as bytes per level.
 
-The route (DESIGN.md, "The kernel lab"): g++ compiles the learner's source unchanged with
+The route (ARCHITECTURE.md, "The kernel lab"): g++ compiles the learner's source unchanged with
 `-fsanitize=thread`, which makes it call `__tsan_readN`/`__tsan_writeN(address)` before each
 load and store it keeps; `trace_runtime.cpp` defines those hooks (no libtsan is linked), runs
 each CUDA thread as a fiber taking turns with its block's others (`cuda_emu.h`), and knows whose access it is from the
