@@ -29,6 +29,7 @@ from .units import (
     fmt_count,
     fmt_flops,
     fmt_intensity,
+    fmt_list,
     fmt_number,
     fmt_percent,
     fmt_time,
@@ -60,7 +61,7 @@ __all__ = [
     "BOUNDS", "Expectation", "Fact", "GPU", "LEVELS", "Prediction", "Workload",
     "attention", "attention_backward", "attention_memory", "catalogue", "elementwise_chain", "expect", "flash_block",
     "fmt_bandwidth", "fmt_bound", "fmt_bytes", "fmt_capacity", "fmt_count", "fmt_flops",
-    "fmt_intensity", "fmt_number", "fmt_percent", "fmt_time", "gemm", "gemm_ideal", "gemm_requests", "gpu", "label", "predict", "preset_names",
+    "fmt_intensity", "fmt_list", "fmt_number", "fmt_percent", "fmt_time", "gemm", "gemm_ideal", "gemm_requests", "gpu", "label", "predict", "preset_names",
     "score_matrix_bytes", "seed_kernels", "simulate", "strided_read", "transpose", "vector_add",
     "warp_sectors",
 ]

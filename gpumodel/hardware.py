@@ -130,7 +130,8 @@ class GPU:
     limit in watts. `die_link`, for a GPU of two dies, is the rate (B/s) of the link between
     them: bytes one die reads from the other's half of L2 or of memory cross it, so they take
     at least bytes / `die_link` (chapter 7); the model does not charge it, as a workload does not
-    say which bytes cross. `devices` are the names the driver reports for the parts this preset
+    say which bytes cross. `memory` is the kind of device memory ("HBM3", "GDDR6X"): the level
+    the model calls "hbm", whichever kind it is. `devices` are the names the driver reports for the parts this preset
     stands for; `family` marks the preset that stands for the devices of its compute capability
     that no preset names (`gpumodel.presets.match_device`).
     """
@@ -143,6 +144,7 @@ class GPU:
     hbm_bandwidth: Fact
     l2_capacity: Fact
     hbm_capacity: Fact
+    memory: str
     tensor: dict = field(default_factory=dict)
     latency: dict = field(default_factory=dict)
     tensor_clock: Fact | None = None

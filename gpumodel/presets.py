@@ -174,13 +174,17 @@ def capability(version) -> Capability:
     return by_name[name]
 
 
+MEMORY_KINDS = ("HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7")
+"""The kinds of device memory a GPU file may name (`memory`)."""
+
+
 def load_gpu(path) -> GPU:
     """The `GPU` a data file describes (see the module doc); raises `DataError` naming the
     file and key when the file is incomplete or wrong."""
     path = pathlib.Path(path)
     data = _read(path)
-    top = {"name", "capability", "devices", "family"} | set(FACTS) | set(OPTIONAL_FACTS) | set(TABLES)
-    _no_gaps(path.name, ({"name", "capability"} | set(FACTS)) - set(data), set(data) - top)
+    top = {"name", "capability", "memory", "devices", "family"} | set(FACTS) | set(OPTIONAL_FACTS) | set(TABLES)
+    _no_gaps(path.name, ({"name", "capability", "memory"} | set(FACTS)) - set(data), set(data) - top)
     try:
         cap = capability(str(data["capability"]))
     except ValueError as err:
@@ -202,7 +206,10 @@ def load_gpu(path) -> GPU:
     family = data.get("family", False)
     if not isinstance(family, bool):
         raise DataError(f"{path.name}.family must be true or false, got {family!r}")
-    return GPU(name=str(data["name"]), capability=cap, **facts, devices=tuple(devices), family=family)
+    if data["memory"] not in MEMORY_KINDS:
+        raise DataError(f"{path.name}.memory must be one of {list(MEMORY_KINDS)}, got {data['memory']!r}")
+    return GPU(name=str(data["name"]), capability=cap, **facts, memory=data["memory"], devices=tuple(devices),
+               family=family)
 
 
 @functools.cache

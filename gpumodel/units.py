@@ -111,3 +111,14 @@ def fmt_percent(fraction, digits: int = 2) -> str:
     if not math.isfinite(percent):
         raise ValueError(f"fraction must be at most 1e306 in magnitude, got {fraction!r}")
     return f"{_significant(percent, digits)}%"
+
+
+def fmt_list(words) -> str:
+    """Words as a list in prose: ["T4"] -> `T4`, ["T4", "L4"] -> `T4 and L4`,
+    ["T4", "L4", "B200"] -> `T4, L4 and B200` (chapters glue lists of presets this way)."""
+    if isinstance(words, str) or not hasattr(words, "__iter__"):
+        raise TypeError(f"words must be a sequence of strings, got {words!r}")
+    words = list(words)
+    if not words or not all(isinstance(w, str) and w.strip() for w in words):
+        raise ValueError(f"words must be one or more non-empty strings, got {words!r}")
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"

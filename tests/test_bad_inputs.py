@@ -242,6 +242,7 @@ SIGNATURES = {
         (gm.fmt_time, "seconds"), (gm.fmt_bytes, "nbytes"), (gm.fmt_bandwidth, "bytes_per_second"),
         (gm.fmt_flops, "flops_per_second"), (gm.fmt_count, "flops"), (gm.fmt_number, "x"),
         (gm.fmt_intensity, "flops_per_byte"), (gm.fmt_percent, "fraction"))},
+    "units.fmt_list": (gm.fmt_list, {"words": (["T4", "L4"], st.sampled_from(["T4", [], [""], [4], None, 4]))}),
     "units.fmt_capacity": (gm.fmt_capacity, {"nbytes": (40 * 2**20, REAL)}),
     "units.fmt_bound": (gm.fmt_bound, {"bound": ("hbm", choice(gm.BOUNDS))}),
     "course.checks.number_rules": (gm.course.checks.number_rules, {"expected": (3.0, REAL), "unit": ("ms", TEXT), "rtol": (0.02, NOT_NEGATIVE),

@@ -58,6 +58,8 @@ def good(tmp_path):
         (lambda t: t.replace('capability = "7.0"', 'capability = "6.1"'), "test-gpu.toml.capability version must be one of"),
         (lambda t: t.replace('name = "V100"\n', ""), r"test-gpu.toml: missing \['name'\]"),
         (lambda t: 'colour = "green"\n' + t, r"test-gpu.toml: unknown keys \['colour'\]"),
+        (lambda t: t.replace('memory = "HBM2"', 'memory = "HBM9"'), r"test-gpu.toml.memory must be one of \['HBM2'"),
+        (lambda t: t.replace('memory = "HBM2"', ''), r"test-gpu.toml: missing \['memory'\]"),
         (lambda t: t.replace('unit = "MHz"', 'unit = "MB"'), r"test-gpu.toml.clock.unit must be one of \['GHz', 'MHz'\]"),
         (lambda t: t.replace('unit = "MiB"', 'unit = "MHz"'), "test-gpu.toml.l2_capacity.unit must be one of"),
         (lambda t: t.replace('source = "jia2018volta"', 'source = "someone2030"', 1), "someone2030' is not a key of references.bib"),

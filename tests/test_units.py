@@ -105,3 +105,18 @@ def test_mega_is_a_million():
     """Decimal prefixes: 33.5e6 bytes are 33.5 MB, 2^20 bytes 1.05 MB (a mutant took M as 2^20)."""
     assert gm.fmt_bytes(33.5e6) == "33.5 MB" and gm.fmt_bytes(2**20) == "1.05 MB"
     assert gm.fmt_bandwidth(1.5e12) == "1.50 TB/s" and gm.fmt_bytes(1e3) == "1.00 kB"
+
+
+@pytest.mark.parametrize("words, text", [
+    (["T4"], "T4"), (("T4", "L4"), "T4 and L4"), (["T4", "L4", "B200"], "T4, L4 and B200"),
+])
+def test_a_list_reads_as_prose(words, text):
+    assert gm.fmt_list(words) == text
+
+
+@pytest.mark.parametrize("words, error", [
+    ("T4", TypeError), ([], ValueError), (["T4", ""], ValueError), ([4], ValueError),
+])
+def test_a_list_of_no_words_or_of_one_string_is_refused(words, error):
+    with pytest.raises(error, match="^words must be"):
+        gm.fmt_list(words)

@@ -137,9 +137,10 @@ def preset_table(gpus=None) -> str:
 
 
 def capacity_table(gpus=None) -> str:
-    """One row per GPU (every preset by default): the capacity of each level, whole GPU."""
-    header = ["GPU"] + [LEVEL_NAMES[lv] for lv in LEVELS]
-    rows = [[g.name] + [fmt_capacity(g.capacity(lv)) for lv in LEVELS] for g in _gpus(gpus)]
+    """One row per GPU (every preset by default): the capacity of each level, whole GPU, and
+    the kind of its device memory."""
+    header = ["GPU"] + [LEVEL_NAMES[lv] for lv in LEVELS] + ["device memory"]
+    rows = [[g.name] + [fmt_capacity(g.capacity(lv)) for lv in LEVELS] + [g.memory] for g in _gpus(gpus)]
     return markdown_table(header, rows)
 
 
