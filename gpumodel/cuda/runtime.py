@@ -111,6 +111,7 @@ def gpu_from_attributes(device_name: str, capability, attributes: dict, memory_b
         hbm_bandwidth=hbm,
         l2_capacity=read(attributes["L2CacheSize"], "B"),
         hbm_capacity=read(memory_bytes, "B"),
+        memory=base.memory,
         tensor={k: borrowed(v) for k, v in base.tensor.items()},
         latency=dict(base.latency),
     )
