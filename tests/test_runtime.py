@@ -83,16 +83,29 @@ def test_live_record_refuses_an_unknown_capability():
         runtime.gpu_from_attributes("X", (6, 1), H100_ATTRIBUTES, 1)
 
 
-@pytest.mark.parametrize("name, cc, preset, how", [
-    ("NVIDIA A100-SXM4-80GB", (8, 0), "A100-80GB", "listed"), ("NVIDIA A100-SXM4-40GB", (8, 0), "A100-40GB", "listed"),
-    ("NVIDIA H100 PCIe", (9, 0), "H100-PCIe", "listed"), ("Tesla  t4", (7, 5), "T4", "listed"),
-    ("NVIDIA GeForce RTX 4090", (8, 9), "RTX-4090", "listed"),
-    ("NVIDIA L40S", (8, 9), "L4", "stands for compute capability 8.9"),  # not an "L4" by a part of its name
-    ("NVIDIA RTX 6000 Ada Generation", (8, 9), "L4", "stands for compute capability 8.9"),
-    ("NVIDIA GH200 480GB", (9, 0), "H100-SXM", "stands for compute capability 9.0"),  # not an H200
-    ("NVIDIA GeForce RTX 5090", (12, 0), "B200", "the newest capability below it"),
+def _by_the_files(name, cc):
+    """The preset and the reason `match_device` should give, read from the GPU files: the file
+    listing the whole name, else the family of `cc`, else that of the newest capability below."""
+    gpus = [gm.gpu(n) for n in gm.preset_names()]
+    listed = [g.name for g in gpus if " ".join(name.lower().split()) in {d.lower() for d in g.devices}]
+    if listed:
+        return listed[0], "listed"
+    families = {g.capability.version: g.name for g in gpus if g.family}
+    if cc in families:
+        return families[cc], f"stands for compute capability {cc[0]}.{cc[1]}"
+    return families[max(v for v in families if v < cc)], "the newest capability below it"
+
+
+@pytest.mark.parametrize("name, cc", [
+    ("NVIDIA A100-SXM4-80GB", (8, 0)), ("NVIDIA A100-SXM4-40GB", (8, 0)), ("NVIDIA H100 PCIe", (9, 0)),
+    ("Tesla  t4", (7, 5)), ("NVIDIA GeForce RTX 4090", (8, 9)),
+    ("NVIDIA L40S", (8, 9)),  # an L4 only if no file lists it: never by a part of its name
+    ("NVIDIA RTX 6000 Ada Generation", (8, 9)),
+    ("NVIDIA GH200 480GB", (9, 0)),  # not an H200 by a part of its name
+    ("NVIDIA GeForce RTX 5090", (12, 0)),
 ])
-def test_a_device_is_matched_by_its_whole_name_else_its_family(name, cc, preset, how):
+def test_a_device_is_matched_by_its_whole_name_else_its_family(name, cc):
+    preset, how = _by_the_files(name, cc)
     chosen, said = gm.presets.match_device(name, cc)
     assert chosen == preset and how in said
 
@@ -109,8 +122,11 @@ def test_every_device_name_and_family_is_in_the_gpu_files():
 
 
 def test_the_live_record_says_which_preset_it_borrowed_from_and_why():
-    g = runtime.gpu_from_attributes("NVIDIA L40S", (8, 9), H100_ATTRIBUTES, 48_000_000_000)
-    assert "L4's figure (no preset lists NVIDIA L40S; L4 stands for compute capability 8.9)" in g.l2_bandwidth.note
+    name = "NVIDIA RTX 6000 Ada Generation"
+    family, how = _by_the_files(name, (8, 9))
+    assert how != "listed", "pick a device no GPU file lists"
+    g = runtime.gpu_from_attributes(name, (8, 9), H100_ATTRIBUTES, 48_000_000_000)
+    assert f"{family}'s figure (no preset lists {name}; {family} {how})" in g.l2_bandwidth.note
 
 
 def test_validate_without_a_gpu_says_so_and_exits_2(monkeypatch, fresh_probe, capsys, tmp_path):
