@@ -147,6 +147,10 @@ MODELS = {
                         source="touvron2023llama2, section 2.2 (Llama 1's architecture and tokenizer, 32k tokens) "
                         "and Table 1 (7B, no GQA); the shape from touvron2023llama, Table 2 (6.7B: 32 layers, "
                         "32 heads, width 4096)"),
+    "Llama-2-70B": Model("Llama-2-70B", 80, 64, 8, 128, 68.98e9, vocab=32000,
+                         source="touvron2023llama2, Table 1 (70B, grouped-query attention); the shape from "
+                         "meta2023llama2_70b_config (80 layers, width 8192, 64 heads, 8 key-value heads, FFN width "
+                         "28,672, a vocabulary of 32,000), whose weights add up to 68.98 B"),
     "Llama-3-8B": Model("Llama-3-8B", 32, 32, 8, 128, 8.0e9, vocab=128000,
                         source="dubey2024llama3, Table 3 (8B: 32 layers, width 4096, 32 heads, 8 key-value heads, "
                         "vocabulary 128,000)"),
@@ -157,8 +161,8 @@ MODELS = {
                          "layer of 2 shared and 160 routed experts of intermediate width 1536, 6 routed per "
                          "token; 236B in all, 21B activated per token)"),
 }
-"""The chapter's models: a dense MHA model, a GQA model (8 key-value heads), an MLA model that is
-a mixture of experts. Their embedding and LM head are separate tables (none is tied)."""
+"""The chapter's models: a dense MHA model, two GQA models (8 key-value heads), an MLA model that
+is a mixture of experts. Their embedding and LM head are separate tables (none is tied)."""
 
 KV_INT4 = (0.5, 32, 4)
 """An int4 cache: half a byte per element, and per group of 32 elements of a row an fp16 scale

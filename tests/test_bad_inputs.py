@@ -525,6 +525,7 @@ SIGNATURES = {
     "course.appendix_presets.highest_ridge": (course.appendix_presets.highest_ridge, {
         "math": ("fp16", outside(course.appendix_presets.RIDGE_MATH))}),
     # The checkpoints' constructors: a question built from a number no question can ask is refused (issue 39).
+    "course.intensity.cp_balance": (course.intensity.cp_balance, {"gpu": ("H100-SXM", GPU)}),
     "course.intensity.cp_roofline": (course.intensity.cp_roofline, {"gpu": ("H100-SXM", GPU), "intensity": (4.0, POSITIVE)}),
     "course.intensity.cp_sectors": (course.intensity.cp_sectors, {
         "stride": (2, integer(1, 2**16)), "elem": (4, outside(course.intensity.ELEM_BYTES))}),

@@ -185,6 +185,21 @@ def cp_vector_add() -> Checkpoint:
         "intensity")
 
 
+def cp_balance(gpu: str = "H100-SXM") -> Checkpoint:
+    """Chapter 2, "Intensity and machine balance": the FP32 machine balance of `gpu` against HBM."""
+    g = presets.gpu(gpu)
+    return Checkpoint(
+        "cp-intensity-balance",
+        f"The {g.name} does {fmt_flops(g.peak_flops, 4)} in FP32 and reads HBM at {fmt_bandwidth(g.bandwidth('hbm'), 4)}. "
+        "What is its FP32 machine balance, in FLOP/B?",
+        number_rules(g.ridge("hbm"), "FLOP/B", 0.02,
+                     explain="Peak flops over HBM bandwidth: below this intensity a kernel is bandwidth-bound.",
+                     hint="Divide the flat roof by the slanted roof's slope, with both in the same prefix.",
+                     mistakes=[(g.bandwidth("hbm") / g.peak_flops, "That is bytes per flop, the inverse: divide the "
+                                "flops by the bytes.")]),
+        "machine balance")
+
+
 def cp_roofline(gpu: str = "H100-SXM", intensity: float = 4.0) -> Checkpoint:
     """Chapter 2, "The roofline": the rate a kernel of `intensity` (FLOP/B, positive) attains on `gpu` (FP32)."""
     g = presets.gpu(gpu)
@@ -221,6 +236,7 @@ def cp_sectors(stride: int = 2, elem: int = 4) -> Checkpoint:
         "sectors")
 
 
-CHECKPOINTS = {"cp-intensity-vector-add": cp_vector_add, "cp-intensity-roofline": cp_roofline,
+CHECKPOINTS = {"cp-intensity-vector-add": cp_vector_add, "cp-intensity-balance": cp_balance,
+               "cp-intensity-roofline": cp_roofline,
                "cp-intensity-sectors": cp_sectors}
 """This chapter's checkpoints, in the order it shows them."""
