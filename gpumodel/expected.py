@@ -383,17 +383,11 @@ def _limit(parts: dict, waves: float) -> tuple[str, float]:
 
 def read_time(gpu, nbytes, chunk=None, threads=None) -> float:
     """Expected seconds to read `nbytes` again right after reading it (a benchmark's second run),
-    at the bound's rates (`gpumodel.waves.warm_read_time`, with L1's share as there) but through
-    caches that keep the lines used most recently, as real ones roughly do: a cyclic re-read
-    larger than L2 evicts each line before it comes round again, so past L2's capacity HBM
-    supplies every byte, not only those that cannot stay (the bound's best case). An estimate
-    of the policy, which NVIDIA does not publish. Chapter 98."""
+    at the bound's rates through caches that keep the lines used most recently, as real ones
+    roughly do (`gpumodel.waves.warm_read_time` with `cache="recent"`). Chapter 98."""
     from .waves import warm_read_time  # the bound's rule, beside which this is the expected one
 
-    g = presets.gpu(gpu)
-    nbytes = float(_check.size("nbytes", nbytes))
-    inside = float(warm_read_time(g, nbytes, chunk, threads))
-    return max(inside, nbytes / g.bandwidth("hbm")) if nbytes > g.capacity("l2") else inside
+    return float(warm_read_time(gpu, nbytes, chunk, threads, cache="recent"))
 
 
 REASONS = {"latency": "too few bytes in flight per SM for the loaded latency (Little's law): warps x one round of independent loads",

@@ -68,7 +68,7 @@ RUN_FIELDS = {
     # "tile" a list of positive whole numbers, "flag" true or false, a tuple one of those strings
     "bytes": "amount", "chunk": "amount", "threads": "size", "size": "size", "batch": "size", "heads": "size", "seq": "size", "head_dim": "size",
     "block": "tile", "thread": "tile", "ideal": "flag", "dtype": tuple(_check.DTYPE_BYTES), "layout": LAYOUTS,
-    "attention": ("standard", "flash"), "passes": ("forward", "forward+backward"), "level": LEVELS, "path": PATHS,
+    "attention": ("standard", "flash", "flash1"), "passes": ("forward", "forward+backward"), "level": LEVELS, "path": PATHS,
     "model": tuple(decode.MODELS), "context": "size", "weight": tuple(WEIGHT_BYTES), "kv": tuple(decode.KV_FORMATS),
 }
 """What each field of a record's `run` holds."""
@@ -234,13 +234,19 @@ def attention_flops(run: dict) -> float:
     return forward * (3.5 if run["passes"] == "forward+backward" else 1.0)
 
 
-def workloads(run: dict) -> list:
+def workloads(run: dict, gpu=None) -> list:
     """The workloads of a gemm or attention run (a record's `run` table) as the model charges
-    them: one GEMM; attention's forward pass, and its backward pass for "forward+backward",
-    with L2 catching the flash kernels' re-reads of K and V (Q and dO backward), at best."""
+    them: one GEMM; attention's forward pass, and its backward pass for "forward+backward"
+    (FlashAttention's first release walks key/value blocks outer backward too, as "flash"
+    does: Dao et al. 2022, Algorithm 4), with L2 catching the flash kernels' re-reads (K and V,
+    a first-release kernel's Q and partial outputs; Q and dO backward), at best. With `gpu`,
+    through caches that keep the lines used most recently (the expected time's): a
+    first-release kernel's re-reads come back from L2 only if one step's, for the heads in
+    flight (one block per batch and head, at least one per SM), fit in it."""
     if not isinstance(run, dict) or run.get("kind") not in ("gemm", "attention"):
         raise ValueError(f"run must be a gemm or an attention run's table (with its kind), got {run!r}")
     _run_fields("run", run, run["kind"])
+    g, kept = (None if gpu is None else presets.gpu(gpu)), True
     if run["kind"] == "gemm":
         n, dtype = run["size"], run.get("dtype", "fp32")
         if run.get("ideal"):
@@ -249,11 +255,15 @@ def workloads(run: dict) -> list:
             return [gemm(n, n, n, block=tuple(run["block"]), thread=tuple(run.get("thread", (1, 1))), dtype=dtype,
                          layout=run.get("layout", "strided"))]
         return [gemm(n, n, n, dtype=dtype)]
-    args = (run["batch"], run["heads"], run["seq"], run["head_dim"], run.get("dtype", "fp16"), run["attention"])
+    args = (run["batch"], run["heads"], run["seq"], run["head_dim"], run.get("dtype", "fp16"))
     tile = {"block": tuple(run["block"])} if "block" in run else {}
-    out = [attention(*args, l2_reuse=True, **tile)]
+    if g is not None and run["attention"] == "flash1":
+        heads = min(run["batch"] * run["heads"], g.sms.value)
+        step = run["seq"] * (run["head_dim"] * (_check.DTYPE_BYTES[args[4]] + 4) + 4)  # Q and the fp32 partials
+        kept = heads * step <= g.capacity("l2")
+    out = [attention(*args, run["attention"], l2_reuse=kept, **tile)]
     if run["passes"] == "forward+backward":
-        out.append(attention_backward(*args, l2_reuse=True))
+        out.append(attention_backward(*args, "standard" if run["attention"] == "standard" else "flash", l2_reuse=True))
     return out
 
 
@@ -369,7 +379,7 @@ def record_launch(record) -> Launch | None:
         n = run["size"]
         tiles = math.ceil(n / LIBRARY_TILE[0]) * math.ceil(n / LIBRARY_TILE[1])
         return Launch(256, tiles, 128, g.capability.max_smem_per_block, timed=True)
-    if run["kind"] == "attention" and run["attention"] == "flash":
+    if run["kind"] == "attention" and run["attention"] != "standard":
         rows = 128
         grid = run["batch"] * run["heads"] * (1 if notes.get("grid") == "heads" else math.ceil(run["seq"] / rows))
         share = facts()["mma_sync_on_hopper"].value if (notes.get("mma") == "mma.sync"
@@ -405,7 +415,7 @@ def record_expect(record, share: bool = True) -> Expectation | None:
             limiter, t = ("dequantise", d) if d > bound else (limiter, bound)
         return _at_share(Expectation(t, bound, c.bound, limiter, 1.0, {c.bound.split("+")[0]: bound, **parts}, "",
                                      g.name), math_, share, run["kind"])
-    found = [_expect(w, g, launch) for w in workloads(run)]
+    found = [_expect(w, g, launch) for w in workloads(run, g)]
     first = max(found, key=lambda e: e.time)
     t = sum(e.time for e in found)
     return _at_share(Expectation(t, bound, c.bound, first.limiter, 1.0, first.parts, first.reason, g.name, first.latency),

@@ -108,6 +108,24 @@ def _per_wave(wave_of: np.ndarray, index: np.ndarray, size: int, waves: int) -> 
     return np.bincount(keys[first] // size, minlength=waves)
 
 
+CACHES = ("best", "recent")
+"""How a warm read's caches are taken: at their `best` (the bound) or keeping the lines used
+most recently (`recent`, the expected time's estimate of a policy NVIDIA does not publish)."""
+
+
+def _reach(g, nbytes, chunk, threads) -> tuple:
+    """(footprint, sharing, resident) of a chunked re-read (see `l1_share`): the bytes one SM
+    meets, the co-resident blocks of an SM reading one chunk, and the blocks of an SM at once."""
+    nbytes, chunk = _check.size("nbytes", nbytes), _check.size("chunk", chunk)
+    threads = _check.size("threads", threads)
+    _check.not_larger("chunk", chunk, "nbytes", nbytes)
+    _check.not_larger("threads", threads, "the GPU's most threads per block", g.capability.max_threads_per_block)
+    chunks = np.maximum(np.round(nbytes / chunk), 1).astype(np.int64)
+    turn = chunks // np.gcd(chunks, int(g.sms.value))  # blocks on one SM between two of the same chunk
+    resident = g.capability.max_threads_per_sm // threads
+    return chunk * turn, np.ceil(resident / turn), resident
+
+
 def l1_share(gpu, nbytes, chunk, threads) -> np.ndarray:
     """The largest share of a re-read of `nbytes` that the SMs' L1s can serve, when each block
     of `threads` threads reads one `chunk` of bytes, chunk number (block mod chunks), as
@@ -118,32 +136,44 @@ def l1_share(gpu, nbytes, chunk, threads) -> np.ndarray:
     order does better on a cyclic re-read), and, when co-resident blocks of one SM read the
     same chunk at once, all but the first of them. Chapters 1 and 98."""
     g = presets.gpu(gpu)
-    nbytes, chunk = _check.size("nbytes", nbytes), _check.size("chunk", chunk)
-    threads = _check.size("threads", threads)
-    _check.not_larger("chunk", chunk, "nbytes", nbytes)
-    _check.not_larger("threads", threads, "the GPU's most threads per block", g.capability.max_threads_per_block)
-    chunks = np.maximum(np.round(nbytes / chunk), 1).astype(np.int64)
-    sms = int(g.sms.value)
-    turn = chunks // np.gcd(chunks, sms)  # blocks on one SM between two of the same chunk
-    footprint = chunk * turn
-    resident = g.capability.max_threads_per_sm // threads  # blocks of the SM at once
-    sharing = np.ceil(resident / turn)  # of them, reading one chunk
+    footprint, sharing, _ = _reach(g, nbytes, chunk, threads)
     held = np.minimum(1.0, g.l1_per_sm.value / footprint)
     return _check.as_output(np.maximum(held, 1 - 1 / sharing))
 
 
-def warm_read_time(gpu, nbytes, chunk=None, threads=None) -> np.ndarray:
-    """Seconds to read `nbytes` again right after reading it (a benchmark's second run), at
-    best: HBM supplies only what cannot have stayed in L2, `nbytes - L2 capacity`; L2
-    supplies the rest but what the SMs' L1s can serve (`l1_share`, for a read of one `chunk`
-    per block of `threads` threads; none otherwise); every byte crosses the SM's L1/shared
-    data path. The parts overlap, so the slowest sets the time. While the data fit, that is
-    L2 alone; just past the capacity, mostly L2. Chapter 4's "small benchmarks lie"."""
+def l1_hits(gpu, nbytes, chunk, threads) -> np.ndarray:
+    """The share of the same re-read (`l1_share`'s) that L1s keeping the lines used most
+    recently serve, at most `l1_share`: all of it when an SM's footprint fits its L1; else a
+    line hits only if the SM has fetched less than its L1 since another block read it. With
+    one block per chunk that other read is a whole footprint back: no hit. With `sharing`
+    blocks on one chunk, at independent places in it (blocks start as others retire), the
+    nearest one ahead is a gap g behind, g/chunk ~ Beta(1, sharing - 1), while all `resident`
+    blocks of the SM fetch resident x g: a hit with probability 1 - (1 - L1/(resident x
+    chunk))^(sharing - 1). An estimate of the policy, not fitted. Chapter 98."""
+    g = presets.gpu(gpu)
+    footprint, sharing, resident = _reach(g, nbytes, chunk, threads)
+    l1 = g.l1_per_sm.value
+    near = 1 - (1 - np.minimum(1.0, l1 / (resident * chunk))) ** (sharing - 1)
+    return _check.as_output(np.where(footprint <= l1, 1.0, near))
+
+
+def warm_read_time(gpu, nbytes, chunk=None, threads=None, cache: str = "best") -> np.ndarray:
+    """Seconds to read `nbytes` again right after reading it (a benchmark's second run). At
+    the caches' `best` (the bound): HBM supplies only what cannot have stayed in L2, `nbytes -
+    L2 capacity`; L2 supplies the rest but what the SMs' L1s can serve (`l1_share`, for a read
+    of one `chunk` per block of `threads` threads; none otherwise); every byte crosses the
+    SM's L1/shared data path. The parts overlap, so the slowest sets the time. While the data
+    fit, that is L2 alone; just past the capacity, mostly L2. Through caches keeping the most
+    `recent` lines (the expected time's estimate): L1 serves `l1_hits`, and a cyclic re-read
+    larger than L2 evicts each line before it comes round again, so HBM supplies every byte.
+    Chapter 4's "small benchmarks lie"; chapter 98."""
     g = presets.gpu(gpu)
     nbytes = _check.size("nbytes", nbytes)
+    best = _check.choice("cache", cache, CACHES) == "best"
     if (chunk is None) != (threads is None):
         raise ValueError(f"chunk and threads go together (a chunked re-read), got chunk={chunk!r}, threads={threads!r}")
-    from_l2 = 1 - (0 if chunk is None else l1_share(g, nbytes, chunk, threads))
-    spill = np.maximum(nbytes - g.capacity("l2"), 0)
-    return _check.as_output(np.maximum.reduce([from_l2 * nbytes / g.bandwidth("l2"), nbytes / g.bandwidth("smem"),
+    served = 0 if chunk is None else (l1_share if best else l1_hits)(g, nbytes, chunk, threads)
+    over = nbytes > g.capacity("l2")
+    spill = np.maximum(nbytes - g.capacity("l2"), 0) if best else np.where(over, nbytes, 0)
+    return _check.as_output(np.maximum.reduce([(1 - served) * nbytes / g.bandwidth("l2"), nbytes / g.bandwidth("smem"),
                                                spill / g.bandwidth("hbm")]))

@@ -295,10 +295,18 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
       softmax on chip; K and V are re-read once per query block:
       s (2Nd + 2Nd ceil(N/Br)) bytes per head.
 
+    - `kind="flash1"`, key/value blocks outer (their Algorithm 1, and FlashAttention's first
+      release, `fmha_fprop_kernel_1xN.h` at commit 1fcbe6f0): each block of `block[1]` key
+      and value rows is loaded once and walks all query rows, re-reading Q; between two
+      key/value blocks each row's output so far and its softmax statistic go out to global
+      memory in fp32 and come back: s (3Nd + Nd ceil(N/Bc)) + 8 (ceil(N/Bc) - 1) N (d + 1)
+      bytes per head.
+
     `block=(Br, Bc)` is the flash kernel's tile; the standard kind has none.
     L2 sees every global access. HBM sees the same bytes (the paper's count) unless
-    `l2_reuse=True` for the flash kind: then the query blocks of a head, running together,
-    share that head's K and V through L2, and HBM sees each of Q, K, V and O once. Shared memory:
+    `l2_reuse=True` for a flash kind: then the re-reads stay in L2 (the query blocks of a
+    head, running together, share its K and V; a head's partial outputs come back from L2),
+    and HBM sees each of Q, K, V and O once. Shared memory:
     each staged byte is written once and read once (a lower bound). Registers: not modelled
     on the tensor cores (0); 12 bytes per FMA in fp32.
     """
@@ -306,12 +314,21 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
     seq, d = _check.size("seq", seq), _check.size("head_dim", head_dim)
     _check.broadcast(("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", d))
     s = _check.dtype_bytes(dtype)
-    kind = _check.choice("kind", kind, ("standard", "flash"))
+    kind = _check.choice("kind", kind, ("standard", "flash", "flash1"))
     bh = batch * heads
     flops = 4 * bh * seq**2 * d
     if kind == "standard":
         global_bytes = s * bh * (4 * seq * d + 4 * seq**2)
         staged = s * bh * (3 * seq * d + seq**2)
+    elif kind == "flash1":
+        _, b_c = _check.pair("block", block)
+        _check.broadcast(("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", d), ("block[1]", b_c))
+        _check.not_larger("block[1]", b_c, "seq", seq)
+        steps = _tiles(seq, b_c)
+        q_reads = seq * d * steps
+        partial = 8 * (steps - 1) * seq * (d + 1)  # fp32 outputs and statistics, out and back between steps
+        global_bytes = s * bh * (3 * seq * d + q_reads) + bh * partial
+        staged = s * bh * (2 * seq * d + q_reads)
     else:
         b_r, b_c = _check.pair("block", block)
         _check.broadcast(("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", d), ("block[0]", b_r),
@@ -322,8 +339,8 @@ def attention(batch, heads, seq, head_dim, dtype="fp16", kind="standard", block=
         global_bytes = s * bh * (2 * seq * d + kv_reads)
         staged = s * bh * (seq * d + kv_reads)
     l2_reuse = _check.flag("l2_reuse", l2_reuse)
-    hbm = s * bh * 4 * seq * d * np.ones_like(global_bytes) if (l2_reuse and kind == "flash") else global_bytes
-    note = "the N x N scores never reach HBM" if kind == "flash" else "the N x N scores go through HBM"
+    hbm = s * bh * 4 * seq * d * np.ones_like(global_bytes) if (l2_reuse and kind != "standard") else global_bytes
+    note = "the N x N scores go through HBM" if kind == "standard" else "the N x N scores never reach HBM"
     exps = bh * seq**2  # one exponential per score
     return _attention_workload(f"{kind} attention ({dtype})", flops, global_bytes, 2 * staged, hbm, dtype, note, exps)
 

@@ -190,6 +190,20 @@ def test_flash_with_l2_reuse_reads_each_matrix_once():
     assert w.bytes["l2"] == gm.attention(2, 4, 1024, 64, "fp16", "flash", block=(128, 64)).bytes["hbm"]
 
 
+def test_flash1_walks_key_blocks_outer_with_fp32_partials_between_them():
+    """By hand, one head, N = 1,024, d = 64, fp16, 256-key blocks (FlashAttention's first
+    release): 4 steps; K, V and O once and Q at every step, 2 (3 + 4) N d bytes; the fp32
+    output and one statistic per row out and back between steps, 8 x 3 x N (d + 1)."""
+    w = gm.attention(1, 1, 1024, 64, "fp16", "flash1", block=(16, 256))
+    assert w.bytes["l2"] == w.bytes["hbm"] == 2 * 7 * 1024 * 64 + 8 * 3 * 1024 * 65
+    assert w.bytes["smem"] == 2 * 2 * (2 + 4) * 1024 * 64  # K, V once, Q at every step; written and read
+    cached = gm.attention(1, 1, 1024, 64, "fp16", "flash1", block=(16, 256), l2_reuse=True)
+    assert cached.bytes["hbm"] == 2 * 4 * 1024 * 64 and cached.bytes["l2"] == w.bytes["l2"]
+    one_step = gm.attention(1, 1, 256, 64, "fp16", "flash1", block=(16, 256))
+    assert one_step.bytes["l2"] == 2 * 4 * 256 * 64  # nothing goes out between steps when there is one
+    assert w.flops == gm.attention(1, 1, 1024, 64, "fp16", "flash").flops
+
+
 def test_attention_memory():
     assert gm.attention_memory(1, 1, 4096, 64, "fp16", "standard") == 2 * (4 * 4096 * 64 + 2 * 4096**2)
     assert gm.attention_memory(1, 1, 4096, 64, "fp16", "flash") == 2 * 4 * 4096 * 64

@@ -242,6 +242,24 @@ def test_an_attention_record_runs_the_flash_kernels_with_l2_reuse(passes, factor
     assert c.bound == "+".join(dict.fromkeys(str(p.bound) for p in parts))
 
 
+def test_a_first_release_flash_record_sends_its_partials_through_hbm_when_the_heads_in_flight_outgrow_l2():
+    """The bound lets L2 keep every re-read; the expected time's caches keep the recent lines,
+    so a step's Q and fp32 partials of the heads in flight (one block per batch and head, at
+    least one per SM) come back from L2 only while they fit: on the A100-40GB (108 SMs, 40 MB)
+    128 heads at N = 1,024 need 108 x 1,024 x (64 x 6 + 4) B = 42.9 MB, just over; 4 heads at
+    N = 4,096 need 4 x 4,096 x 388 B = 6.4 MB."""
+    a100 = gm.gpu("A100-40GB")
+    run = {"kind": "attention", "batch": 16, "heads": 8, "seq": 1024, "head_dim": 64, "attention": "flash1",
+           "block": [16, 256], "passes": "forward"}
+    best, recent = published.workloads(run)[0], published.workloads(run, a100)[0]
+    assert best.bytes["hbm"] == 2 * 4 * 128 * 1024 * 64 and recent.bytes["hbm"] == recent.bytes["l2"] == best.bytes["l2"]
+    assert 108 * 1024 * (64 * 6 + 4) > a100.capacity("l2")
+    few = dict(run, batch=1, heads=4, seq=4096)
+    assert published.workloads(few, a100)[0].bytes["hbm"] == published.workloads(few)[0].bytes["hbm"]
+    flash2 = dict(run, attention="flash", block=[128, 64])
+    assert published.workloads(flash2, a100)[0].bytes == published.workloads(flash2)[0].bytes
+
+
 def test_the_records_reload_the_same():
     """`records()` is cached; reading the files again gives the same records."""
     assert published.records.__wrapped__() == published.records()

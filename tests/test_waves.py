@@ -121,9 +121,36 @@ def test_l1_serves_at_most_what_an_sms_footprint_lets_it():
     assert tiny == chunk // 4 / h200.bandwidth("smem")
 
 
+def test_recent_lines_serve_less_than_the_best_and_past_l2_every_byte_comes_from_hbm():
+    """gpu-l2-cache's chunks again, through caches keeping the most recent lines. A100 (192 KB
+    L1), 4 chunks: the SM's two blocks share one 512 kB chunk at independent places; a line
+    hits if the block ahead read it less than 192 KB of the SM's traffic ago, the two blocks
+    fetching twice the gap: 192/1024. H200, 3 chunks: 256/1024. H200, 5 chunks: one block per
+    chunk, the line comes back a 2,560 kB footprint later: no hit. A footprint that fits: all."""
+    chunk, hits, share = 512 * 1024, gm.waves.l1_hits, gm.waves.l1_share
+    assert hits("A100-80GB", 4 * chunk, chunk, 1024) == pytest.approx(192 / 1024)
+    assert hits("H200", 3 * chunk, chunk, 1024) == pytest.approx(256 / 1024)
+    assert hits("H200", 5 * chunk, chunk, 1024) == 0
+    assert hits("H200", chunk // 4, chunk // 8, 1024) == 1
+    assert hits("A100-80GB", 4 * chunk, chunk, 256) == pytest.approx(1 - (1 - 192 / (8 * 512)) ** 7)  # 8 on one chunk
+    for gpu in ("A100-80GB", "H100-PCIe", "H200", "V100"):
+        for n in (1, 2, 3, 4, 5, 7, 30, 100):
+            for threads in (256, 512, 1024):
+                assert hits(gpu, n * chunk, chunk, threads) <= share(gpu, n * chunk, chunk, threads)
+    h200 = gm.gpu("H200")
+    nbytes = 3 * chunk
+    assert gm.waves.warm_read_time(h200, nbytes, chunk, 1024, cache="recent") == pytest.approx(
+        0.75 * nbytes / h200.bandwidth("l2"))
+    past = 2 * h200.capacity("l2")
+    assert gm.waves.warm_read_time(h200, past, cache="recent") == past / h200.bandwidth("hbm")
+    assert gm.waves.warm_read_time(h200, past) == (past - h200.capacity("l2")) / h200.bandwidth("hbm")
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="order must be one of"):
         block_coordinates(4, 4, "diagonal")
+    with pytest.raises(ValueError, match="cache must be one of"):
+        gm.waves.warm_read_time("H200", 2**21, cache="lru")
     with pytest.raises(ValueError, match="chunk and threads go together"):
         gm.waves.warm_read_time("H200", 2**21, chunk=2**19)
     with pytest.raises(ValueError, match="chunk must not exceed nbytes"):
