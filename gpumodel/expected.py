@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import _check, presets
-from .hardware import MATH, WARP, Fact
+from .hardware import KINDS, MATH, WARP, Fact
 from .model import BOUNDS, predict
 from .occupancy import occupancy
 from .tensor_cores import WEIGHT_BYTES
@@ -57,22 +57,70 @@ DEFAULT_REGISTERS = 32
 """Registers per thread assumed where neither a compiler report nor the caller gives them."""
 
 
+FACT_UNITS = {"issue_per_sm": "instruction/clk", "lsu_per_sm": "instruction/clk", "tags_per_clock": "line/clk",
+              "mma_sync_on_hopper": "fraction", "dequantise_int8": "instruction/weight",
+              "dequantise_int4": "instruction/weight"}
+"""The facts `data/expect.toml` holds, each with its unit (a fraction is at most 1)."""
+KERNEL_NOTES = {"coalesced": (False,), "grid": ("heads",), "mma": ("mma.sync",)}
+"""What a `[[kernel]]` entry of `data/expect.toml` may say of a record's kernel, and the values."""
+
+
 @functools.cache
 def facts() -> dict:
-    """The sourced facts of `data/expect.toml` by name, as `Fact`s (value as stated)."""
+    """The sourced facts of `data/expect.toml` by name, as `Fact`s (value as stated); a fact
+    missing, unknown or malformed is refused naming the file and the key."""
     data = presets._read(DATA)
+    presets._no_gaps("expect.toml", set() if "facts" in data else {"facts"}, set(data) - {"facts", "kernel"})
+    table = data["facts"]
+    presets._no_gaps("expect.toml [facts]", set(FACT_UNITS) - set(table), set(table) - set(FACT_UNITS))
     out = {}
-    for name, entry in data["facts"].items():
+    for name, entry in table.items():
+        where = f"expect.toml facts.{name}"
+        if not isinstance(entry, dict):
+            raise presets.DataError(f"{where} must be a table with value, unit, kind and source")
+        presets._no_gaps(where, {"value", "unit", "kind", "source"} - set(entry),
+                         set(entry) - {"value", "unit", "kind", "source", "where", "note"})
+        value, unit = entry["value"], FACT_UNITS[name]
+        most = 1 if unit == "fraction" else 64
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
+            raise presets.DataError(f"{where}.value must be a number > 0 and <= {most}, got {value!r}")
+        if entry["unit"] != unit:
+            raise presets.DataError(f"{where}.unit must be {unit!r}, got {entry['unit']!r}")
+        if entry["kind"] not in KINDS:
+            raise presets.DataError(f"{where}.kind must be one of {KINDS}, got {entry['kind']!r}")
         if entry["source"] not in presets.bib_keys():
-            raise presets.DataError(f"expect.toml facts.{name}.source is not a key of references.bib")
-        out[name] = Fact(float(entry["value"]), entry["unit"], entry["kind"], entry["source"], entry.get("where", ""),
-                         entry.get("note", ""))
+            raise presets.DataError(f"{where}.source is not a key of references.bib")
+        if entry["kind"] == "estimate" and not entry.get("note"):
+            raise presets.DataError(f"{where}.note must say how an estimate was made")
+        out[name] = Fact(float(value), unit, entry["kind"], entry["source"], str(entry.get("where", "")),
+                         str(entry.get("note", "")))
     return out
 
 
 @functools.cache
 def _kernels() -> tuple:
-    return tuple(presets._read(DATA).get("kernel", ()))
+    entries = presets._read(DATA).get("kernel", [])
+    if not isinstance(entries, list):
+        raise presets.DataError("expect.toml kernel must be an array of tables ([[kernel]])")
+    seen = set()
+    for i, k in enumerate(entries):
+        where = f"expect.toml kernel[{i}]"
+        if not isinstance(k, dict):
+            raise presets.DataError(f"{where} must be a table with source, what and what the kernel does")
+        presets._no_gaps(where, {"source", "what"} - set(k), set(k) - {"source", "what"} - set(KERNEL_NOTES))
+        if k["source"] not in presets.bib_keys():
+            raise presets.DataError(f"{where}.source is not a key of references.bib")
+        if not isinstance(k["what"], str) or not k["what"]:
+            raise presets.DataError(f"{where}.what must be a record's text or \"*\", got {k['what']!r}")
+        if set(k) == {"source", "what"}:
+            raise presets.DataError(f"{where} says nothing of the kernel: give one of {sorted(KERNEL_NOTES)}")
+        for key in set(k) & set(KERNEL_NOTES):
+            if k[key] not in KERNEL_NOTES[key] or isinstance(k[key], bool) != isinstance(KERNEL_NOTES[key][0], bool):
+                raise presets.DataError(f"{where}.{key} must be one of {KERNEL_NOTES[key]}, got {k[key]!r}")
+        if (k["source"], k["what"]) in seen:
+            raise presets.DataError(f"{where} repeats an entry for {k['source']!r}, {k['what']!r}")
+        seen.add((k["source"], k["what"]))
+    return tuple(entries)
 
 
 def kernel_notes(source: str, what: str) -> dict:

@@ -309,3 +309,46 @@ def test_a_re_read_past_l2_is_expected_from_hbm_whole_while_the_bound_keeps_a_fu
     assert E.read_time(a100, small) == gm.waves.warm_read_time(a100, small) == pytest.approx(small / 7.2192e12)
     past = [r for r in P.records() if r.run["kind"] == "read" and r.run["bytes"] > gm.gpu(r.gpu).capacity("l2")]
     assert past and all(P.record_expect(r).limiter == "hbm" for r in past)
+
+
+def _bad_expect(tmp_path, monkeypatch, old, new):
+    """Load a copy of data/expect.toml with `old` replaced by `new` (each must occur)."""
+    text = E.DATA.read_text()
+    assert old in text, old
+    path = tmp_path / "expect.toml"
+    path.write_text(text.replace(old, new, 1))
+    monkeypatch.setattr(E, "DATA", path)
+    E.facts.cache_clear()
+    E._kernels.cache_clear()
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("value = 4\nunit = \"instruction/clk\"", "value = \"4\"\nunit = \"instruction/clk\"",
+     r"facts.issue_per_sm.value must be a number > 0"),
+    ("value = 4\nunit = \"instruction/clk\"", "value = true\nunit = \"instruction/clk\"",
+     r"facts.issue_per_sm.value must be a number > 0"),
+    ("value = 4\nunit = \"instruction/clk\"", "value = inf\nunit = \"instruction/clk\"", r"facts.issue_per_sm.value"),
+    ("value = 0.667", "value = 1.5", r"facts.mma_sync_on_hopper.value must be a number > 0 and <= 1"),
+    ("value = 4\nunit = \"instruction/clk\"", "unit = \"instruction/clk\"", r"facts.issue_per_sm: missing \['value'\]"),
+    ("[facts.lsu_per_sm]", "[facts.lsu_per_sm_typo]", r"\[facts\]: missing \['lsu_per_sm'\]"),
+    ("unit = \"line/clk\"", "unit = \"line/clock\"", r"facts.tags_per_clock.unit must be 'line/clk'"),
+    ("unit = \"line/clk\"", "unit = \"line/clk\"\ncolour = 1", r"facts.tags_per_clock: unknown keys \['colour'\]"),
+    ("kind = \"spec\"\nsource = \"nvidia_cuda_guide\"", "kind = \"guess\"\nsource = \"nvidia_cuda_guide\"",
+     r"facts.issue_per_sm.kind must be one of"),
+    ("source = \"nvidia_cuda_guide\"", "source = \"nobody\"", r"facts.issue_per_sm.source is not a key"),
+    ("\ngrid = \"heads\"", "\ngrid = \"rows\"", r"kernel\[1\].grid must be one of \('heads',\)"),
+    ("\ncoalesced = false", "\ncoalesced = 0", r"kernel\[0\].coalesced must be one of \(False,\)"),
+    ("\ngrid = \"heads\"", "\ngrids = \"heads\"", r"kernel\[1\]: unknown keys \['grids'\]"),
+    ("\ngrid = \"heads\"", "", r"kernel\[1\] says nothing of the kernel"),
+    ("source = \"dao2023flashattention2\"", "source = \"dao2022flashattention\"", r"kernel\[2\] repeats an entry"),
+])
+def test_a_bad_expect_file_is_refused_naming_the_key(old, new, message, tmp_path, monkeypatch):
+    _bad_expect(tmp_path, monkeypatch, old, new)
+    try:
+        with pytest.raises(gm.presets.DataError, match=message):
+            E.facts()
+            E._kernels()
+    finally:
+        monkeypatch.undo()
+        E.facts.cache_clear()
+        E._kernels.cache_clear()
