@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _check, presets
+from .hardware import KINDS
 from .model import predict
 from .presets import DATA, DataError, _no_gaps, _read
 from .workloads import Workload
@@ -53,25 +54,51 @@ class LaunchCost:
     quoted_where: str = ""
 
 
+MOST_US = 1e4
+"""The longest host launch a file may state, in microseconds (10 ms: far above any published)."""
+
+
+def _microseconds(where: str, table) -> float:
+    """A table's `value` in `unit` "us": a number, not a bool or a string, > 0 and at most MOST_US."""
+    value = table["value"]
+    if table["unit"] != "us":
+        raise DataError(f"{where}.unit must be 'us', got {table['unit']!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MOST_US:
+        raise DataError(f"{where}.value must be a number of microseconds > 0 and <= {MOST_US:g}, got {value!r}")
+    return float(value)
+
+
 @functools.cache
 def launch_costs() -> tuple:
     """Every launch cost of `data/launch.toml`, checked (a preset, a path of PATHS, a bib key,
-    microseconds, a positive value); a DataError naming the entry otherwise."""
-    out = []
-    for i, entry in enumerate(_read(DATA / "launch.toml").get("launch", [])):
+    a kind of KINDS, microseconds, a positive value, one entry per GPU and path); a DataError
+    naming the entry otherwise."""
+    out, seen = [], set()
+    entries = _read(DATA / "launch.toml").get("launch", [])
+    if not isinstance(entries, list):
+        raise DataError("launch.toml: launch must be an array of tables ([[launch]])")
+    for i, entry in enumerate(entries):
         where = f"launch.toml entry {i + 1}"
+        if not isinstance(entry, dict):
+            raise DataError(f"{where} must be a table with {sorted(ENTRY_KEYS)}")
         _no_gaps(where, ENTRY_KEYS - set(entry), set(entry) - ENTRY_KEYS - {"quoted"})
         quoted = entry.get("quoted")
         if quoted is not None:
+            if not isinstance(quoted, dict):
+                raise DataError(f"{where}.quoted must be a table with {sorted(QUOTED_KEYS)}")
             _no_gaps(f"{where}.quoted", QUOTED_KEYS - set(quoted), set(quoted) - QUOTED_KEYS)
-            if quoted["unit"] != "us" or not quoted["value"] > 0:
-                raise DataError(f"{where}.quoted needs a positive value in us")
+            _microseconds(f"{where}.quoted", quoted)
         if entry["gpu"] not in presets.preset_names() or entry["path"] not in PATHS:
             raise DataError(f"{where}: gpu must be a preset and path one of {PATHS}, got {entry['gpu']!r}, {entry['path']!r}")
-        if entry["source"] not in presets.bib_keys() or entry["unit"] != "us" or not entry["value"] > 0:
-            raise DataError(f"{where}: needs a references.bib source and a positive value in us")
-        out.append(LaunchCost(entry["gpu"], entry["path"], entry["value"] * 1e-6, entry["kind"], entry["source"],
-                              entry["where"], entry["note"], quoted and quoted["value"] * 1e-6,
+        if entry["source"] not in presets.bib_keys():
+            raise DataError(f"{where}.source {entry['source']!r} is not a key of references.bib")
+        if entry["kind"] not in KINDS:
+            raise DataError(f"{where}.kind must be one of {KINDS}, got {entry['kind']!r}")
+        if (entry["gpu"], entry["path"]) in seen:
+            raise DataError(f"{where} repeats the {entry['path']!r} launch of the {entry['gpu']}")
+        seen.add((entry["gpu"], entry["path"]))
+        out.append(LaunchCost(entry["gpu"], entry["path"], _microseconds(where, entry) * 1e-6, entry["kind"],
+                              entry["source"], entry["where"], entry["note"], quoted and quoted["value"] * 1e-6,
                               quoted["where"] if quoted else ""))
     return tuple(out)
 

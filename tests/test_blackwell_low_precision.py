@@ -301,3 +301,30 @@ def test_the_tile_explorer_builds_for_every_gpu_and_tile_its_menus_offer(gpu, ti
             course.tile_ridge(gpu, tile)
     else:
         assert course.tile_ridge(gpu, tile).rules["answer"] == smallest
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("value = 3.0", "value = inf", r"entry 1.value must be a number of microseconds > 0 and <= 10000"),
+    ("value = 3.0", "value = true", r"entry 1.value must be a number of microseconds"),
+    ("value = 3.0", "value = \"3\"", r"entry 1.value must be a number of microseconds"),
+    ("value = 3.0", "value = 0", r"entry 1.value must be a number of microseconds"),
+    ("quoted = { value = 1.3,", "quoted = { value = -1.3,", r"entry 1.quoted.value must be a number"),
+    ("unit = \"us\"\nkind = \"measured\"", "unit = \"ms\"\nkind = \"measured\"", r"entry 1.unit must be 'us'"),
+    ("kind = \"measured\"", "kind = \"remembered\"", r"entry 1.kind must be one of"),
+    ("path = \"triton\"", "path = \"driver\"", r"entry 2 repeats the 'driver' launch of the B200"),
+    ("path = \"triton\"", "path = \"graph\"", r"entry 2: gpu must be a preset and path one of"),
+    ("source = \"tritonbench_pr1017\"", "source = \"nobody\"", r"entry 1.source 'nobody' is not a key"),
+    ("note = \"a GB200;", "colour = 1\nnote = \"a GB200;", r"entry 2: unknown keys \['colour'\]"),
+])
+def test_a_bad_launch_file_is_refused_naming_the_entry(old, new, message, tmp_path, monkeypatch):
+    text = (oh.DATA / "launch.toml").read_text()
+    assert old in text, old
+    (tmp_path / "launch.toml").write_text(text.replace(old, new, 1))
+    monkeypatch.setattr(oh, "DATA", tmp_path)
+    oh.launch_costs.cache_clear()
+    try:
+        with pytest.raises(gm.presets.DataError, match=message):
+            oh.launch_costs()
+    finally:
+        monkeypatch.undo()
+        oh.launch_costs.cache_clear()
