@@ -47,6 +47,10 @@ DATA = presets.DATA / "published"
 SCALE = {"GB/s": 1e9, "TB/s": 1e12, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "ms": 1e-3, "us": 1e-6, "cycles": 1.0,
          "tokens/s": 1.0}
 """Each accepted unit in SI (bytes/s, FLOP/s, seconds, cycles, tokens/s)."""
+MOST = {"GB/s": 1e14, "TB/s": 1e14, "GFLOP/s": 1e17, "TFLOP/s": 1e17, "ms": 3600.0, "us": 3600.0, "cycles": 1e5,
+        "tokens/s": 1e6}
+"""The largest value a record may state in each unit, in SI: 100 TB/s, 100 PFLOP/s, an hour,
+100,000 cycles, a million tokens a second (each far above any single GPU's)."""
 UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attention": ("GFLOP/s", "TFLOP/s", "ms"),
          "latency": ("cycles",), "launch": ("us",), "decode": ("tokens/s",)}
 """The units each kind of run may be measured in."""
@@ -164,6 +168,9 @@ def records() -> tuple:
             value = entry["value"]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
                 raise DataError(f"{where}.value must be a finite positive number, got {value!r}")
+            if value * SCALE[entry["unit"]] > MOST[entry["unit"]]:
+                raise DataError(f"{where}.value must be at most {MOST[entry['unit']] / SCALE[entry['unit']]:g} "
+                                f"{entry['unit']}, got {value!r}")
             for name, value in entry.get("also", {}).items():
                 if not name.endswith(tuple("_" + unit for unit in ALSO_UNITS)) or not (isinstance(value, (int, float))
                                                                                       and value > 0):

@@ -105,6 +105,7 @@ def test_the_summary_the_appendix_shows():
     # issue 26: a value or a run of the wrong type, a negative size, an unknown shared reason
     (lambda t: t.replace("value = 100", 'value = "309"'), "x.toml record 1.value must be a finite positive number"),
     (lambda t: t.replace("value = 100", "value = inf"), "x.toml record 1.value must be a finite positive number"),
+    (lambda t: t.replace("value = 100", "value = 1e30"), r"x.toml record 1.value must be at most 100000 GB/s, got 1e\+30"),
     (lambda t: t.replace('run = { kind = "read", bytes = 4096 }', 'run = "gemm"'), "x.toml record 1: run must be a table"),
     (lambda t: t.replace('{ kind = "read", bytes = 4096 }', '{ kind = "read", bytes = -4096 }'),
      r"x.toml record 1.run.bytes must be a positive number, got -4096"),
@@ -340,3 +341,8 @@ def test_a_bad_decode_record_is_refused_naming_its_field(run, message, tmp_path,
     monkeypatch.setattr(presets, "bib_keys", lambda: frozenset({"x_src"}))
     with pytest.raises(presets.DataError, match=message):
         _load(tmp_path, monkeypatch, "x.toml", text)
+
+
+def test_every_unit_has_a_ceiling_above_every_record():
+    assert set(published.MOST) == set(published.SCALE)
+    assert all(r.value * published.SCALE[r.unit] <= published.MOST[r.unit] / 5 for r in published.records())
