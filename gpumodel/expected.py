@@ -61,6 +61,8 @@ FACT_UNITS = {"issue_per_sm": "instruction/clk", "lsu_per_sm": "instruction/clk"
               "mma_sync_on_hopper": "fraction", "dequantise_int8": "instruction/weight",
               "dequantise_int4": "instruction/weight"}
 """The facts `data/expect.toml` holds, each with its unit (a fraction is at most 1)."""
+FACT_MOST = 64
+"""The most any other fact may be: instructions or lines a clock, instructions a weight."""
 KERNEL_NOTES = {"coalesced": (False,), "grid": ("heads",), "mma": ("mma.sync",)}
 """What a `[[kernel]]` entry of `data/expect.toml` may say of a record's kernel, and the values."""
 
@@ -80,10 +82,8 @@ def facts() -> dict:
             raise presets.DataError(f"{where} must be a table with value, unit, kind and source")
         presets._no_gaps(where, {"value", "unit", "kind", "source"} - set(entry),
                          set(entry) - {"value", "unit", "kind", "source", "where", "note"})
-        value, unit = entry["value"], FACT_UNITS[name]
-        most = 1 if unit == "fraction" else 64
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
-            raise presets.DataError(f"{where}.value must be a number > 0 and <= {most}, got {value!r}")
+        unit = FACT_UNITS[name]
+        value = presets._number(where, entry["value"], 1 if unit == "fraction" else FACT_MOST)
         if entry["unit"] != unit:
             raise presets.DataError(f"{where}.unit must be {unit!r}, got {entry['unit']!r}")
         if entry["kind"] not in KINDS:
@@ -92,7 +92,7 @@ def facts() -> dict:
             raise presets.DataError(f"{where}.source is not a key of references.bib")
         if entry["kind"] == "estimate" and not entry.get("note"):
             raise presets.DataError(f"{where}.note must say how an estimate was made")
-        out[name] = Fact(float(value), unit, entry["kind"], entry["source"], str(entry.get("where", "")),
+        out[name] = Fact(value, unit, entry["kind"], entry["source"], str(entry.get("where", "")),
                          str(entry.get("note", "")))
     return out
 

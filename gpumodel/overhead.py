@@ -60,12 +60,9 @@ MOST_US = 1e4
 
 def _microseconds(where: str, table) -> float:
     """A table's `value` in `unit` "us": a number, not a bool or a string, > 0 and at most MOST_US."""
-    value = table["value"]
     if table["unit"] != "us":
         raise DataError(f"{where}.unit must be 'us', got {table['unit']!r}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MOST_US:
-        raise DataError(f"{where}.value must be a number of microseconds > 0 and <= {MOST_US:g}, got {value!r}")
-    return float(value)
+    return presets._number(where, table["value"], MOST_US, "a number of microseconds")
 
 
 @functools.cache

@@ -111,6 +111,14 @@ def _no_gaps(where: str, missing: set, unknown: set) -> None:
         raise DataError(f"{where}: unknown keys {sorted(unknown)}")
 
 
+def _number(where: str, value, most: float, what: str = "a number") -> float:
+    """`value` of the table at `where` as a float: a number (not a bool or a string), > 0 and at
+    most `most`; else a DataError naming `where.value`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
+        raise DataError(f"{where}.value must be {what} > 0 and <= {most:g}, got {value!r}")
+    return float(value)
+
+
 def _fact(where: str, entry, si_units: tuple) -> Fact:
     """One fact table of a GPU file as a `Fact` in SI units."""
     if not isinstance(entry, dict):
