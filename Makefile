@@ -74,7 +74,7 @@ bench: $(STAMP)
 ## the core modules, runs the fast tests that reach each mutant, and prints the score per module
 ## (tests/mutation_report.py; equivalent mutants are listed, with a reason each, in
 ## tests/equivalent_mutants.txt). A full run takes 9 to 16 minutes on 2 shared cores; MODULES="units model" runs a subset.
-## Then the kernel lab's hand-made mutants (tests/lab_mutants.py, of tracer.py and its C++ runtime;
+## Then the kernel lab's hand-made mutants (tests/lab_mutants.py, of the lab's rooms and its C++ runtime;
 ## about 4 minutes), each killed by the test of tests/test_lab_rules.py that names its rule.
 MODULES ?= _check units kernel_info hardware presets workloads model simulate occupancy waves tiles published
 mutation: $(STAMP)

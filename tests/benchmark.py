@@ -67,7 +67,7 @@ def sweep():
 def lab_trace() -> int:
     """Trace the flash-attention kernel at n = 256 (8.7 million accesses): the accesses traced."""
     from gpumodel.cuda import plans
-    from gpumodel.lab.tracer import trace_plan
+    from gpumodel.lab.reporter import trace_plan
 
     traces = trace_plan(plans.plan_attention("flash", 1, 256))
     return sum(s.lanes for t in traces for s in t.sites)
@@ -120,7 +120,7 @@ def lab_traces() -> list:
     from gpumodel.course import capstone, flashattention, intensity, roofline_levels, tiling
     from gpumodel.cuda import plans
     from gpumodel.lab import trace
-    from gpumodel.lab.tracer import trace_plan
+    from gpumodel.lab.reporter import trace_plan
     from test_lab import EXACT
 
     calls = [("chapter 2 lab starter (coalesce)", lambda: intensity.check_coalesced_kernel(intensity.LAB_STARTER)),

@@ -25,7 +25,8 @@ import types
 
 import numpy as np
 
-from gpumodel.lab.emulator import Emulator, element_type, parameters
+from gpumodel.lab.reader import element_type, parameters
+from gpumodel.lab.runner import Emulator
 from gpumodel import presets
 from gpumodel.cuda import compiler
 

@@ -1,6 +1,6 @@
 """The hand-made mutants of the kernel lab (issue 37) that once survived the suite, each with
 the test of tests/test_lab_rules.py that must now kill it (mutmut, `make mutation`, mutates
-only the core Python modules; these mutate the tracer and its C++ runtime).
+only the core Python modules; these mutate the lab's reader, builder, reporter and its C++ runtime).
 
 For each mutant: a copy of gpumodel/ and tests/ in a temporary folder, the one change applied
 (its text must occur exactly once), the guarding test run there with its own build folder.
@@ -18,13 +18,14 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TRACER, RUNTIME = "gpumodel/lab/tracer.py", "gpumodel/lab/trace_runtime.cpp"
+READER, BUILDER, REPORTER = "gpumodel/lab/reader.py", "gpumodel/lab/builder.py", "gpumodel/lab/reporter.py"
+RUNTIME = "gpumodel/lab/trace_runtime.cpp"
 
 MUTANTS = {
     # name: (file, original text, mutated text, the test that kills it)
-    "worst-by-sectors": (TRACER, "return (size * (got - ideal), size * got)", "return (size * got, size * (got - ideal))",
+    "worst-by-sectors": (REPORTER, "return (size * (got - ideal), size * got)", "return (size * got, size * (got - ideal))",
                          "test_the_worst_site_wastes_the_most_sectors_over_its_ideal_not_the_most_sectors"),
-    "worst-ties-fewest": (TRACER, "return (size * (got - ideal), size * got)", "return (size * (got - ideal), -size * got)",
+    "worst-ties-fewest": (REPORTER, "return (size * (got - ideal), size * got)", "return (size * (got - ideal), -size * got)",
                           "test_between_sites_that_waste_as_much_the_worst_is_the_one_with_more_sectors"),
     "straddle-last-sector-dropped": (RUNTIME, "touched.push_back((x->addr + x->size - 1) / SECTOR);", "",
                                      "test_an_access_that_straddles_two_sectors_counts_both"),
@@ -32,11 +33,11 @@ MUTANTS = {
                       "s.ideal_sectors += distinct_bytes(lanes) / SECTOR;", "test_the_ideal_rounds_a_partial_sector_up"),
     "wavefront-ideal-ignored": (RUNTIME, "return {std::max(worst, ideal), ideal};", "return {worst, ideal};",
                                 "test_a_warp_uniform_128_bit_shared_load_takes_the_return_paths_two_wavefronts"),
-    "outermost-frame": (TRACER, "elif current not in lines and SOURCE_NAME in row:", "elif SOURCE_NAME in row:",
+    "outermost-frame": (READER, "elif current not in lines and SOURCE_NAME in row:", "elif SOURCE_NAME in row:",
                         "test_an_access_in_an_inlined_device_function_is_charged_to_its_own_line"),
-    "registers-dropped": (TRACER, '{"registers": REGISTER_BYTES_PER_FLOP * flops, ', '{"registers": 0.0, ',
+    "registers-dropped": (REPORTER, '{"registers": REGISTER_BYTES_PER_FLOP * flops, ', '{"registers": 0.0, ',
                           "test_the_traced_workload_carries_the_register_bytes_of_the_flops_stated"),
-    "cache-bound-a-million": (TRACER, "\nCACHE_KEEP = 64\n", "\nCACHE_KEEP = 10**6\n",
+    "cache-bound-a-million": (BUILDER, "\nCACHE_KEEP = 64\n", "\nCACHE_KEEP = 10**6\n",
                               "test_the_build_folder_holds_at_most_64_traced_executables"),
 }
 

@@ -14,7 +14,7 @@ import pytest
 import gpumodel as gm
 from gpumodel.cuda import compiler
 from gpumodel.cuda import plans as launches
-from gpumodel.lab.emulator import Emulator
+from gpumodel.lab.runner import Emulator
 
 pytestmark = pytest.mark.xdist_group("kernels")  # one worker builds the module's fixtures once
 

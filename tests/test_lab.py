@@ -12,7 +12,7 @@ import pytest
 import gpumodel as gm
 from gpumodel.cuda import plans
 from gpumodel.lab import LabError, trace
-from gpumodel.lab.tracer import total_bytes, trace_plan
+from gpumodel.lab.reporter import total_bytes, trace_plan
 
 HAND = r"""
 __global__ void copy(const float* x, float* y, int stride) {
@@ -500,16 +500,16 @@ def test_the_stand_in_finds_a_cxx_kernel_only_by_its_name_expression(stand_in):
 
 @pytest.mark.slow
 def test_the_build_folder_keeps_only_the_most_recently_used_executables(monkeypatch, tmp_path):
-    from gpumodel.lab import tracer
+    from gpumodel.lab import builder
 
     monkeypatch.setenv("GPUMODEL_CACHE", str(tmp_path))
-    monkeypatch.setattr(tracer, "CACHE_KEEP", 2)
+    monkeypatch.setattr(builder, "CACHE_KEEP", 2)
     sources = [INPLACE.replace("2.0f", f"{k}.0f") for k in (2, 3, 4)]
-    first, second = tracer.build(sources[0]), tracer.build(sources[1])
+    first, second = builder.build(sources[0]), builder.build(sources[1])
     assert first.parent == tmp_path / "lab"
     time.sleep(0.01)
-    assert tracer.build(sources[0]) == first  # reused: now the most recent
-    third = tracer.build(sources[2])
+    assert builder.build(sources[0]) == first  # reused: now the most recent
+    third = builder.build(sources[2])
     assert first.exists() and third.exists() and not second.exists()
     assert len(list(first.parent.glob("trace-*.sha256"))) == 2 and len(list(first.parent.glob("runtime-*"))) == 2
 

@@ -9,8 +9,9 @@ import pytest
 
 import gpumodel as gm
 from gpumodel.lab import LabError, trace
-from gpumodel.lab.safety import OUTPUT_LIMIT
-from gpumodel.lab.tracer import FAILED_OUTPUT_LINES, OUTPUT_LINES, OUTPUT_WIDTH, printed
+from gpumodel.lab.limits import OUTPUT_LIMIT
+from gpumodel.lab.reporter import OUTPUT_LINES
+from gpumodel.lab.runner import FAILED_OUTPUT_LINES, OUTPUT_WIDTH, printed
 
 SAYS = r"""__global__ void says(const float* x, float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -4,7 +4,7 @@ is charged to, what the traced workload holds, how large the build folder may gr
 faults the lab names as what they are (a barrier not every thread of the block reaches, an
 allocation that fails, a stack overflow). Each count is derived by hand in its test.
 
-tests/lab_mutants.py applies the hand-made mutants of issue 37 (to tracer.py and
+tests/lab_mutants.py applies the hand-made mutants of issue 37 (to the lab's Python and
 trace_runtime.cpp) one at a time and runs the test here that must kill each."""
 
 import os
@@ -129,18 +129,18 @@ def test_the_build_folder_holds_at_most_64_traced_executables(monkeypatch, tmp_p
     """Rule: the build folder stays bounded: building one more executable removes the least
     recently used beyond 64 (about 50 KB each, so a few MB in all), manifest and file, whatever
     was there before."""
-    from gpumodel.lab import safety, tracer
+    from gpumodel.lab import builder
 
     folder = tmp_path / "cache"
     folder.mkdir(mode=0o700)
-    monkeypatch.setattr(tracer, "_build_dir", lambda: folder)
+    monkeypatch.setattr(builder, "cache_folder", lambda: folder)
     for i in range(70):  # older ones, oldest first
-        safety.cached(folder, f"trace-{i:064x}", lambda out, i=i: out.write_bytes(str(i).encode()))
-        os.utime(folder / f"trace-{i:064x}.{safety.HASH}", ns=(10**9 * (i + 1),) * 2)
-    exe = tracer.build(r"""__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }""")
-    kept = {p.name.removesuffix(f".{safety.HASH}") for p in folder.glob(f"trace-*.{safety.HASH}")}
+        builder.cached(folder, f"trace-{i:064x}", lambda out, i=i: out.write_bytes(str(i).encode()))
+        os.utime(folder / f"trace-{i:064x}.{builder.HASH}", ns=(10**9 * (i + 1),) * 2)
+    exe = builder.build(r"""__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }""")
+    kept = {p.name.removesuffix(f".{builder.HASH}") for p in folder.glob(f"trace-*.{builder.HASH}")}
     assert kept == {f"trace-{i:064x}" for i in range(7, 70)} | {exe.name.rsplit(".", 1)[0]}  # 71 built: the 7 oldest removed
-    blobs = [p for p in folder.glob("trace-*") if not p.name.endswith(f".{safety.HASH}")]
+    blobs = [p for p in folder.glob("trace-*") if not p.name.endswith(f".{builder.HASH}")]
     assert len(blobs) == 64 and exe in blobs
 
 

@@ -1,4 +1,4 @@
-"""The kernel lab on a shared machine (`gpumodel.lab.safety`): input answered as CUDA and CuPy
+"""The kernel lab on a shared machine (`gpumodel.lab.builder`'s cache, `gpumodel.lab.limits`): input answered as CUDA and CuPy
 would, before anything is compiled; a cache folder another user could have written to
 refused, a cached file that is not what was built never run or linked; g++ and the traced run
 stopped by their time, memory and output limits, each message naming the limit."""
@@ -15,8 +15,8 @@ import time
 import numpy as np
 import pytest
 
-from gpumodel.lab import LabError, safety, trace, tracer
-from gpumodel.lab.emulator import Emulator
+from gpumodel.lab import LabError, builder, limits, runner, trace
+from gpumodel.lab.runner import Emulator
 
 SOURCE = r"""
 __global__ void k(const float* x, float* y, int n, unsigned m, float a, bool flag, double d) {
@@ -135,7 +135,7 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GPUMODEL_CACHE", str(root))
-        exe = tracer.build(SOURCE)
+        exe = builder.build(SOURCE)
     return root, exe.name
 
 
@@ -155,7 +155,7 @@ def plant(path: pathlib.Path, marker: pathlib.Path, manifest: bool) -> None:
     path.chmod(0o755)
     if manifest:
         name = path.name.rsplit(".", 1)[0]
-        (path.parent / f"{name}.sha256").write_text(f"sha256\n{safety._file_digest(path)}")
+        (path.parent / f"{name}.sha256").write_text(f"sha256\n{builder._file_digest(path)}")
 
 
 def run_k():
@@ -167,14 +167,14 @@ def run_k():
 def test_a_new_cache_folder_is_made_private_where_the_user_keeps_caches(tmp_path, monkeypatch):
     monkeypatch.delenv("GPUMODEL_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert safety.cache_folder() == tmp_path / "xdg" / "gpumodel" / "lab"
+    assert builder.cache_folder() == tmp_path / "xdg" / "gpumodel" / "lab"
     for folder in (tmp_path / "xdg", tmp_path / "xdg" / "gpumodel", tmp_path / "xdg" / "gpumodel" / "lab"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # XDG: a relative path is ignored
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert safety.cache_root() == tmp_path / "home" / ".cache" / "gpumodel" / "lab"
+    assert builder.cache_root() == tmp_path / "home" / ".cache" / "gpumodel" / "lab"
     monkeypatch.setenv("GPUMODEL_CACHE", str(tmp_path / "mine"))
-    assert safety.cache_root() == tmp_path / "mine" / "lab"
+    assert builder.cache_root() == tmp_path / "mine" / "lab"
 
 
 def unsafe(lab: pathlib.Path, how: str, monkeypatch) -> str:
@@ -190,7 +190,7 @@ def unsafe(lab: pathlib.Path, how: str, monkeypatch) -> str:
         if os.getuid() == 0:  # root can give the folder to someone else
             os.chown(lab, 4242, 4242)
             return "it is owned by uid 4242, not by you"
-        monkeypatch.setattr(safety.os, "getuid", lambda: os.geteuid() + 1)  # as if another user had made it
+        monkeypatch.setattr(builder.os, "getuid", lambda: os.geteuid() + 1)  # as if another user had made it
         return "not by you"
     if how == "symlink":
         real = lab.with_name("elsewhere")
@@ -209,7 +209,7 @@ def test_a_cache_folder_another_user_could_write_to_is_refused_and_nothing_in_it
     marker = tmp_path / "ran"
     plant(exe, marker, manifest=True)  # a consistent entry: only the folder's checks stop it
     words = unsafe(lab, how, monkeypatch)
-    with pytest.raises(safety.UnsafeCache, match=f"refuses its cache folder {lab}: .*{words}.*GPUMODEL_CACHE"):
+    with pytest.raises(builder.UnsafeCache, match=f"refuses its cache folder {lab}: .*{words}.*GPUMODEL_CACHE"):
         run_k()
     assert not marker.exists()
 
@@ -217,7 +217,7 @@ def test_a_cache_folder_another_user_could_write_to_is_refused_and_nothing_in_it
 def test_a_sticky_world_writable_parent_as_tmp_is_accepted(cache):
     lab, _ = cache
     lab.parent.chmod(0o1777)
-    assert safety.private(lab) == lab
+    assert builder.private(lab) == lab
 
 
 def test_a_cached_executable_whose_hash_differs_is_rebuilt_never_run(cache, tmp_path):
@@ -229,7 +229,7 @@ def test_a_cached_executable_whose_hash_differs_is_rebuilt_never_run(cache, tmp_
     assert not exe.exists()  # deleted; built again (its DWARF names this folder: another content, another name)
     manifest = exe.with_name(exe.name.rsplit(".", 1)[0] + ".sha256")
     content = manifest.read_text().split()[1]
-    assert safety._file_digest(exe.with_name(exe.name.rsplit(".", 1)[0] + "." + content)) == content
+    assert builder._file_digest(exe.with_name(exe.name.rsplit(".", 1)[0] + "." + content)) == content
 
 
 def test_a_cached_runtime_object_whose_hash_differs_is_rebuilt_never_linked(cache, tmp_path, monkeypatch):
@@ -245,7 +245,7 @@ def test_a_cached_runtime_object_whose_hash_differs_is_rebuilt_never_linked(cach
                                          f'{{ std::fopen("{marker}", "w"); }}\n')
     subprocess.run(["g++", "-fPIE", "-c", str(tmp_path / "marker.cpp"), "-o", str(tmp_path / "marker.o")], check=True)
     subprocess.run(["ld", "-r", str(kept), str(tmp_path / "marker.o"), "-o", str(runtime)], check=True)
-    real, rebuilt = tracer._compile, []
+    real, rebuilt = builder.gxx, []
 
     def compile(args, what):
         if what == "the lab's runtime":
@@ -253,11 +253,11 @@ def test_a_cached_runtime_object_whose_hash_differs_is_rebuilt_never_linked(cach
             shutil.copy(kept, args[-1])
         else:
             real(args, what)
-    monkeypatch.setattr(tracer, "_compile", compile)
+    monkeypatch.setattr(builder, "gxx", compile)
     grid, block, args = good()
     trace(SOURCE.replace("a * x[i]", "a * x[i] + 1.0f"), "k", grid, block, args)  # a new kernel: linked now
     assert rebuilt and not marker.exists() and np.array_equal(args[1], 2 * np.arange(32) + 2.5)
-    assert safety._file_digest(runtime) == runtime.name.split(".")[1]  # the planted object is gone
+    assert builder._file_digest(runtime) == runtime.name.split(".")[1]  # the planted object is gone
 
 
 def test_the_emulator_verifies_its_libraries_too(tmp_path):
@@ -267,7 +267,7 @@ def test_the_emulator_verifies_its_libraries_too(tmp_path):
     build, marker = tmp_path / "emu", tmp_path / "ran"
     build.mkdir(mode=0o700)
     args = "[x, y, 32, 1, 2.0, True, 0.5]"
-    subprocess.run([sys.executable, "-c", "import numpy as np; from gpumodel.lab.emulator import Emulator; "
+    subprocess.run([sys.executable, "-c", "import numpy as np; from gpumodel.lab.runner import Emulator; "
                     "x, y = np.arange(32, dtype=np.float32), np.zeros(32, np.float32); "
                     f"Emulator({str(build)!r}).launch({SOURCE!r}, 'k', (1,), (32,), {args})"],
                    check=True, cwd=pathlib.Path(__file__).parents[1])
@@ -279,7 +279,7 @@ def test_the_emulator_verifies_its_libraries_too(tmp_path):
     Emulator(build).launch(SOURCE, "k", (1,), (32,), [x, y, 32, 1, 2.0, True, 0.5])
     assert np.array_equal(y, 2 * x + 1.5) and not marker.exists()
     build.chmod(0o755)
-    with pytest.raises(safety.UnsafeCache, match="its mode is 0755"):
+    with pytest.raises(builder.UnsafeCache, match="its mode is 0755"):
         Emulator(build)
 
 
@@ -290,7 +290,7 @@ def test_a_failed_build_is_cached_and_fails_again_at_once_with_the_same_message(
 
     def never(*args, **kwargs):
         raise AssertionError("g++ ran again")
-    monkeypatch.setattr(tracer, "gxx", never)
+    monkeypatch.setattr(builder, "gxx", never)
     start = time.perf_counter()
     with pytest.raises(LabError) as again:
         trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
@@ -301,22 +301,22 @@ def test_a_link_that_fails_is_not_cached_and_a_runtime_of_another_version_surviv
     """A link can fail for a reason outside the source (the runtime pruned by another process
     while linking: two checkouts on one account, or `tests/lab_mutants.py` run beside the tests),
     so its failure is not recorded; and building prunes runtimes only beyond RUNTIME_KEEP."""
-    folder = tracer._build_dir()
-    other = safety.cached(folder, "runtime-" + "0" * 64 + ".o", lambda out: out.write_bytes(b"another version"))
+    folder = builder.cache_folder()
+    other = builder.cached(folder, "runtime-" + "0" * 64 + ".o", lambda out: out.write_bytes(b"another version"))
     source = "__device__ float f(float);\n__global__ void k(float* y) { y[threadIdx.x] = f(1.0f); }\n"
     for _ in range(2):  # the second time g++ runs again: nothing recorded
         with pytest.raises(LabError, match="undefined reference") as err:
             trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
-        assert not isinstance(err.value, safety.CompileError)
-    assert not [m for m in folder.glob(f"trace-*.{safety.HASH}") if m.read_text().startswith("error")]
-    assert other.exists() and tracer.RUNTIME_KEEP > 1
+        assert not isinstance(err.value, builder.CompileError)
+    assert not [m for m in folder.glob(f"trace-*.{builder.HASH}") if m.read_text().startswith("error")]
+    assert other.exists() and builder.RUNTIME_KEEP > 1
 
 
 def test_a_compile_error_inside_the_labs_header_points_at_the_learners_line():
     source = "__global__ void k(float* y) {\n    int t = threadIdx.x;\n    atomicAdd(y, \"x\");\n}\n"
     with pytest.raises(LabError, match=r"kernel.cu:3:\d+: error: .* \(inside cuda_emu.h\)") as err:
         trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
-    assert str(tracer.HERE) not in str(err.value) and "/" not in str(err.value).split("Where it names")[0]
+    assert str(builder.HERE) not in str(err.value) and "/" not in str(err.value).split("Where it names")[0]
 
 
 # The limits.
@@ -327,16 +327,16 @@ BOMB = "#define A1 x x\n" + BOMB + "__global__ void k(float* y) { int x = 0; A26
 
 
 def test_a_compile_bomb_is_stopped_by_the_compilers_memory_limit(cache, monkeypatch):
-    monkeypatch.setattr(safety, "COMPILE_MEMORY", 300 * 10**6)
+    monkeypatch.setattr(builder, "COMPILE_MEMORY", 300 * 10**6)
     with pytest.raises(LabError, match=r"g\+\+ compiling the kernel ran out of the lab's memory limit of 300 MB"):
-        tracer.build(BOMB)
+        builder.build(BOMB)
 
 
 def test_a_compile_bomb_is_stopped_by_the_compilers_time_limit(cache, monkeypatch):
-    monkeypatch.setattr(safety, "COMPILE_SECONDS", 1.0)
+    monkeypatch.setattr(builder, "COMPILE_SECONDS", 1.0)
     start = time.perf_counter()
     with pytest.raises(LabError, match=r"g\+\+ compiling the kernel ran past the time limit of 1 s.*limits g\+\+ to 1 s"):
-        tracer.build(BOMB.replace("int x = 0", "int x = 1"))
+        builder.build(BOMB.replace("int x = 0", "int x = 1"))
     assert time.perf_counter() - start < 5
 
 
@@ -345,7 +345,7 @@ def test_a_compile_bomb_is_stopped_under_the_default_limits():
     """Measured here: stopped by the 2 GB memory limit after about 10 s (before the 60 s one)."""
     with pytest.raises(LabError, match=r"g\+\+ compiling the kernel ran (out of the lab's memory limit of 2.00 GB|past "
                                        r"the time limit of 60 s)"):
-        tracer.build(BOMB.replace("int x = 0", "int x = 2"))
+        builder.build(BOMB.replace("int x = 0", "int x = 2"))
 
 
 def test_an_allocation_past_the_memory_limit_fails_in_the_traced_run():
@@ -368,7 +368,7 @@ def test_a_kernel_that_allocates_and_touches_3_gb_is_stopped_naming_the_memory_l
 def test_the_memory_limit_leaves_room_for_the_arrays(monkeypatch):
     """The limit is `RUN_MEMORY` beyond the arrays' bytes: with 100 MB beyond them, a kernel on
     a 256 MB array runs."""
-    monkeypatch.setattr(tracer, "RUN_MEMORY", 100 * 10**6)
+    monkeypatch.setattr(runner, "RUN_MEMORY", 100 * 10**6)
     x = np.zeros(64 * 2**20, np.float32)
     trace("__global__ void k(float* x) { x[blockIdx.x * 1048576 + threadIdx.x] = 1.0f; }", "k", 64, 32, [x])
     assert x.sum() == 64 * 32
@@ -384,12 +384,12 @@ def test_a_printf_flood_is_stopped_by_the_output_limit():
 
 
 def test_the_bounded_run_keeps_at_most_the_limit_and_kills_the_whole_group(tmp_path):
-    done = safety.run(["sh", "-c", "yes flood & yes flood >&2; wait"], 20, 10**9, output=1000)
+    done = limits.run(["sh", "-c", "yes flood & yes flood >&2; wait"], 20, 10**9, output=1000)
     assert done.stopped == "output" and len(done.stdout) <= 1000 and len(done.stderr) <= 1000
-    done = safety.run(["sh", "-c", f"sleep 30; touch {tmp_path / 'late'}"], 0.5, 10**9)
+    done = limits.run(["sh", "-c", f"sleep 30; touch {tmp_path / 'late'}"], 0.5, 10**9)
     assert done.stopped == "time" and done.returncode == -9
     time.sleep(0.2)
     assert not (tmp_path / "late").exists()
-    done = safety.run(["python3", "-c", "import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0])"], 20,
+    done = limits.run(["python3", "-c", "import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0])"], 20,
                       512 * 2**20)
     assert done.returncode == 0 and int(done.stdout) == 512 * 2**20

@@ -9,7 +9,8 @@ import pytest
 
 import gpumodel as gm
 from gpumodel.lab import LabError, trace
-from gpumodel.lab.emulator import Emulator, element_type, kernels, parameters
+from gpumodel.lab.reader import element_type, kernels, parameters
+from gpumodel.lab.runner import Emulator
 from test_lab import stand_in, starter_line  # noqa: F401  (stand_in: a fixture)
 
 TILE_GEMM = r"""#pragma once

@@ -124,3 +124,20 @@ def test_the_core_imports_without_plotting_widgets_or_cupy():
             "gm.tensor_cores; gm.published; "
             "bad = {'matplotlib', 'ipywidgets', 'cupy', 'IPython'} & set(sys.modules); assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+LAB_ROOMS = ("lab/dwarf", "lab/limits", "lab/reader", "lab/builder", "lab/runner", "lab/reporter", "lab/measure")
+"""The kernel lab's rooms in the order a source passes through them (ARCHITECTURE.md, "The
+kernel lab"): a room imports only those before it (`dwarf` and `limits` underneath all)."""
+
+
+def test_the_labs_rooms_are_every_lab_module():
+    assert set(LAB_ROOMS) | {"lab/__init__"} == {m for m in MODULES if layer(m) == "lab"}
+
+
+@pytest.mark.parametrize("room", LAB_ROOMS)
+def test_the_lab_passes_a_source_one_way_through_its_rooms(room):
+    earlier = set(LAB_ROOMS[:LAB_ROOMS.index(room)])
+    for imported in _own_modules(room):
+        if layer(imported) == "lab":
+            assert imported in earlier, f"{room} imports {imported}, a later room of the lab"

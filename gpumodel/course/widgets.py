@@ -34,7 +34,7 @@ from typing import Callable
 from .. import _check
 from ..model import BOUNDS, predict
 from ..units import fmt_time
-from ..lab.tracer import printed
+from ..lab.runner import printed
 from .checks import LAB_TRACE, Feedback, _data_html, _form_html, answer_box, building_book, record, verdict
 from .plots import PART_LABELS, lab_sites, svg
 
@@ -490,7 +490,7 @@ class LabEditor:
         to check (`kernel`, "softmax<128>"), Trace and check, and Start over."""
         import ipywidgets as w
 
-        from ..lab.emulator import declarations
+        from ..lab.reader import declarations
 
         source = self.starter.strip()
         box = w.Textarea(value=source, layout=w.Layout(width="100%", height=f"{1.5 * (source.count(chr(10)) + 2):.0f}em"))

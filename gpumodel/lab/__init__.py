@@ -1,15 +1,17 @@
 """The kernel lab: any CUDA C kernel run on the CPU, its every global and shared-memory access
 traced and turned into the bytes, sectors and wavefronts of each level and the model's time.
 
-Add here: the CPU emulator (`emulator`, header `cuda_emu.h`), the traced run (`tracer`:
-`gm.lab.trace(source, kernel, grid, block, args)`, runtime `trace_runtime.cpp`), the report a
-learner reads (`Trace.report`), and the same kernel on a GPU where one answers (`measure`:
-`gm.lab.run`); `dwarf` reads the columns of the traced code.
+Four rooms, the source passing through them one way (ARCHITECTURE.md, "The kernel lab"):
+`reader` (declarations, templates, name expressions, arguments, the line table; `dwarf` reads
+the columns), `builder` (g++ against `cuda_emu.h`, the private cache), `runner` (the run within
+`limits`, its faults; the plain CPU `Emulator`), `reporter` (`gm.lab.trace`, the `Trace` a
+learner reads). The same kernel on a GPU where one answers: `measure` (`gm.lab.run`).
 """
 
 from .._lazy import submodules
+from .limits import LabError
 from .measure import LabRun, run
-from .tracer import LabError, Race, Trace, trace
+from .reporter import Race, Trace, trace
 
 __all__ = ["LabError", "LabRun", "Race", "Trace", "run", "trace"]
 

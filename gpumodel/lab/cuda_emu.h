@@ -3,10 +3,10 @@
 // block's fibers take turns on one OS thread, each running until it waits at __syncthreads()
 // or at a warp shuffle, or returns; __shared__ arrays are statics (blocks run one after
 // another), `extern __shared__` ones point at one buffer of the launch's shared_mem bytes
-// (emulator.py rewrites their declaration); the lanes of a warp meet at a gate of their own to
+// (reader.py rewrites their declaration); the lanes of a warp meet at a gate of their own to
 // shuffle values of any 8-, 16-, 32- or 64-bit type, vote and sync; an atomic is a plain
 // read-modify-write (one OS thread). It cannot show warp-level timing, races the hardware would
-// hide, or anything about speed. With GM_LAB_TRACE defined (the lab's traced build, gpumodel/lab/tracer.py), the launch
+// hide, or anything about speed. With GM_LAB_TRACE defined (the lab's traced build, gpumodel/lab/builder.py), the launch
 // and the barrier live in trace_runtime.cpp, which is compiled without the instrumentation.
 #pragma once
 #include <sys/mman.h>
@@ -89,11 +89,11 @@ inline void emu_yield() { swapcontext(&emu_run->fibers[emu_run->current].context
 
 // A barrier that not every thread of the block reaches: `waited` of the block's `threads` waited
 // at the __syncthreads() that returns to `site`, the others returned without reaching it. The
-// traced runtime (trace_runtime.cpp) reports it to the tracer; here, on stderr. Either way the
+// traced runtime (trace_runtime.cpp) reports it to the runner; here, on stderr. Either way the
 // process ends. `emu_barrier_sites`: a barrier opened with `waited` threads at the call that
 // returns to `site`, the others at `other`, a call elsewhere in the code. That is two barriers
 // only where the two calls are two places in the source, not one the compiler copied (it does,
-// into each path that reaches it), so the traced runtime records the pair for the tracer to
+// into each path that reaches it), so the traced runtime records the pair for the runner to
 // compare their lines; here, without lines, nothing is checked.
 #ifdef GM_LAB_RUNTIME
 [[noreturn]] void emu_barrier_fault(unsigned waited, unsigned threads, const void* site);
@@ -227,7 +227,7 @@ inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(
 #endif
 
 inline size_t emu_dynamic_shared_bytes = 0;  // this launch's shared_mem
-constexpr size_t EMU_DYNAMIC_SHARED_MAX = 227 * 1024;  // the most a launch may ask for (emulator.MAX_DYNAMIC_SHARED)
+constexpr size_t EMU_DYNAMIC_SHARED_MAX = 227 * 1024;  // the most a launch may ask for (reader.MAX_DYNAMIC_SHARED)
 
 // The traced kernel only declares the warp's gates and the dynamic shared memory: instantiated
 // there, their code would be instrumented, so trace_runtime.cpp (GM_LAB_RUNTIME, not

@@ -16,8 +16,9 @@ import numpy as np
 from .. import _check
 from ..cuda.runtime import Timing
 from ..units import fmt_time
-from .emulator import ARCH, arguments, parameters
-from .tracer import LabError, Trace, trace
+from .limits import LabError
+from .reader import ARCH, arguments, parameters
+from .reporter import Trace, trace
 
 
 @dataclass(frozen=True)

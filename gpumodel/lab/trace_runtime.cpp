@@ -1,4 +1,4 @@
-// The kernel lab's traced run (see tracer.py). The learner's kernel is compiled by g++ with
+// The kernel lab's traced run (see reporter.py; built by builder.py, run by runner.py). The learner's kernel is compiled by g++ with
 // -fsanitize=thread, which makes the compiler call __tsan_readN / __tsan_writeN before every
 // load and store it keeps; this file, compiled without that flag, defines those hooks (no
 // libtsan), runs the blocks one after another (each CUDA thread a fiber, as in
@@ -49,7 +49,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-extern "C" void gm_body(int kernel, void** args);  // runs the source's kernel-th kernel (from tracer.py)
+extern "C" void gm_body(int kernel, void** args);  // runs the source's kernel-th kernel (builder.py writes it)
 // The executable's writable statics: __shared__ arrays are statics (blocks run one at a time).
 extern "C" char __data_start[], _end[], __executable_start[];
 
@@ -418,7 +418,7 @@ void take_turn(unsigned t) {  // before each turn of CUDA thread t: its log, and
 
 // A fault in the guard page below the running fiber's stack is a stack overflow (g++'s
 // -fstack-clash-protection makes a large local array touch it too); any other fault is left to
-// the default action (the tracer reports the signal). Runs on its own stack (sigaltstack).
+// the default action (the runner reports the signal). Runs on its own stack (sigaltstack).
 void on_fault(int, siginfo_t* info, void*) {
     const auto a = reinterpret_cast<uintptr_t>(info->si_addr);
     if (emu_run) {
@@ -540,7 +540,7 @@ int main(int argc, char** argv) {
         std::perror(argv[2]);
         return 2;
     }
-    // The learner's printf goes to stdout (tracer.py keeps it as Trace.output): unbuffered, so a
+    // The learner's printf goes to stdout (runner.py keeps it as Trace.output): unbuffered, so a
     // kernel that crashes or faults after printing has still printed (glibc writes each call whole).
     std::setvbuf(stdout, nullptr, _IONBF, 0);
     catch_stack_overflow();

@@ -1,33 +1,27 @@
-"""Runs a `gpumodel.cuda.plans.Plan` on the CPU: the kernel's own CUDA source, compiled by
-g++ against `cuda_emu.h`, each CUDA thread a fiber taking turns with its block's others. It checks kernel logic where no GPU
-answers (the tests, the fake CuPy) and measures nothing; the traced run (`tracer`) builds on it.
+"""The lab's first room, the reader: a learner's CUDA C source read as CUDA C++ before anything
+compiles, and the built executable read back into the source's lines. ARCHITECTURE.md, "The
+kernel lab" (reader -> builder -> runner -> reporter); chapter 2's lab.
 
-Here too what both share: the source read as CUDA C++ (`declarations`: each `__global__`
-function's template and parameters, through comments, `__launch_bounds__(...)` and default
-arguments), a kernel named as CuPy's `name_expressions` name it (`instantiate`), the C type of
-each argument (`dtype`), and the wrapper g++ compiles (`wrapper`: `extern __shared__` pointed at
-the launch's dynamic shared memory, `gm_body` calling each named kernel). Chapter 2's lab."""
+What it reads: each `__global__` function's template and parameters (`declarations`, through
+comments, `__launch_bounds__(...)` and default arguments), a kernel named as CuPy's
+`name_expressions` name it (`instantiate`), the C type of each argument (`element_type`,
+`arguments`), the source's `extern __shared__` arrays rewritten for the launch
+(`shared_declarations`), and the line table (`lines`: a code offset to its line and column,
+`dwarf.py` reading the columns; `shared_gaps`: the stretches past each `__shared__` array)."""
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import math
 import numbers
 import pathlib
 import re
-import shutil
+import subprocess
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..cuda import compiler
-from . import safety
+from .dwarf import line_table, locate
 
-HERE = pathlib.Path(__file__).resolve().parent
-INCLUDE = HERE / "include"
-"""Stand-ins for the CUDA headers device code includes (`cuda_runtime.h`, `cooperative_groups.h`
-...), first on the include path."""
 ARCH = "sm_80"
 """The architecture device code is compiled for unless the caller names another: `__CUDA_ARCH__` 800."""
 MAX_DYNAMIC_SHARED = 227 * 1024
@@ -291,10 +285,25 @@ def arch_number(arch: str) -> int:
     return int(match.group(1)) * 10
 
 
-def compile_flags(arch: str = ARCH) -> list:
-    """g++'s flags for device code: the stand-in headers first, CUDA's macros, and a
-    variable-length array an error (g++ allows one as an extension; nvcc refuses it)."""
-    return [f"-I{INCLUDE}", f"-I{HERE}", "-D__CUDACC__", f"-D__CUDA_ARCH__={arch_number(arch)}", "-Werror=vla"]
+def where(line: int, column: int = 0) -> str:
+    """"line 12, column 5", or "line 12" where the column is unknown."""
+    return f"line {line}, column {column}" if column else f"line {line}"
+
+
+def source_line(source: str, line: int) -> str:
+    """Line `line` (from 1) of `source`, stripped; "" where there is none."""
+    rows = source.splitlines()
+    return rows[line - 1].strip() if 0 < line <= len(rows) else ""
+
+
+def launched(source: str, kernel: str, args) -> tuple:
+    """(the kernels a build must hold to launch `kernel` of `source`: `entries`; `args` as the
+    launch passes them: `arguments`). TypeError where `source` or `kernel` is not a str."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the kernel's CUDA C source (a str), got {type(source).__name__}")
+    if not isinstance(kernel, str):
+        raise TypeError(f"kernel must name a kernel defined in source (a str), got {kernel!r}")
+    return entries(source, kernel), arguments(parameters(source, kernel), args)
 
 
 _ALIGNMENT = r"(?:__align__|alignas)\s*\((?:[^()]|\([^()]*\))*\)"
@@ -304,7 +313,7 @@ _EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\s+((?:[^;\[\]{}()]|" + _ALIG
 _STATIC_SHARED = re.compile(r"\bstatic(?=\s+(?:(?:volatile|const)\s+)*__shared__\b)")
 
 
-def _shared_declarations(source: str) -> str:
+def shared_declarations(source: str) -> str:
     """`source` with each `extern __shared__ T name[];` a `T* const name` at the launch's dynamic
     shared memory (`emu_dynamic_shared`, sized by its shared_mem), and `static __shared__` (legal
     CUDA: cuda_emu.h's `__shared__` is itself static) plain `__shared__`, its lines kept."""
@@ -315,45 +324,11 @@ def _shared_declarations(source: str) -> str:
     return _STATIC_SHARED.sub("", _EXTERN_SHARED.sub(pointer, source))
 
 
-HEADER_KEEP = 4
-"""Precompiled headers (about 65 MB each) the lab's cache keeps: the most recently used."""
-
-
-def _prologue(traced: bool) -> str:
-    return f'{"#define GM_LAB_TRACE" if traced else ""}\n#include "cuda_emu.h"\n'
-
-
-@functools.cache
-def _compiler_version() -> str:
-    return safety.run(["g++", "--version"], safety.COMPILE_SECONDS, safety.COMPILE_MEMORY).stdout
-
-
-def precompiled(flags: list, traced: bool = False) -> list:
-    """g++'s flags that make it read `cuda_emu.h` precompiled with `flags` (a course kernel then
-    compiles in about 0.3 s instead of 1.5 s, most of which went to the header's 85,000
-    preprocessed lines). The .gch is built once per g++, header and flags in the lab's private
-    cache (`safety.cache_folder`) and verified by its hash before each use."""
-    folder = safety.cache_folder()
-    text = _prologue(traced)
-    key = safety.digest((text + (HERE / "cuda_emu.h").read_text() + str(flags) + _compiler_version()).encode())
-
-    def make(gch):
-        header = gch.with_suffix("")
-        header.write_text(text)
-        try:
-            safety.gxx([*flags, "-x", "c++-header", str(header), "-o", str(gch)], "the lab's header", SOURCE_NAME, SUPPORTED)
-        finally:
-            header.unlink(missing_ok=True)
-    gch = safety.cached(folder, f"header-{key}.h.gch", make)
-    safety.prune(folder, "header-", HEADER_KEEP)
-    return ["-include", str(gch.with_suffix(""))]
-
-
 _HOST_CODE = re.compile(r"<<<|\bint\s+main\s*\(|\bcuda(?:Malloc|Memcpy|Memset|Free|DeviceSynchronize)\w*\s*\(")
 """What only host code holds: a launch, main(), the runtime's memory calls."""
 
 
-def _host_code(source: str) -> str:
+def host_code(source: str) -> str:
     """A sentence naming the first line of host code in `source`, which the lab, as CuPy's
     `RawModule`, does not compile; "" where it holds none."""
     code = _code(source)
@@ -366,83 +341,59 @@ def _host_code(source: str) -> str:
             "calls, and give the kernel's arrays to the lab as NumPy arrays.")
 
 
-def compile_with_header(args: list, header: list, what: str, source: str) -> None:
-    """g++ with `args` after the `precompiled` flags `header`, compiling `source` (for the
-    messages). A failure after another process pruned that header is not the source's:
-    `LabError`, not cached."""
-    try:
-        safety.gxx([*header, *args], what, SOURCE_NAME, SUPPORTED)
-    except safety.CompileError as err:
-        if not pathlib.Path(header[-1] + ".gch").exists():
-            raise safety.LabError(f"{err}\n(the lab's precompiled header was removed meanwhile: run it again)") from None
-        raise safety.CompileError(f"{err}{_host_code(source)}") from None
+def lines(exe: pathlib.Path, offsets: list) -> dict:
+    """The kernel source's (line, column) of each code offset: the innermost frame in kernel.cu
+    (addr2line follows inlined calls), its column where the line table's innermost row is that
+    line (an access inlined from the lab's own header, as `__ldg`, gets none)."""
+    if not offsets:
+        return {}
+    done = subprocess.run(["addr2line", "-e", str(exe), "-i", "-a", *offsets], capture_output=True, text=True, check=True)
+    lines, current = {}, None
+    for row in done.stdout.splitlines():
+        if row.startswith("0x"):
+            current = f"{int(row, 16):x}"
+        elif current not in lines and SOURCE_NAME in row:
+            lines[current] = int(row.rsplit(":", 1)[1].split()[0])
+    table = line_table(exe)
+    found = {}
+    for o in offsets:
+        line = lines.get(o, 0)
+        inner = locate(table, int(o, 16))
+        found[o] = (line, inner[2] if inner and inner[0] == SOURCE_NAME and inner[1] == line else 0)
+    return found
 
 
-def wrapper(source: str, names: list, traced: bool = False) -> str:
-    """What g++ compiles: cuda_emu.h, the source as `SOURCE_NAME` (its `extern __shared__` arrays
-    at the launch's dynamic shared memory), and `gm_body(i, args)`, which calls the i-th of
-    `names` with `args` (a pointer's value, a scalar's address), itself not instrumented (g++
-    does not inline across that difference). Untraced, `emu_launch_kernel` launches it on a grid."""
-    cases = " ".join(f"case {i}: emu_call(&{name}, a); break;" for i, name in enumerate(names))
-    text = (f'{_prologue(traced)}#line 1 "{SOURCE_NAME}"\n'
-            f'{_shared_declarations(source)}\n#line 1 "gm_body.cpp"\n'
-            f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(int kernel, void** a) {{\n'
-            f"    switch (kernel) {{ {cases} }}\n}}\n")
-    if not traced:
-        text += ('extern "C" void emu_launch_kernel(int kernel, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, '
-                 "unsigned bz, size_t shared_mem, void** a) {\n    emu_launch(dim3(gx, gy, gz), dim3(bx, by, bz), "
-                 "shared_mem, [=] { gm_body(kernel, a); });\n}\n")
-    return text
+SHARED_ALIGN = 1 << 16
+"""Where cuda_emu.h starts each __shared__ array: at a multiple of 64 KiB (static shared memory
+is at most 48 KiB), which leaves a stretch past its end before the next array."""
 
 
-class Emulator:
-    """Compiles each CUDA source once into a shared library in `build_dir` (a private folder:
-    `safety.private`), each verified by its hash before it is loaded (`safety.cached`)."""
+def shared_gaps(exe: pathlib.Path) -> list:
+    """The stretches past the end of each __shared__ array of the traced executable `exe` that
+    hold none of the kernel's own statics (nm's symbols and the lines they are declared at, and the
+    guard of a static with a constructor that runs): (the
+    array's name, its offset in the executable, its bytes, the stretch's first and end offsets)."""
+    done = subprocess.run(["nm", "-S", "-C", "-l", "--defined-only", str(exe)], capture_output=True, text=True,
+                          check=True)
+    symbols = []  # (offset, bytes, demangled name, declared in the kernel's source)
+    for row in done.stdout.splitlines():
+        symbol, _, place = row.partition("\t")
+        fields = symbol.split(maxsplit=3)
+        if len(fields) == 4 and fields[2] in "bBdDuV":
+            symbols.append((int(fields[0], 16), int(fields[1], 16), fields[3],
+                            place.rsplit(":", 1)[0].endswith("/" + SOURCE_NAME)))
+    mine = {name for _, _, name, in_source in symbols if in_source}
+    own = [(lo, size, name.rsplit("::", 1)[-1]) for lo, size, name, in_source in symbols
+           if in_source or name.removeprefix("guard variable for ") in mine]  # the kernel's statics and their guards
+    gaps = []
+    for lo, size, name in own:
+        if lo % SHARED_ALIGN == 0 and size:
+            start = lo + size
+            for other, other_size, _ in sorted(o for o in own if lo + size <= o[0] < lo + SHARED_ALIGN):
+                if other > start:
+                    gaps.append((name, lo, size, start, other))
+                start = max(start, other + other_size)
+            if start < lo + SHARED_ALIGN:
+                gaps.append((name, lo, size, start, lo + SHARED_ALIGN))
+    return gaps
 
-    FLAGS = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread"]
-
-    def __init__(self, build_dir: pathlib.Path):
-        if not shutil.which("g++"):
-            raise RuntimeError("the CPU emulator needs g++ (C++20)")
-        self.build_dir = safety.private(pathlib.Path(build_dir))
-        self.libraries: dict = {}
-
-    def compile(self, source: str, names: list | None = None):
-        """The shared library built from `source` that launches `names` (`entries(source)` by
-        default), cached by content; LabError where g++ refuses it or a limit stops g++."""
-        text = wrapper(source, entries(source) if names is None else names)
-        key = safety.digest((text + str(self.FLAGS)).encode())
-        if key not in self.libraries:
-            flags = [*self.FLAGS, *compile_flags()]
-            header = precompiled(flags)
-
-            def make(lib):
-                cpp = lib.with_suffix(".cpp")
-                cpp.write_text(text)
-                try:
-                    compile_with_header([*flags, str(cpp), "-o", str(lib)], header, "the kernel", source)
-                finally:
-                    cpp.unlink(missing_ok=True)
-            self.libraries[key] = ctypes.CDLL(str(safety.cached(self.build_dir, f"emulator-{key}.so", make)))
-        return self.libraries[key]
-
-    def launch(self, source: str, kernel: str, grid, block, args, shared_mem: int = 0) -> None:
-        """Run `kernel` (a name or a name expression) of `source` on a grid: `args` are NumPy
-        arrays (passed as device pointers) and scalars, in the kernel's parameter order;
-        `shared_mem` bytes of dynamic shared memory."""
-        names = entries(source, kernel)
-        lib = self.compile(source, names)
-        held = [np.asarray(v) for v in arguments(parameters(source, kernel), args)]  # a scalar: a 0-d array, its address
-        pointers = (ctypes.c_void_p * max(1, len(held)))(*[v.ctypes.data for v in held])
-        grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
-        lib.emu_launch_kernel(names.index(kernel), *map(ctypes.c_uint, grid + block), ctypes.c_size_t(shared_mem), pointers)
-
-    def run(self, plan) -> np.ndarray:
-        """Execute every step of `plan` and return its result buffer."""
-        source = compiler.kernel_source(plan.file)
-        buffers = {name: np.ascontiguousarray(a, dtype=np.float32).copy() for name, a in plan.inputs.items()}
-        buffers.update({name: np.zeros(shape, np.float32) for name, shape in plan.outputs.items()})
-        for step in plan.steps:
-            args = [buffers[a] if isinstance(a, str) else a for a in step.args]
-            self.launch(source, step.kernel, step.grid, step.block, args)
-        return buffers[plan.result]

@@ -1,6 +1,8 @@
-"""The kernel lab on a shared machine (a class's JupyterHub): its private build cache, each
-cached file checked against the hash recorded when it was built, and g++ and the traced run
-bounded in time, memory and output. ARCHITECTURE.md, "The kernel lab"; chapter 2's lab.
+"""The lab's second room, the builder: the learner's source compiled by g++ against the lab's
+stand-in for CUDA (`cuda_emu.h`, `include/`), into a traced executable (`build`, linked with
+`trace_runtime.cpp`) or the CPU emulator's shared library (`library`), each kept in a private
+cache by content. ARCHITECTURE.md, "The kernel lab" (reader -> builder -> runner -> reporter);
+chapter 2's lab.
 
 The cache: `$GPUMODEL_CACHE/lab` where that variable is set (tests point it at a folder of
 their own), else `$XDG_CACHE_HOME/gpumodel/lab`, else `~/.cache/gpumodel/lab`; folders created
@@ -11,37 +13,49 @@ is refused (`UnsafeCache`), never repaired or worked around. An entry `name` is 
 `name.sha256` holding the SHA-256 of the file built (content-addressed beside it as
 `stem.<hash>suffix`, so that two processes building at once never see half a file) or the
 error g++ gave; a file whose content no longer hashes to its manifest is deleted and built
-again, never run or linked."""
+again, never run or linked. g++ runs under the compiler's limits (`limits`)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pathlib
 import re
-import selectors
-import signal
+import shutil
 import stat
-import subprocess
-import time
-from dataclasses import dataclass
 
 from ..units import fmt_bytes
+from .limits import COMPILE_MEMORY, COMPILE_SECONDS, LabError, limit_message, run
+from .reader import ARCH, SOURCE_NAME, SUPPORTED, arch_number, entries, host_code, shared_declarations
 
-COMPILE_SECONDS = 60.0
-"""Wall-clock seconds g++ may take for one file (a course kernel: about 1 s)."""
-COMPILE_MEMORY = 2 * 10**9
-"""Address space (bytes) g++ and each program it starts may take (a course kernel: under 200 MB)."""
-RUN_MEMORY = 2 * 10**9
-"""Address space (bytes) a traced run may take beyond its arrays' bytes."""
-OUTPUT_LIMIT = 10**6
-"""Bytes read from a process's stdout or stderr each (the learner's printf, g++'s messages);
-past them it is stopped."""
+HERE = pathlib.Path(__file__).resolve().parent
+INCLUDE = HERE / "include"
+"""Stand-ins for the CUDA headers device code includes (`cuda_runtime.h`, `cooperative_groups.h`
+...), first on the include path."""
+KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fno-tree-sra", "-fsanitize=thread",
+                "-fstack-clash-protection", "-pthread", "-fPIE"]
+"""-O1 keeps values in registers as a GPU compiler would; no vectorizer, which would merge a
+thread's loads; no scalar replacement of aggregates, which would split a float4 (or float2,
+int4, double2) load or store into its fields where the GPU issues one 64- or 128-bit access
+(the hook is then __tsan_read16 or __tsan_read_range of the whole vector); DWARF 4 so addr2line (binutils 2.40) reads the lines; -fsanitize=thread inserts the hooks;
+-fstack-clash-protection makes a frame larger than a page touch each page, so a large local
+array meets the guard page below its fiber's stack (a stack overflow) rather than another's stack.
+Position-independent (and linked -pie), so a code offset from the start of the executable is
+the address addr2line reads."""
+RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread", "-fPIE"]
+EMULATOR_FLAGS = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread"]
+"""The CPU emulator's library: no tracing hooks, position-independent."""
+CACHE_KEEP = 64
+"""Traced executables (and failed builds) kept in the build folder (about 50 KB each);
+building one more removes the least recently used beyond these."""
+RUNTIME_KEEP = 4
+"""Versions of the runtime's object the build folder keeps (the most recently used): several
+checkouts or versions of the package on one account each link their own, and pruning another's
+while it links would fail that build."""
+HEADER_KEEP = 4
+"""Precompiled headers (about 65 MB each) the lab's cache keeps: the most recently used."""
 HASH = "sha256"
-
-
-class LabError(RuntimeError):
-    """The learner's kernel did not compile, crashed, ran too long or went out of bounds."""
 
 
 class CompileError(LabError):
@@ -198,80 +212,6 @@ def prune(folder: pathlib.Path, prefix: str, keep: int) -> None:
         manifest.unlink(missing_ok=True)
 
 
-# Bounded processes.
-
-@dataclass
-class Done:
-    """How a bounded process ended: its exit status (negative: the signal), its stdout and
-    stderr (at most `OUTPUT_LIMIT` bytes each, decoded), and the limit that stopped it, if one did
-    ("time" or "output")."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-    stopped: str | None = None
-
-
-def run(command: list, seconds: float, memory: int, output: int = OUTPUT_LIMIT) -> Done:
-    """Run `command` in a session of its own, its address space limited to `memory` bytes per
-    process (RLIMIT_AS, set by the shell that execs it: no Python runs between fork and exec),
-    killed with its children past `seconds` of wall time or `output` bytes on stdout or stderr."""
-    limit = (f'ulimit -v {max(1, memory // 1024)} 2>/dev/null || [ "$(ulimit -v)" != unlimited ] || '
-             '{ echo "the lab cannot limit the memory of what it runs (ulimit -v)" >&2; exit 125; }; exec "$@"')
-    limited = ["/bin/sh", "-c", limit, "gm-lab", *map(str, command)]
-    proc = subprocess.Popen(limited, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    kept = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
-    deadline, stopped = time.monotonic() + seconds, None
-    with selectors.DefaultSelector() as selector:
-        for fd in kept:
-            selector.register(fd, selectors.EVENT_READ)
-        while selector.get_map() and stopped is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                stopped = "time"
-                break
-            for key, _ in selector.select(min(left, 1.0)):
-                chunk = os.read(key.fd, 1 << 16)
-                if not chunk:
-                    selector.unregister(key.fd)
-                    continue
-                kept[key.fd] += chunk[:output + 1 - len(kept[key.fd])]
-                if len(kept[key.fd]) > output:
-                    stopped = "output"
-        try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()) if stopped is None else 0.001)
-        except subprocess.TimeoutExpired:
-            stopped = stopped or "time"
-        if stopped:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)  # its group: g++'s cc1plus and as too
-            except ProcessLookupError:
-                pass
-            proc.wait()
-    proc.stdout.close()
-    proc.stderr.close()
-    out, err = (bytes(kept[fd][:output]).decode(errors="replace") for fd in kept)
-    return Done(proc.returncode, out, err, stopped)
-
-
-def out_of_memory(text: str) -> bool:
-    """Whether a process's messages say an allocation failed (RLIMIT_AS reached)."""
-    return any(s in text for s in ("virtual memory exhausted", "out of memory allocating", "Cannot allocate memory", "could not map",
-                                   "std::bad_alloc"))
-
-
-def limit_message(what: str, done: Done, seconds: float, memory: int) -> str | None:
-    """What stopped `what` (a sentence naming the limit), where a limit did."""
-    if done.stopped == "time":
-        return f"{what} ran past the time limit of {seconds:g} s"
-    if done.stopped == "output":
-        return f"{what} printed more than the lab's output limit of {fmt_bytes(OUTPUT_LIMIT)} and was stopped"
-    if done.returncode and out_of_memory(done.stderr):
-        return f"{what} ran out of the lab's memory limit of {fmt_bytes(memory)}"
-    return None
-
-
 # g++.
 
 _DIAGNOSTIC = re.compile(r"(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<column>\d+):)? (?P<kind>(?:fatal )?error): "
@@ -310,7 +250,7 @@ def diagnostics(stderr: str, source_name: str) -> list:
 _NO_HEADER = re.compile(r"fatal error: (\S+): No such file or directory")
 
 
-def gxx(args: list, what: str, source_name: str, supported: str) -> None:
+def gxx(args: list, what: str) -> None:
     """Run g++ with `args` under the compiler's limits. LabError naming the limit where one
     stopped it; CompileError with its errors (`diagnostics`) where it failed."""
     done = run(["g++", *args], COMPILE_SECONDS, COMPILE_MEMORY)
@@ -319,9 +259,133 @@ def gxx(args: list, what: str, source_name: str, supported: str) -> None:
         raise LabError(f"{stopped}: a macro or template that expands without end? The lab limits g++ to "
                        f"{COMPILE_SECONDS:g} s and {fmt_bytes(COMPILE_MEMORY)} of memory.")
     if done.returncode:
-        errors = diagnostics(done.stderr, source_name) or done.stderr.splitlines()
+        errors = diagnostics(done.stderr, SOURCE_NAME) or done.stderr.splitlines()
         header = next((m[1] for e in errors if (m := _NO_HEADER.search(e))), None)
         closing = (f"{header} is not a header the lab has: leave its #include out, and put into the source "
-                   f"what the kernel needs from it; {supported}." if header else
-                   f"Where it names something of CUDA's that is missing: {supported}.")
+                   f"what the kernel needs from it; {SUPPORTED}." if header else
+                   f"Where it names something of CUDA's that is missing: {SUPPORTED}.")
         raise CompileError(f"{what} does not compile:\n" + "\n".join(errors[:20]) + "\n" + closing)
+
+
+def compile_flags(arch: str = ARCH) -> list:
+    """g++'s flags for device code: the stand-in headers first, CUDA's macros, and a
+    variable-length array an error (g++ allows one as an extension; nvcc refuses it)."""
+    return [f"-I{INCLUDE}", f"-I{HERE}", "-D__CUDACC__", f"-D__CUDA_ARCH__={arch_number(arch)}", "-Werror=vla"]
+
+
+def _prologue(traced: bool) -> str:
+    return f'{"#define GM_LAB_TRACE" if traced else ""}\n#include "cuda_emu.h"\n'
+
+
+@functools.cache
+def _compiler_version() -> str:
+    return run(["g++", "--version"], COMPILE_SECONDS, COMPILE_MEMORY).stdout
+
+
+def precompiled(flags: list, traced: bool = False) -> list:
+    """g++'s flags that make it read `cuda_emu.h` precompiled with `flags` (a course kernel then
+    compiles in about 0.3 s instead of 1.5 s, most of which went to the header's 85,000
+    preprocessed lines). The .gch is built once per g++, header and flags in the lab's private
+    cache (`cache_folder`) and verified by its hash before each use."""
+    folder = cache_folder()
+    text = _prologue(traced)
+    key = digest((text + (HERE / "cuda_emu.h").read_text() + str(flags) + _compiler_version()).encode())
+
+    def make(gch):
+        header = gch.with_suffix("")
+        header.write_text(text)
+        try:
+            gxx([*flags, "-x", "c++-header", str(header), "-o", str(gch)], "the lab's header")
+        finally:
+            header.unlink(missing_ok=True)
+    gch = cached(folder, f"header-{key}.h.gch", make)
+    prune(folder, "header-", HEADER_KEEP)
+    return ["-include", str(gch.with_suffix(""))]
+
+
+def compile_with_header(args: list, header: list, what: str, source: str) -> None:
+    """g++ with `args` after the `precompiled` flags `header`, compiling `source` (for the
+    messages). A failure after another process pruned that header is not the source's:
+    `LabError`, not cached."""
+    try:
+        gxx([*header, *args], what)
+    except CompileError as err:
+        if not pathlib.Path(header[-1] + ".gch").exists():
+            raise LabError(f"{err}\n(the lab's precompiled header was removed meanwhile: run it again)") from None
+        raise CompileError(f"{err}{host_code(source)}") from None
+
+
+def wrapper(source: str, names: list, traced: bool = False) -> str:
+    """What g++ compiles: cuda_emu.h, the source as `SOURCE_NAME` (its `extern __shared__` arrays
+    at the launch's dynamic shared memory), and `gm_body(i, args)`, which calls the i-th of
+    `names` with `args` (a pointer's value, a scalar's address), itself not instrumented (g++
+    does not inline across that difference). Untraced, `emu_launch_kernel` launches it on a grid."""
+    cases = " ".join(f"case {i}: emu_call(&{name}, a); break;" for i, name in enumerate(names))
+    text = (f'{_prologue(traced)}#line 1 "{SOURCE_NAME}"\n'
+            f'{shared_declarations(source)}\n#line 1 "gm_body.cpp"\n'
+            f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(int kernel, void** a) {{\n'
+            f"    switch (kernel) {{ {cases} }}\n}}\n")
+    if not traced:
+        text += ('extern "C" void emu_launch_kernel(int kernel, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, '
+                 "unsigned bz, size_t shared_mem, void** a) {\n    emu_launch(dim3(gx, gy, gz), dim3(bx, by, bz), "
+                 "shared_mem, [=] { gm_body(kernel, a); });\n}\n")
+    return text
+
+
+def _runtime(folder: pathlib.Path) -> pathlib.Path:
+    """The runtime's object file, built once per version of its sources, verified by its hash."""
+    sources = (HERE / "trace_runtime.cpp").read_bytes() + (HERE / "cuda_emu.h").read_bytes()
+    obj = cached(folder, f"runtime-{digest(sources + str(RUNTIME_FLAGS).encode())}.o", lambda out: gxx(
+        [*RUNTIME_FLAGS, f"-I{HERE}", "-c", str(HERE / "trace_runtime.cpp"), "-o", str(out)], "the lab's runtime"))
+    prune(folder, "runtime-", RUNTIME_KEEP)
+    return obj
+
+
+def build(source: str, names: list | None = None, arch: str = ARCH) -> pathlib.Path:
+    """The traced executable for the kernels `names` of `source` (`reader.entries`: those that
+    are not templates, by default), compiled for `arch`, cached by content (a failed build too)
+    and verified by its hash. Raises `LabError` with g++'s messages when the source does not
+    compile."""
+    if not shutil.which("g++"):
+        raise LabError("the kernel lab needs g++ (C++20) on the machine, and there is none here")
+    folder = cache_folder()
+    runtime = _runtime(folder)
+    text = wrapper(source, entries(source) if names is None else names, traced=True)
+    flags = [*KERNEL_FLAGS, *compile_flags(arch)]
+    key = digest((text + str(flags) + runtime.name).encode())
+
+    def make(exe):
+        cpp, obj = (exe.with_suffix(end) for end in (".cpp", ".o"))
+        cpp.write_text(text)
+        try:
+            compile_with_header([*flags, "-c", str(cpp), "-o", str(obj)], precompiled(flags, traced=True), "the kernel",
+                                source)
+            try:
+                gxx([str(obj), str(runtime), "-pthread", "-pie", "-o", str(exe)], "the traced kernel")
+            except CompileError as err:  # a link may fail for want of the runtime (another process pruned it): not cached
+                raise LabError(str(err)) from None
+        finally:
+            for path in (cpp, obj):
+                path.unlink(missing_ok=True)
+    try:
+        return cached(folder, f"trace-{key}", make)
+    finally:
+        prune(folder, "trace-", CACHE_KEEP)  # the least recently used (built or reused) beyond CACHE_KEEP
+
+
+def library(folder: pathlib.Path, source: str, names: list) -> pathlib.Path:
+    """The CPU emulator's shared library of `source` that launches `names`, in the private
+    `folder`, cached by content and verified by its hash. LabError where g++ refuses it or a
+    limit stops g++."""
+    text = wrapper(source, names)
+    flags = [*EMULATOR_FLAGS, *compile_flags()]
+    header = precompiled(flags)
+
+    def make(lib):
+        cpp = lib.with_suffix(".cpp")
+        cpp.write_text(text)
+        try:
+            compile_with_header([*flags, str(cpp), "-o", str(lib)], header, "the kernel", source)
+        finally:
+            cpp.unlink(missing_ok=True)
+    return cached(folder, f"emulator-{digest((text + str(EMULATOR_FLAGS)).encode())}.so", make)

@@ -1,0 +1,361 @@
+"""The lab's last room, the reporter: a traced run of any CUDA C kernel on the CPU, its global and shared-memory accesses grouped
+per warp instruction and counted in sectors, requests and wavefronts, as bytes per level.
+
+The route (ARCHITECTURE.md, "The kernel lab": `trace` hands the source from room to room,
+reader -> builder -> runner -> reporter): g++ compiles the learner's source unchanged with
+`-fsanitize=thread`, which makes it call `__tsan_readN`/`__tsan_writeN(address)` before each
+load and store it keeps; `trace_runtime.cpp` defines those hooks (no libtsan is linked), runs
+each CUDA thread as a fiber taking turns with its block's others (`cuda_emu.h`), and knows whose access it is from the
+thread's `threadIdx`/`blockIdx` and which instruction from the hook's return address. A warp
+instruction is one access site executed for the k-th time by the warp's threads (lockstep);
+fewer lanes than the warp's threads is a divergent instruction. The run is a subprocess with a
+time limit, so a crash or an endless loop leaves the notebook running. A site is one access in
+the source, told apart by line and column (`dwarf.py` reads the columns).
+
+Races (`Trace.races`), as compute-sanitizer's racecheck and initcheck name them: two threads
+touching the same shared-memory word between the same two barriers, at least one writing and not
+in the same warp instruction (read-after-write, write-after-read, write-after-write, in the order
+the CPU ran them), and a read of shared memory the block has not written.
+
+Levels (32-byte sectors): `l1` is every sector the warps request (loads and stores); `l2` what
+leaves L1 if L1 keeps what a block loads while it runs (each sector a block loads once, every
+sector stored); `hbm` each distinct sector of the launch once (the compulsory traffic: L2 keeps
+all the kernel touches) and `hbm_no_reuse` = `l2` (L2 keeps nothing). A sampled launch's `hbm`
+is estimated from the sample's footprint (`Trace.hbm_sectors`), never the sample's scaled up. No cache is simulated beyond
+these bounds. `smem` is shared-memory wavefronts x 128 B (`gpumodel.simulate.wavefronts`' rules).
+Registers are not memory and are not traced: the workload takes them from the FLOPs the caller
+states. Chapter 2's lab introduces it.
+"""
+
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _check
+from ..hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
+from ..model import predict
+from ..presets import preset_names
+from ..published import expect
+from ..workloads import Workload
+from .builder import build
+from .reader import ARCH, launched, source_line, where
+from .runner import MAX_THREADS, index, launch, printed, run_traced
+
+OUTPUT_LINES = 40
+"""Lines of the kernel's printf output `Trace.report` shows (the first; the rest counted)."""
+
+
+@dataclass
+class Site:
+    """One load or store in the source, summed over the warp instructions that ran it."""
+
+    line: int
+    space: str  # "global" or "shared"
+    write: bool
+    size: int  # bytes per thread
+    instructions: int
+    lanes: int
+    divergent: int  # instructions with fewer active lanes than the warp has threads
+    sectors: int
+    ideal_sectors: int
+    wavefronts: int
+    ideal_wavefronts: int
+    column: int = 0  # 0 where the line table has none
+    text: str = ""  # the source line
+
+    @property
+    def where(self) -> str:
+        return where(self.line, self.column)
+
+    @property
+    def cost(self) -> tuple:
+        """(unit, got, ideal): sectors for a global access, wavefronts for a shared one."""
+        if self.space == "global":
+            return "sectors", self.sectors, self.ideal_sectors
+        return "wavefronts", self.wavefronts, self.ideal_wavefronts
+
+    @property
+    def kind(self) -> str:
+        return f"{self.space} {'store' if self.write else 'load'} {self.size * 8}-bit"
+
+
+HAZARDS = ("read-after-write", "write-after-read", "write-after-write", "uninitialized read")
+
+
+@dataclass
+class Race:
+    """A shared-memory hazard the trace found: `hazard` (one of `HAZARDS`), the `first` and
+    `second` access as (line, column, source text) in the order the CPU ran them (one thread
+    after another; the same access twice for an uninitialized read), their threads, the first
+    block where it happened and `count`, how many times in the traced blocks; `one_warp`: every
+    hazard of the trace is between lanes of one warp (the fix a __syncwarp(), not a __syncthreads())."""
+
+    hazard: str
+    first: tuple
+    second: tuple
+    threads: tuple
+    block: tuple
+    count: int
+    one_warp: bool = False
+
+    @property
+    def message(self) -> str:
+        (line1, col1, text1), (line2, col2, text2) = self.first, self.second
+        t1, t2 = self.threads
+        if self.hazard == "uninitialized read":
+            return (f"uninitialized read of shared memory: thread {t1} of block {self.block} reads at "
+                    f"{where(line1, col1)} (`{text1}`) a word no thread of the block has written "
+                    f"({self.count:,} such words)")
+        verbs = {"read-after-write": ("writes", "reads it"), "write-after-read": ("reads", "writes it"),
+                 "write-after-write": ("writes", "writes it")}[self.hazard]
+        lo, hi = sorted((line1, line2))
+        barrier = "__syncwarp()" if self.one_warp else "__syncthreads()"
+        fix = (f"a {barrier} between line {lo} and line {hi}" if lo != hi else
+               f"a {barrier} between one pass of line {lo} and the next")
+        if self.one_warp:
+            fix += (" (the two are lanes of one warp, and a warp's lanes need not run in step: since Volta each "
+                    "thread is scheduled on its own, CUDA C++ Programming Guide, \"Independent Thread Scheduling\")")
+        return (f"{self.hazard} race on shared memory: thread {t1} {verbs[0]} at {where(line1, col1)} (`{text1}`), "
+                f"then thread {t2} {verbs[1]} at {where(line2, col2)} (`{text2}`) with no barrier between "
+                f"(block {self.block}; {self.count:,} such hazards). Missing: {fix}.")
+
+
+@dataclass
+class Trace:
+    """What `trace` found: `sites` (one per load or store in the source), the launch, the
+    blocks traced out of all (`scale` = all / traced), the arrays after the run and `output`,
+    what the kernel printed."""
+
+    kernel: str
+    grid: tuple
+    block: tuple
+    sites: list
+    footprint: list  # per array: (sectors several traced blocks touch, sectors one touches, sectors it spans)
+    l2_sectors: int
+    local_accesses: int
+    blocks_traced: int
+    blocks: int
+    arrays: list = field(default_factory=list)
+    races: list = field(default_factory=list)  # `Race`s, most frequent first
+    output: str = ""
+    """What the kernel printed (printf), in the order the threads ran here, which is not a GPU's:
+    the lab runs the traced blocks one after another and, in each, thread 0 first, each thread on
+    its own until it waits at a barrier (or a shuffle) or returns, then the next; a GPU runs a
+    warp's lanes through each printf together and its warps and blocks in no fixed order, and
+    shows the output when the kernel finishes. A sampled launch
+    prints only its traced blocks' lines."""
+    rounds: int = 0
+    """Rounds of global loads the traced warps wait on in turn, summed over the warps: per warp
+    and phase (between barriers), a load whose site already ran in the open round starts one,
+    and a phase's loads staged into shared memory are one round together (`trace_runtime.cpp`,
+    `phase_rounds`). The expected time's loads in flight (`gm.expected.trace_launch`)."""
+
+    @property
+    def scale(self) -> float:
+        return self.blocks / self.blocks_traced
+
+    @property
+    def sampled(self) -> bool:
+        return self.blocks_traced < self.blocks
+
+    @property
+    def hbm_sectors(self) -> float:
+        """The launch's distinct global sectors. Traced whole, exact. Sampled, an estimate from
+        the sample's footprint, per array: a sector several traced blocks touch is shared
+        between blocks, and the sample has found it (counted once); one only one traced block
+        touches is that block's own, and each block untraced has as many (scaled); at most the
+        sectors the array spans."""
+        return sum(min(spans, several + self.scale * one) for several, one, spans in self.footprint)
+
+    def _sum(self, attr: str, space: str, write=None) -> float:
+        return self.scale * sum(getattr(s, attr) for s in self.sites
+                                if s.space == space and (write is None or s.write == write))
+
+    def counts(self) -> dict:
+        """Per space and direction: requests (warp instructions), sectors or wavefronts, the
+        ideal (no wasted sector, no conflict) and bytes the threads asked for; scaled."""
+        rows = {}
+        for space, unit in (("global", "sectors"), ("shared", "wavefronts")):
+            for write in (False, True):
+                name = f"{space} {'stores' if write else 'loads'}"
+                rows[name] = {"requests": self._sum("instructions", space, write),
+                              unit: self._sum(unit, space, write),
+                              "ideal": self._sum(f"ideal_{unit}", space, write),
+                              "divergent": self._sum("divergent", space, write)}
+        return rows
+
+    @property
+    def bytes(self) -> dict:
+        """Bytes per level (see the module's docstring); `hbm_no_reuse` beside them."""
+        l2 = SECTOR_BYTES * self.l2_sectors * self.scale
+        return {"smem": WAVEFRONT_BYTES * self._sum("wavefronts", "shared"), "l1": SECTOR_BYTES * self._sum("sectors", "global"),
+                "l2": l2, "hbm": SECTOR_BYTES * self.hbm_sectors, "hbm_no_reuse": l2}
+
+    @property
+    def l1_path_bytes(self) -> float:
+        """Bytes the global loads and stores take on the SM's L1/shared-memory data path (one
+        SRAM, returning 128 B a clock, one 32-bit register per lane: the rule shared memory's
+        wavefronts follow, `gm.simulate.wavefronts`): each warp instruction at least one 128 B
+        wavefront, as `gm.gemm` charges the naive kernel; its sectors' bytes when they are more;
+        and its lanes' registers when they are more, two to a slot at best (a warp-uniform float4
+        takes two wavefronts, though it touches one sector); scaled. A broadcast thus costs a
+        wavefront from L1 as from shared memory, so moving reuse from L1 into shared memory gains
+        nothing here: what it gains is latency, which the expected time counts (`gm.expect`). The model's other formulas (elementwise,
+        strided, tiled: `gm.gemm` with tiles, `gm.transpose`) leave the global requests out of
+        that level: there the traced workload is higher by exactly these bytes."""
+        return self.scale * sum(max(WAVEFRONT_BYTES * s.instructions, SECTOR_BYTES * s.sectors, s.lanes * s.size / 2)
+                                for s in self.sites if s.space == "global")
+
+    def workload(self, flops: float = 0.0) -> Workload:
+        """A `gm.Workload` of the traced bytes, with `flops` (FP32) the caller counts: the model's
+        `smem` level carries the shared-memory wavefronts and `l1_path_bytes`."""
+        flops = float(_check.amount("flops", flops))
+        b = self.bytes
+        return Workload(f"{self.kernel} (traced)", flops,
+                        {"registers": REGISTER_BYTES_PER_FLOP * flops, "smem": b["smem"] + self.l1_path_bytes,
+                         "l2": b["l2"], "hbm": b["hbm"]},
+                        note="bytes from a traced run on the CPU")
+
+    def hottest(self, spaces=("global", "shared")) -> Site:
+        """The site in `spaces` that moves the most bytes over its ideal (a sector 32 B, a
+        wavefront 128 B; ties: the most bytes); any site where `spaces` holds none."""
+        def waste(s):
+            _, got, ideal = s.cost
+            size = SECTOR_BYTES if s.space == "global" else WAVEFRONT_BYTES
+            return (size * (got - ideal), size * got)
+        return max([s for s in self.sites if s.space in spaces] or self.sites, key=waste)
+
+    def report(self, flops: float = 0.0, gpus=None) -> str:
+        """The text a learner reads: per level, per access, the worst line, and on each GPU the
+        bound with the level that sets it and the expected time with what holds it."""
+        out = [f"{self.kernel}<<<{self.grid}, {self.block}>>>: {self.blocks_traced} of {self.blocks} blocks traced"
+               + (f" (a sample; counts scaled by {self.scale:.3g})" if self.sampled else "")]
+        out.append(f"{'access':34} {'requests':>10} {'sectors/wavefr.':>16} {'per request':>12} {'ideal':>8} {'divergent':>10}")
+        for name, row in self.counts().items():
+            unit = "sectors" if name.startswith("global") else "wavefronts"
+            if row["requests"]:
+                out.append(f"{name:34} {row['requests']:10.0f} {row[unit]:16.0f} {row[unit] / row['requests']:12.2f} "
+                           f"{row['ideal'] / row['requests']:8.2f} {row['divergent']:10.0f}")
+        out.append("by line:")
+        for s in sorted(self.sites, key=lambda s: (s.line, s.column, s.space, s.write)):
+            unit, got, ideal = s.cost
+            out.append(f"  {s.where + ':':22} {s.kind:24} {s.instructions:8} requests, {got / s.instructions:6.2f} "
+                       f"{unit}/request (ideal {ideal / s.instructions:.2f})   {s.text}")
+        if self.sites:  # a kernel that only prints has none
+            worst = self.hottest()
+            out.append(f"worst: {worst.where} ({worst.kind}): {worst.text}")
+        b = self.bytes
+        out.append("bytes: " + ", ".join(f"{k} {v:,.0f}" for k, v in b.items())
+                   + " (l1: sectors requested; l2: each sector once per block; hbm: once per launch)")
+        if self.sampled:
+            out.append("  hbm is an estimate from the sample's footprint: sectors several traced blocks touch counted "
+                       f"once, those one block touches scaled by {self.scale:.3g}, at most each array's size")
+        for race in self.races:
+            out.append("RACE " + race.message if race.hazard != "uninitialized read" else "INITCHECK " + race.message)
+        work = self.workload(flops)
+        out.append("time per GPU: at best (the bound: no kernel moving these bytes beats it; the level that sets it), "
+                   "expected (what a kernel like this gets, gm.expect; what holds it there)")
+        for gpu in gpus or preset_names():
+            p, e = predict(work, gpu), expect(self, gpu, flops=flops)
+            out.append(f"  {gpu:14} {float(p.time) * 1e6:10.2f} us at best, bound by {p.bound}; "
+                       f"expected {e.time * 1e6:10.2f} us, held by {e.limiter}")
+        if self.output:
+            out.append("the kernel printed (in the lab's thread order, not a GPU's: `Trace.output`):")
+            out.append(printed(self.output, OUTPUT_LINES))
+        return "\n".join(out)
+
+
+def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, arch: str = ARCH,
+          timeout: float = 30.0, max_threads: int = MAX_THREADS) -> Trace:
+    """Run `kernel` of the CUDA C `source` on the CPU over `grid` x `block` with `args` (NumPy
+    arrays for pointers, written back after the run; numbers for scalars, as their parameter's
+    C type), tracing every global and shared-memory access; as CuPy's `RawModule` and launch
+    take them: `kernel` a name or a C++ name expression ("reduce<float>", "sgemm<128, 128, 8>"),
+    `shared_mem` the bytes of the `extern __shared__` arrays, the source compiled for `arch`
+    (`__CUDA_ARCH__`). More than `max_threads` threads: an evenly spaced sample of the blocks
+    runs (the result says so; the arrays are then only partly computed; a block at least).
+    Raises ValueError or TypeError, before compiling, for a launch CUDA would refuse (grid and
+    block past `MAX_GRID_DIM`, `MAX_BLOCK_DIM` or `MAX_BLOCK` threads) or a wrong argument
+    (`reader.arguments`), and `LabError` when the kernel does not compile, crashes, runs past `timeout`
+    seconds, takes more than `limits.RUN_MEMORY` bytes beyond its arrays, prints more than
+    `limits.OUTPUT_LIMIT` bytes, touches memory outside its arrays, reaches a __syncthreads() that
+    not every thread of its block reaches (some returned, or wait at another), runs out of memory or
+    overflows a thread's stack; its message ends with the last lines the kernel printed before
+    (`runner.FAILED_OUTPUT_LINES`). What it printed is `Trace.output`. Chapter 2's lab."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the kernel's CUDA C source (a str), got {type(source).__name__}")
+    if not isinstance(kernel, str):
+        raise TypeError(f"kernel must name a kernel defined in source (a str), got {kernel!r}")
+    shape = launch(grid, block, shared_mem, timeout, max_threads)
+    try:
+        names, values = launched(source, kernel, args)
+    except (ValueError, TypeError):
+        build(source, arch=arch)  # a source that does not compile says so first
+        raise
+    done = run_traced(build(source, names, arch), source, kernel, names, shape, values)
+    rows = done.rows
+
+    def text(line):
+        return source_line(source, line)
+    other = {r[0]: int(r[1]) for r in rows if r[0] in ("l2_sectors", "local", "rounds")}
+    footprint = [tuple(int(v) for v in r[2:5]) for r in rows if r[0] == "footprint"]
+    return Trace(kernel, shape.grid, shape.block, _sites([r for r in rows if r[0] == "site"], done.where, text),
+                 footprint, other["l2_sectors"], other["local"], done.traced, shape.blocks,
+                 [v for v in values if isinstance(v, np.ndarray)],
+                 _races([r for r in rows if r[0] == "hazard"], done.where, text, shape.block, shape.grid), done.output,
+                 other.get("rounds", 0))
+
+
+def _sites(rows, where, text) -> list:
+    """One `Site` per access in the source: the code offsets of one line and column (a loop the
+    compiler unrolled, say) summed; without a column, one per offset."""
+    merged = {}
+    for r in rows:
+        n = [int(v) for v in r[2:]]
+        line, column = where[r[1]]
+        key = (line, column, n[0], n[1], n[2]) if column else r[1]
+        if key in merged:
+            old = merged[key]
+            for name, value in zip(("instructions", "lanes", "divergent", "sectors", "ideal_sectors", "wavefronts",
+                                    "ideal_wavefronts"), n[3:10]):
+                setattr(old, name, getattr(old, name) + value)
+        else:
+            merged[key] = Site(line, ("global", "shared")[n[0]], bool(n[1]), *n[2:10], column, text(line))
+    return list(merged.values())
+
+
+def _races(rows, where, text, block, grid) -> list:
+    """`Race`s from the runtime's hazard rows (threads and blocks as linear ids), most frequent
+    first; `one_warp` where no hazard of the trace is between two warps."""
+    uninitialized = HAZARDS.index("uninitialized read")
+    one_warp = not any(int(r[9]) for r in rows)
+    races = []
+    for r in rows:
+        hazard, first, second, count, t1, t2, b = int(r[1]), r[2], r[3], *map(int, r[4:8])
+        (l1, c1), (l2, c2) = where[first], where[second]
+        races.append(Race(HAZARDS[hazard], (l1, c1, text(l1)), (l2, c2, text(l2)), (index(t1, block), index(t2, block)),
+                          index(b, grid), count, one_warp and hazard != uninitialized))
+    return sorted(races, key=lambda race: (race.hazard == "uninitialized read", -race.count, race.first, race.second))
+
+
+def trace_plan(plan) -> list:
+    """Trace every step of a `gpumodel.cuda.plans.Plan` (a course kernel at a size), in
+    order, on the plan's inputs: one `Trace` per step. Chapter 2's lab."""
+    from ..cuda.compiler import kernel_source
+
+    source = kernel_source(plan.file)
+    buffers = {name: np.ascontiguousarray(a, dtype=np.float32).copy() for name, a in plan.inputs.items()}
+    buffers.update({name: np.zeros(shape, np.float32) for name, shape in plan.outputs.items()})
+    traces = []
+    for step in plan.steps:
+        args = [buffers[a] if isinstance(a, str) else a.item() for a in step.args]
+        traces.append(trace(source, step.kernel, step.grid, step.block, args))
+    return traces
+
+
+def total_bytes(traces: list) -> dict:
+    """Bytes per level summed over the steps' traces."""
+    return {level: sum(t.bytes[level] for t in traces) for level in traces[0].bytes}

@@ -1,0 +1,314 @@
+"""The lab's third room, the runner: a built kernel run on the CPU within the lab's limits, and
+each fault it meets said in the learner's terms at the learner's line. ARCHITECTURE.md, "The
+kernel lab" (reader -> builder -> runner -> reporter); chapter 2's lab.
+
+Two ways to run. Traced (`run_traced`): the builder's executable in a subprocess with a time,
+memory and output limit (`limits`), the launch written to a spec file, the runtime's counts read
+back from a stats file; a crash, an endless loop, an access out of bounds, a barrier not every
+thread reaches or a stack overflow raises `LabError` naming the line. Plain (`Emulator`): the
+builder's shared library loaded in this process, for the tests' and the CuPy stand-in's kernels
+(checked code, no limits, nothing counted)."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import numbers
+import pathlib
+import signal
+import shutil
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _check
+from ..cuda import compiler
+from ..hardware import MAX_BLOCK, MAX_BLOCK_DIM, MAX_GRID_DIM
+from ..units import fmt_bytes
+from .builder import library, private
+from .limits import OUTPUT_LIMIT, RUN_MEMORY, LabError, out_of_memory, run
+from .reader import MAX_DYNAMIC_SHARED, arguments, entries, lines, parameters, shared_gaps, source_line, where
+
+MAX_THREADS = 2**16
+"""The most CUDA threads a trace runs; a larger launch runs an evenly spaced sample of its
+blocks and scales the counts."""
+MAX_LAUNCH_BLOCKS = 2**32 - 1
+"""The most blocks a traced launch may have: the runtime numbers a block in 32 bits (CUDA
+allows more, up to `MAX_GRID_DIM`'s product)."""
+FAILED_OUTPUT_LINES = 20
+"""Lines of the kernel's printf output a failed run's `LabError` shows (the last ones)."""
+OUTPUT_WIDTH = 300
+"""Characters of one printed line shown; a longer one is cut."""
+
+
+def printed(output: str, lines: int, last: bool = False) -> str:
+    """The first `lines` lines of a kernel's printf `output` (the last ones where `last`),
+    each indented four spaces (a Markdown code block) and cut at `OUTPUT_WIDTH` characters,
+    with "... N more lines" for those left out."""
+    rows = output.splitlines()
+    shown = rows[-lines:] if last else rows[:lines]
+    cut = [r if len(r) <= OUTPUT_WIDTH else r[:OUTPUT_WIDTH] + f" ... ({len(r) - OUTPUT_WIDTH:,} more characters)"
+           for r in shown]
+    more = [f"... {len(rows) - len(shown):,} more lines" + (" before these" if last else "")] if len(rows) > len(shown) else []
+    return "\n".join("    " + r for r in (more + cut if last else cut + more))
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A launch the lab runs: `grid` and `block` as CUDA's dim3 (x, y, z), `shared_mem` bytes of
+    dynamic shared memory, at most `timeout` seconds, at most `max_threads` CUDA threads traced."""
+
+    grid: tuple
+    block: tuple
+    shared_mem: int
+    timeout: float
+    max_threads: int
+
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        return math.prod(self.block)
+
+    @property
+    def blocks(self) -> int:
+        """Blocks in the grid."""
+        return math.prod(self.grid)
+
+
+def launch(grid, block, shared_mem: int = 0, timeout: float = 30.0, max_threads: int = MAX_THREADS) -> Launch:
+    """The checked `Launch`: ValueError or TypeError naming the parameter for one CUDA would
+    refuse (grid and block past `MAX_GRID_DIM`, `MAX_BLOCK_DIM` or `MAX_BLOCK` threads) or the
+    lab cannot run (more than `MAX_LAUNCH_BLOCKS` blocks, `shared_mem` past `MAX_DYNAMIC_SHARED`,
+    a timeout that is not a positive number of seconds, `max_threads` below one)."""
+    grid, block = _dims("grid", grid, MAX_GRID_DIM), _dims("block", block, MAX_BLOCK_DIM)
+    threads, blocks = math.prod(block), math.prod(grid)
+    if threads > MAX_BLOCK:
+        raise ValueError(f"block must hold at most {MAX_BLOCK} threads (CUDA's limit), got {block} = {threads}")
+    if blocks > MAX_LAUNCH_BLOCKS:
+        raise ValueError(f"grid must hold at most {MAX_LAUNCH_BLOCKS:,} blocks in a traced launch (the lab's "
+                         f"limit), got {grid} = {blocks:,}")
+    shared_mem = _check.integer("shared_mem (bytes of dynamic shared memory)", shared_mem, 0, MAX_DYNAMIC_SHARED)
+    if isinstance(timeout, (bool, np.bool_)) or not isinstance(timeout, numbers.Real):
+        raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not 0 < timeout < math.inf:
+        raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
+    if not _is_int(max_threads):
+        raise TypeError(f"max_threads must be an int (the most CUDA threads traced), got {max_threads!r}")
+    if max_threads < 1:
+        raise ValueError(f"max_threads must be at least 1 (a block at least is traced), got {max_threads!r}")
+    return Launch(grid, block, shared_mem, float(timeout), int(max_threads))
+
+
+def _dims(name: str, value, most: tuple) -> tuple:
+    """`value` (an int, or 1 to 3 of them) as CUDA's dim3 (x, y, z), each from 1 to `most`'s."""
+    dims = tuple(value) if isinstance(value, (tuple, list, np.ndarray)) else (value,)
+    if not 1 <= len(dims) <= 3 or not all(_is_int(v) for v in dims):
+        raise TypeError(f"{name} must be an int or a tuple of 1 to 3 ints (dim3's x, y, z), got {value!r}")
+    dims = tuple(int(v) for v in dims) + (1,) * (3 - len(dims))
+    for axis, v, limit in zip("xyz", dims, most):
+        if not 1 <= v <= limit:
+            raise ValueError(f"{name}'s {axis} must be from 1 to {limit:,} (CUDA's limit on a {name}'s {axis} "
+                             f"dimension), got {value!r}")
+    return dims
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+@dataclass
+class Run:
+    """A traced run that finished: the runtime's `rows` (each line of its stats file, split),
+    `where` each code offset they name is in the source ((line, column)), what the kernel printed
+    (`output`) and how many blocks ran (`traced`)."""
+
+    rows: list
+    where: dict
+    output: str
+    traced: int
+
+
+def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: Launch, values: list) -> Run:
+    """Run `kernel` (the `names.index(kernel)`-th entry of the traced executable `exe`, built
+    from `source`) on `shape` with `values` (`reader.arguments`), an evenly spaced sample of
+    the blocks where the launch has more than `shape.max_threads` threads; each array written
+    back after the run. LabError where it fails (`_crashed`, `_faults`), ending with the last
+    lines it printed (`FAILED_OUTPUT_LINES`)."""
+    grid, block = shape.grid, shape.block
+    traced = max(1, min(shape.blocks, shape.max_threads // shape.threads))
+    chosen = np.unique(np.linspace(0, shape.blocks - 1, traced).round().astype(np.int64))
+    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    with tempfile.TemporaryDirectory(prefix="gm-lab-") as tmp:
+        tmp = pathlib.Path(tmp)
+        spec = [f"kernel {names.index(kernel)}", f"grid {grid[0]} {grid[1]} {grid[2]}",
+                f"block {block[0]} {block[1]} {block[2]}", "blocks " + " ".join(map(str, chosen)),
+                f"shared_mem {shape.shared_mem}"]
+        gaps = shared_gaps(exe)
+        spec += [f"gap {lo} {start} {end}" for _, lo, _, start, end in gaps]
+        for i, value in enumerate(values):
+            if isinstance(value, np.ndarray):
+                path = tmp / f"arg{i}.bin"
+                value.tofile(path)
+                spec.append(f"arg P {value.nbytes} {path}")
+            else:
+                spec.append(f"arg V {value.tobytes().hex()}")
+        (tmp / "spec").write_text("\n".join(spec) + "\n")
+        memory = RUN_MEMORY + sum(a.nbytes for a in arrays)
+        done = run([exe, tmp / "spec", tmp / "stats"], shape.timeout, memory)
+        try:
+            if done.stopped == "time":
+                raise LabError(f"{kernel} ran past the time limit of {shape.timeout:g} s: an endless loop, a "
+                               "__syncthreads() that not every thread of the block reaches, or a shuffle that not "
+                               "every lane of the warp reaches?")
+            if done.stopped == "output":
+                raise LabError(f"{kernel} printed more than the lab's output limit of {fmt_bytes(OUTPUT_LIMIT)} and "
+                               "was stopped: a printf in a loop, or in every thread?")
+            if done.returncode:
+                _crashed(done, tmp / "stats", exe, kernel, grid, block, source, memory)
+            rows = [r.split() for r in (tmp / "stats").read_text().split("\n") if r]
+            for i, value in enumerate(values):
+                if isinstance(value, np.ndarray) and value.flags.writeable:  # a read-only one is a const parameter's
+                    value[...] = np.fromfile(tmp / f"arg{i}.bin", dtype=value.dtype).reshape(value.shape)
+            where = lines(exe, [r[1] for r in rows if r[0] == "site"] + [r[2] for r in rows if r[0] == "oob"]
+                          + [pc for r in rows if r[0] == "hazard" for pc in r[2:4]]
+                          + [pc for r in rows if r[0] == "barriers" for pc in r[1:3]])
+            _faults(rows, where, kernel, shape, arrays, gaps, source)
+            return Run(rows, where, done.stdout, len(chosen))
+        except LabError as error:
+            if not done.stdout:
+                raise
+            raise LabError(f"{error}\n\nWhat it printed before it failed (the lab's thread order, not a GPU's):\n\n"
+                           + printed(done.stdout, FAILED_OUTPUT_LINES, last=True)) from None
+
+
+def _faults(rows, where, kernel, shape: Launch, arrays: list, gaps: list, source: str) -> None:
+    """Raise the `LabError` of a fault the runtime's `rows` record in a run that finished: two
+    __syncthreads() calls met at one opening of a barrier, too many accesses between barriers,
+    an access out of bounds (`_out_of_bounds`)."""
+    for r in rows:  # two calls of __syncthreads() at one opening: two barriers unless one call the compiler copied
+        if r[0] == "barriers" and where[r[1]] != where[r[2]]:
+            _barrier_error(kernel, int(r[3]), int(r[4]), index(int(r[5]), shape.grid), where[r[1]], where[r[2]], source)
+    for r in rows:
+        if r[0] == "overflow":
+            raise LabError(f"{kernel} makes more than {int(r[1]):,} accesses in one block between two "
+                           "__syncthreads(): trace it at a smaller size")
+        if r[0] == "oob":
+            _out_of_bounds(r, where[r[2]][0], kernel, arrays, (gaps, shape.shared_mem), source)
+
+
+def _barrier_error(kernel, waited, threads, block, at, other, source) -> None:
+    """Raise the `LabError` of a __syncthreads() not every thread of the block reaches: `waited`
+    of `threads` threads of `block` waited at the call at `at` (line, column), the others at
+    `other` or, where that is None, returned without reaching it."""
+    def shown(place):
+        text = source_line(source, place[0])
+        return where(*place) + (f" (`{text}`)" if text else "")
+    others = (f"the other {threads - waited} at {shown(other)}" if other else
+              f"the other {threads - waited} returned without reaching it")
+    raise LabError(
+        f"{kernel}: barrier not reached by every thread of the block: {waited} of {threads} threads of block {block} "
+        f"waited at the __syncthreads() at {shown(at)}, {others}. CUDA allows __syncthreads() in conditional code only "
+        "where the condition is the same for every thread of the block (CUDA C++ Programming Guide, Synchronization "
+        "Functions); otherwise a GPU may hang or give wrong results. Keep every thread of the block to each barrier: "
+        "guard the work (if (i < n) { ... }), not the barrier.")
+
+
+def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source, memory: int) -> None:
+    """Raise the `LabError` that says why the traced run of `kernel` failed: a fault the runtime
+    named in `stats` (trace_runtime.cpp: a barrier not every thread reaches, an allocation that
+    failed, a stack overflow), the memory limit of `memory` bytes reached, a deadlock, or a crash
+    (a signal, most often an access far from any array, which no guard zone catches)."""
+    limit = f"the lab's memory limit is {fmt_bytes(memory)} (its arrays and {fmt_bytes(RUN_MEMORY)} beyond them)"
+    text = stats.read_text(errors="replace") if stats.exists() else ""
+    row = next((r.split() for r in text.splitlines() if r.startswith("fault ")), None)
+    if row and row[1] == "barrier":
+        waited, threads, site, block_id = int(row[2], 16), int(row[3], 16), row[4], int(row[5], 16)
+        _barrier_error(kernel, waited, threads, index(block_id, grid), lines(exe, [site])[site], None, source)
+    if row and row[1] == "memory":
+        who = "the lab itself" if row[2] == "-" else (f"thread {index(int(row[2], 16), block)} of block "
+                                                      f"{index(int(row[3], 16), grid)}")
+        raise LabError(f"{kernel} ran out of memory: an allocation failed (std::bad_alloc) in {who}: a new or malloc "
+                       f"in the kernel asking for more than the traced run may use ({limit}), or arrays too large to trace here?")
+    if row and row[1] == "stack":
+        raise LabError(f"{kernel} overflowed its thread's stack ({int(row[2], 16) // 1024} kB per thread in the lab): "
+                       f"thread {index(int(row[3], 16), block)} of block {index(int(row[4], 16), grid)} went past "
+                       "it. Deep recursion or a large local array?")
+    if out_of_memory(done.stderr):
+        raise LabError(f"{kernel} ran out of memory: {limit}.\n" + done.stderr[-500:])
+    if "deadlock:" in done.stderr:
+        raise LabError(f"{kernel} never finishes: a __syncthreads() that not every thread of the block reaches, "
+                       "or a shuffle that not every lane of the warp reaches, while the others wait at another.\n"
+                       + done.stderr[done.stderr.index("deadlock:"):][:500])
+    why = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
+           else f"exit status {done.returncode}")
+    raise LabError(f"{kernel} crashed ({why}): an access far outside its arrays, or a bad pointer (malloc "
+                   f"returns NULL past the lab's memory limit of {fmt_bytes(memory)})?\n" + done.stderr[-2000:])
+
+
+def index(linear: int, shape: tuple) -> tuple:
+    """The (x, y, z) of a linear thread or block id in a block or grid of `shape`."""
+    return (linear % shape[0], linear // shape[0] % shape[1], linear // (shape[0] * shape[1]))
+
+
+def _out_of_bounds(row, line, kernel, arrays, shared, source) -> None:
+    """LabError for the runtime's "oob" row: `shared` is (`reader.shared_gaps`, the launch's shared_mem)."""
+    count, write, array, offset = int(row[1]), bool(int(row[3])), int(row[4]), int(row[5])
+    thread, block = tuple(int(v) for v in row[6:9]), tuple(int(v) for v in row[9:12])
+    what = "writes" if write else "reads"
+    if array >= 0:
+        names = [n for (t, n) in parameters(source, kernel) if "*" in t]
+        nbytes = arrays[array].nbytes
+        place = f"byte {offset} of {names[array]}, which holds bytes 0 to {nbytes - 1}"
+    elif array == -2:
+        place = (f"byte {offset} of the launch's dynamic shared memory (extern __shared__), which holds the "
+                 f"shared_mem={shared[1]} bytes the launch asked for")
+    elif array <= -3:
+        name, _, nbytes, _, _ = shared[0][-3 - array]
+        place = f"byte {offset} of the __shared__ array {name}, which holds bytes 0 to {nbytes - 1}"
+    else:
+        place = "an address in none of its arrays"
+    raise LabError(f"{kernel} {what} out of bounds at line {line}: thread {thread} of block {block} {what} {place}; "
+                   f"{count} such accesses in all. Guard the index (if (i < n)).")
+
+
+class Emulator:
+    """Runs kernels in this process: each source built once into a shared library in
+    `build_dir` (a private folder: `builder.private`), verified by its hash before it is loaded
+    (`builder.library`)."""
+
+    def __init__(self, build_dir: pathlib.Path):
+        if not shutil.which("g++"):
+            raise RuntimeError("the CPU emulator needs g++ (C++20)")
+        self.build_dir = private(pathlib.Path(build_dir))
+        self.libraries: dict = {}
+
+    def compile(self, source: str, names: list | None = None):
+        """The loaded library of `source` that launches `names` (`entries(source)` by default);
+        LabError where g++ refuses it or a limit stops g++."""
+        names = entries(source) if names is None else names
+        key = (source, tuple(names))
+        if key not in self.libraries:
+            self.libraries[key] = ctypes.CDLL(str(library(self.build_dir, source, names)))
+        return self.libraries[key]
+    def launch(self, source: str, kernel: str, grid, block, args, shared_mem: int = 0) -> None:
+        """Run `kernel` (a name or a name expression) of `source` on a grid: `args` are NumPy
+        arrays (passed as device pointers) and scalars, in the kernel's parameter order;
+        `shared_mem` bytes of dynamic shared memory."""
+        names = entries(source, kernel)
+        lib = self.compile(source, names)
+        held = [np.asarray(v) for v in arguments(parameters(source, kernel), args)]  # a scalar: a 0-d array, its address
+        pointers = (ctypes.c_void_p * max(1, len(held)))(*[v.ctypes.data for v in held])
+        grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
+        lib.emu_launch_kernel(names.index(kernel), *map(ctypes.c_uint, grid + block), ctypes.c_size_t(shared_mem), pointers)
+
+    def run(self, plan) -> np.ndarray:
+        """Execute every step of `plan` and return its result buffer."""
+        source = compiler.kernel_source(plan.file)
+        buffers = {name: np.ascontiguousarray(a, dtype=np.float32).copy() for name, a in plan.inputs.items()}
+        buffers.update({name: np.zeros(shape, np.float32) for name, shape in plan.outputs.items()})
+        for step in plan.steps:
+            args = [buffers[a] if isinstance(a, str) else a for a in step.args]
+            self.launch(source, step.kernel, step.grid, step.block, args)
+        return buffers[plan.result]
+
