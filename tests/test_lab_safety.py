@@ -199,11 +199,14 @@ def unsafe(lab: pathlib.Path, how: str, monkeypatch) -> str:
         return "it is a symbolic link"
     if how == "parent":
         lab.parent.chmod(0o777)
-        return "lets others replace it"
+        return "its parent .* lets others replace it"
+    if how == "above":  # a world-writable XDG_CACHE_HOME, say: anyone may rename gpumodel/ out of it
+        lab.parent.parent.chmod(0o777)
+        return f"the folder {lab.parent.parent} \\(mode 0777\\) lets others replace it"
     raise AssertionError(how)
 
 
-@pytest.mark.parametrize("how", ["mode", "group", "owner", "symlink", "parent"])
+@pytest.mark.parametrize("how", ["mode", "group", "owner", "symlink", "parent", "above"])
 def test_a_cache_folder_another_user_could_write_to_is_refused_and_nothing_in_it_runs(cache, tmp_path, how, monkeypatch):
     lab, exe = cache
     marker = tmp_path / "ran"

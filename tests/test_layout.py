@@ -27,3 +27,31 @@ def test_a_stale_section_is_seen(tmp_path, monkeypatch):
     (tmp_path / "CONTRIBUTING.md").write_text(f"{layout.GUIDE_MARKS[0]}\n{layout.GUIDE_MARKS[1]}\n")
     monkeypatch.setattr(layout, "ROOT", tmp_path)
     assert "STALE-LINE" not in layout.sections()[readme]
+
+
+def _architecture_citations(text: str) -> list:
+    """The section names a text cites (the document's name, a comma, the names quoted; comments
+    joined across lines)."""
+    import re
+
+    text = re.sub(r"\s*\n\s*(?:#|//)?\s*", " ", text)
+    found = []
+    for m in re.finditer(r'ARCHITECTURE\.md,\s*((?:"[^"]+"(?:,\s*| and |\s*))+)', text):
+        found += re.findall(r'"([^"]+)"', m.group(1))
+    return found
+
+
+def test_every_citation_of_the_architecture_document_names_one_of_its_sections():
+    import re
+
+    document = (layout.ROOT / "ARCHITECTURE.md").read_text()
+    sections = {re.sub(r"^\([a-z]\)\s*", "", h.strip()) for h in re.findall(r"^#{2,4}\s+(.*)$", document, re.M)}
+    cited = {}
+    for path in [*layout.ROOT.glob("*.md"), *(layout.ROOT / "gpumodel").rglob("*.[pch]*"), *(layout.ROOT / "tests").glob("*.py")]:
+        if path.name == "test_layout.py":
+            continue
+        for name in _architecture_citations(path.read_text(errors="replace")):
+            cited.setdefault(name, []).append(path.name)
+    assert len(cited) >= 4, cited  # the kernel lab, the model, the bound, what a machine keeps at least
+    assert {n: where for n, where in cited.items() if n not in sections} == {}
+    assert _architecture_citations('x (ARCHITECTURE.md, "The\n# kernel lab" and "Nowhere")') == ["The kernel lab", "Nowhere"]

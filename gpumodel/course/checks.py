@@ -17,7 +17,7 @@ digits ("8,388,608"), an exponent ("8e6"), a power ("2^23", "2**23", "1.5 x 2^20
 fraction ("1/12", "3 x 2^10 / 4"). Anything else is not a number.
 
 `judge` also records each judged answer (`progress()` lists them), in this session and in the
-learner's own progress file (`progress_file()`, kept across kernels and notebooks), and an
+learner's own progress file (`progress_file`, kept across kernels and notebooks), and an
 unanswered question (`None`) shows, on the built site, an answer box judged in the browser
 by the same rules.
 """
@@ -29,9 +29,7 @@ import html
 import json
 import math
 import os
-import pathlib
 import re
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +38,7 @@ from .. import _check
 from ..lab import LabError, trace
 from ..published import expect
 from ..units import fmt_bound, fmt_time
+from . import progress_file
 
 
 @dataclass(frozen=True)
@@ -321,48 +320,16 @@ def _made(rules) -> dict:
 
 
 def _question_key(key) -> str:
-    """`key`, a question's name in the progress: a non-empty str."""
+    """`key`, a question's name in the progress: a non-empty str of at most `progress_file.MOST_KEY` characters."""
     if not isinstance(key, str) or not key.strip():
         raise TypeError(f"key must name the question (a non-empty str), got {key!r}")
+    if len(key) > progress_file.MOST_KEY:
+        raise ValueError(f"key must name the question in at most {progress_file.MOST_KEY} characters, got {len(key)}")
     return key
 
 
 SESSION: dict = {}
 """What this session checked: a question's key -> [tries, ever right]; `progress()` shows it."""
-
-
-def progress_file() -> pathlib.Path:
-    """The learner's progress file, kept across kernels and notebooks: `gpumodel/progress.json`
-    in $XDG_DATA_HOME, or in ~/.local/share where that is unset; only its owner may read it."""
-    base = os.environ.get("XDG_DATA_HOME") or str(pathlib.Path.home() / ".local" / "share")
-    return pathlib.Path(base) / "gpumodel" / "progress.json"
-
-
-def _kept() -> dict:
-    """The progress file's questions, key -> (tries, ever right); none where it is missing or unreadable."""
-    try:
-        data = json.loads(progress_file().read_text())
-        return {str(k): (int(t), bool(r)) for k, (t, r) in data["questions"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
-
-
-def _keep(key: str, correct: bool) -> None:
-    """Add one try at `key` (right or not) to the progress file: written whole to a new file
-    of mode 0600 in its folder (mode 0700), then moved over the old one. Where the home cannot
-    be written, this session's progress is all there is."""
-    path = progress_file()
-    kept = _kept()
-    tries, right = kept.get(key, (0, False))
-    kept[key] = (tries + 1, right or correct)
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".progress-", suffix=".json")  # mode 0600
-        with os.fdopen(fd, "w") as out:
-            json.dump({"questions": {k: list(v) for k, v in kept.items()}}, out, indent=1)
-        os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 def judge(rules: dict, answer, wanted: str, key: str, prompt: str = "") -> Feedback:
@@ -399,7 +366,7 @@ def record(key: str, feedback: Feedback) -> Feedback:
     tries, right = SESSION.get(key, (0, False))
     SESSION[key] = (tries + 1, right or feedback.correct)
     if not building_book():  # the book's build is nobody's progress
-        _keep(key, feedback.correct)
+        progress_file.add(key, feedback.correct)
     return feedback
 
 
@@ -414,17 +381,27 @@ def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain
 
 def progress():
     """Your checks, as a table: each question checked, the tries, and whether it was answered
-    right, in every session that kept them in your progress file (`progress_file()`) and in
-    this one (on the site, the "your progress" page keeps the same in the browser). Chapter 1."""
+    right, in every session that kept them in your progress file (`progress_file.path()`) and in
+    this one (on the site, the "your progress" page keeps the same in the browser); below it,
+    anything wrong with the file this session found. Chapter 1."""
     from IPython.display import Markdown
 
-    checked = {**SESSION, **_kept()}  # the file, where it was written, holds this session's tries too
+    checked = {**SESSION, **progress_file.read()}  # the file, where it was written, holds this session's tries too
+    notes = "".join(f"\n\n{_markdown_text(n)}" for n in progress_file.NOTES)
     if not checked:
-        return Markdown("Nothing checked yet: answer an exercise or a checkpoint and check it.")
-    rows = [f"| {key} | {tries} | {'right' if right else 'not yet'} |" for key, (tries, right) in checked.items()]
+        return Markdown("Nothing checked yet: answer an exercise or a checkpoint and check it." + notes)
+    rows = [f"| {_markdown_text(key)} | {tries} | {'right' if right else 'not yet'} |"
+            for key, (tries, right) in checked.items()]
     done = sum(right for _, right in checked.values())
-    return Markdown(f"{done} of {len(checked)} questions checked are right (kept in {progress_file()}).\n\n"
-                    "| question | tries | state |\n| --- | --- | --- |\n" + "\n".join(rows))
+    return Markdown(f"{done} of {len(checked)} questions checked are right (kept in "
+                    f"{_markdown_text(str(progress_file.path()))}).\n\n"
+                    "| question | tries | state |\n| --- | --- | --- |\n" + "\n".join(rows) + notes)
+
+
+def _markdown_text(text: str) -> str:
+    """`text` shown as itself in Markdown (a table cell included): HTML escaped, and the marks
+    that would make code, emphasis, a link or a new cell (\\ ` * [ ] |); a line break a space."""
+    return re.sub(r"([\\`*\[\]|])", r"\\\1", html.escape(" ".join(text.split()), quote=False))
 
 
 LAB_TRACE: contextvars.ContextVar = contextvars.ContextVar("LAB_TRACE", default=None)

@@ -23,8 +23,8 @@ import os
 import pathlib
 import re
 import shutil
-import stat
 
+from ..folders import create, problems
 from ..units import fmt_bytes
 from .limits import COMPILE_MEMORY, COMPILE_SECONDS, LabError, limit_message, run
 from .reader import ARCH, SOURCE_NAME, SUPPORTED, arch_number, entries, host_code, shared_declarations
@@ -81,48 +81,23 @@ def cache_folder(name: str = "") -> pathlib.Path:
     """The private folder `name` of the lab's cache (its root for ""), created mode 0700 where
     missing and checked (`private`)."""
     folder = cache_root() / name if name else cache_root()
-    for level in reversed([folder, *folder.parents]):
-        if not level.exists() and not level.is_symlink():
-            try:
-                level.mkdir(mode=0o700)
-            except FileExistsError:  # made by another process at once: checked below
-                pass
-            except OSError as err:
-                raise UnsafeCache(f"the kernel lab cannot create its cache folder {level}: {err.strerror}; set "
-                                  "GPUMODEL_CACHE to a folder of yours") from None
+    why = create(folder)
+    if why:
+        raise UnsafeCache(f"the kernel lab cannot create its cache folder: {why}; set GPUMODEL_CACHE to a folder "
+                          "of yours")
     return private(folder)
 
 
 def private(folder: pathlib.Path) -> pathlib.Path:
-    """`folder` where no other user can have written to it: a directory, not a symbolic link,
-    owned by this user, with no permission for group or others, in a parent no one else may
-    change (owned by this user or root; group and others may not write unless it is sticky).
-    UnsafeCache naming the folder and what is wrong otherwise."""
-    folder = pathlib.Path(folder)
-    problems = []
-    try:
-        st = os.lstat(folder)
-    except FileNotFoundError:
-        raise UnsafeCache(f"the kernel lab's cache folder {folder} does not exist") from None
-    if stat.S_ISLNK(st.st_mode):
-        problems.append("it is a symbolic link")
-    elif not stat.S_ISDIR(st.st_mode):
-        problems.append("it is not a directory")
-    else:
-        if st.st_uid != os.getuid():
-            problems.append(f"it is owned by uid {st.st_uid}, not by you (uid {os.getuid()})")
-        if st.st_mode & 0o077:
-            problems.append(f"its mode is {stat.S_IMODE(st.st_mode):04o}: group or others may use it (0700 wanted)")
-        up = os.stat(folder.parent)
-        if up.st_uid not in (0, os.getuid()):
-            problems.append(f"its parent {folder.parent} is owned by uid {up.st_uid}, who could replace it")
-        elif up.st_mode & 0o022 and not up.st_mode & stat.S_ISVTX:
-            problems.append(f"its parent {folder.parent} (mode {stat.S_IMODE(up.st_mode):04o}) lets others replace it")
-    if problems:
-        raise UnsafeCache(f"the kernel lab refuses its cache folder {folder}: {'; '.join(problems)}. Another user could "
+    """`folder` where no other user can have written to it (`gpumodel.folders`: a directory of
+    this user's, mode 0700, on a path no one else may change); UnsafeCache naming the folder and
+    what is wrong otherwise."""
+    found = problems(folder)
+    if found:
+        raise UnsafeCache(f"the kernel lab refuses its cache folder {folder}: {'; '.join(found)}. Another user could "
                           "have put a program there that the lab would run as you. Remove it (the lab makes a private "
                           "one) or set GPUMODEL_CACHE to a private folder of yours.")
-    return folder
+    return pathlib.Path(folder)
 
 
 def digest(data: bytes) -> str:
