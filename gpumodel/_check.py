@@ -94,10 +94,15 @@ def size(name: str, value, most: int = LARGEST) -> np.ndarray:
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     if not np.all(arr > 0):
         raise ValueError(f"{name} must be positive (>= 1), got {value!r}")
+    _at_most_count(name, value, most)
+    return arr
+
+
+def _at_most_count(name: str, value, most: int) -> None:
+    """ValueError naming the largest accepted where a count of `value` is above `most`."""
     if np.any(np.asarray(value) > most):  # before float64 rounds 2**53 + 1 down
         limit = "2**53" if most == LARGEST else f"{most:,}"
         raise ValueError(f"{name} must be at most {limit}, got {value!r}")
-    return arr
 
 
 def one(name: str, value, most: int = LARGEST, zero: bool = False) -> int:
@@ -105,7 +110,7 @@ def one(name: str, value, most: int = LARGEST, zero: bool = False) -> int:
     array of them: a loop bound or a count that is not swept."""
     if isinstance(value, (list, tuple, np.ndarray)) and np.ndim(value) != 0:
         raise ValueError(f"{name} must be one whole number, not an array, got {value!r}")
-    return int(count(name, value) if zero else size(name, value, most))
+    return int(count(name, value, most) if zero else size(name, value, most))
 
 
 def broadcast(*named) -> tuple:
@@ -142,11 +147,13 @@ def member(name: str, value, menu) -> object:
     return value
 
 
-def count(name: str, value) -> np.ndarray:
-    """`value` as a float64 array of whole numbers >= 0 (bytes of shared memory)."""
+def count(name: str, value, most: int = LARGEST) -> np.ndarray:
+    """`value` as a float64 array of whole numbers from 0 to `most` (bytes of shared memory,
+    tokens of context)."""
     arr = _numbers(name, value, "a whole number >= 0 (or an array of them)")
     if np.any(arr < 0) or not np.all(arr == np.round(arr)):
         raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    _at_most_count(name, value, most)
     return arr
 
 

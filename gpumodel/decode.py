@@ -36,6 +36,17 @@ from .model import predict
 from .tensor_cores import WEIGHT_BYTES
 from .workloads import Workload
 
+MOST_CONTEXT = 2**24
+"""The longest context a step takes (tokens): 16.8 million, past every model's window."""
+MOST_BATCH = 2**20
+"""The most sequences a step takes: a million, past any server's batch."""
+MOST_WIDTH = 2**20
+"""The largest of a model's counts (layers, heads, widths, experts): a million."""
+MOST_VOCAB = 2**24
+"""The largest vocabulary (tokens): 16.8 million."""
+MOST_PARAMS = 1e15
+"""The most weights a model may hold: a thousand times the largest published."""
+
 
 @dataclass(frozen=True)
 class Model:
@@ -70,13 +81,19 @@ class Model:
     expert_params: float = 0.0
 
     def __post_init__(self):
-        for name in ("layers", "kv_heads", "heads", "head_dim"):
-            _check.one(name, getattr(self, name))
-        _check.real("params", self.params, least=1.0)
-        for name in ("latent", "rope", "hidden", "vocab", "moe_layers", "experts", "active"):
-            _check.one(name, getattr(self, name), zero=True)
-        _check.flag("tied", self.tied)
-        _check.real("expert_params", self.expert_params, least=0.0)
+        checked = {name: _check.one(name, getattr(self, name), MOST_WIDTH) for name in ("layers", "kv_heads", "heads",
+                                                                                        "head_dim")}
+        checked |= {name: _check.one(name, getattr(self, name), MOST_VOCAB if name == "vocab" else MOST_WIDTH,
+                                     zero=True)
+                    for name in ("latent", "rope", "hidden", "vocab", "moe_layers", "experts", "active")}
+        checked |= {name: _check.real(name, getattr(self, name), least=least, most=MOST_PARAMS)
+                    for name, least in (("params", 1.0), ("expert_params", 0.0))}
+        checked["tied"] = _check.flag("tied", self.tied)
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)  # the checked value, not what was given
+        if self.rope and not self.latent:
+            raise ValueError(f"rope (the decoupled RoPE key's width of multi-head latent attention) needs latent, the "
+                             f"compressed cache's width: set latent too, or rope=0; got rope={self.rope!r}, latent=0")
         if self.heads % self.kv_heads:
             raise ValueError(f"heads must be a multiple of kv_heads ({self.kv_heads}), got {self.heads!r}")
         if self.experts or self.moe_layers or self.active or self.expert_params:
@@ -202,9 +219,9 @@ def experts_touched(experts, active, batch):
     standard result when every token picks its k experts at random and the tokens independently
     (a given expert is missed by one token with probability 1 - k/E, by all B with that to the
     B). Real routers are trained toward this balance; a skewed router touches fewer. Chapter 9."""
-    e, k = _check.one("experts", experts), _check.one("active", active)
+    e, k = _check.one("experts", experts, MOST_WIDTH), _check.one("active", active, MOST_WIDTH)
     _check.not_larger("active", k, "experts", e)
-    b = _check.size("batch", batch)
+    b = _check.size("batch", batch, MOST_BATCH)
     return _check.as_output(e * (1 - (1 - k / e) ** b))
 
 
@@ -215,7 +232,7 @@ def weights_read(name, batch):
     (`experts_touched`, in expectation). A dense untied model reads params - vocab x width +
     batch x width. Chapter 9."""
     m = model(name)
-    b = _check.size("batch", batch)
+    b = _check.size("batch", batch, MOST_BATCH)
     table = 0.0 if m.tied else m.embedding - b * m.width
     untouched = (m.moe_layers * m.expert_params * (m.experts - experts_touched(m.experts, m.active, b))
                  if m.experts else 0.0)
@@ -230,7 +247,7 @@ def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str
     and the softmax's exponentials are left out (a few kilobytes per sequence). HBM and L2 carry
     the same bytes. Chapter 9."""
     m = model(name)
-    b, c = _check.size("batch", batch), _check.count("context", context)
+    b, c = _check.size("batch", batch, MOST_BATCH), _check.count("context", context, MOST_CONTEXT)
     _check.broadcast(("batch", b), ("context", c))
     b_w = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
     per_token = kv_bytes_per_token(m, kv)
@@ -249,7 +266,7 @@ def step_time(name, gpu, batch, context, weight: str = "fp16", kv: str = "fp16",
 def tokens_per_second(name, gpu, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16"):
     """Tokens the batch generates per second on `gpu`, at most: batch / `step_time`. It does not
     ask whether the weights and caches fit (`max_batch`). Chapter 9."""
-    b = _check.size("batch", batch)
+    b = _check.size("batch", batch, MOST_BATCH)
     return _check.as_output(b / np.asarray(step_time(name, gpu, batch, context, weight, kv, math)))
 
 
@@ -266,7 +283,7 @@ def critical_batch(name, gpu, context, weight: str = "fp16", kv: str = "fp16", m
     linearly), and the batch is found by bisection on predict's bound. It does not ask whether
     the batch fits (`max_batch`). Chapter 9."""
     m, g = model(name), presets.gpu(gpu)
-    c, largest = _check.one("context", context, zero=True), _check.one("largest", largest)
+    c, largest = _check.one("context", context, MOST_CONTEXT, zero=True), _check.one("largest", largest, MOST_BATCH)
     step(m, 1, c, weight, kv, math)  # refuses a bad weight, kv or math, naming it
     ridge = g.running(math).ridge("hbm", math)
     b_w = WEIGHT_BYTES[weight]
@@ -295,7 +312,7 @@ def max_batch(name, gpu, context, weight: str = "fp16", kv: str = "fp16") -> int
     """The most sequences of `context` tokens whose caches fit in `gpu`'s HBM beside the
     weights (0 when the weights alone do not fit). Chapter 9."""
     m, g = model(name), presets.gpu(gpu)
-    c = _check.one("context", context, zero=True)
+    c = _check.one("context", context, MOST_CONTEXT, zero=True)
     b_w = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
     room = g.capacity("hbm") - m.params * b_w
     return max(0, int(room // ((c + 1) * kv_bytes_per_token(m, kv))))
@@ -308,7 +325,8 @@ def prefix_cache_bytes(name, batch, context, prefix, kv: str = "fp16", shared: b
     the whole batch (FlashInfer's cascade attention) reads (P + B (c - P + 1)) k bytes; without,
     each sequence reads them again: B (c + 1) k, as with no sharing. Chapter 9."""
     m = model(name)
-    b, c, p = _check.size("batch", batch), _check.count("context", context), _check.count("prefix", prefix)
+    b, c = _check.size("batch", batch, MOST_BATCH), _check.count("context", context, MOST_CONTEXT)
+    p = _check.count("prefix", prefix, MOST_CONTEXT)
     _check.broadcast(("batch", b), ("context", c), ("prefix", p))
     _check.not_larger("prefix", p, "context", c)
     k = kv_bytes_per_token(m, kv)
@@ -355,7 +373,7 @@ def paged_kv(context, page_tokens, row_bytes, index_bytes: int = 4) -> PagedKV:
     (page_tokens x row_bytes rounded up to 32 bytes), so each page's rows fill ceil(used / 32)
     sectors wherever the page lies; a page's rows are contiguous (the page-major, head-major
     layout). Chapter 9."""
-    c, p = _check.one("context", context), _check.one("page_tokens", page_tokens)
+    c, p = _check.one("context", context, MOST_CONTEXT), _check.one("page_tokens", page_tokens, MOST_CONTEXT)
     r, index_bytes = _check.one("row_bytes", row_bytes), _check.one("index_bytes", index_bytes)
     pages = -(-c // p)
     last = c - (pages - 1) * p
@@ -401,8 +419,9 @@ def split_kv(gpu, batch, heads, kv_heads, head_dim, context, splits, page_tokens
     by exp(lse_s - lse) (one exponential) and adds (2 head_dim + 2 flops per split per head).
     Chapter 9."""
     g = presets.gpu(gpu)
-    b, h, h_kv = _check.one("batch", batch), _check.one("heads", heads), _check.one("kv_heads", kv_heads)
-    d, s = _check.one("head_dim", head_dim), _check.one("splits", splits)
+    b, h = _check.one("batch", batch, MOST_BATCH), _check.one("heads", heads, MOST_WIDTH)
+    h_kv, d = _check.one("kv_heads", kv_heads, MOST_WIDTH), _check.one("head_dim", head_dim, MOST_WIDTH)
+    s = _check.one("splits", splits)
     if h % h_kv:
         raise ValueError(f"heads must be a multiple of kv_heads ({h_kv}), got {heads!r}")
     stream = paged_kv(context, page_tokens, int(row_bytes(d, kv)))
@@ -432,7 +451,7 @@ def wave_splits(gpu, batch, kv_heads, chunks: int = 128, slots_per_sm: int = 1) 
     and 1 when n is already 0.8 W. (FlashAttention 2 passes twice the SMs: two blocks of 128
     threads fit on an SM.) Chapter 9."""
     g = presets.gpu(gpu)
-    n = _check.one("batch", batch) * _check.one("kv_heads", kv_heads)
+    n = _check.one("batch", batch, MOST_BATCH) * _check.one("kv_heads", kv_heads, MOST_WIDTH)
     chunks, slots = _check.one("chunks", chunks), _check.one("slots_per_sm", slots_per_sm)
     width = int(g.sms.value) * slots
     if n >= SPLIT_RULE["alone"] * width:

@@ -53,6 +53,10 @@ ESTIMATES = presets.DATA / "expect_estimates.toml"
 """The achievable shares, written by `python -m gpumodel.estimates` (`gpumodel.published.write_estimates`)."""
 LIMITERS = ("latency", "occupancy", "uncoalesced", "issue", "dequantise", "waves", "launch")
 """What can hold a kernel below its bound, beside the bound's own parts (`model.BOUNDS`)."""
+BOUND_PARTS = BOUNDS + ("overhead",)
+"""What can set a bound: a part of the model's, or a launch record's overhead (`published.compare`)."""
+HOLDERS = BOUND_PARTS + LIMITERS
+"""What can hold an expected time (`Expectation.limiter`)."""
 DEFAULT_REGISTERS = 32
 """Registers per thread assumed where neither a compiler report nor the caller gives them."""
 
@@ -191,6 +195,20 @@ class Expectation:
     gpu: str = ""
     latency: dict = field(default_factory=dict)
     """Little's law's figures (`latency_time`): bytes in flight, unloaded and loaded latency (s)."""
+
+    def __post_init__(self):
+        for name in ("time", "bound"):
+            if _check.real(name, getattr(self, name), least=0) <= 0:
+                raise ValueError(f"{name} must be a finite number of seconds > 0, got {getattr(self, name)!r}")
+        if not 0 < _check.real("share", self.share, most=1):
+            raise ValueError(f"share must be a finite number > 0 and <= 1, got {self.share!r}")
+        parts = self.bound_part.split("+") if isinstance(self.bound_part, str) else [self.bound_part]
+        for part in parts:
+            _check.choice("bound_part", part, BOUND_PARTS)
+        _check.choice("limiter", self.limiter, HOLDERS)
+        if not isinstance(self.parts, dict) or not all(_check.real(f"parts[{k!r}]", v, least=0) >= 0
+                                                       for k, v in self.parts.items()):
+            raise TypeError(f"parts must be a dict of mechanism to seconds, got {self.parts!r}")
 
 
 def latency(gpu, level: str = "l2") -> Fact:
@@ -470,6 +488,10 @@ def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, shares: 
             raise TypeError(f"work must be a Workload or a lab Trace, got {type(work).__name__}")
         launch = launch or trace_launch(work, flops)
         work = work.workload(flops)
+    swept = max([np.size(work.flops), *map(np.size, work.bytes.values())])
+    if swept > 1:
+        raise ValueError(f"work must be one configuration, not a sweep of {swept:,} ({work.name}): gm.expect takes one "
+                         "size at a time (gm.predict takes a sweep)")
     p, parts, waves, occ, ramp, lat = _mechanisms(work, gpu, launch)
     if dequantise:
         parts["dequantise"] = dequantise
@@ -496,7 +518,7 @@ record's (`published.compare`)."""
 def share_class(limiter: str, math_: str) -> str:
     """The class an achievable share is estimated for: the tensor cores ('tensor', their
     kernels' waves too), the SM's own parts ('sm'), each level beyond it, a launch's overhead."""
-    _check.choice("limiter", limiter, BOUNDS + LIMITERS + ("overhead",))
+    _check.choice("limiter", limiter, HOLDERS)
     _check.choice("math_", math_, MATH)
     if limiter == "launch":
         return "overhead"

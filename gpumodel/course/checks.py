@@ -84,6 +84,7 @@ def answer_box(rules: dict, prompt: str, key: str = "", question: str = "") -> s
     """An answer box for the site, judged in the browser by `rules` (widgets.js); `key` names
     it in the reader's progress (else the exercise it follows names it), `question` (HTML)
     is asked above it."""
+    _made(rules)
     ident = f' id="{html.escape(key)}" data-key="{html.escape(key)}"' if key else ""
     asked = f'<p class="gm-asked">{question}</p>' if question else ""
     return (f'<div class="gm-question gm-widget"{ident}>{asked}{_form_html(rules, prompt)}'
@@ -92,7 +93,7 @@ def answer_box(rules: dict, prompt: str, key: str = "", question: str = "") -> s
 
 def _data_html(data: dict) -> str:
     """Data for widgets.js, as JSON in a script element (`</` escaped)."""
-    text = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     return f'<script type="application/json">{text}</script>'
 
 
@@ -209,6 +210,11 @@ def units_as(unit: str, table: dict) -> dict:
     return {name: size / table[unit] for name, size in table.items()}
 
 
+MOST_RTOL = 0.25
+"""The widest tolerance an answer may have (a share of the answer): wider, and a factor-of-two
+slip would be right."""
+
+
 def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = "", hint: str = "", *,
                  doubled: str = "", mistakes: tuple = (), ranges: tuple = (), units: dict | None = None,
                  whole: bool = False) -> dict:
@@ -224,10 +230,13 @@ def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = 
     right one. `units` (unit -> factor) are accepted beside `unit`; `whole` asks for a whole
     number. Chapter 1."""
     expected = _check.real("expected", expected)
-    rtol = _check.real("rtol", rtol, least=0)
+    rtol = _check.real("rtol", rtol, least=0, most=MOST_RTOL)
     whole = _check.flag("whole", whole)
     mistakes = _rows("mistakes", mistakes, "(value, hint)")
     ranges = _rows("ranges", ranges, "(low, high, hint)")
+    for low, high, _ in ranges:
+        if low > high:
+            raise ValueError(f"ranges must hold (low, high, hint) with low <= high, got ({low!r}, {high!r}, ...)")
     _unit_table(units)
     closeness = f"within {100 * rtol:g}% of {expected:.4g} {unit}" if rtol else "exactly it"
     twice = "by a factor of two" + (f": {doubled}" if doubled else ".")
@@ -312,10 +321,17 @@ def verdict(rules: dict, answer) -> Feedback:
 
 
 def _made(rules) -> dict:
-    """`rules` when `number_rules` or `choice_rules` made them; else a TypeError naming them."""
+    """`rules` when `number_rules` or `choice_rules` made them (a number's figures finite, its
+    tolerance at most `MOST_RTOL`); else a TypeError or ValueError naming them."""
     made = {"number": NUMBER_KEYS, "choice": CHOICE_KEYS}
     if not isinstance(rules, dict) or rules.get("kind") not in made or not made[rules["kind"]] <= set(rules):
         raise TypeError(f"rules must be made by number_rules or choice_rules, got {rules!r}")
+    if rules["kind"] == "number":
+        figures = [rules["answer"], rules["rtol"], *(v for row in rules["mistakes"] + rules["ranges"] for v in row[:-1])]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in figures):
+            raise ValueError(f"rules must hold finite numbers (as number_rules makes them), got {figures!r}")
+        if not 0 <= rules["rtol"] <= MOST_RTOL:
+            raise ValueError(f"rules' rtol must be from 0 to {MOST_RTOL:g}, got {rules['rtol']!r}")
     return rules
 
 
