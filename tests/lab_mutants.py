@@ -1,6 +1,7 @@
 """The hand-made mutants of the kernel lab (issue 37) that once survived the suite, each with
-the test of tests/test_lab_rules.py that must now kill it (mutmut, `make mutation`, mutates
-only the core Python modules; these mutate the lab's reader, builder, reporter and its C++ runtime).
+the test that must now kill it: of tests/test_lab_rules.py, or of another file named as
+"test_lab_safety.py::test_name" (mutmut, `make mutation`, mutates only the core Python modules;
+these mutate the lab's reader, builder, limits, reporter, its C++ runtime and gpumodel/folders.py).
 
 For each mutant: a copy of gpumodel/ and tests/ in a temporary folder, the one change applied
 (its text must occur exactly once), the guarding test run there with its own build folder.
@@ -20,6 +21,7 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 READER, BUILDER, REPORTER = "gpumodel/lab/reader.py", "gpumodel/lab/builder.py", "gpumodel/lab/reporter.py"
 RUNTIME = "gpumodel/lab/trace_runtime.cpp"
+LIMITS, FOLDERS = "gpumodel/lab/limits.py", "gpumodel/folders.py"
 
 MUTANTS = {
     # name: (file, original text, mutated text, the test that kills it)
@@ -39,11 +41,28 @@ MUTANTS = {
                           "test_the_traced_workload_carries_the_register_bytes_of_the_flops_stated"),
     "cache-bound-a-million": (BUILDER, "\nCACHE_KEEP = 64\n", "\nCACHE_KEEP = 10**6\n",
                               "test_the_build_folder_holds_at_most_64_traced_executables"),
+    # issue 51: the race rules, the cache's safety and the time limit
+    "races-least-frequent-first": (REPORTER, "(race.hazard == \"uninitialized read\", -race.count, race.first",
+                                   "(race.hazard == \"uninitialized read\", race.count, race.first",
+                                   "test_races_are_listed_most_frequent_first"),
+    "uninitialised-read-one-warp": (REPORTER, "count, one_warp and hazard != uninitialized))", "count, one_warp))",
+                                    "test_an_uninitialised_read_is_never_one_warps_race"),
+    "atomic-not-a-first-write": (RUNTIME, "written.insert(key);\n            continue;", "continue;",
+                                 "test_an_atomic_is_the_words_first_write"),
+    "parent-owner-unchecked": (FOLDERS, "if above.st_uid not in (0, os.getuid()):", "if False:",
+                               "test_a_cache_folder_whose_parent_another_user_owns_is_refused"),
+    "time-limit-kills-the-leader-only": (LIMITS, "os.killpg(proc.pid, signal.SIGKILL)", "os.kill(proc.pid, signal.SIGKILL)",
+                                         "test_the_time_limit_kills_the_whole_process_group"),
+    "prune-keeps-one-more": (BUILDER, "key=used, reverse=True)\n", "key=used, reverse=True)[1:]\n",
+                             "test_pruning_keeps_exactly_the_most_recently_used"),
+    "failed-compile-not-cached": (BUILDER, "_write_atomic(_manifest(folder, name), f\"error\\n{err}\")", "pass",
+                                  "test_lab_safety.py::test_a_failed_build_is_cached_and_fails_again_at_once_with_the_same_message"),
 }
 
 
 def run(name: str | None, tests: list) -> bool:
-    """Whether `tests` of tests/test_lab_rules.py fail on a copy with mutant `name` (None: none)."""
+    """Whether `tests` (of tests/test_lab_rules.py, or "FILE::name" of tests/FILE) fail on a copy
+    with mutant `name` (None: none)."""
     with tempfile.TemporaryDirectory(prefix=f"gm-mutant-{name}-") as tmp:
         copy = pathlib.Path(tmp)
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -60,7 +79,8 @@ def run(name: str | None, tests: list) -> bool:
         (copy / "build").mkdir()
         env = {**os.environ, "PYTHONPATH": str(copy), "TMPDIR": str(copy / "build"), "GPUMODEL_CACHE": str(copy / "cache")}
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                               *(f"tests/test_lab_rules.py::{test}" for test in tests)], cwd=copy, env=env,
+                               *(f"tests/{test}" if "::" in test else f"tests/test_lab_rules.py::{test}"
+                                 for test in tests)], cwd=copy, env=env,
                               capture_output=True, text=True)
         if done.returncode not in (0, 1):
             raise SystemExit(f"{name}: pytest exited with {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")

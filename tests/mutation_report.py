@@ -5,6 +5,7 @@ tests/equivalent_mutants.txt names it with a one-line reason. A timeout counts a
 (the mutant hung the tests); a mutant no test reaches counts as survived.
 
     python tests/mutation_report.py [module ...]      # default: every module mutmut ran
+                                                      # a module in a subfolder by its dotted name: course.capstone
 """
 
 import json
@@ -29,18 +30,28 @@ def equivalents(path=ROOT / "tests" / "equivalent_mutants.txt") -> dict:
     return found
 
 
+def module_name(relative: pathlib.Path) -> str:
+    """The module's dotted name under gpumodel/ of its meta file's path there: course/capstone.py.meta
+    -> course.capstone."""
+    return ".".join(relative.parts).removesuffix(".py.meta")
+
+
 def main(modules) -> int:
     equivalent = equivalents()
-    metas = sorted((ROOT / "mutants" / "gpumodel").glob("*.py.meta"))
-    modules = modules or [m.name.removesuffix(".py.meta") for m in metas]
-    print(f"{'module':<12} {'mutants':>7} {'killed':>7} {'survived':>8} {'equivalent':>10} {'score':>7}")
+    base = ROOT / "mutants" / "gpumodel"
+    metas = sorted(base.rglob("*.py.meta"))
+    modules = modules or [module_name(m.relative_to(base)) for m in metas]
+    print(f"{'module':<16} {'mutants':>7} {'killed':>7} {'survived':>8} {'equivalent':>10} {'score':>7}")
     stale = []
     for module in modules:
-        meta = ROOT / "mutants" / "gpumodel" / f"{module}.py.meta"
+        meta = base / f"{module.replace('.', '/')}.py.meta"  # course.capstone: mutants/gpumodel/course/capstone.py.meta
+        if not meta.exists():
+            print(f"{module:<16} not run")
+            continue
         every = json.loads(meta.read_text())["exit_code_by_key"]
         codes = {name: code for name, code in every.items() if code is not None}  # None: not run this time
         if not codes:
-            print(f"{module:<12} not run")
+            print(f"{module:<16} not run")
             continue
         killed = sum(code in KILLED for code in codes.values())
         survivors = {name for name, code in codes.items() if code not in KILLED}
@@ -48,7 +59,7 @@ def main(modules) -> int:
         stale += [name for name in equivalent if name.startswith(f"gpumodel.{module}.")
                   and (name not in every or codes.get(name) in KILLED)]
         score = 100 * (killed + len(equal)) / len(codes)
-        print(f"{module:<12} {len(codes):>7} {killed:>7} {len(survivors) - len(equal):>8} {len(equal):>10} "
+        print(f"{module:<16} {len(codes):>7} {killed:>7} {len(survivors) - len(equal):>8} {len(equal):>10} "
               f"{score:>6.1f}%")
         for name in sorted(survivors - equal):
             print(f"    survived: {name}   (mutmut show {name})")

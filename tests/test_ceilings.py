@@ -87,7 +87,7 @@ def expectation():
 
 
 @pytest.mark.parametrize("field, value, words", [
-    ("time", math.nan, "time must be a finite number"), ("time", 0.0, "time must be a finite number of seconds > 0"),
+    ("time", math.nan, "time must be a finite number"), ("time", -1e-6, "time must be a finite number >= 0"),
     ("bound", -1.0, "bound must be a finite number >= 0"), ("share", 0.0, "share must be a finite number > 0 and <= 1"),
     ("share", 1.5, "share must be a finite number"), ("limiter", "nope", "limiter must be one of"),
     ("bound_part", "dram", "bound_part must be one of"), ("parts", {"hbm": math.inf}, "parts"),

@@ -9,6 +9,7 @@ trace_runtime.cpp) one at a time and runs the test here that must kill each."""
 
 import os
 import pathlib
+import time
 
 import numpy as np
 import pytest
@@ -259,3 +260,152 @@ def test_the_benchmarks_templated_sgemm_is_right_and_traced_in_full():
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
     loads = t.counts()["global loads"]
     assert loads["requests"] == 2 * 8 * n // 8 and loads["sectors"] == loads["ideal"] == 16 * loads["requests"]
+
+
+# Races, the cache's safety and the time limit (issue 51).
+
+RACES = r"""__global__ void k(float* y) {
+    __shared__ float a[1], b[32];
+    if (threadIdx.x % 32 == 0) a[0] = threadIdx.x;
+    b[threadIdx.x % 32] = threadIdx.x;
+    __syncthreads();
+    y[threadIdx.x] = a[0] + b[threadIdx.x % 32];
+}"""
+
+
+def test_races_are_listed_most_frequent_first():
+    """Rule: `Trace.races` puts the hazard seen most often first. Two warps: line 3, lanes 0 of
+    each warp write a[0], one write-after-write; line 4, each of b's 32 words written by warp 0
+    then warp 1: 32 of them. Line 4's race first, though line 3 comes first in the source."""
+    t = trace(RACES, "k", 1, 64, [np.zeros(64, np.float32)])
+    assert [(r.hazard, r.first[0], r.count) for r in t.races] == [("write-after-write", 4, 32),
+                                                                  ("write-after-write", 3, 1)]
+    assert not any(r.one_warp for r in t.races)  # between two warps: __syncthreads()
+
+
+UNINIT_ONE_WARP = r"""__global__ void k(const float* x, float* y) {
+    __shared__ float s[64];
+    s[threadIdx.x] = x[threadIdx.x];
+    y[threadIdx.x] = s[(threadIdx.x + 1) % 32] + s[threadIdx.x + 32];
+}"""
+
+
+def test_an_uninitialised_read_is_never_one_warps_race():
+    """Rule: `one_warp` (the fix a __syncwarp()) is for races between lanes of one warp, never an
+    uninitialised read. One warp of 32: line 4 reads s[t + 1] a lane writes at line 3 with no
+    sync (the lab runs lane after lane: lane 0 reads s[1] before lane 1 writes it, lane 31 s[0]
+    after lane 0 wrote it: write-after-read and read-after-write within the warp, one_warp), and
+    s[t + 32], which no thread writes (an uninitialised read, 32 words: not one_warp)."""
+    t = trace(UNINIT_ONE_WARP, "k", 1, 32, [np.ones(32, np.float32), np.zeros(32, np.float32)])
+    kinds = {r.hazard: r for r in t.races}
+    assert set(kinds) == {"read-after-write", "write-after-read", "uninitialized read"}
+    assert kinds["read-after-write"].one_warp and "__syncwarp()" in kinds["read-after-write"].message
+    assert kinds["uninitialized read"].count == 32 and not kinds["uninitialized read"].one_warp
+
+
+ATOMIC_FIRST = r"""__global__ void k(float* y) {
+    __shared__ unsigned int c[64];
+    atomicExch(&c[threadIdx.x], threadIdx.x + 1u);
+    __syncthreads();
+    y[threadIdx.x] = c[63 - threadIdx.x];
+}"""
+
+
+def test_an_atomic_is_the_words_first_write():
+    """Rule: an atomic initialises the word it touches (initcheck): 64 threads each atomicExch
+    their word, then after the barrier read another's: no uninitialised read, no race."""
+    y = np.zeros(64, np.float32)
+    t = trace(ATOMIC_FIRST, "k", 1, 64, [y])
+    assert t.races == [] and y.tolist() == list(range(64, 0, -1))
+
+
+def test_pruning_keeps_exactly_the_most_recently_used(tmp_path):
+    """Rule: `prune(folder, prefix, keep)` keeps the `keep` entries used last (manifest mtime),
+    manifest and content, and removes the rest with their contents; other prefixes untouched.
+    Five entries used at t = 1 .. 5 s, keep 3: entries 2, 3, 4 (the newest three) remain."""
+    from gpumodel.lab import builder
+
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    for i in range(5):
+        builder.cached(folder, f"x-{i}", lambda out, i=i: out.write_bytes(str(i).encode()))
+        os.utime(folder / f"x-{i}.{builder.HASH}", ns=(10**9 * (i + 1),) * 2)
+    other = builder.cached(folder, "y-0", lambda out: out.write_bytes(b"y"))
+    builder.prune(folder, "x-", 3)
+    names = sorted(p.name.split(".")[0] for p in folder.iterdir())
+    assert names == ["x-2", "x-2", "x-3", "x-3", "x-4", "x-4", "y-0", "y-0"] and other.exists()
+    assert builder.CACHE_KEEP == 64 and builder.RUNTIME_KEEP == 4 and builder.HEADER_KEEP == 4
+
+
+def test_a_cache_folder_whose_parent_another_user_owns_is_refused(tmp_path, monkeypatch):
+    """Rule: the cache's parent (each folder above it) must be owned by root or by you: its
+    owner could swap the folder for another. As root, the parent given to uid 4242; otherwise as
+    if you were another user (your own parent is then someone else's)."""
+    from gpumodel.lab import builder
+
+    parent = tmp_path / "parent"
+    lab = parent / "lab"
+    lab.mkdir(parents=True, mode=0o700)
+    parent.chmod(0o755)
+    if os.getuid() == 0:
+        os.chown(parent, 4242, 4242)
+        owner = 4242
+    else:
+        owner = os.getuid()
+        monkeypatch.setattr(os, "getuid", lambda: owner + 1)
+    with pytest.raises(builder.UnsafeCache, match=f"its parent {parent} is owned by uid {owner}, who could replace it"):
+        builder.private(lab)
+
+
+def test_the_time_limit_kills_the_whole_process_group():
+    """Rule: past its time, `limits.run` kills the process's whole group, not only the process
+    it started: a child in the background that would write a file a second later never does."""
+    import tempfile
+    import time
+
+    from gpumodel.lab import limits
+
+    with tempfile.TemporaryDirectory() as tmp:
+        late = pathlib.Path(tmp) / "late"
+        done = limits.run(["sh", "-c", f"(sleep 1; touch {late}) & wait"], 0.3, 10**9)
+        assert done.stopped == "time"
+        time.sleep(1.5)
+        assert not late.exists()
+
+
+def test_a_copy_two_processes_built_at_once_is_pruned_once_it_is_old(tmp_path):
+    """Rule: of an entry pruning keeps, a file its manifest no longer records (two traces built
+    the same header at once; the other's record won) is removed once `ORPHAN_SECONDS` old, and
+    kept while younger (its builder may be compiling with it)."""
+    from gpumodel.lab import builder
+
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    kept = builder.cached(folder, "header-k.h.gch", lambda out: out.write_bytes(b"the winner"))
+    old, young = (builder._blob(folder, "header-k.h.gch", builder.digest(text)) for text in (b"old", b"young"))
+    old.write_bytes(b"old")
+    young.write_bytes(b"young")
+    now = time.time_ns()
+    os.utime(old, ns=(now - (builder.ORPHAN_SECONDS + 5) * 10**9,) * 2)
+    os.utime(young, ns=(now - (builder.ORPHAN_SECONDS - 5) * 10**9,) * 2)
+    builder.prune(folder, "header-", 4)
+    assert kept.exists() and young.exists() and not old.exists()
+    assert builder.ORPHAN_SECONDS == 600
+
+
+def test_traces_building_one_file_at_once_share_the_first_recorded(tmp_path):
+    """Rule: where another process records the file while this one builds it, this one uses
+    the other's and drops its own copy: four traces started together leave one header, not four."""
+    from gpumodel.lab import builder
+
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+
+    def build(out):
+        out.write_bytes(b"mine")  # meanwhile another process finishes first:
+        theirs = builder._blob(folder, "h.gch", builder.digest(b"theirs"))
+        theirs.write_bytes(b"theirs")
+        builder._write_atomic(builder._manifest(folder, "h.gch"), f"{builder.HASH}\n{builder.digest(b'theirs')}")
+    got = builder.cached(folder, "h.gch", build)
+    assert got.read_bytes() == b"theirs"
+    assert sorted(p.name for p in folder.iterdir()) == sorted([got.name, f"h.gch.{builder.HASH}"])

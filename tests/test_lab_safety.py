@@ -66,10 +66,12 @@ BAD = [
     ({"block": (64, 32)}, ValueError, r"block must hold at most 1024 threads \(CUDA's limit\), got \(64, 32, 1\)"),
     ({"block": None}, TypeError, r"block must be an int"),
     ({"timeout": None}, TypeError, r"timeout must be a number of seconds, got None"),
-    ({"timeout": 0}, ValueError, r"timeout must be a positive, finite number of seconds"),
-    ({"timeout": -1}, ValueError, r"timeout must be a positive"),
-    ({"timeout": math.inf}, ValueError, r"timeout must be a positive, finite"),
-    ({"timeout": math.nan}, ValueError, r"timeout must be a positive, finite"),
+    ({"timeout": 0}, ValueError, r"timeout must be a finite number of seconds, at least 1 "),
+    ({"timeout": -1}, ValueError, r"timeout must be a finite number of seconds, at least 1 "),
+    ({"timeout": 1e-9}, ValueError, r"timeout must be .* at least 1 \(starting a traced run alone takes about a tenth"),
+    ({"timeout": 0.999}, ValueError, r"timeout must be .* at least 1 .*got 0.999"),
+    ({"timeout": math.inf}, ValueError, r"timeout must be a finite number of seconds"),
+    ({"timeout": math.nan}, ValueError, r"timeout must be a finite number of seconds"),
     ({"timeout": "5"}, TypeError, r"timeout must be a number"),
     ({"timeout": True}, TypeError, r"timeout must be a number"),
     ({"max_threads": -1}, ValueError, r"max_threads must be at least 1"),
@@ -99,6 +101,14 @@ BAD = [
     ({"kernel": "k.*"}, ValueError, r"kernel must name a kernel defined in source \(k\)"),
     ({"kernel": ""}, ValueError, r"kernel must name a kernel defined in source \(k\)"),
     ({"kernel": 5}, TypeError, r"kernel must name a kernel defined in source \(a str\), got 5"),
+    ({"kernel": "k<x,2>"}, ValueError, r"kernel must be a C\+\+ name expression .*: x is declared neither in the source"),
+    ({"kernel": "k<128,2>>"}, ValueError, r"kernel must be a C\+\+ name expression .*: a '>' closes nothing"),
+    ({"kernel": "k<(128>"}, ValueError, r"kernel must be a C\+\+ name expression .*: a '\(' is never closed"),
+    ({"kernel": "k<1,,2>"}, ValueError, r"kernel must be a C\+\+ name expression .*: an argument is empty"),
+    (with_arg(0, np.ma.masked_array(np.arange(32, dtype=np.float32))), TypeError,
+     r"args: x \(const float \*\) must be a plain C-contiguous NumPy array, got a masked array: pass its data \(x.filled"),
+    (with_arg(1, np.zeros(32, ">f4")), TypeError, r"args: y .* got an array of >f4, which is not in this machine's byte order"),
+    (with_arg(1, np.zeros(32, object)), TypeError, r"args: y .* got an array of \|O, which is Python objects"),
     ({"source": b"__global__ void k() {}"}, TypeError, r"source must be the kernel's CUDA C source \(a str\)"),
 ]
 
@@ -396,3 +406,22 @@ def test_the_bounded_run_keeps_at_most_the_limit_and_kills_the_whole_group(tmp_p
     done = limits.run(["python3", "-c", "import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0])"], 20,
                       512 * 2**20)
     assert done.returncode == 0 and int(done.stdout) == 512 * 2**20
+
+
+def test_a_kernel_named_with_spaces_around_is_reported_by_its_name(warm):
+    grid, block, args = good()
+    assert trace(SOURCE, " k\n", grid, block, args).kernel == "k"
+
+
+def test_a_crash_past_two_billion_threads_names_the_int_index_that_wraps():
+    """A correct-looking kernel whose int index wraps past 2^31 - 1 threads (2^26 blocks of 64
+    reach 2^32) writes far before its array; the lab samples such a grid, and the crash says why."""
+    source = r"""__global__ void k(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = 1.0f;
+}"""
+    with pytest.raises(LabError, match=r"crashed \(signal SIGSEGV; the launch has 4,294,967,296 threads, more than "
+                                       r"an int holds: .*compute it as size_t"):
+        trace(source, "k", 2**26, 64, [np.zeros(64, np.float32), 64])
+    wide = source.replace("int i = blockIdx.x", "size_t i = (size_t)blockIdx.x")
+    assert trace(wide, "k", 2**26, 64, [np.zeros(64, np.float32), 64]).sampled

@@ -23,6 +23,7 @@ import os
 import pathlib
 import re
 import shutil
+import time
 
 from ..folders import create, problems
 from ..units import fmt_bytes
@@ -56,6 +57,8 @@ while it links would fail that build."""
 HEADER_KEEP = 4
 """Precompiled headers (about 65 MB each) the lab's cache keeps: the most recently used."""
 HASH = "sha256"
+ORPHAN_SECONDS = 600
+"""How old a cached file its manifest no longer records must be before pruning removes it."""
 
 
 class CompileError(LabError):
@@ -129,17 +132,15 @@ def _write_atomic(path: pathlib.Path, text: str) -> None:
     tmp.replace(path)
 
 
-def cached(folder: pathlib.Path, name: str, build) -> pathlib.Path:
-    """The file `name` of the private `folder`, verified: its content hashes to the SHA-256
-    recorded when it was built. Where it is absent or differs (then deleted), `build(path)`
-    writes it and its hash is recorded; a `CompileError` of `build` is recorded too and raised
-    again at once for the same `name`."""
-    private(folder)
+def _verified(folder: pathlib.Path, name: str) -> pathlib.Path | None:
+    """The file `name` of `folder` where its manifest records it and its content still hashes
+    to the record (a changed one is deleted: never run); None where there is none. Raises the
+    `CompileError` a failed build recorded."""
     manifest = _manifest(folder, name)
     try:
         kind, _, value = manifest.read_text().partition("\n")
     except FileNotFoundError:
-        kind = value = ""
+        return None
     if kind == "error":
         os.utime(manifest)
         raise CompileError(value)
@@ -152,6 +153,19 @@ def cached(folder: pathlib.Path, name: str, build) -> pathlib.Path:
             blob.unlink()  # changed since it was built: never run, built again
         except FileNotFoundError:
             pass
+    return None
+
+
+def cached(folder: pathlib.Path, name: str, build) -> pathlib.Path:
+    """The file `name` of the private `folder`, verified (`_verified`). Where it is absent or
+    differs, `build(path)` writes it and its hash is recorded; where another process recorded
+    one meanwhile (traces started together), that one is used and this build dropped, so they
+    share it. A `CompileError` of `build` is recorded too and raised again at once for the
+    same `name`."""
+    private(folder)
+    found = _verified(folder, name)
+    if found is not None:
+        return found
     stem, dot, suffix = name.partition(".")
     tmp = folder / f"{stem}.{os.getpid()}.part{dot}{suffix}"
     try:
@@ -160,31 +174,44 @@ def cached(folder: pathlib.Path, name: str, build) -> pathlib.Path:
     except BaseException as err:
         tmp.unlink(missing_ok=True)
         if isinstance(err, CompileError):
-            _write_atomic(manifest, f"error\n{err}")
+            _write_atomic(_manifest(folder, name), f"error\n{err}")
         raise
+    found = _verified(folder, name)
+    if found is not None:
+        tmp.unlink()
+        return found
     blob = _blob(folder, name, content)
     tmp.replace(blob)  # atomic; the same content has the same name
-    _write_atomic(manifest, f"{HASH}\n{content}")
+    _write_atomic(_manifest(folder, name), f"{HASH}\n{content}")
     return blob
 
 
 def prune(folder: pathlib.Path, prefix: str, keep: int) -> None:
     """Remove the entries of `folder` named `prefix`... (manifest and files) beyond the `keep`
-    most recently used."""
+    most recently used, and of those kept any file its manifest no longer records (two
+    processes built it at once, and the other's record won) once it is `ORPHAN_SECONDS` old:
+    the process that built it may still be using it until then."""
     def used(path):
         try:
             return path.stat().st_mtime_ns
         except FileNotFoundError:  # another process pruned it first
             return 0
     manifests = sorted(folder.glob(f"{prefix}*.{HASH}"), key=used, reverse=True)
-    for manifest in manifests[keep:]:
+    old = time.time_ns() - ORPHAN_SECONDS * 10**9
+    for rank, manifest in enumerate(manifests):
         name = manifest.name[:-len(HASH) - 1]
         stem, dot, suffix = name.partition(".")
-        pattern = re.compile(re.escape(stem) + r"\.[0-9a-f]{64}" + re.escape(dot + suffix))
+        pattern = re.compile(re.escape(stem) + r"\.([0-9a-f]{64})" + re.escape(dot + suffix))
+        try:
+            recorded = manifest.read_text().partition("\n")[2].strip() if rank < keep else None
+        except FileNotFoundError:
+            recorded = None
         for blob in folder.glob(f"{stem}.*"):
-            if pattern.fullmatch(blob.name):
+            match = pattern.fullmatch(blob.name)
+            if match and (rank >= keep or match[1] != recorded and 0 < used(blob) < old):
                 blob.unlink(missing_ok=True)
-        manifest.unlink(missing_ok=True)
+        if rank >= keep:
+            manifest.unlink(missing_ok=True)
 
 
 # g++.

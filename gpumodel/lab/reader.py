@@ -174,6 +174,10 @@ def instantiate(source: str, kernel: str) -> tuple:
     if match is None or match.group(2) not in found:
         raise ValueError(f"kernel must name a kernel defined in source ({', '.join(found) or 'none found'}), or an "
                          f"instantiation of one as a C++ name expression (\"reduce<float>\"); got {kernel!r}")
+    problem = _template_arguments(match.group(3), source) if match.group(3) is not None else ""
+    if problem:
+        raise ValueError(f"kernel must be a C++ name expression as CuPy's name_expressions take it "
+                         f"(\"{match.group(2)}<128, float>\"): {problem}; got {kernel!r}")
     k, given = found[match.group(2)], _split(match.group(3) or "")
     names = [name for name, _ in k.template]
     if k.template and match.group(3) is None or len(given) > len(names):
@@ -186,6 +190,50 @@ def instantiate(source: str, kernel: str) -> tuple:
         return k, list(k.params)
     word = re.compile(r"\b(" + "|".join(map(re.escape, values)) + r")\b")
     return k, [(word.sub(lambda m: values[m.group(1)], t), n) for t, n in k.params]
+
+
+CPP_WORDS = {"int", "unsigned", "signed", "long", "short", "char", "float", "double", "bool", "void", "const",
+             "volatile", "true", "false", "sizeof", "alignof", "std", "size_t", "half", "__half", "nv_bfloat16",
+             "__nv_bfloat16"}
+"""Words a template argument may hold beside the source's own: C++'s types and constants."""
+
+
+def _template_arguments(text: str, source: str) -> str:
+    """What is wrong with `text`, a name expression's template arguments (between its outer
+    angle brackets), before g++ sees it: a bracket that does not close or closes nothing, an
+    empty argument, a name neither the source nor C++ declares; "" where nothing is."""
+    closing, stack = {")": "(", "]": "[", "}": "{", ">": "<"}, []
+    for c in text:
+        if c in "([{" or c == "<" and "(" not in stack:
+            stack.append(c)
+        elif c in ")]}" or c == ">" and "(" not in stack:
+            if not stack or stack.pop() != closing[c]:
+                return f"a '{c}' closes nothing (the arguments are {text!r})"
+    if stack:
+        return f"a '{stack[-1]}' is never closed (the arguments are {text!r})"
+    if text.strip() and any(not part.strip() for part in re.split(r",(?![^<(\[{]*[>)\]}])", text)):
+        return "an argument is empty"
+    words = declared_names(source) | CPP_WORDS | set(" ".join(SCALAR_TYPES).split())
+    for name in re.findall(r"(?<![\w.])[A-Za-z_]\w*", text):
+        if name not in words and VECTOR_TYPE.fullmatch(name) is None:
+            return f"{name} is declared neither in the source (a type, a constant, a macro) nor by C++ or CUDA"
+    return ""
+
+
+_DECLARING = [re.compile(p, re.M) for p in (
+    r"\b(?:struct|class|union|enum(?:\s+class)?|namespace)\s+(\w+)", r"^[ \t]*#[ \t]*define[ \t]+(\w+)",
+    r"\busing\s+(\w+)\s*=", r"\btypedef\b[^;]*?(\w+)\s*(?:\[[^\]]*\]\s*)*;",
+    r"\b(?:constexpr|const)\b[^;=(){}]*?(\w+)\s*(?:=|\{)")]
+
+
+def declared_names(source: str) -> set:
+    """The names `source` declares that a template argument may use: its types (struct, class,
+    union, enum and their members, typedef, using), namespaces, macros and constants."""
+    code = _COMMENT_OR_STRING.sub(" ", source)
+    names = {m for pattern in _DECLARING for m in pattern.findall(code)}
+    for body in re.findall(r"\benum\b[^{;]*\{([^}]*)\}", code):
+        names |= {part.split("=")[0].strip() for part in body.split(",") if part.strip()}
+    return names
 
 
 def parameters(source: str, kernel: str) -> list:
@@ -232,6 +280,13 @@ def arguments(params: list, args) -> list:
     for (ctype, name), arg in zip(params, args):
         want, vector = element_type(ctype), _vector(ctype)
         if "*" in ctype:
+            if isinstance(arg, np.ma.MaskedArray) or isinstance(arg, np.ndarray) and (arg.dtype.hasobject
+                                                                                      or not arg.dtype.isnative):
+                what = (f"a masked array: pass its data ({name}.filled(0)) or only the unmasked values"
+                        if isinstance(arg, np.ma.MaskedArray) else f"an array of {arg.dtype.str}, which is "
+                        + ("Python objects, not numbers" if arg.dtype.hasobject else "not in this machine's byte order: "
+                           f"pass {name}.astype({name}.dtype.newbyteorder('='))"))
+                raise TypeError(f"args: {name} ({ctype}) must be a plain C-contiguous NumPy array, got {what}")
             if not isinstance(arg, np.ndarray) or not arg.flags.c_contiguous or want not in (None, arg.dtype):
                 raise TypeError(f"args: {name} ({ctype}) must be a C-contiguous NumPy array of "
                                 f"{np.dtype(want).name if want else 'any dtype'}, got {type(arg).__name__}"

@@ -289,6 +289,7 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
         raise TypeError(f"source must be the kernel's CUDA C source (a str), got {type(source).__name__}")
     if not isinstance(kernel, str):
         raise TypeError(f"kernel must name a kernel defined in source (a str), got {kernel!r}")
+    kernel = kernel.strip()
     shape = launch(grid, block, shared_mem, timeout, max_threads)
     try:
         names, values = launched(source, kernel, args)

@@ -54,6 +54,11 @@ def printed(output: str, lines: int, last: bool = False) -> str:
     return "\n".join("    " + r for r in (more + cut if last else cut + more))
 
 
+LEAST_TIMEOUT = 1.0
+"""The shortest time limit a traced run may have (seconds): starting one takes about 0.1 s on a
+busy machine, so a shorter limit would stop a correct kernel as an endless loop."""
+
+
 @dataclass(frozen=True)
 class Launch:
     """A launch the lab runs: `grid` and `block` as CUDA's dim3 (x, y, z), `shared_mem` bytes of
@@ -91,8 +96,9 @@ def launch(grid, block, shared_mem: int = 0, timeout: float = 30.0, max_threads:
     shared_mem = _check.integer("shared_mem (bytes of dynamic shared memory)", shared_mem, 0, MAX_DYNAMIC_SHARED)
     if isinstance(timeout, (bool, np.bool_)) or not isinstance(timeout, numbers.Real):
         raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
-    if not 0 < timeout < math.inf:
-        raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
+    if not LEAST_TIMEOUT <= timeout < math.inf:
+        raise ValueError(f"timeout must be a finite number of seconds, at least {LEAST_TIMEOUT:g} (starting a traced "
+                         f"run alone takes about a tenth of that), got {timeout!r}")
     if not _is_int(max_threads):
         raise TypeError(f"max_threads must be an int (the most CUDA threads traced), got {max_threads!r}")
     if max_threads < 1:
@@ -242,6 +248,10 @@ def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source, memory
                        + done.stderr[done.stderr.index("deadlock:"):][:500])
     why = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
            else f"exit status {done.returncode}")
+    if math.prod(grid) * math.prod(block) > 2**31 - 1:
+        why += (f"; the launch has {math.prod(grid) * math.prod(block):,} threads, more than an int holds: an index "
+                "computed as an int (blockIdx.x * blockDim.x + threadIdx.x) wraps to a negative number past 2^31 - 1, "
+                "so compute it as size_t")
     raise LabError(f"{kernel} crashed ({why}): an access far outside its arrays, or a bad pointer (malloc "
                    f"returns NULL past the lab's memory limit of {fmt_bytes(memory)})?\n" + done.stderr[-2000:])
 

@@ -1,0 +1,302 @@
+"""The expected time's rules (`gpumodel.expected`) pinned to values derived by hand, and each
+threshold tested just below and just above: the GEMM launches' counts, the occupancy limiter,
+the tensor-core share, the waves factor, the shares accepted, the queue, Little's law's
+latency mix, the tag stage, issue, the ramp and the launch. The facts used are those of
+data/expect.toml (4 instructions a clock per SM, 1 of them a load or store, 4 tag lines a
+clock) and the presets (A100 40 GB: 108 SMs at 1.41 GHz, HBM 466 clocks, L2 262, shared 29;
+H100 SXM: 132 SMs at 1.98 GHz, HBM 700 clocks, L2 291, shared 29), each checked first."""
+
+import math
+import re
+
+import pytest
+
+import gpumodel as gm
+from gpumodel import expected as E
+from gpumodel.workloads import Workload
+
+A100, H100 = gm.gpu("A100-40GB"), gm.gpu("H100-SXM")
+
+
+def work(l2=4096.0, hbm=1024.0, flops=1e6, math_="fp32"):
+    """A workload with the bytes and FLOPs given, nothing at the SM's own levels."""
+    return Workload("w", flops, {"registers": 0.0, "smem": 0.0, "l2": l2, "hbm": hbm}, math=math_)
+
+
+def test_the_facts_and_presets_these_derivations_use():
+    f = E.facts()
+    assert (f["issue_per_sm"].value, f["lsu_per_sm"].value, f["tags_per_clock"].value) == (4, 1, 4)
+    assert (f["dequantise_int8"].value, f["dequantise_int4"].value) == (1, 3)
+    assert (A100.sms.value, A100.clock.value, H100.sms.value, H100.clock.value) == (108, 1.41e9, 132, 1.98e9)
+    assert [E.latency(H100, lv).value for lv in ("hbm", "l2")] + [E.l1_latency(H100).value] == [700, 291, 29]
+    assert E.latency(A100, "hbm").value == 466
+
+
+# gemm_launch: the naive kernel.
+
+def test_the_naive_gemm_launch_counts_by_hand():
+    """m = n = k = 64: 4,096 results, one thread each, 128 warps in 16 blocks of 256. Per warp
+    and step of k: a load of A and of B (2 tag clocks coalesced; uncoalesced A's 32 rows are 32
+    lines of one set, so 32 + 1 with B's), 2k loads and 1 store to the LSU: 128 x 129 = 16,512.
+    Sectors a step: A's word 1 (coalesced: a broadcast) or 32 (one per row), B's row 4."""
+    good, bad = E.gemm_launch(64, 64, 64), E.gemm_launch(64, 64, 64, coalesced=False)
+    for launch in (good, bad):
+        assert (launch.threads, launch.blocks, launch.registers, launch.smem, launch.rounds) == (256, 16, 32, 0, 64)
+        assert launch.lsu == 128 * (2 * 64 + 1) == 16512
+        assert launch.instructions == 64**3 / 32 + 16512
+    assert good.tags == 128 * 64 * 2 and bad.tags == 128 * 64 * 33 == 270336
+    assert good.load_bytes == 32 * 128 * 64 * (1 + 4) and bad.load_bytes == 32 * 128 * 64 * (32 + 4)
+    assert E.gemm_launch(64, 64, 64, registers=40).registers == 40
+
+
+def test_the_naive_gemm_launch_rounds_warps_and_blocks_up():
+    """m = n = 33: 1,089 results, 34.03 warps -> 35, 4.25 blocks of 256 -> 5."""
+    launch = E.gemm_launch(33, 33, 10)
+    assert launch.blocks == 5 and launch.lsu == 35 * 21 and launch.tags == 35 * 10 * 2
+
+
+# gemm_launch: the tiled kernels.
+
+def test_the_tiled_gemm_launch_counts_by_hand_and_rounds_k_tiles_up():
+    """m = n = 128, k = 100, 64 x 64 x 8 blocks of 4 x 4 thread tiles: 256 threads (8 warps),
+    2 x 2 = 4 blocks, 32 warps; ceil(100 / 8) = 13 tiles (floored: 12). A thread stages
+    (64 + 64) x 8 / 256 = 4 elements a tile (4 loads and 4 stores) and reads 4 + 4 operands per
+    step of k: lsu = 32 x 13 x (8 + 8 x 8) = 29,952; the global loads' tags 2 x 4 a tile,
+    32 x 13 x 8 = 3,328. Shared memory: (64 + 64) x 8 floats = 4,096 B (not 1,024 elements).
+    Registers: 16 accumulators, 4 + 4 operands and 24 more = 48. Bytes loaded: 4 blocks x 13
+    tiles x 1,024 floats x 4 B."""
+    launch = E.gemm_launch(128, 128, 100, (64, 64, 8), (4, 4))
+    assert (launch.threads, launch.blocks, launch.registers, launch.smem, launch.rounds) == (256, 4, 48, 4096, 13)
+    assert launch.lsu == 29952 and launch.tags == 3328
+    assert launch.load_bytes == 4 * 4 * 13 * 128 * 8 == 212992
+    assert launch.instructions == 128 * 128 * 100 / 32 + 29952
+
+
+def test_the_tiled_launch_rounds_the_grid_up_and_caps_the_registers():
+    """m = 130: ceil(130 / 64) = 3 rows of blocks x 2 = 6 blocks. A 16 x 16 thread tile asks
+    256 + 32 + 24 = 312 registers: capped at 255. Without bK the tile is one deep."""
+    assert E.gemm_launch(130, 128, 64, (64, 64, 8), (4, 4)).blocks == 6
+    assert E.gemm_launch(256, 256, 64, (128, 128, 8), (16, 16)).registers == 255
+    flat = E.gemm_launch(64, 64, 10, (64, 64), (4, 4))
+    assert flat.rounds == 10 and flat.smem == 4 * 128
+
+
+@pytest.mark.parametrize("layout, per_k, vector", [("strided", 4 + 4, 1), ("strided_a128", 4 / 4 + 4, 1),
+                                                    ("warp_tiled", (4 + 4) / 4, 4)])
+def test_each_layouts_loads_per_step_of_k(layout, per_k, vector):
+    """128^2 x 64, 64 x 64 x 8 blocks of 4 x 4: 32 warps, 8 tiles, 4 / vector staged per tile."""
+    launch = E.gemm_launch(128, 128, 64, (64, 64, 8), (4, 4), layout=layout)
+    staged = 4 / vector
+    assert launch.lsu == 32 * 8 * (2 * staged + 8 * per_k) and launch.tags == 32 * 8 * 2 * staged
+
+
+# The mechanisms: occupancy, tensor cores, tags, issue, waves, ramp, launch.
+
+def test_registers_or_shared_memory_that_set_the_warps_are_named_occupancy_threads_latency():
+    """A100, 256 threads: 8 blocks by threads. 100,000 B of shared memory (+ 1 KiB reserved)
+    leave room for 1 block: smem limits. 255 registers a thread: 8,160 a warp (rounded to 256s:
+    8,192), 2 warps per partition, 8 per SM, 1 block: registers limit. 32 registers: threads."""
+    base = dict(threads=256, blocks=1000, rounds=4)
+    for extra, hold, limiter in (({"smem": 100000}, "occupancy", "smem"), ({"registers": 255}, "occupancy", "registers"),
+                                 ({}, "latency", "threads")):
+        _, parts, _, occ, _, _ = E._mechanisms(work(), A100, E.Launch(**base, **extra))
+        assert occ == limiter and hold in parts and ({"latency", "occupancy"} - {hold}).isdisjoint(parts)
+
+
+@pytest.mark.parametrize("math_, scaled", [("fp32", False), ("tf32", True), ("fp16", True), ("bf16", True),
+                                           ("fp8", True)])
+def test_the_tensor_core_share_divides_the_compute_time_of_every_precision_but_fp32(math_, scaled):
+    gpu = gm.gpu("A100-80GB") if math_ == "tf32" else H100  # the H100 preset has no TF32 peak
+    w = work(flops=1e12, math_=math_)
+    full = E._mechanisms(w, gpu, E.Launch(256, 100))[1]["compute"]
+    half = E._mechanisms(w, gpu, E.Launch(256, 100, mma_share=0.5))[1]["compute"]
+    assert full == pytest.approx(float(gm.predict(w, gpu).times["compute"]))
+    assert half == pytest.approx(2 * full if scaled else full, rel=1e-12)
+
+
+def test_the_tag_stage_takes_four_lines_a_clock_unless_more_tags_than_loads_then_one():
+    """A100: 108 SMs x 1.41 GHz. 432 tags against 432 loads: 432 / (108 x 4 x clock) = 1 / clock;
+    433 tags against 432 loads (one set): 433 / (108 x clock)."""
+    clock = A100.clock.value
+    at = E._mechanisms(work(), A100, E.Launch(256, 100, tags=432, lsu=432))[1]
+    over = E._mechanisms(work(), A100, E.Launch(256, 100, tags=433, lsu=432))[1]
+    alone = E._mechanisms(work(), A100, E.Launch(256, 100, tags=432))[1]
+    assert at["uncoalesced"] == pytest.approx(1 / clock) and alone["uncoalesced"] == pytest.approx(1 / clock)
+    assert over["uncoalesced"] == pytest.approx(433 / 108 / clock)
+    assert E._mechanisms(work(), A100, E.Launch(256, 100))[1]["uncoalesced"] == 0
+
+
+def test_issue_is_four_instructions_a_clock_or_one_load_or_store_whichever_is_slower():
+    clock = A100.clock.value
+    instr = E._mechanisms(work(), A100, E.Launch(256, 100, instructions=108 * 40, lsu=108 * 9))[1]["issue"]
+    lsu = E._mechanisms(work(), A100, E.Launch(256, 100, instructions=108 * 40, lsu=108 * 11))[1]["issue"]
+    assert instr == pytest.approx(10 / clock) and lsu == pytest.approx(11 / clock)
+
+
+@pytest.mark.parametrize("blocks, waves", [
+    (200, 108 * 2 / 200),  # one wave (< 864 slots): 2 blocks on some SMs, rounds of 108
+    (863, 108 * 8 / 863),  # just below a full wave
+    (864, 1.0),  # 108 SMs x 8 blocks: exactly one wave
+    (865, 2 * 864 / 865),  # one block over: a second wave
+])
+def test_the_waves_factor_below_and_above_one_full_wave(blocks, waves):
+    """A100, 256 threads of 32 registers: 8 blocks an SM, 864 a wave. Fewer blocks than a wave
+    are spread over the SMs (108 x ceil(B / 108) / B); more fill whole waves (ceil(B / 864) x
+    864 / B)."""
+    assert E._mechanisms(work(), A100, E.Launch(256, blocks))[2] == pytest.approx(waves, rel=1e-12)
+
+
+def test_waves_names_the_limiter_only_past_15_percent_and_never_for_a_wait():
+    assert E._limit({"compute": 1.0}, 1.15) == ("compute", pytest.approx(1.15))
+    assert E._limit({"compute": 1.0}, 1.151) == ("waves", pytest.approx(1.151))
+    assert E._limit({"latency": 1.0, "compute": 0.9}, 1.2) == ("waves", pytest.approx(1.08))
+    assert E._limit({"latency": 1.0, "compute": 0.8}, 1.2) == ("latency", 1.0)  # 0.96 < 1: waits take no factor
+    assert E._limit({"occupancy": 1.0, "launch": 2.0}, 3.0) == ("launch", 2.0)
+
+
+def test_the_ramp_is_two_hbm_latencies_and_a_timed_kernel_waits_its_launch():
+    """A100: 2 x 466 / 1.41 GHz = 0.661 us. A tiny kernel timed back to back is held by its host
+    launch (3 us, B200's published driver launch) and adds no ramp."""
+    e = E.expect(work(), A100, E.Launch(256, 100, rounds=1))
+    assert e.parts["ramp"] == pytest.approx(2 * 466 / 1.41e9)
+    assert e.time == pytest.approx(max(v for k, v in e.parts.items() if k != "ramp") * 1.0 + e.parts["ramp"])
+    timed = E.expect(gm.vector_add(32), A100, E.Launch(32, 1, timed=True))
+    assert timed.limiter == "launch" and timed.time == E._launch_cost(A100).value == 3e-6
+    assert "launch" not in E.expect(gm.vector_add(32), A100, E.Launch(32, 1)).parts
+
+
+def test_without_a_launch_the_expected_time_is_the_bound_over_the_share():
+    w = gm.vector_add(2**24)
+    e = E.expect(w, A100)
+    p = gm.predict(w, A100)
+    assert (e.time, e.limiter, e.share, e.parts["ramp"]) == (float(p.time), "hbm", 1.0, 0.0)
+    shared = E.expect(w, A100, shares={"hbm": 0.8, "sm": 0.5})
+    assert shared.time == pytest.approx(float(p.time) / 0.8) and shared.share == 0.8
+    assert "at 80% of that" in shared.reason and "at " not in e.reason
+
+
+# Shares, mma_share: the boundaries.
+
+@pytest.mark.parametrize("share, ok", [(0.0, False), (-0.1, False), (1e-9, True), (1.0, True), (1.0 + 1e-9, False)])
+def test_a_share_must_be_above_0_and_at_most_1(share, ok):
+    w = gm.vector_add(2**20)
+    if ok:
+        assert E.expect(w, A100, shares={"hbm": share}).share == share
+        assert E.Launch(32, 1, mma_share=share).mma_share == share
+    else:
+        with pytest.raises(ValueError, match=r"shares\['hbm'\]"):
+            E.expect(w, A100, shares={"hbm": share})
+        with pytest.raises(ValueError, match="mma_share"):
+            E.Launch(32, 1, mma_share=share)
+
+
+def test_shares_must_be_a_dict_of_known_classes():
+    with pytest.raises(TypeError, match="shares must be a dict"):
+        E.expect(gm.vector_add(32), A100, shares=[("hbm", 0.5)])
+    with pytest.raises(ValueError, match="got the key 'dram'"):
+        E.expect(gm.vector_add(32), A100, shares={"dram": 0.5})
+
+
+@pytest.mark.parametrize("limiter, math_, cls", [
+    ("compute", "fp32", "sm"), ("compute", "fp16", "tensor"), ("compute", "tf32", "tensor"),
+    ("waves", "fp16", "tensor"), ("waves", "fp32", "sm"), ("issue", "fp16", "sm"), ("latency", "bf16", "sm"),
+    ("smem", "fp16", "sm"), ("hbm", "fp16", "hbm"), ("l2", "fp32", "l2"), ("launch", "fp16", "overhead"),
+    ("overhead", "fp32", "overhead")])
+def test_each_limiter_belongs_to_one_share_class(limiter, math_, cls):
+    assert E.share_class(limiter, math_) == cls
+
+
+def test_dequantising_takes_its_instructions_per_weight_at_the_issue_rate():
+    """1e9 int4 weights, 3 instructions each, on 108 SMs x 4 warp instructions x 32 lanes a
+    clock at 1.41 GHz; int8 1 instruction; fp16 none."""
+    rate = 108 * 4 * 32 * 1.41e9
+    assert E.dequantise_time(1e9, "int4", A100) == pytest.approx(3e9 / rate, rel=1e-12)
+    assert E.dequantise_time(1e9, "int8", A100) == pytest.approx(1e9 / rate, rel=1e-12)
+    assert E.dequantise_time(1e9, "fp16", A100) == 0.0
+    e = E.expect(gm.vector_add(32), A100, dequantise=1.0)
+    assert e.limiter == "dequantise" and e.parts["dequantise"] == 1.0 and e.time == pytest.approx(1.0)
+
+
+# The queue and Little's law.
+
+def test_the_queue_by_hand_and_between_whole_populations():
+    """Erlang B with a = think / service = 1: B(1) = 1/2, B(2) = (1/2) / (1 + 1 + 1/2) = 1/5, so
+    X(1) = 1/2, X(2) = 4/5 a service time; X(1.5) halfway, X(0.5) half of X(1)."""
+    assert E.served(1, 1.0, 1.0) == pytest.approx(0.5)
+    assert E.served(2, 1.0, 1.0) == pytest.approx(0.8)
+    assert E.served(1.5, 1.0, 1.0) == pytest.approx(0.65)
+    assert E.served(0.5, 1.0, 1.0) == pytest.approx(0.25)
+    assert E.served(2, 2.0, 0.5) == pytest.approx((1 - 8 / 13) / 0.5)  # a = 4: B(2) = 8 / (1 + 4 + 8)
+    for bad in ((0, 1.0, 1.0), (1, 0.0, 1.0), (1, 1.0, -1.0)):
+        with pytest.raises(ValueError, match="must be a finite number"):
+            E.served(*bad)
+
+
+def test_a_round_waits_its_slowest_sector_from_hbm_l2_or_l1():
+    """H100, 8,192 B requested in rounds of 64 B (2 sectors) over a workload of 4,096 B at L2
+    and 1,024 at HBM: a sector from beyond L1 with probability 1/2, from HBM 1/8. A round of two
+    waits HBM with 1 - (7/8)^2 = 15/64, L2 with 3/4 - 15/64, L1 (all hit) with 1/4. With 32 B in
+    flight (one sector) the queue serves one at a time: a round takes the unloaded latency plus a
+    service time (32 B at the busier level's rate)."""
+    w = work(l2=4096.0, hbm=1024.0, flops=0.0)
+    launch = E.Launch(32, 1, rounds=128, load_bytes=8192)
+    wps = 32 / (132 * 64)
+    lat = E.latency_time(w, H100, launch, wps)
+    unloaded = (15 / 64 * 700 + (3 / 4 - 15 / 64) * 291 + 1 / 4 * 29) / 1.98e9
+    p = gm.predict(w, H100)
+    level = "l2" if p.level_times["l2"] > p.level_times["hbm"] else "hbm"
+    service = 32 * float(p.level_times[level]) / 8192
+    assert lat["in_flight"] == pytest.approx(32) and lat["unloaded"] == pytest.approx(unloaded, rel=1e-12)
+    assert lat["level"] == level and lat["loaded"] == pytest.approx(unloaded + service, rel=1e-9)
+    assert lat["time"] == pytest.approx(8192 / 32 * (unloaded + service), rel=1e-9)
+
+
+def test_without_load_bytes_the_requests_are_the_l2_bytes_and_without_rounds_nothing_waits():
+    """vector_add(2^10): 12,288 B at L2 and HBM; 2 warps x 256 rounds: 24 B a round, one sector,
+    always from HBM."""
+    w = gm.vector_add(2**10)
+    lat = E.latency_time(w, H100, E.Launch(32, 2, rounds=256), 1.0)
+    assert lat["in_flight"] == pytest.approx(132 * 24) and lat["unloaded"] == pytest.approx(700 / 1.98e9)
+    assert E.latency_time(w, H100, E.Launch(32, 2), 1.0) == {"time": 0.0, "in_flight": 0.0, "unloaded": 0.0,
+                                                             "loaded": 0.0, "level": ""}
+    with pytest.raises(ValueError, match="warps_per_sm must be"):
+        E.latency_time(w, H100, E.Launch(32, 2, rounds=1), 0.0)
+
+
+def test_a_latency_limit_that_queues_past_twice_the_unloaded_latency_is_named_for_its_level():
+    """The latency part whose loaded latency is at least twice the unloaded one is the level's
+    bandwidth: 16,384 warps of one round of 6 KiB on the H100 (the HBM time, queued)."""
+    w = gm.vector_add(2**26)
+    e = E.expect(w, H100, E.Launch(256, 2**14, rounds=1))
+    assert e.latency["loaded"] >= 2 * e.latency["unloaded"] and e.limiter == "hbm"
+    few = E.expect(gm.vector_add(2**10), H100, E.Launch(32, 2, rounds=256))
+    assert few.latency["loaded"] < 2 * few.latency["unloaded"] and few.limiter == "latency"
+
+
+def test_the_launch_cost_is_the_published_driver_launch_or_the_nearest_said_to_be_an_estimate():
+    """The B200 has a published driver launch (tritonbench, 3 us, measured); the A100 none, so it
+    takes that one as an estimate, naming whose it is."""
+    b200 = E._launch_cost(gm.gpu("B200"))
+    assert (b200.value, b200.unit, b200.kind, b200.source) == (3e-6, "s", "measured", "tritonbench_pr1017")
+    a100 = E._launch_cost(A100)
+    assert (a100.value, a100.unit, a100.kind, a100.source, a100.where) == (3e-6, "s", "estimate", "tritonbench_pr1017",
+                                                                          b200.where)
+    assert a100.note == "B200's driver launch: a host cost, the one published"
+
+
+def test_the_naive_grid_is_256_thread_blocks_rounded_up():
+    """16 x 257 = 4,112 results: 16.06 blocks of 256 -> 17."""
+    assert E.gemm_launch(16, 257, 1).blocks == 17
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: E.gemm_launch(0, 64, 64), "m"), (lambda: E.gemm_launch(64, 0, 64), "n"),
+    (lambda: E.gemm_launch(64, 64, 0), "k"), (lambda: E.gemm_launch(64, 64, 64, coalesced=1), "coalesced"),
+    (lambda: E.gemm_launch(64, 64, 64, registers=0), "registers"),
+    (lambda: E.gemm_launch(64, 64, 64, (64, 64, 8), (4, 4), layout="diagonal"), "layout"),
+    (lambda: E.dequantise_time(-1.0, "int4", A100), "weights"),
+    (lambda: E.dequantise_time(1.0, "int3", A100), "weight"),
+])
+def test_bad_launch_and_dequantise_inputs_are_refused_naming_the_parameter(call, name):
+    with pytest.raises(ValueError, match=f"^{re.escape(name)} must"):
+        call()
