@@ -369,12 +369,19 @@ def test_half2_arithmetic_rounding_intrinsics_and_vectors_by_value():
         trace(HALF2_AND_ROUNDING, "axpb2", 2, 64, [(1.5, 1e6), (0.25, 2.0), x, y, s, n])
 
 
-def test_host_code_and_a_header_the_lab_lacks_are_named_as_such():
-    host = "__global__ void scale(float* x) { x[threadIdx.x] *= 2; }\nint main() {\n    float* d;\n" \
-           "    cudaMalloc(&d, 128);\n    scale<<<1, 32>>>(d);\n}\n"
-    with pytest.raises(LabError, match=r"Line 2 is host code \(`int main\(\) \{`\): the lab, as CuPy's RawModule, "
-                       r"compiles device code only"):
-        trace(host, "scale", 1, 32, [np.ones(32, np.float32)])
+def test_a_file_with_its_host_code_traces_the_kernel_named_and_host_code_never_runs():
+    host = ("#include <cublasLt.h>\nextern cudaDeviceProp deviceProp;\n"
+            "__global__ void scale(float* x) { x[threadIdx.x] *= 2; }\nint main() {\n    float* d;\n"
+            "    cudaMalloc(&d, 128);\n    scale<<<1, 32>>>(d);\n    printf(\"%d\", deviceProp.warpSize);\n}\n")
+    x = np.ones(32, np.float32)
+    assert trace(host, "scale", 1, 32, [x]).output == "" and np.array_equal(x, np.full(32, 2.0))
+    wrong = host.replace("cudaMalloc(&d, 128)", "cudaMalloc(&d, 128, 3)")
+    with pytest.raises(LabError, match=r"Line 4 is host code \(`int main\(\) \{`\): the lab compiles a file's host code "
+                       r"against declarations"):
+        trace(wrong, "scale", 1, 32, [np.ones(32, np.float32)])
+
+
+def test_a_header_the_lab_lacks_is_named_as_such():
     extension = "#include <torch/extension.h>\n__global__ void k(float* y) { y[0] = 1; }\n"
     with pytest.raises(LabError, match=r"torch/extension.h is not a header the lab has: leave its #include out"):
         trace(extension, "k", 1, 32, [np.zeros(32, np.float32)])

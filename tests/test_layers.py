@@ -16,7 +16,7 @@ LAYERS = ("core", "cuda", "lab", "course", "book")
 THIRD_PARTY = {
     "core": {"numpy", "tomli"},
     "cuda": {"numpy", "cupy", "cupy_backends", "pynvml"},
-    "lab": {"numpy"},
+    "lab": {"numpy", "ml_dtypes"},
     "course": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython"},
     "book": {"numpy", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient", "fontTools",
              "sphinx", "docutils", "latex2mathml"},  # the last three: the Sphinx extension (book/mathml)

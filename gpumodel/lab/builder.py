@@ -28,14 +28,14 @@ import time
 from ..folders import create, problems
 from ..units import fmt_bytes
 from .limits import COMPILE_MEMORY, COMPILE_SECONDS, LabError, limit_message, run
-from .reader import ARCH, SOURCE_NAME, SUPPORTED, arch_number, entries, host_code, shared_declarations
+from .reader import ARCH, SOURCE_NAME, SUPPORTED, arch_number, entries, for_gxx, host_code
 
 HERE = pathlib.Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
 """Stand-ins for the CUDA headers device code includes (`cuda_runtime.h`, `cooperative_groups.h`
 ...), first on the include path."""
 KERNEL_FLAGS = ["-std=c++20", "-O1", "-gdwarf-4", "-fno-tree-vectorize", "-fno-tree-sra", "-fsanitize=thread",
-                "-fstack-clash-protection", "-pthread", "-fPIE"]
+                "-fstack-clash-protection", "-pthread", "-fPIE", "-ffunction-sections", "-fdata-sections"]
 """-O1 keeps values in registers as a GPU compiler would; no vectorizer, which would merge a
 thread's loads; no scalar replacement of aggregates, which would split a float4 (or float2,
 int4, double2) load or store into its fields where the GPU issues one 64- or 128-bit access
@@ -43,7 +43,9 @@ int4, double2) load or store into its fields where the GPU issues one 64- or 128
 -fstack-clash-protection makes a frame larger than a page touch each page, so a large local
 array meets the guard page below its fiber's stack (a stack overflow) rather than another's stack.
 Position-independent (and linked -pie), so a code offset from the start of the executable is
-the address addr2line reads."""
+the address addr2line reads. A section per function and per static, so that linking with
+--gc-sections drops the file's host code (never run) and what only it names (cuBLAS, a
+`cudaDeviceProp` declared extern)."""
 RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread", "-fPIE"]
 EMULATOR_FLAGS = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread"]
 """The CPU emulator's library: no tracing hooks, position-independent."""
@@ -235,6 +237,9 @@ def diagnostics(stderr: str, source_name: str) -> list:
                 here = f"{source_name}:{m['line']}" + (f":{m['column']}" if m["column"] else "")
                 continue
             inside = os.path.basename(m["file"])
+            if _learners(m["file"]):  # a header of the learner's own (found through -I): its own line
+                rows.append(f"{inside}:{m['line']}" + (f":{m['column']}" if m["column"] else "") + f": {m['kind']}: {m['text']}")
+                continue
             at = here or f"{inside}:{m['line']}" + (f":{m['column']}" if m["column"] else "")
             rows.append(f"{at}: {m['kind']}: {m['text']}" + (f" (inside {inside})" if here else ""))
         elif (m := _FUNCTION.match(row)) is not None:
@@ -247,6 +252,12 @@ def diagnostics(stderr: str, source_name: str) -> list:
             found = learner.findall(row)  # "kernel.cu:3:12:   required from here", "In file included from kernel.cu:1"
             here = found[-1] if found else here
     return rows
+
+
+def _learners(file: str) -> bool:
+    """Whether a file g++ names is one of the learner's (not the lab's stand-in, not the system's)."""
+    path = pathlib.Path(file)
+    return path.is_absolute() and HERE not in path.parents and not file.startswith(("/usr/", "/opt/", "/lib"))
 
 
 _NO_HEADER = re.compile(r"fatal error: (\S+): No such file or directory")
@@ -275,6 +286,12 @@ def compile_flags(arch: str = ARCH) -> list:
     return [f"-I{INCLUDE}", f"-I{HERE}", "-D__CUDACC__", f"-D__CUDA_ARCH__={arch_number(arch)}", "-Werror=vla"]
 
 
+def _stand_in() -> bytes:
+    """The lab's stand-in for CUDA, as bytes: cuda_emu.h and every header of include/ (what a
+    cached header or runtime was built from)."""
+    return b"".join(path.read_bytes() for path in [HERE / "cuda_emu.h", *sorted(INCLUDE.rglob("*.h"))])
+
+
 def _prologue(traced: bool) -> str:
     return f'{"#define GM_LAB_TRACE" if traced else ""}\n#include "cuda_emu.h"\n'
 
@@ -291,7 +308,7 @@ def precompiled(flags: list, traced: bool = False) -> list:
     cache (`cache_folder`) and verified by its hash before each use."""
     folder = cache_folder()
     text = _prologue(traced)
-    key = digest((text + (HERE / "cuda_emu.h").read_text() + str(flags) + _compiler_version()).encode())
+    key = digest(text.encode() + _stand_in() + (str(flags) + _compiler_version()).encode())
 
     def make(gch):
         header = gch.with_suffix("")
@@ -323,8 +340,8 @@ def wrapper(source: str, names: list, traced: bool = False) -> str:
     `names` with `args` (a pointer's value, a scalar's address), itself not instrumented (g++
     does not inline across that difference). Untraced, `emu_launch_kernel` launches it on a grid."""
     cases = " ".join(f"case {i}: emu_call(&{name}, a); break;" for i, name in enumerate(names))
-    text = (f'{_prologue(traced)}#line 1 "{SOURCE_NAME}"\n'
-            f'{shared_declarations(source)}\n#line 1 "gm_body.cpp"\n'
+    text = (f'{_prologue(traced)}#define main gm_learner_main\n#line 1 "{SOURCE_NAME}"\n'
+            f'{for_gxx(source)}\n#undef main\n#line 1 "gm_body.cpp"\n'
             f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(int kernel, void** a) {{\n'
             f"    switch (kernel) {{ {cases} }}\n}}\n")
     if not traced:
@@ -336,16 +353,18 @@ def wrapper(source: str, names: list, traced: bool = False) -> str:
 
 def _runtime(folder: pathlib.Path) -> pathlib.Path:
     """The runtime's object file, built once per version of its sources, verified by its hash."""
-    sources = (HERE / "trace_runtime.cpp").read_bytes() + (HERE / "cuda_emu.h").read_bytes()
+    sources = (HERE / "trace_runtime.cpp").read_bytes() + _stand_in()
     obj = cached(folder, f"runtime-{digest(sources + str(RUNTIME_FLAGS).encode())}.o", lambda out: gxx(
-        [*RUNTIME_FLAGS, f"-I{HERE}", "-c", str(HERE / "trace_runtime.cpp"), "-o", str(out)], "the lab's runtime"))
+        [*RUNTIME_FLAGS, f"-I{INCLUDE}", f"-I{HERE}", "-c", str(HERE / "trace_runtime.cpp"), "-o", str(out)],
+        "the lab's runtime"))
     prune(folder, "runtime-", RUNTIME_KEEP)
     return obj
 
 
-def build(source: str, names: list | None = None, arch: str = ARCH) -> pathlib.Path:
+def build(source: str, names: list | None = None, arch: str = ARCH, options: tuple = ()) -> pathlib.Path:
     """The traced executable for the kernels `names` of `source` (`reader.entries`: those that
-    are not templates, by default), compiled for `arch`, cached by content (a failed build too)
+    are not templates, by default), compiled for `arch` with g++'s `options`
+    (`reader.compile_options`), cached by content (a failed build too)
     and verified by its hash. Raises `LabError` with g++'s messages when the source does not
     compile."""
     if not shutil.which("g++"):
@@ -353,7 +372,7 @@ def build(source: str, names: list | None = None, arch: str = ARCH) -> pathlib.P
     folder = cache_folder()
     runtime = _runtime(folder)
     text = wrapper(source, entries(source) if names is None else names, traced=True)
-    flags = [*KERNEL_FLAGS, *compile_flags(arch)]
+    flags = [*KERNEL_FLAGS, *compile_flags(arch), *options]
     key = digest((text + str(flags) + runtime.name).encode())
 
     def make(exe):
@@ -363,7 +382,7 @@ def build(source: str, names: list | None = None, arch: str = ARCH) -> pathlib.P
             compile_with_header([*flags, "-c", str(cpp), "-o", str(obj)], precompiled(flags, traced=True), "the kernel",
                                 source)
             try:
-                gxx([str(obj), str(runtime), "-pthread", "-pie", "-o", str(exe)], "the traced kernel")
+                gxx([str(obj), str(runtime), "-pthread", "-pie", "-Wl,--gc-sections", "-o", str(exe)], "the traced kernel")
             except CompileError as err:  # a link may fail for want of the runtime (another process pruned it): not cached
                 raise LabError(str(err)) from None
         finally:

@@ -466,3 +466,14 @@ inline void emu_launch(dim3 grid, dim3 block, size_t shared_mem, const std::func
             for (unsigned bx = 0; bx < grid.x; ++bx) emu_run_block(block, {bx, by, bz}, thread);
 }
 #endif
+
+// CUDA's math library declares these for device code in the global namespace, as C's math.h
+// does (libstdc++'s <cmath> keeps them in std).
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+using std::signbit;
+
+// What nvcc makes visible in every source without an include: the runtime's host API (declared
+// only, see include/cuda_runtime.h) and, through it, the C string functions (memcpy in device code).
+#include "cuda_runtime.h"

@@ -17,7 +17,7 @@ from .. import _check
 from ..cuda.runtime import Timing
 from ..units import fmt_time
 from .limits import LabError
-from .reader import ARCH, arguments, parameters
+from .reader import ARCH, launched
 from .reporter import Trace, trace
 
 
@@ -98,7 +98,7 @@ def _on_gpu(source: str, kernel: str, traced: Trace, inputs: list, flops: float,
     except Exception as err:  # CuPy's CompileException, or the driver's error  # noqa: BLE001
         raise LabError(f"CuPy (NVRTC) does not compile {kernel}, though g++ did:\n{err}") from None
     # A scalar as its parameter's exact C type: CuPy passes a Python int as 64 bits, a float as a double.
-    args = tuple(cp.asarray(v) if isinstance(v, np.ndarray) else v for v in arguments(parameters(source, kernel), inputs))
+    args = tuple(cp.asarray(v) if isinstance(v, np.ndarray) else v for v in launched(source, kernel, inputs)[1])
     grid, block = tuple(traced.grid), tuple(traced.block)
     try:
         function(grid, block, args, shared_mem=shared_mem)

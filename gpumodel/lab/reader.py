@@ -6,7 +6,7 @@ What it reads: each `__global__` function's template and parameters (`declaratio
 comments, `__launch_bounds__(...)` and default arguments), a kernel named as CuPy's
 `name_expressions` name it (`instantiate`), the C type of each argument (`element_type`,
 `arguments`), the source's `extern __shared__` arrays rewritten for the launch
-(`shared_declarations`), and the line table (`lines`: a code offset to its line and column,
+(`for_gxx`), and the line table (`lines`: a code offset to its line and column,
 `dwarf.py` reading the columns; `shared_gaps`: the stretches past each `__shared__` array)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 from .dwarf import line_table, locate
@@ -35,7 +36,9 @@ def _scalar_types() -> dict:
     """C scalar type (as written, words separated by one space) -> NumPy dtype."""
     types = {"float": np.float32, "double": np.float64, "half": np.float16, "__half": np.float16, "bool": np.bool_,
              "char": np.int8, "size_t": np.uint64, "ptrdiff_t": np.int64, "ssize_t": np.int64, "intptr_t": np.int64,
-             "uintptr_t": np.uint64, "uint": np.uint32, "ushort": np.uint16, "ulong": np.uint64, "uchar": np.uint8}
+             "uintptr_t": np.uint64, "uint": np.uint32, "ushort": np.uint16, "ulong": np.uint64, "uchar": np.uint8,
+             "__nv_bfloat16": ml_dtypes.bfloat16, "nv_bfloat16": ml_dtypes.bfloat16,
+             "__nv_fp8_e4m3": ml_dtypes.float8_e4m3fn, "__nv_fp8_e5m2": ml_dtypes.float8_e5m2}
     for bits, names in ((8, ["char"]), (16, ["short", "short int"]), (32, ["int", ""]),
                         (64, ["long", "long int", "long long", "long long int"])):
         signed, unsigned = np.dtype(f"int{bits}").type, np.dtype(f"uint{bits}").type
@@ -47,9 +50,9 @@ def _scalar_types() -> dict:
 
 SCALAR_TYPES = _scalar_types()
 VECTOR_TYPE = re.compile(r"(?P<unsigned>u?)(?P<base>char|short|int|longlong|long|float|double)(?P<n>[1-4])|"
-                         r"(?:__)?(?P<half>half)(?P<half_n>2)")
-"""CUDA's vector types (`float4`, `uint2`, `double2` ..., `half2`): a pointer to one takes an array
-of its component, one by value a tuple of its components."""
+                         r"(?:__)?(?P<half>half)(?P<half_n>2)|(?:__)?(?P<bf>nv_bfloat16)2")
+"""CUDA's vector types (`float4`, `uint2`, `double2` ..., `half2`, `__nv_bfloat162`): a pointer to
+one takes an array of its component, one by value a tuple of its components."""
 
 
 def _vector(ctype: str):
@@ -57,8 +60,8 @@ def _vector(ctype: str):
     match = VECTOR_TYPE.fullmatch(base_type(ctype))
     if match is None:
         return None
-    if match["half"]:
-        return "half", 2
+    if match["half"] or match["bf"]:
+        return ("half" if match["half"] else "__nv_bfloat16"), 2
     return ("unsigned " if match["unsigned"] else "") + match["base"].replace("longlong", "long long"), int(match["n"])
 QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "typename"}
 SOURCE_NAME = "kernel.cu"
@@ -68,11 +71,13 @@ SOURCE_NAME = "kernel.cu"
 @dataclass(frozen=True)
 class Kernel:
     """A `__global__` function of a source: its `name`, its `template` parameters ((name, default
-    or None) each; empty when it is not a template) and its `params` ((type, name) each)."""
+    or None) each; empty when it is not a template), its `params` ((type, name) each) and their
+    `defaults` (each parameter's default argument as written, or None)."""
 
     name: str
     template: tuple
     params: tuple
+    defaults: tuple = ()
 
 
 _COMMENT_OR_STRING = re.compile(r"//[^\n]*|/\*[\s\S]*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'")
@@ -132,8 +137,9 @@ def declarations(source: str) -> list:
                 at, word = _closing(code, token.start(1)), None
             elif tok == "(":
                 inside = code[at:_closing(code, token.start(1)) - 1]
-                params = tuple(_declared(p) for p in _split(inside))
-                found.setdefault(word, Kernel(word, _template(code, match.start()), params if params != (("void", ""),) else ()))
+                parts = [p for p in _split(inside) if _declared(p) != ("void", "")]
+                defaults = tuple((_split(p, "=")[1:] or [None])[0] for p in parts)
+                found.setdefault(word, Kernel(word, _template(code, match.start()), tuple(map(_declared, parts)), defaults))
                 break
             elif re.fullmatch(r"\w+", tok):
                 word = tok
@@ -152,7 +158,8 @@ def _template(code: str, at: int) -> tuple:
     params = []
     for part in _split(code[opening + 1:_closing(code, opening) - 1]):
         head, *default = _split(part, "=")
-        params.append((re.findall(r"\w+", head)[-1], default[0] if default else None))
+        pointer = re.search(r"\(\s*\*\s*(\w+)\s*\)", head)  # a function pointer: T (*NAME)(args)
+        params.append((pointer[1] if pointer else re.findall(r"\w+", head)[-1], default[0] if default else None))
     return tuple(params)
 
 
@@ -164,11 +171,13 @@ def kernels(source: str) -> list:
 _EXPRESSION = re.compile(r"\s*((?:\w+\s*::\s*)*)(\w+)\s*(?:<(.*)>)?\s*", re.S)
 
 
-def instantiate(source: str, kernel: str) -> tuple:
+def instantiate(source: str, kernel: str, defines: dict | None = None, folders: tuple = ()) -> tuple:
     """The `Kernel` that `kernel` names in `source` (a name, or a C++ name expression as CuPy's
     `name_expressions` take it: "reduce<float>", "sgemm<128, 128, 8>") and its parameters
-    ((type, name) each) with the template's arguments in place of its parameters. ValueError
-    where it names no kernel of the source, or a template without its arguments."""
+    ((type, name) each) with the template's arguments in place of its parameters and the
+    source's type aliases resolved (`aliases`, under `defines`, the headers it includes from
+    `folders` read too). ValueError where it names no
+    kernel of the source, or a template without its arguments."""
     match = _EXPRESSION.fullmatch(kernel) if isinstance(kernel, str) else None
     found = {k.name: k for k in declarations(source)}
     if match is None or match.group(2) not in found:
@@ -186,10 +195,93 @@ def instantiate(source: str, kernel: str) -> tuple:
     values = dict(zip(names, given + [default for _, default in k.template[len(given):]]))
     if None in values.values():
         raise ValueError(f"{kernel} leaves out {', '.join(n for n, v in values.items() if v is None)}, which have no default")
-    if not values:
-        return k, list(k.params)
-    word = re.compile(r"\b(" + "|".join(map(re.escape, values)) + r")\b")
-    return k, [(word.sub(lambda m: values[m.group(1)], t), n) for t, n in k.params]
+    values |= aliases(with_headers(source, folders), defines or {})
+    return k, [(_resolved(t, values), n) for t, n in k.params]
+
+
+def _resolved(ctype: str, names: dict) -> str:
+    """`ctype` with each word `names` holds replaced by its value, again while any is left (an
+    alias of an alias), at most 8 deep."""
+    word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b") if names else None
+    for _ in range(8):
+        if word is None or not word.search(ctype):
+            break
+        ctype = " ".join(word.sub(lambda m: f" {names[m.group(1)]} ", ctype).replace("*", " * ").split())
+    return ctype
+
+
+_DIRECTIVE_LINE = re.compile(r"^[ \t]*#[ \t]*(\w+)[ \t]*(.*?)[ \t]*$")
+
+
+def _condition(text: str, defines: dict) -> bool | None:
+    """The value of an #if's condition under `defines` (name -> value), None where the lab cannot
+    read it (a macro call, a comparison of a type): then both branches count."""
+    text = re.sub(r"\bdefined\s*(?:\(\s*(\w+)\s*\)|(\w+))", lambda m: " 1 " if (m[1] or m[2]) in defines else " 0 ", text)
+    text = re.sub(r"[A-Za-z_]\w*", lambda m: f" {defines.get(m[0], '0')} ", text)
+    text = text.replace("&&", " and ").replace("||", " or ").replace("!=", " != ")
+    text = re.sub(r"!(?!=)", " not ", text)
+    if re.fullmatch(r"(?:\s|\d+|[()<>=!+\-*/%]|\band\b|\bor\b|\bnot\b)*", text) is None or re.search(r"\d\s*\(", text):
+        return None  # a name called as a function-like macro, or anything but numbers and operators
+    try:
+        return bool(eval(text, {"__builtins__": {}}, {}))  # digits, operators, and/or/not only (checked above)
+    except (SyntaxError, ZeroDivisionError, TypeError):
+        return None
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*["<]([^">]+)[">]', re.M)
+MOST_HEADERS = 32
+"""The most headers `with_headers` reads into a source."""
+
+
+def with_headers(source: str, folders) -> str:
+    """`source` with each `#include` of a header found in `folders` replaced by the header's
+    text (and its own includes, each header once, at most `MOST_HEADERS`): what the preprocessor
+    reads, for the type aliases."""
+    seen = set()
+
+    def expand(match):
+        found = next((f / match[1] for f in folders if (f / match[1]).is_file()), None)
+        if found is None or found.resolve() in seen or len(seen) >= MOST_HEADERS:
+            return match[0]
+        seen.add(found.resolve())
+        return _INCLUDE.sub(expand, found.read_text(errors="replace"))
+    return _INCLUDE.sub(expand, source) if folders else source
+
+
+def aliases(source: str, defines: dict) -> dict:
+    """The type aliases `source` declares where the preprocessor would keep them under `defines`
+    (the -D options): `typedef T name;`, `using name = T;`, `#define name T` (a type of words,
+    :: and *). A branch of #if / #ifdef / #ifndef / #elif / #else whose condition the lab cannot
+    read counts; an alias it gives two meanings is left out (g++ decides)."""
+    found, defined, stack = {}, dict(defines), []  # stack: (this branch on, a branch taken, the outer on)
+    code = _COMMENT_OR_STRING.sub(" ", source)
+    for line in code.splitlines():
+        on = all(s[0] is not False for s in stack)
+        directive = _DIRECTIVE_LINE.match(line)
+        if directive:
+            word, rest = directive[1], directive[2]
+            if word in ("if", "ifdef", "ifndef"):
+                value = (_condition(rest, defined) if word == "if" else (rest.split()[0] in defined) == (word == "ifdef")
+                         if rest else None)
+                stack.append([value, value is True])
+            elif word == "elif" and stack:
+                value = False if stack[-1][1] else _condition(rest, defined)
+                stack[-1] = [value, stack[-1][1] or value is True]
+            elif word == "else" and stack:
+                stack[-1] = [None if stack[-1][0] is None else not stack[-1][1], True]
+            elif word == "endif" and stack:
+                stack.pop()
+            elif word == "define" and on and (m := re.fullmatch(r"(\w+)(?:\s+(.*))?", rest)):
+                defined[m[1]] = (m[2] or "1").strip()
+                if m[2] and re.fullmatch(r"[\w\s:*]+", m[2]) and not re.fullmatch(r"[\d\s]+", m[2]):
+                    found.setdefault(m[1], set()).add(" ".join(m[2].split()))
+            continue
+        if not on:
+            continue
+        for m in re.finditer(r"\btypedef\s+([\w\s:*]+?)\s*\b(\w+)\s*;|\busing\s+(\w+)\s*=\s*([\w\s:*]+?)\s*;", line):
+            name, target = (m[2], m[1]) if m[2] else (m[3], m[4])
+            found.setdefault(name, set()).add(" ".join(target.replace("*", " * ").split()))
+    return {name: targets.pop() for name, targets in found.items() if len(targets) == 1}
 
 
 CPP_WORDS = {"int", "unsigned", "signed", "long", "short", "char", "float", "double", "bool", "void", "const",
@@ -223,12 +315,13 @@ def _template_arguments(text: str, source: str) -> str:
 _DECLARING = [re.compile(p, re.M) for p in (
     r"\b(?:struct|class|union|enum(?:\s+class)?|namespace)\s+(\w+)", r"^[ \t]*#[ \t]*define[ \t]+(\w+)",
     r"\busing\s+(\w+)\s*=", r"\btypedef\b[^;]*?(\w+)\s*(?:\[[^\]]*\]\s*)*;",
-    r"\b(?:constexpr|const)\b[^;=(){}]*?(\w+)\s*(?:=|\{)")]
+    r"\b(?:constexpr|const)\b[^;=(){}]*?(\w+)\s*(?:=|\{)", r"\b(?:__device__|__host__)\b[^;{}()=]*?\b(\w+)\s*\(")]
 
 
 def declared_names(source: str) -> set:
     """The names `source` declares that a template argument may use: its types (struct, class,
-    union, enum and their members, typedef, using), namespaces, macros and constants."""
+    union, enum and their members, typedef, using), namespaces, macros, constants and device
+    functions."""
     code = _COMMENT_OR_STRING.sub(" ", source)
     names = {m for pattern in _DECLARING for m in pattern.findall(code)}
     for body in re.findall(r"\benum\b[^{;]*\{([^}]*)\}", code):
@@ -266,20 +359,29 @@ def element_type(ctype: str):
                     f"CUDA's vector types (float4, int2, half2 ...) and void, and those by value; not {ctype}")
 
 
-def arguments(params: list, args) -> list:
+def arguments(params: list, args, defaults: tuple = ()) -> list:
     """Each of `args` as a launch passes it to `params` ((type, name) each): a pointer's C-contiguous
-    NumPy array of the pointee's dtype itself (writeable unless the pointee is const), a scalar
-    as a NumPy scalar of its parameter's C type: an integer (not a bool) within the type's range
-    for an integer type, a real number within its range for a floating-point one, a bool for
-    bool; TypeError or ValueError naming the parameter otherwise, never a value converted."""
+    NumPy array of the pointee's dtype itself (writeable unless the pointee is const), or None for
+    NULL; a scalar as a NumPy scalar of its parameter's C type: an integer (not a bool) within the
+    type's range for an integer type, a real number within its range for a floating-point one, a
+    bool for bool; TypeError or ValueError naming the parameter otherwise, never a value
+    converted. Parameters left out at the end take their `defaults` (`default_value`), as C++
+    applies them."""
     if not isinstance(args, (list, tuple)):
         raise TypeError(f"args must be a list of the kernel's arguments, got {type(args).__name__}")
-    if len(args) != len(params):
-        raise ValueError(f"args must hold one value per parameter ({', '.join(n for _, n in params)}), got {len(args)}")
+    defaults = tuple(defaults) + (None,) * (len(params) - len(defaults))
+    optional = len(params) - next((i + 1 for i in reversed(range(len(params))) if defaults[i] is None), 0)
+    if not len(params) - optional <= len(args) <= len(params):
+        given = f" (the last {optional} have defaults)" if optional else ""
+        raise ValueError(f"args must hold one value per parameter ({', '.join(n for _, n in params)}){given}, "
+                         f"got {len(args)}")
+    args = [*args, *(default_value(*params[i], defaults[i]) for i in range(len(args), len(params)))]
     converted = []
     for (ctype, name), arg in zip(params, args):
         want, vector = element_type(ctype), _vector(ctype)
-        if "*" in ctype:
+        if "*" in ctype and arg is None:
+            converted.append(None)  # NULL
+        elif "*" in ctype:
             if isinstance(arg, np.ma.MaskedArray) or isinstance(arg, np.ndarray) and (arg.dtype.hasobject
                                                                                       or not arg.dtype.isnative):
                 what = (f"a masked array: pass its data ({name}.filled(0)) or only the unmasked values"
@@ -309,6 +411,28 @@ def arguments(params: list, args) -> list:
     return converted
 
 
+_LITERAL = re.compile(r"([+-]?(?:0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))([fFlLuU]*)")
+
+
+def default_value(ctype: str, name: str, text: str):
+    """The value C++ gives parameter `name` of `ctype` from its default argument `text`: None
+    for a pointer's NULL, nullptr or 0; a number or bool for a literal. ValueError where the
+    lab cannot evaluate it (an expression: pass the value)."""
+    text = text.strip()
+    if "*" in ctype and text in ("NULL", "nullptr", "0"):
+        return None
+    match = _LITERAL.fullmatch(text)
+    if text in ("true", "false"):
+        return text == "true"
+    if match and "*" not in ctype:
+        number = match[1]
+        if number.lower().startswith(("0x", "-0x", "+0x")):
+            return int(number, 16)
+        return float(number) if re.search(r"[.eE]", number) or "f" in match[2].lower() else int(number)
+    raise ValueError(f"args: {name} ({ctype}) has the default {text}, which the lab does not evaluate: pass its "
+                     "value in args")
+
+
 def _scalar(ctype: str, name: str, dtype: np.dtype, arg):
     """`arg` as a NumPy scalar of `dtype`, the type of parameter `name` (`arguments`' rules)."""
     is_bool = isinstance(arg, (bool, np.bool_))
@@ -326,7 +450,7 @@ def _scalar(ctype: str, name: str, dtype: np.dtype, arg):
         return dtype.type(arg)
     if is_bool or not isinstance(arg, numbers.Real):
         raise TypeError(f"args: {name} is {ctype}, which takes a real number (not a bool or str), got {arg!r}")
-    most = float(np.finfo(dtype).max)
+    most = float((np.finfo if dtype.kind == "f" else ml_dtypes.finfo)(dtype).max)  # bf16, fp8: ml_dtypes'
     if (isinstance(arg, numbers.Integral) or math.isfinite(arg)) and not -most <= arg <= most:  # inf and nan pass
         raise ValueError(f"args: {name} is {ctype}, which holds numbers up to {most:.6g} in magnitude, got {arg!r}")
     return dtype.type(arg)
@@ -345,20 +469,46 @@ def where(line: int, column: int = 0) -> str:
     return f"line {line}, column {column}" if column else f"line {line}"
 
 
+_OPTION = re.compile(r"(?:-I|--include-path=)(?P<dir>.+)|(?:-D|--define-macro=)(?P<name>[A-Za-z_]\w*)(?:=(?P<value>.*))?")
+
+
+def compile_options(options) -> tuple:
+    """(g++'s flags, the macros defined: name -> value, the include folders) of NVRTC- and
+    CuPy-style `options`: each
+    "-I<folder>" (or "--include-path=<folder>", an existing folder, its headers found as
+    `#include "..."` finds them) or "-D<name>[=value]" (or "--define-macro=..."). TypeError or
+    ValueError naming `options` otherwise."""
+    if isinstance(options, str) or not isinstance(options, (list, tuple)):
+        raise TypeError(f"options must be a tuple of compiler options (\"-I<folder>\", \"-DNAME=value\"), got {options!r}")
+    flags, defines, folders = [], {}, []
+    for option in options:
+        match = _OPTION.fullmatch(option) if isinstance(option, str) else None
+        if match is None:
+            raise ValueError(f"options may hold \"-I<folder>\" and \"-D<name>[=value]\" (as NVRTC takes them), got {option!r}")
+        if match["dir"] is not None:
+            folder = pathlib.Path(match["dir"]).expanduser()
+            if not folder.is_dir():
+                raise ValueError(f"options: {option!r} names no folder ({folder} is not one)")
+            folders.append(folder.resolve())
+            flags.append(f"-I{folders[-1]}")
+        else:
+            defines[match["name"]] = match["value"] if match["value"] is not None else "1"
+            flags.append(f"-D{match['name']}={defines[match['name']]}")
+    return flags, defines, folders
+
+
 def source_line(source: str, line: int) -> str:
     """Line `line` (from 1) of `source`, stripped; "" where there is none."""
     rows = source.splitlines()
     return rows[line - 1].strip() if 0 < line <= len(rows) else ""
 
 
-def launched(source: str, kernel: str, args) -> tuple:
+def launched(source: str, kernel: str, args, defines: dict | None = None, folders: tuple = ()) -> tuple:
     """(the kernels a build must hold to launch `kernel` of `source`: `entries`; `args` as the
-    launch passes them: `arguments`). TypeError where `source` or `kernel` is not a str."""
-    if not isinstance(source, str):
-        raise TypeError(f"source must be the kernel's CUDA C source (a str), got {type(source).__name__}")
-    if not isinstance(kernel, str):
-        raise TypeError(f"kernel must name a kernel defined in source (a str), got {kernel!r}")
-    return entries(source, kernel), arguments(parameters(source, kernel), args)
+    launch passes them, defaults applied: `arguments`), the source read under `defines` with
+    the headers it includes from `folders`."""
+    k, params = instantiate(source, kernel, defines, folders)
+    return entries(source, kernel), arguments(params, args, k.defaults)
 
 
 _ALIGNMENT = r"(?:__align__|alignas)\s*\((?:[^()]|\([^()]*\))*\)"
@@ -368,14 +518,21 @@ _EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\s+((?:[^;\[\]{}()]|" + _ALIG
 _STATIC_SHARED = re.compile(r"\bstatic(?=\s+(?:(?:volatile|const)\s+)*__shared__\b)")
 
 
-def shared_declarations(source: str) -> str:
-    """`source` with each `extern __shared__ T name[];` a `T* const name` at the launch's dynamic
-    shared memory (`emu_dynamic_shared`, sized by its shared_mem), and `static __shared__` (legal
-    CUDA: cuda_emu.h's `__shared__` is itself static) plain `__shared__`, its lines kept."""
+_LAUNCH = re.compile(r"<<<(?:[^;<>]|<(?!<<)|>(?!>>))*>>>")
+"""A host launch's configuration, `<<<grid, block[, shared_mem[, stream]]>>>`."""
+
+
+def for_gxx(source: str) -> str:
+    """`source` as g++ compiles it, its lines kept: each `extern __shared__ T name[];` a
+    `T* const name` at the launch's dynamic shared memory (`emu_dynamic_shared`, sized by its
+    shared_mem); `static __shared__` (legal CUDA: cuda_emu.h's `__shared__` is itself static)
+    plain `__shared__`; each host launch `k<<<...>>>(args)` a plain call `k(args)`, so that the
+    file's host code compiles (the lab never runs it)."""
     def pointer(match):
         ctype = re.sub(_ALIGNMENT, "", match.group(1)).strip()
         return (f"{ctype}* const {match.group(2)} = reinterpret_cast<{ctype}*>(emu_dynamic_shared());"
                 + "\n" * match.group(0).count("\n"))
+    source = _LAUNCH.sub(lambda m: "\n" * m.group(0).count("\n"), source)
     return _STATIC_SHARED.sub("", _EXTERN_SHARED.sub(pointer, source))
 
 
@@ -384,16 +541,18 @@ _HOST_CODE = re.compile(r"<<<|\bint\s+main\s*\(|\bcuda(?:Malloc|Memcpy|Memset|Fr
 
 
 def host_code(source: str) -> str:
-    """A sentence naming the first line of host code in `source`, which the lab, as CuPy's
-    `RawModule`, does not compile; "" where it holds none."""
+    """Where g++ refused a source that holds host code: a sentence naming its first line, and
+    how the lab treats it (compiled against declarations of CUDA's host API, never run); ""
+    where it holds none."""
     code = _code(source)
     found = _HOST_CODE.search(code)
     if found is None:
         return ""
     line = code.count("\n", 0, found.start()) + 1
-    return (f"\nLine {line} is host code (`{source.splitlines()[line - 1].strip()}`): the lab, as CuPy's RawModule, "
-            "compiles device code only. Leave out main(), the <<<...>>> launches and the cudaMalloc and cudaMemcpy "
-            "calls, and give the kernel's arrays to the lab as NumPy arrays.")
+    return (f"\nLine {line} is host code (`{source.splitlines()[line - 1].strip()}`): the lab compiles a file's host "
+            "code against declarations of CUDA's runtime, cuBLAS and cuBLASLt (include/cuda_runtime.h) and never runs "
+            "it; it traces the kernel you name, with the arrays you give as NumPy arrays. Where an error above is in "
+            "host code, a declaration the lab lacks is the likely cause: leave that code out of what you trace.")
 
 
 def lines(exe: pathlib.Path, offsets: list) -> dict:

@@ -41,7 +41,7 @@ from ..presets import preset_names
 from ..published import expect
 from ..workloads import Workload
 from .builder import build
-from .reader import ARCH, launched, source_line, where
+from .reader import ARCH, compile_options, launched, source_line, where
 from .runner import MAX_THREADS, index, launch, printed, run_traced
 
 OUTPUT_LINES = 40
@@ -269,13 +269,15 @@ class Trace:
 
 
 def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, arch: str = ARCH,
-          timeout: float = 30.0, max_threads: int = MAX_THREADS) -> Trace:
+          timeout: float = 30.0, max_threads: int = MAX_THREADS, options: tuple = ()) -> Trace:
     """Run `kernel` of the CUDA C `source` on the CPU over `grid` x `block` with `args` (NumPy
     arrays for pointers, written back after the run; numbers for scalars, as their parameter's
     C type), tracing every global and shared-memory access; as CuPy's `RawModule` and launch
     take them: `kernel` a name or a C++ name expression ("reduce<float>", "sgemm<128, 128, 8>"),
     `shared_mem` the bytes of the `extern __shared__` arrays, the source compiled for `arch`
-    (`__CUDA_ARCH__`). More than `max_threads` threads: an evenly spaced sample of the blocks
+    (`__CUDA_ARCH__`) with NVRTC-style `options` ("-I<folder>" for the file's own headers,
+    "-DNAME=value"; `reader.compile_options`). A pointer takes None (NULL); parameters left out
+    at the end take their default arguments. More than `max_threads` threads: an evenly spaced sample of the blocks
     runs (the result says so; the arrays are then only partly computed; a block at least).
     Raises ValueError or TypeError, before compiling, for a launch CUDA would refuse (grid and
     block past `MAX_GRID_DIM`, `MAX_BLOCK_DIM` or `MAX_BLOCK` threads) or a wrong argument
@@ -291,12 +293,13 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
         raise TypeError(f"kernel must name a kernel defined in source (a str), got {kernel!r}")
     kernel = kernel.strip()
     shape = launch(grid, block, shared_mem, timeout, max_threads)
+    flags, defines, folders = compile_options(options)
     try:
-        names, values = launched(source, kernel, args)
+        names, values = launched(source, kernel, args, defines, folders)
     except (ValueError, TypeError):
-        build(source, arch=arch)  # a source that does not compile says so first
+        build(source, arch=arch, options=flags)  # a source that does not compile says so first
         raise
-    done = run_traced(build(source, names, arch), source, kernel, names, shape, values)
+    done = run_traced(build(source, names, arch, flags), source, kernel, names, shape, values)
     rows = done.rows
 
     def text(line):

@@ -28,7 +28,8 @@ from ..hardware import MAX_BLOCK, MAX_BLOCK_DIM, MAX_GRID_DIM
 from ..units import fmt_bytes
 from .builder import library, private
 from .limits import OUTPUT_LIMIT, RUN_MEMORY, LabError, out_of_memory, run
-from .reader import MAX_DYNAMIC_SHARED, arguments, entries, lines, parameters, shared_gaps, source_line, where
+from .reader import (MAX_DYNAMIC_SHARED, arguments, entries, instantiate, lines, parameters, shared_gaps, source_line,
+                     where)
 
 MAX_THREADS = 2**16
 """The most CUDA threads a trace runs; a larger launch runs an evenly spaced sample of its
@@ -144,7 +145,7 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
     grid, block = shape.grid, shape.block
     traced = max(1, min(shape.blocks, shape.max_threads // shape.threads))
     chosen = np.unique(np.linspace(0, shape.blocks - 1, traced).round().astype(np.int64))
-    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    arrays = [(name, v) for (_, name), v in zip(parameters(source, kernel), values) if isinstance(v, np.ndarray)]
     with tempfile.TemporaryDirectory(prefix="gm-lab-") as tmp:
         tmp = pathlib.Path(tmp)
         spec = [f"kernel {names.index(kernel)}", f"grid {grid[0]} {grid[1]} {grid[2]}",
@@ -157,10 +158,12 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
                 path = tmp / f"arg{i}.bin"
                 value.tofile(path)
                 spec.append(f"arg P {value.nbytes} {path}")
+            elif value is None:
+                spec.append("arg N")
             else:
                 spec.append(f"arg V {value.tobytes().hex()}")
         (tmp / "spec").write_text("\n".join(spec) + "\n")
-        memory = RUN_MEMORY + sum(a.nbytes for a in arrays)
+        memory = RUN_MEMORY + sum(a.nbytes for _, a in arrays)
         done = run([exe, tmp / "spec", tmp / "stats"], shape.timeout, memory)
         try:
             if done.stopped == "time":
@@ -191,7 +194,7 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
 def _faults(rows, where, kernel, shape: Launch, arrays: list, gaps: list, source: str) -> None:
     """Raise the `LabError` of a fault the runtime's `rows` record in a run that finished: two
     __syncthreads() calls met at one opening of a barrier, too many accesses between barriers,
-    an access out of bounds (`_out_of_bounds`)."""
+    an access out of bounds (`_out_of_bounds`; `arrays` (name, array) each)."""
     for r in rows:  # two calls of __syncthreads() at one opening: two barriers unless one call the compiler copied
         if r[0] == "barriers" and where[r[1]] != where[r[2]]:
             _barrier_error(kernel, int(r[3]), int(r[4]), index(int(r[5]), shape.grid), where[r[1]], where[r[2]], source)
@@ -267,9 +270,8 @@ def _out_of_bounds(row, line, kernel, arrays, shared, source) -> None:
     thread, block = tuple(int(v) for v in row[6:9]), tuple(int(v) for v in row[9:12])
     what = "writes" if write else "reads"
     if array >= 0:
-        names = [n for (t, n) in parameters(source, kernel) if "*" in t]
-        nbytes = arrays[array].nbytes
-        place = f"byte {offset} of {names[array]}, which holds bytes 0 to {nbytes - 1}"
+        name, values = arrays[array]
+        place = f"byte {offset} of {name}, which holds bytes 0 to {values.nbytes - 1}"
     elif array == -2:
         place = (f"byte {offset} of the launch's dynamic shared memory (extern __shared__), which holds the "
                  f"shared_mem={shared[1]} bytes the launch asked for")
@@ -307,8 +309,9 @@ class Emulator:
         `shared_mem` bytes of dynamic shared memory."""
         names = entries(source, kernel)
         lib = self.compile(source, names)
-        held = [np.asarray(v) for v in arguments(parameters(source, kernel), args)]  # a scalar: a 0-d array, its address
-        pointers = (ctypes.c_void_p * max(1, len(held)))(*[v.ctypes.data for v in held])
+        k, params = instantiate(source, kernel)
+        held = [None if v is None else np.asarray(v) for v in arguments(params, args, k.defaults)]  # a scalar: a 0-d array
+        pointers = (ctypes.c_void_p * max(1, len(held)))(*[None if v is None else v.ctypes.data for v in held])
         grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
         lib.emu_launch_kernel(names.index(kernel), *map(ctypes.c_uint, grid + block), ctypes.c_size_t(shared_mem), pointers)
 

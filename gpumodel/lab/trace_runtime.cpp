@@ -21,7 +21,7 @@
 // "block x y z", "blocks b0 b1 ..." (linear ids to run), "shared_mem bytes" (the launch's dynamic
 // shared memory), "gap ARRAY FROM TO" per stretch past the end of a __shared__ array that holds none
 // of the kernel's statics (offsets in the executable: where the array starts, the stretch), then one "arg P bytes path" (an array, read from and written back to path) or
-// "arg V hex" (a scalar's bytes) per kernel parameter. STATS gets one line per access site; or,
+// "arg V hex" (a scalar's bytes) or "arg N" (a NULL pointer) per kernel parameter. STATS gets one line per access site; or,
 // where the kernel faults in a way the runtime can name, one "fault" line and exit status 3:
 // "fault barrier WAITED THREADS SITE BLOCK" (a __syncthreads() that some threads of the block
 // returned without reaching, cuda_emu.h's emu_gate), "fault memory THREAD|- BLOCK" (an allocation failed:
@@ -588,6 +588,8 @@ int run(char** argv) {
                 std::ifstream(a.path, std::ios::binary).read(a.base, a.bytes);
                 arrays.push_back(a);
                 args.push_back(a.base);
+            } else if (kind == "N") {  // a NULL pointer
+                args.push_back(nullptr);
             } else {  // V: a scalar's bytes in hex
                 std::string hex;
                 in >> hex;

@@ -1,3 +1,3 @@
-// The kernel lab's stand-in for CUDA's cuda_runtime_api.h: nothing more is needed, as cuda_emu.h (included
-// before the learner's source) declares what device code uses.
+// The kernel lab's stand-in for CUDA's cuda_runtime_api.h: the host API, as cuda_runtime.h declares it.
 #pragma once
+#include "cuda_runtime.h"

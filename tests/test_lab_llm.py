@@ -1,0 +1,191 @@
+"""The kernel lab on the kernels of today's language models, as their authors write them (our own
+kernels in the styles of llm.c, vLLM and llama.cpp; issue 52): bf16 and fp8 with the CUDA
+headers' conversions, arrays from NumPy through ml_dtypes; a file's own header through "-I" and a
+precision chosen with "-D"; typedef'd parameter types; NULL pointers and default arguments; a
+function template argument; a file with its host code and main(), traced by kernel name. Each
+asserts the result against NumPy and the counts derived by hand."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from gpumodel.lab import LabError, trace
+
+BF16, E4M3, E5M2 = ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
+
+PACKED = r"""
+#include <cuda_bf16.h>
+// 8 bf16 in one 128-bit load, as llm.c's Packed128 packs them
+struct alignas(16) Pack8 {
+    __nv_bfloat16 v[8];
+};
+__global__ void residual(__nv_bfloat16* out, const __nv_bfloat16* a, const __nv_bfloat16* b, int n) {
+    int i = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
+    if (i >= n) return;
+    Pack8 x = *reinterpret_cast<const Pack8*>(a + i);
+    Pack8 y = *reinterpret_cast<const Pack8*>(b + i);
+    Pack8 r;
+    for (int k = 0; k < 8; k++) r.v[k] = __float2bfloat16((float)x.v[k] + (float)y.v[k]);
+    *reinterpret_cast<Pack8*>(out + i) = r;
+}
+"""
+
+
+def test_bf16_packed_eight_to_a_128_bit_load_adds_as_float_and_rounds_to_nearest_even():
+    n = 2048
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal(n).astype(BF16) for _ in range(2))
+    out = np.zeros(n, BF16)
+    t = trace(PACKED, "residual", 2, 128, [out, a, b, n])
+    want = (a.astype(np.float32) + b.astype(np.float32)).astype(BF16)  # float's sum, rounded once to bf16
+    np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
+    # 256 threads each load 16 B of a and of b: 8 warps x 2 loads, each warp 512 B = 16 sectors.
+    loads = t.counts()["global loads"]
+    assert (loads["requests"], loads["sectors"], loads["ideal"]) == (16, 256, 256)
+    assert {s.size for s in t.sites if s.space == "global"} == {16}
+
+
+FP8 = r"""
+#include <cuda_fp8.h>
+__global__ void round_trip(const float* x, float* e4m3, float* e5m2, unsigned char* bits, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    __nv_fp8_e4m3 a(x[i]);
+    __nv_fp8_e5m2 b(x[i]);
+    e4m3[i] = (float)a;
+    e5m2[i] = (float)b;
+    bits[i] = a.__x;
+}
+"""
+
+
+def test_fp8_rounds_to_nearest_even_as_ml_dtypes_and_saturates_as_cudas_constructors():
+    rng = np.random.default_rng(2)
+    x = np.concatenate([rng.standard_normal(200) * 30, [0.0, -0.0, 2.0**-9, 2.0**-10, 17.0, 448.0, 1e-9]]).astype(np.float32)
+    n = x.size
+    e4, e5, bits = np.zeros(n, np.float32), np.zeros(n, np.float32), np.zeros(n, np.uint8)
+    trace(FP8, "round_trip", 1, 256, [x, e4, e5, bits, n])
+    np.testing.assert_array_equal(e4, x.astype(E4M3).astype(np.float32))  # all within e4m3's range
+    np.testing.assert_array_equal(e5, x.astype(E5M2).astype(np.float32))
+    np.testing.assert_array_equal(bits, x.astype(E4M3).view(np.uint8))
+    big = np.array([500.0, -1e6, 57344.0, 1e9], np.float32)  # past the largest: __NV_SATFINITE
+    e4, e5, bits = np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.uint8)
+    trace(FP8, "round_trip", 1, 32, [big, e4, e5, bits, 4])
+    assert e4.tolist() == [448.0, -448.0, 448.0, 448.0] and e5.tolist() == [512.0, -57344.0, 57344.0, 57344.0]
+
+
+def test_fp8_arrays_pass_as_ml_dtypes_arrays_and_a_float_array_is_refused_by_name():
+    source = ("#include <cuda_fp8.h>\n__global__ void up(const __nv_fp8_e4m3* q, float* y) "
+              "{ y[threadIdx.x] = (float)q[threadIdx.x] * 2.0f; }\n")
+    q = np.linspace(-4, 4, 32).astype(E4M3)
+    y = np.zeros(32, np.float32)
+    t = trace(source, "up", 1, 32, [q, y])
+    np.testing.assert_array_equal(y, q.astype(np.float32) * 2)
+    (load,) = [s for s in t.sites if not s.write]
+    assert (load.size, load.sectors) == (1, 1)  # 32 bytes: one sector
+    with pytest.raises(TypeError, match=r"args: q \(const __nv_fp8_e4m3 \*\) must be a C-contiguous NumPy array of "
+                                        r"float8_e4m3fn, got ndarray of float32"):
+        trace(source, "up", 1, 32, [np.zeros(32, np.float32), y])
+
+
+HEADER = r"""
+#pragma once
+#if defined(ENABLE_BF16)
+#include <cuda_bf16.h>
+typedef __nv_bfloat16 floatX;
+#else
+typedef float floatX;
+#endif
+__device__ inline float to_float(floatX v) { return (float)v; }
+"""
+
+SCALE = r"""
+#include "precision.h"
+__global__ void scale(floatX* out, const floatX* inp, float s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = (floatX)(to_float(inp[i]) * s);
+}
+"""
+
+
+@pytest.mark.parametrize("options, dtype", [((), np.float32), (("-DENABLE_BF16",), BF16)])
+def test_a_files_own_header_and_a_precision_chosen_by_a_define_set_the_parameter_types(tmp_path, options, dtype):
+    (tmp_path / "precision.h").write_text(HEADER)
+    x = np.linspace(-1, 1, 64).astype(dtype)
+    out = np.zeros_like(x)
+    t = trace(SCALE, "scale", 2, 32, [out, x, 3.0, 64], options=(f"-I{tmp_path}", *options))
+    np.testing.assert_array_equal(out, (x.astype(np.float32) * 3).astype(dtype))
+    assert t.counts()["global loads"]["sectors"] == 64 * np.dtype(dtype).itemsize // 32
+
+
+def test_without_its_include_folder_the_header_is_named_as_missing():
+    with pytest.raises(LabError, match="precision.h is not a header the lab has"):
+        trace(SCALE, "scale", 1, 32, [np.zeros(32, np.float32), np.zeros(32, np.float32), 1.0, 32])
+
+
+@pytest.mark.parametrize("options, words", [
+    ("-I.", "options must be a tuple of compiler options"),
+    (("-O3",), r"options may hold \"-I<folder>\" and \"-D<name>\[=value\]\".*got '-O3'"),
+    (("-I/no/such/folder",), r"options: '-I/no/such/folder' names no folder"),
+    (("-D1X",), "options may hold"),
+    ((5,), "options may hold"),
+])
+def test_options_are_refused_by_name(options, words):
+    with pytest.raises((TypeError, ValueError), match=words):
+        trace(SCALE, "scale", 1, 32, [np.zeros(32, np.float32)] * 2 + [1.0, 32], options=options)
+
+
+RMS_NORM = r"""
+// llama.cpp's style: an optional weight (NULL: none) and an epsilon with a default
+__global__ void rms_norm(const float* x, float* dst, const int ncols, const float* mul = NULL, const float eps = 1e-6f) {
+    const int row = blockIdx.x;
+    float sum = 0.0f;
+    for (int col = threadIdx.x; col < ncols; col += blockDim.x) sum += x[row * ncols + col] * x[row * ncols + col];
+    for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xffffffff, sum, offset, 32);
+    const float scale = rsqrtf(sum / ncols + eps);
+    for (int col = threadIdx.x; col < ncols; col += blockDim.x)
+        dst[row * ncols + col] = scale * x[row * ncols + col] * (mul ? mul[col] : 1.0f);
+}
+"""
+
+
+def test_a_null_pointer_and_default_arguments_are_applied_as_cpp_applies_them():
+    x = np.random.default_rng(3).standard_normal((4, 96)).astype(np.float32)
+    rms = np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6)
+    plain, weighted, explicit = (np.zeros_like(x) for _ in range(3))
+    t = trace(RMS_NORM, "rms_norm", 4, 32, [x, plain, 96])  # mul = NULL, eps = 1e-6f
+    np.testing.assert_allclose(plain, x / rms, rtol=2e-6)
+    w = np.linspace(0.5, 1.5, 96).astype(np.float32)
+    tw = trace(RMS_NORM, "rms_norm", 4, 32, [x, weighted, 96, w])
+    np.testing.assert_allclose(weighted, x / rms * w, rtol=2e-6)
+    trace(RMS_NORM, "rms_norm", 4, 32, [x, explicit, 96, None, 0.25])
+    np.testing.assert_allclose(explicit, x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 0.25), rtol=2e-6)
+    # line 10 loads x only where mul is NULL; x and mul[col] where it is given (4 rows x 3 passes each)
+    assert [s.instructions for s in t.sites if s.line == 10 and not s.write] == [12]
+    assert [s.instructions for s in tw.sites if s.line == 10 and not s.write] == [12, 12]
+    with pytest.raises(ValueError, match=r"args must hold one value per parameter \(x, dst, ncols, mul, eps\) "
+                                         r"\(the last 2 have defaults\), got 2"):
+        trace(RMS_NORM, "rms_norm", 4, 32, [x, plain])
+
+
+def test_a_default_the_lab_cannot_evaluate_is_named():
+    source = "template <typename T> __global__ void k(T* y, T f = T(2)) { y[threadIdx.x] = f; }\n"
+    with pytest.raises(ValueError, match=r"args: f \(float\) has the default T\(2\), which the lab does not evaluate"):
+        trace(source, "k<float>", 1, 32, [np.zeros(32, np.float32)])
+
+
+ACTIVATION = r"""
+template <typename T> __device__ __forceinline__ T half_of(const T& x) { return x * (T)0.5; }
+template <typename scalar_t, scalar_t (*ACT_FN)(const scalar_t&)>
+__global__ void activation_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ input, const int d) {
+    const int64_t token = blockIdx.x;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) out[token * d + i] = ACT_FN(input[token * d + i]);
+}
+"""
+
+
+def test_a_function_template_argument_binds_to_its_own_parameter():
+    x = np.arange(128, dtype=np.float32)
+    out = np.zeros_like(x)
+    trace(ACTIVATION, "activation_kernel<float, half_of<float>>", 2, 32, [out, x, 64])
+    np.testing.assert_array_equal(out, x / 2)
