@@ -189,3 +189,53 @@ def test_a_function_template_argument_binds_to_its_own_parameter():
     out = np.zeros_like(x)
     trace(ACTIVATION, "activation_kernel<float, half_of<float>>", 2, 32, [out, x, 64])
     np.testing.assert_array_equal(out, x / 2)
+
+
+PARTIAL_SCAN = r"""
+// cuda-samples' shfl_scan style: only the first 8 lanes shuffle (mask 0xff, width 8) while the
+// others go on to the barrier, which is legal CUDA
+__global__ void scan8(int* out) {
+    __shared__ int s[64];
+    int v = threadIdx.x;
+    if (threadIdx.x < 8) {
+        for (int d = 1; d < 8; d *= 2) {
+            int n = __shfl_up_sync(0xff, v, d, 8);
+            if (threadIdx.x >= d) v += n;
+        }
+    }
+    s[threadIdx.x] = v;
+    __syncthreads();
+    out[threadIdx.x] = s[63 - threadIdx.x];
+}
+"""
+
+
+def test_a_partial_mask_shuffle_beside_a_barrier_is_no_deadlock():
+    out = np.zeros(64, np.int32)
+    trace(PARTIAL_SCAN, "scan8", 1, 64, [out])
+    want = np.arange(64)
+    want[:8] = np.cumsum(np.arange(8))  # an inclusive scan of 0..7
+    np.testing.assert_array_equal(out, want[::-1])
+
+
+def test_lanes_that_returned_do_not_hold_back_a_later_shuffle_of_the_others():
+    source = r"""__global__ void half_warp(float* y) {
+    if (threadIdx.x >= 16) return;
+    float v = threadIdx.x;
+    for (int o = 8; o > 0; o /= 2) v += __shfl_xor_sync(0xffff, v, o);
+    y[threadIdx.x] = v;
+}"""
+    y = np.zeros(32, np.float32)
+    trace(source, "half_warp", 1, 32, [y])
+    assert y[:16].tolist() == [120.0] * 16 and not y[16:].any()
+
+
+def test_a_full_mask_shuffle_half_the_warp_never_reaches_is_still_a_deadlock():
+    source = r"""__global__ void bad(float* y) {
+    float v = threadIdx.x;
+    if (threadIdx.x < 16) v = __shfl_xor_sync(0xffffffff, v, 1);
+    __syncthreads();
+    y[threadIdx.x] = v;
+}"""
+    with pytest.raises(LabError, match="never finishes"):
+        trace(source, "bad", 1, 32, [np.zeros(32, np.float32)])

@@ -149,20 +149,50 @@ struct emu_gate {
 };
 inline emu_gate* emu_block_gate = nullptr;
 
-// A block's warps, for shuffles: each lane publishes its value, the warp's lanes meet, each
-// reads the lane it names, and they meet again before any publishes anew. A lane that has
-// returned no longer holds its warp back (the launch drops it) and reads as 0.
+// A block's warps, for shuffles: each lane publishes its value, the lanes of the call's mask
+// meet, each reads the lane it names, and they meet again before any publishes anew. Only the
+// mask's lanes meet: eight lanes may shuffle with mask 0xff while the others wait at a
+// __syncthreads() (legal CUDA). A lane that has returned no longer holds its warp back (the
+// launch drops it) and reads as 0.
 struct emu_warp {
-    emu_gate gate;
     uint64_t values[32] = {};  // each lane's published bits
     int lanes = 32;
+    unsigned live = 0;  // the lanes that have not returned
+    unsigned arrived = 0;  // the lanes waiting at a meeting
+    unsigned wanted[32] = {};  // the lanes each waiting lane meets with (its mask, itself included)
+    unsigned left[32] = {};  // per lane, the meetings it has left
+    unsigned generation = 0;  // meetings opened, of any lanes: the race checker's warp-level syncs
+    void open_ready() {
+        for (int lane = 0; lane < lanes; ++lane) {
+            const unsigned need = wanted[lane] & live;
+            if ((arrived >> lane & 1u) && (arrived & need) == need) {
+                for (int l = 0; l < lanes; ++l) left[l] += need >> l & 1u;
+                arrived &= ~need;
+                ++generation;
+                emu_run->moved = true;
+            }
+        }
+    }
+    void meet(unsigned mask) {
+        const int lane = emu_lane;
+        const unsigned here = left[lane];
+        wanted[lane] = mask | 1u << lane;
+        arrived |= 1u << lane;
+        emu_run->moved = true;
+        open_ready();
+        while (left[lane] == here) emu_yield();
+    }
+    void drop(int lane) {
+        live &= ~(1u << lane);
+        open_ready();
+    }
 };
 inline std::vector<emu_warp>* emu_block_warps = nullptr;
 
 inline void emu_fiber_main() {
     const unsigned t = emu_run->current;
     (*emu_run->body)(t);
-    (*emu_block_warps)[t / 32].gate.arrive_and_drop();  // nor its warp's shuffles
+    (*emu_block_warps)[t / 32].drop(t % 32);  // nor its warp's shuffles
     emu_block_gate->arrive_and_drop();  // a finished thread no longer holds the block back
     emu_run->fibers[t].done = emu_run->moved = true;
 }
@@ -191,7 +221,10 @@ inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(
     gate.expected = gate.whole = n;
     gate.on_open = on_barrier;
     std::vector<emu_warp> warps((n + 31) / 32);
-    for (unsigned w = 0; w < warps.size(); ++w) warps[w].lanes = warps[w].gate.expected = std::min(32u, n - w * 32);
+    for (unsigned w = 0; w < warps.size(); ++w) {
+        warps[w].lanes = std::min(32u, n - w * 32);
+        warps[w].live = warps[w].lanes == 32 ? ~0u : (1u << warps[w].lanes) - 1;
+    }
     emu_run = &run;
     emu_block_gate = &gate;
     emu_block_warps = &warps;
@@ -234,10 +267,10 @@ constexpr size_t EMU_DYNAMIC_SHARED_MAX = 227 * 1024;  // the most a launch may 
 // instrumented) defines them once.
 enum emu_shuffle_kind { EMU_SHFL_IDX, EMU_SHFL_XOR, EMU_SHFL_DOWN, EMU_SHFL_UP };
 #if defined(GM_LAB_TRACE) && !defined(GM_LAB_RUNTIME)
-uint64_t emu_shuffle(uint64_t bits, emu_shuffle_kind kind, int lane, int width);
-unsigned emu_ballot(bool predicate);
+uint64_t emu_shuffle(uint64_t bits, emu_shuffle_kind kind, int lane, int width, unsigned mask);
+unsigned emu_ballot(bool predicate, unsigned mask);
 unsigned emu_activemask();
-void emu_syncwarp();
+void emu_syncwarp(unsigned mask);
 char* emu_dynamic_shared();
 #else
 #ifdef GM_LAB_RUNTIME
@@ -248,16 +281,16 @@ char* emu_dynamic_shared();
 // The lane that `kind` and `lane` (a lane, a lane mask or a delta) name publishes `bits` to this
 // lane, or this lane keeps its own when that lies outside this lane's `width`-lane segment or past
 // the warp's last thread.
-EMU_RUNTIME uint64_t emu_shuffle(uint64_t bits, emu_shuffle_kind kind, int lane_or_delta, int width) {
+EMU_RUNTIME uint64_t emu_shuffle(uint64_t bits, emu_shuffle_kind kind, int lane_or_delta, int width, unsigned mask) {
     emu_warp& w = (*emu_block_warps)[emu_warp_id];
     const int lane = emu_lane, start = lane / width * width;
     const int from = kind == EMU_SHFL_IDX ? start + lane_or_delta % width
                      : kind == EMU_SHFL_XOR ? lane ^ lane_or_delta
                      : kind == EMU_SHFL_DOWN ? lane + lane_or_delta : lane - lane_or_delta;
     w.values[lane] = bits;
-    w.gate.arrive_and_wait();
+    w.meet(mask);
     const uint64_t got = from >= start && from < start + width && from < w.lanes ? w.values[from] : bits;
-    w.gate.arrive_and_wait();  // every lane has read before any publishes again
+    w.meet(mask);  // every lane has read before any publishes again
     return got;
 }
 // The lanes of this warp that have not returned (the lab runs a warp's lanes in step: no divergence).
@@ -268,16 +301,16 @@ EMU_RUNTIME unsigned emu_activemask() {
     return mask;
 }
 // Bit l set where live lane l's `predicate` holds.
-EMU_RUNTIME unsigned emu_ballot(bool predicate) {
+EMU_RUNTIME unsigned emu_ballot(bool predicate, unsigned mask) {
     emu_warp& w = (*emu_block_warps)[emu_warp_id];
     w.values[emu_lane] = predicate;
-    w.gate.arrive_and_wait();
-    unsigned mask = 0;
-    for (int lane = 0; lane < w.lanes; ++lane) mask |= unsigned(w.values[lane] != 0) << lane;
-    w.gate.arrive_and_wait();
-    return mask & emu_activemask();
+    w.meet(mask);
+    unsigned votes = 0;
+    for (int lane = 0; lane < w.lanes; ++lane) votes |= unsigned(w.values[lane] != 0) << lane;
+    w.meet(mask);
+    return votes & mask & emu_activemask();
 }
-EMU_RUNTIME void emu_syncwarp() { (*emu_block_warps)[emu_warp_id].gate.arrive_and_wait(); }
+EMU_RUNTIME void emu_syncwarp(unsigned mask) { (*emu_block_warps)[emu_warp_id].meet(mask); }
 // The launch's dynamic shared memory: mapped once at one address (an `extern __shared__` array
 // declared at namespace scope points there too), outside the executable's statics, so an access
 // past the launch's shared_mem bytes is none of the kernel's memory.
@@ -295,34 +328,34 @@ using emu_bits = std::conditional_t<N == 1, uint8_t, std::conditional_t<N == 2, 
 
 // Shuffles of any 8-, 16-, 32- or 64-bit type, its bits passed unchanged.
 template <class T>
-EMU_INLINE T emu_shuffled(T value, emu_shuffle_kind kind, int lane, int width) {
+EMU_INLINE T emu_shuffled(T value, emu_shuffle_kind kind, int lane, int width, unsigned mask) {
     static_assert(std::is_trivially_copyable_v<T> && (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8),
                   "a shuffle moves an 8-, 16-, 32- or 64-bit value");
     using Bits = emu_bits<sizeof(T)>;
-    return std::bit_cast<T>(static_cast<Bits>(emu_shuffle(std::bit_cast<Bits>(value), kind, lane, width)));
+    return std::bit_cast<T>(static_cast<Bits>(emu_shuffle(std::bit_cast<Bits>(value), kind, lane, width, mask)));
 }
 template <class T>
-EMU_INLINE T __shfl_sync(unsigned, T value, int lane, int width = 32) {
-    return emu_shuffled(value, EMU_SHFL_IDX, lane, width);
+EMU_INLINE T __shfl_sync(unsigned mask, T value, int lane, int width = 32) {
+    return emu_shuffled(value, EMU_SHFL_IDX, lane, width, mask);
 }
 template <class T>
-EMU_INLINE T __shfl_xor_sync(unsigned, T value, int lane_mask, int width = 32) {
-    return emu_shuffled(value, EMU_SHFL_XOR, lane_mask, width);
+EMU_INLINE T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = 32) {
+    return emu_shuffled(value, EMU_SHFL_XOR, lane_mask, width, mask);
 }
 template <class T>
-EMU_INLINE T __shfl_down_sync(unsigned, T value, unsigned delta, int width = 32) {
-    return emu_shuffled(value, EMU_SHFL_DOWN, (int)delta, width);
+EMU_INLINE T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = 32) {
+    return emu_shuffled(value, EMU_SHFL_DOWN, (int)delta, width, mask);
 }
 template <class T>
-EMU_INLINE T __shfl_up_sync(unsigned, T value, unsigned delta, int width = 32) {
-    return emu_shuffled(value, EMU_SHFL_UP, (int)delta, width);
+EMU_INLINE T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = 32) {
+    return emu_shuffled(value, EMU_SHFL_UP, (int)delta, width, mask);
 }
 // Votes: a lane of `mask` that has returned votes no.
 inline unsigned __activemask() { return emu_activemask(); }
-inline unsigned __ballot_sync(unsigned mask, int predicate) { return emu_ballot(predicate) & mask; }
+inline unsigned __ballot_sync(unsigned mask, int predicate) { return emu_ballot(predicate, mask); }
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
 inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) == (mask & emu_activemask()); }
-inline void __syncwarp(unsigned = 0xffffffff) { emu_syncwarp(); }
+inline void __syncwarp(unsigned mask = 0xffffffff) { emu_syncwarp(mask); }
 // __reduce_*_sync: the values of the lanes of `mask` that have not returned, read lane by lane.
 template <class T, class Op>
 EMU_INLINE T emu_reduce(unsigned mask, T value, Op op) {

@@ -223,7 +223,7 @@ void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
             }
         const uint32_t k = log->runs[at]++;
         const unsigned t = emu_run->current;
-        check_race(a, size, write, atomic, {t, at, k, (*emu_block_warps)[t / WARP].gate.generation});
+        check_race(a, size, write, atomic, {t, at, k, (*emu_block_warps)[t / WARP].generation});
         log->accesses.push_back({at, a, k, (uint8_t)size, write, -1});
         return;
     }
