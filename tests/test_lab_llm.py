@@ -239,3 +239,85 @@ def test_a_full_mask_shuffle_half_the_warp_never_reaches_is_still_a_deadlock():
 }"""
     with pytest.raises(LabError, match="never finishes"):
         trace(source, "bad", 1, 32, [np.zeros(32, np.float32)])
+
+
+CUB_RMS_NORM = r"""
+#include <cub/cub.cuh>
+// vLLM's style: CUB's BlockReduce sized for 1024 threads, launched with fewer
+template <typename scalar_t>
+__global__ void rms_norm_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ input,
+                                const scalar_t* __restrict__ weight, const float epsilon, const int hidden_size) {
+    __shared__ float s_variance;
+    float variance = 0.0f;
+    for (int idx = threadIdx.x; idx < hidden_size; idx += blockDim.x) {
+        const float x = (float)input[blockIdx.x * hidden_size + idx];
+        variance += x * x;
+    }
+    using BlockReduce = cub::BlockReduce<float, 1024>;
+    __shared__ typename BlockReduce::TempStorage reduceStore;
+    variance = BlockReduce(reduceStore).Reduce(variance, cub::Sum{}, blockDim.x);
+    if (threadIdx.x == 0) s_variance = rsqrtf(variance / hidden_size + epsilon);
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < hidden_size; idx += blockDim.x)
+        out[blockIdx.x * hidden_size + idx] = (scalar_t)((float)input[blockIdx.x * hidden_size + idx] * s_variance) * weight[idx];
+}
+"""
+
+
+@pytest.mark.parametrize("threads", [96, 256])
+def test_cubs_block_reduce_sized_for_1024_threads_reduces_a_smaller_block_without_a_race(threads):
+    x = np.random.default_rng(4).standard_normal((3, 200)).astype(np.float32)
+    w = np.linspace(0.5, 1.5, 200).astype(np.float32)
+    out = np.zeros_like(x)
+    t = trace(CUB_RMS_NORM, "rms_norm_kernel<float>", 3, threads, [out, x, w, 1e-6, 200])
+    np.testing.assert_allclose(out, x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6) * w, rtol=1e-5)
+    assert t.races == []
+    # the warp totals pass through shared memory: each warp's lane 0 writes one, thread 0 reads the others
+    stores = t.counts()["shared stores"]["requests"] / 3
+    assert stores == -(-threads // 32) + 1  # + s_variance
+
+
+CUB_SCAN = r"""
+#include <cub/block/block_scan.cuh>
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_store.cuh>
+#include <cub/warp/warp_reduce.cuh>
+__global__ void scan(int* data, int* inclusive, int* exclusive, int* total, int* halves) {
+    using Load = cub::BlockLoad<int, 128, 4, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+    using Store = cub::BlockStore<int, 128, 4, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+    using Scan = cub::BlockScan<int, 128>;
+    using Half = cub::WarpReduce<int, 16>;
+    __shared__ union { typename Load::TempStorage load; typename Store::TempStorage store; typename Scan::TempStorage scan; } tmp;
+    __shared__ typename Half::TempStorage half_storage[8];
+    int items[4];
+    Load(tmp.load).Load(data, items);
+    __syncthreads();
+    const int sum = items[0] + items[1] + items[2] + items[3];
+    int inc, exc, all;
+    Scan(tmp.scan).InclusiveSum(sum, inc, all);
+    Scan(tmp.scan).ExclusiveSum(sum, exc);
+    inclusive[threadIdx.x] = inc;
+    exclusive[threadIdx.x] = exc;
+    if (threadIdx.x == 0) total[0] = all;
+    const int h = Half(half_storage[threadIdx.x / 16]).Sum(threadIdx.x);
+    if (threadIdx.x % 16 == 0) halves[threadIdx.x / 16] = h;
+    __syncthreads();
+    for (int k = 0; k < 4; ++k) items[k] *= 2;
+    Store(tmp.store).Store(data, items);
+}
+"""
+
+
+def test_cubs_block_scan_load_store_and_warp_reduce_give_cubs_results_with_coalesced_loads():
+    data = np.arange(512, dtype=np.int32)
+    original = data.copy()
+    inclusive, exclusive, total, halves = (np.zeros(n, np.int32) for n in (128, 128, 1, 8))
+    t = trace(CUB_SCAN, "scan", 1, 128, [data, inclusive, exclusive, total, halves])
+    sums = original.reshape(128, 4).sum(1)  # thread r holds items 4r .. 4r + 3 (blocked)
+    np.testing.assert_array_equal(inclusive, np.cumsum(sums))
+    np.testing.assert_array_equal(exclusive, np.cumsum(sums) - sums)
+    assert total[0] == sums.sum() and halves.tolist() == np.arange(128).reshape(8, 16).sum(1).tolist()
+    np.testing.assert_array_equal(data, 2 * original)
+    # warp-transposed: 4 warps x 4 striped loads, each warp's 32 ints one 128-byte line (4 sectors)
+    loads = t.counts()["global loads"]
+    assert (loads["requests"], loads["sectors"], loads["ideal"]) == (16, 64, 64) and t.races == []

@@ -287,9 +287,9 @@ def compile_flags(arch: str = ARCH) -> list:
 
 
 def _stand_in() -> bytes:
-    """The lab's stand-in for CUDA, as bytes: cuda_emu.h and every header of include/ (what a
+    """The lab's stand-in for CUDA, as bytes: cuda_emu.h and every header of include/ (.h, .cuh: what a
     cached header or runtime was built from)."""
-    return b"".join(path.read_bytes() for path in [HERE / "cuda_emu.h", *sorted(INCLUDE.rglob("*.h"))])
+    return b"".join(path.read_bytes() for path in [HERE / "cuda_emu.h", *sorted(INCLUDE.rglob("*.*h"))])
 
 
 def _prologue(traced: bool) -> str:
