@@ -1,8 +1,12 @@
 """The capstone's references and scoring rules (`gpumodel.course.capstone`) pinned to values
 derived by hand: each task's inputs and NumPy result against an independent computation (the
 softmax's overflow offset on every other row, layernorm's epsilon), its FLOPs, the timed budget's
-levels, the ratios and the words for a budget of 0, the L2 budget exercise at its size limits,
-and the levels over budget listed most over first."""
+levels, the ratios and the words for a budget of 0, the L2 budget exercise at its size limits
+and its words, the levels over budget listed most over first, the score's table and worst line
+of the softmax starter by hand, the budget table's header and default GPU, each refusal's
+parameter name, over_budget at the learner's own launch, and the lab editor of a task."""
+
+import functools
 
 import numpy as np
 import pytest
@@ -109,3 +113,69 @@ def test_the_l2_budget_exercise_takes_whole_tiles_from_16_to_16384(size, ok):
     assert not cap.check_gemm_l2_budget(size, want * 1.02)
     if size == 16:
         assert want == 3072
+
+
+def test_the_gemm_inputs_are_seed_0_draws():
+    """A then B: the first two 64 x 64 standard normal draws of default_rng(0), as FP32."""
+    (a, b, *_), _, _ = cap.TASKS["gemm"].make()
+    rng = np.random.default_rng(0)
+    np.testing.assert_array_equal(a, rng.standard_normal((64, 64)).astype(np.float32))
+    np.testing.assert_array_equal(b, rng.standard_normal((64, 64)).astype(np.float32))
+
+
+def test_the_l2_budget_exercise_explains_and_hints_in_bytes():
+    """Size 48: (48 / 16)^2 = 9 blocks, each a 16 x 48 strip of A and a 48 x 16 strip of B, 4 B an
+    element: 9 x 2 x 16 x 48 x 4 = 55,296 B, and C once, 48 x 48 x 4 = 9,216: 64,512 B."""
+    right = cap.check_gemm_l2_budget(48, 64512)
+    assert right and right.message == ("64512 bytes: That is within 1% of 6.451e+04 bytes. 9 blocks each read a 16 x "
+                                       "48 strip of A and a 48 x 16 strip of B, 4 bytes an element, and C is written "
+                                       "once.")
+    low = cap.check_gemm_l2_budget(48, 1)
+    assert not low and low.message == ("1 bytes: Too low. Count the blocks; each reads its rows of A and its columns "
+                                       "of B in full, once. Add C.")
+    with pytest.raises(ValueError, match=r"^size must be an integer from 16 to 16384, got 8$"):
+        cap.check_gemm_l2_budget(8, 1)
+
+
+def test_the_budget_table_and_time_default_to_the_h100_and_name_gpu():
+    """The header: task, statement, the four levels by name, the time on the GPU; the H100-SXM
+    when none is given."""
+    table = cap.budget_table()
+    assert table == cap.budget_table("H100-SXM")
+    assert table.splitlines()[0] == ("| task | statement | HBM | L2 | L1 (sectors requested) | shared memory | "
+                                     "time on the H100-SXM |")
+    assert cap.budget_time("softmax") == cap.budget_time("softmax", "H100-SXM") != cap.budget_time("softmax", "T4")
+    for call in (lambda: cap.budget_table("H300"), lambda: cap.budget_time("softmax", "H300")):
+        with pytest.raises(ValueError, match="^gpu must be one of"):
+            call()
+
+
+def test_the_softmax_starters_score_by_hand():
+    """One thread per row: a warp's 32 lanes read 32 rows 1 KiB apart, 32 sectors a request where
+    4 (128 B) would do; 2 warps x 256 columns = 512 requests a pass, 28 x 32 B over each: 458,752 B
+    = 459 kB over its ideal. In and out once: 2 x 64 x 256 x 4 = 131,072 B (131 kB) at HBM; L2
+    4.5x and L1 16x that; no shared memory, none budgeted. The time is 1.60x the budget's: slower,
+    so no "not slower" note."""
+    message = cap.score("softmax", cap.SOFTMAX_STARTER).message
+    assert ("Worst line: line 6, column 62 (global load 32-bit), `for (int j = 0; j < cols; ++j) sum += expf(x[r * "
+            "cols + j] - m);`: 32.00 sectors per request, ideal 4.00, 459 kB over its ideal.") in message
+    rows = [line for line in message.splitlines() if line.startswith("|")]
+    assert rows == ["| level | traced | budget | traced / budget |", "| --- | --- | --- | --- |",
+                    "| HBM | 131 kB | 131 kB | 1.00x |", "| L2 | 590 kB | 131 kB | 4.50x |",
+                    "| L1 (sectors requested) | 2.10 MB | 131 kB | 16.00x |",
+                    "| shared memory | 0 B | 0 B | none, as budgeted |"]
+    assert "(1.60x)" in message and "Not slower" not in message
+
+
+def test_over_budget_names_a_source_of_the_wrong_type_and_a_wrong_result_by_the_rule():
+    with pytest.raises(TypeError, match="^source must be the kernel's CUDA C source as a str, got int$"):
+        cap.over_budget("softmax", 42)
+    with pytest.raises(ValueError, match=r"y must be softmax\(x\), row by row"):
+        cap.over_budget("softmax", cap.SOFTMAX_STARTER.replace("expf(x[r * cols + j] - m) / sum",
+                                                               "expf(x[r * cols + j] - m) * sum"))
+
+
+def test_the_editor_holds_the_tasks_starter_launch_and_score():
+    e = cap.editor("softmax")
+    assert e.starter == cap.SOFTMAX_STARTER and e.launch == {"grid": (2,), "block": (32,)}
+    assert isinstance(e.check, functools.partial) and e.check.func is cap.score and e.check.args == ("softmax",)

@@ -321,3 +321,20 @@ def test_cubs_block_scan_load_store_and_warp_reduce_give_cubs_results_with_coale
     # warp-transposed: 4 warps x 4 striped loads, each warp's 32 ints one 128-byte line (4 sectors)
     loads = t.counts()["global loads"]
     assert (loads["requests"], loads["sectors"], loads["ideal"]) == (16, 64, 64) and t.races == []
+
+
+def test_a_crash_names_the_line_the_thread_and_the_address():
+    """leimao's gemm_v06 wrote past a local array (a real upstream bug the lab once reported as a
+    bare SIGSEGV); here a local array indexed far past its end, and a NULL pointer read."""
+    local = r"""__global__ void k(float* y, int n) {
+    float tile[4];
+    for (int i = 0; i < n; i++) tile[i * 100000] = i;
+    y[threadIdx.x] = tile[1];
+}"""
+    with pytest.raises(LabError, match=r"k crashed \(SIGSEGV\) at line 3, column \d+ \(`for \(int i = 0; i < n; i\+\+\) "
+                                       r"tile\[i \* 100000\] = i;`\): thread \(0, 0, 0\) of block \(0, 0, 0\) touched "
+                                       r"address 0x[0-9a-f]+, .*an index past the end of a local array"):
+        trace(local, "k", 1, 32, [np.zeros(32, np.float32), 4])
+    null = "__global__ void k(float* y, const float* p) {\n    y[threadIdx.x] = p[threadIdx.x];\n}\n"
+    with pytest.raises(LabError, match=r"at line 2, column \d+ .*touched address 0x0, .*set to NULL"):
+        trace(null, "k", 1, 32, [np.zeros(32, np.float32), None])

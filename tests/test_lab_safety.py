@@ -420,8 +420,9 @@ def test_a_crash_past_two_billion_threads_names_the_int_index_that_wraps():
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = 1.0f;
 }"""
-    with pytest.raises(LabError, match=r"crashed \(signal SIGSEGV; the launch has 4,294,967,296 threads, more than "
-                                       r"an int holds: .*compute it as size_t"):
+    with pytest.raises(LabError, match=r"crashed \(SIGSEGV\) at line 3, column \d+ \(`if \(i < n\) x\[i\] = 1.0f;`\).*"
+                                       r"an index that wrapped; the launch has 4,294,967,296 threads, more than an int "
+                                       r"holds: .*compute it as size_t"):
         trace(source, "k", 2**26, 64, [np.zeros(64, np.float32), 64])
     wide = source.replace("int i = blockIdx.x", "size_t i = (size_t)blockIdx.x")
     assert trace(wide, "k", 2**26, 64, [np.zeros(64, np.float32), 64]).sampled

@@ -243,6 +243,16 @@ def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source, memory
         raise LabError(f"{kernel} overflowed its thread's stack ({int(row[2], 16) // 1024} kB per thread in the lab): "
                        f"thread {index(int(row[3], 16), block)} of block {index(int(row[4], 16), grid)} went past "
                        "it. Deep recursion or a large local array?")
+    if row and row[1] == "signal":
+        signal_name, pc, address = signal.Signals(int(row[2], 16)).name, row[3], int(row[6], 16)
+        line, column = lines(exe, [pc])[pc]
+        text = source_line(source, line)
+        at = f" at {where(line, column)}" + (f" (`{text}`)" if text else "") if line else " (in code the lab cannot place)"
+        raise LabError(f"{kernel} crashed ({signal_name}){at}: thread {index(int(row[4], 16), block)} of block "
+                       f"{index(int(row[5], 16), grid)} touched address {address:#x}, which is none of the kernel's "
+                       "memory: an index past the end of a local array (which the lab does not guard), a pointer "
+                       f"never set or set to NULL (malloc returns NULL past the lab's memory limit of {fmt_bytes(memory)}), "
+                       "or an index that wrapped" + _wrapped(grid, block) + ".")
     if out_of_memory(done.stderr):
         raise LabError(f"{kernel} ran out of memory: {limit}.\n" + done.stderr[-500:])
     if "deadlock:" in done.stderr:
@@ -251,12 +261,17 @@ def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source, memory
                        + done.stderr[done.stderr.index("deadlock:"):][:500])
     why = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
            else f"exit status {done.returncode}")
-    if math.prod(grid) * math.prod(block) > 2**31 - 1:
-        why += (f"; the launch has {math.prod(grid) * math.prod(block):,} threads, more than an int holds: an index "
-                "computed as an int (blockIdx.x * blockDim.x + threadIdx.x) wraps to a negative number past 2^31 - 1, "
-                "so compute it as size_t")
+    why += _wrapped(grid, block)
     raise LabError(f"{kernel} crashed ({why}): an access far outside its arrays, or a bad pointer (malloc "
                    f"returns NULL past the lab's memory limit of {fmt_bytes(memory)})?\n" + done.stderr[-2000:])
+
+
+def _wrapped(grid: tuple, block: tuple) -> str:
+    """Where a launch has more threads than an int holds, the clause that says an int index wraps."""
+    threads = math.prod(grid) * math.prod(block)
+    return ("" if threads <= 2**31 - 1 else f"; the launch has {threads:,} threads, more than an int holds: an index "
+            "computed as an int (blockIdx.x * blockDim.x + threadIdx.x) wraps to a negative number past 2^31 - 1, so "
+            "compute it as size_t")
 
 
 def index(linear: int, shape: tuple) -> tuple:

@@ -23,6 +23,7 @@
 // of the kernel's statics (offsets in the executable: where the array starts, the stretch), then one "arg P bytes path" (an array, read from and written back to path) or
 // "arg V hex" (a scalar's bytes) or "arg N" (a NULL pointer) per kernel parameter. STATS gets one line per access site; or,
 // where the kernel faults in a way the runtime can name, one "fault" line and exit status 3:
+// "fault signal SIGNAL PC THREAD BLOCK ADDRESS" (a crash in a kernel's thread: the faulting instruction),
 // "fault barrier WAITED THREADS SITE BLOCK" (a __syncthreads() that some threads of the block
 // returned without reaching, cuda_emu.h's emu_gate), "fault memory THREAD|- BLOCK" (an allocation failed:
 // std::bad_alloc, in the kernel or the lab's own), "fault stack BYTES THREAD BLOCK" (a thread ran
@@ -417,17 +418,27 @@ void take_turn(unsigned t) {  // before each turn of CUDA thread t: its log, and
 }
 
 // A fault in the guard page below the running fiber's stack is a stack overflow (g++'s
-// -fstack-clash-protection makes a large local array touch it too); any other fault is left to
-// the default action (the runner reports the signal). Runs on its own stack (sigaltstack).
-void on_fault(int, siginfo_t* info, void*) {
+// -fstack-clash-protection makes a large local array touch it too); any other fault in a kernel's
+// thread is named with the faulting instruction's offset in the executable, which the runner
+// turns into the source's line ("fault signal SIGNAL PC THREAD BLOCK ADDRESS"); outside a kernel it is
+// left to the default action (the runner reports the signal). Runs on its own stack (sigaltstack).
+void on_fault(int signal, siginfo_t* info, void* context) {
     const auto a = reinterpret_cast<uintptr_t>(info->si_addr);
     if (emu_run) {
         const auto stack = reinterpret_cast<uintptr_t>(emu_run->fibers[emu_run->current].stack);
-        if (a < stack && a + 4096 >= stack) {
-            FaultLine line;
+        FaultLine line;
+        if (a < stack && a + 4096 >= stack)
             fault(line << "fault stack " << (uint64_t)EMU_STACK << " " << (uint64_t)emu_run->current << " "
                        << (uint64_t)current_block);
-        }
+#if defined(__x86_64__)
+        const auto pc = (uintptr_t)static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+        const auto pc = (uintptr_t)static_cast<ucontext_t*>(context)->uc_mcontext.pc;
+#else
+        const uintptr_t pc = 0;
+#endif
+        fault(line << "fault signal " << (uint64_t)signal << " " << (uint64_t)(pc - (uintptr_t)__executable_start) << " "
+                   << (uint64_t)emu_run->current << " " << (uint64_t)current_block << " " << (uint64_t)a);
     }
 }
 
