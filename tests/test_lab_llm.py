@@ -338,3 +338,44 @@ def test_a_crash_names_the_line_the_thread_and_the_address():
     null = "__global__ void k(float* y, const float* p) {\n    y[threadIdx.x] = p[threadIdx.x];\n}\n"
     with pytest.raises(LabError, match=r"at line 2, column \d+ .*touched address 0x0, .*set to NULL"):
         trace(null, "k", 1, 32, [np.zeros(32, np.float32), None])
+
+
+WHOLE_FILE = r"""
+#include <cuda_runtime.h>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+// cuda-samples' helper_cuda.h style: error checks defined only where CUDA's runtime header was seen
+#ifdef __CUDA_RUNTIME_H__
+#define checkCudaErrors(call) check((call), #call)
+inline void check(cudaError_t e, const char* what) { if (e != cudaSuccess) printf("%s: %s\n", what, cudaGetErrorName(e)); }
+#endif
+#ifdef ENABLE_CUDNN
+__global__ void needs_cudnn(float* x) { cudnn_only(x); }  // left out by the preprocessor: never dispatched
+#endif
+struct Quad { unsigned a, b, c, d; };
+__global__ void rotate(unsigned* out, int n) {
+    cg::thread_block_tile<8> tile = cg::tiled_partition<8>(cg::this_thread_block());
+    Quad q{threadIdx.x, 2 * threadIdx.x, 3 * threadIdx.x, 4u * (unsigned)__dp4a(0x01010101, 0x02020202, 0)};
+    Quad r = tile.shfl(q, (tile.thread_rank() + 1) % 8);  // a 16-byte struct, a word at a time
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = r.a + r.b + r.c + r.d;
+}
+// llm.c's style: a host launcher with the kernel's own name (legal overloading)
+void rotate(unsigned* out, int n, int block) {
+    rotate<<<(n + block - 1) / block, block>>>(out, n);
+    checkCudaErrors(cudaGetLastError());
+}
+int main() {
+    unsigned* d;
+    checkCudaErrors(cudaMalloc(&d, 64 * sizeof(unsigned)));
+    rotate(d, 64, 32);
+}
+"""
+
+
+def test_a_whole_file_with_guarded_helpers_an_overloaded_launcher_and_a_disabled_kernel_traces_its_kernel():
+    out = np.zeros(64, np.uint32)
+    trace(WHOLE_FILE, "rotate", 2, 32, [out, 64])
+    lane = np.arange(64) % 32
+    source_lane = lane // 8 * 8 + (lane % 8 + 1) % 8
+    np.testing.assert_array_equal(out, 6 * source_lane + 4 * 8)  # a + b + c = 6 lane; __dp4a: 4 x (1 x 2) = 8

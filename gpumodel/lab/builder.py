@@ -28,7 +28,7 @@ import time
 from ..folders import create, problems
 from ..units import fmt_bytes
 from .limits import COMPILE_MEMORY, COMPILE_SECONDS, LabError, limit_message, run
-from .reader import ARCH, SOURCE_NAME, SUPPORTED, arch_number, entries, for_gxx, host_code
+from .reader import ARCH, SOURCE_NAME, SUPPORTED, arch_number, entries, for_gxx, host_code, kernel_pointer
 
 HERE = pathlib.Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
@@ -281,9 +281,11 @@ def gxx(args: list, what: str) -> None:
 
 
 def compile_flags(arch: str = ARCH) -> list:
-    """g++'s flags for device code: the stand-in headers first, CUDA's macros, and a
+    """g++'s flags for device code: the stand-in headers first, CUDA's macros (nvcc 12.4's, as
+    the stand-in follows CUDA 12.4), and a
     variable-length array an error (g++ allows one as an extension; nvcc refuses it)."""
-    return [f"-I{INCLUDE}", f"-I{HERE}", "-D__CUDACC__", f"-D__CUDA_ARCH__={arch_number(arch)}", "-Werror=vla"]
+    return [f"-I{INCLUDE}", f"-I{HERE}", "-D__CUDACC__", "-D__CUDACC_VER_MAJOR__=12", "-D__CUDACC_VER_MINOR__=4",
+            f"-D__CUDA_ARCH__={arch_number(arch)}", "-Werror=vla"]
 
 
 def _stand_in() -> bytes:
@@ -339,7 +341,7 @@ def wrapper(source: str, names: list, traced: bool = False) -> str:
     at the launch's dynamic shared memory), and `gm_body(i, args)`, which calls the i-th of
     `names` with `args` (a pointer's value, a scalar's address), itself not instrumented (g++
     does not inline across that difference). Untraced, `emu_launch_kernel` launches it on a grid."""
-    cases = " ".join(f"case {i}: emu_call(&{name}, a); break;" for i, name in enumerate(names))
+    cases = " ".join(f"case {i}: emu_call({kernel_pointer(source, name)}, a); break;" for i, name in enumerate(names))
     text = (f'{_prologue(traced)}#define main gm_learner_main\n#line 1 "{SOURCE_NAME}"\n'
             f'{for_gxx(source)}\n#undef main\n#line 1 "gm_body.cpp"\n'
             f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(int kernel, void** a) {{\n'

@@ -13,6 +13,7 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -334,6 +335,21 @@ EMU_INLINE T emu_shuffled(T value, emu_shuffle_kind kind, int lane, int width, u
     using Bits = emu_bits<sizeof(T)>;
     return std::bit_cast<T>(static_cast<Bits>(emu_shuffle(std::bit_cast<Bits>(value), kind, lane, width, mask)));
 }
+// Shuffles of any trivially copyable type whose size is a whole number of 32-bit words, a word at
+// a time (cooperative groups' tiles take such types; the __shfl_*_sync intrinsics do not).
+template <class T>
+EMU_INLINE T emu_shuffled_any(T value, emu_shuffle_kind kind, int lane, int width, unsigned mask) {
+    if constexpr (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) {
+        return emu_shuffled(value, kind, lane, width, mask);
+    } else {
+        static_assert(sizeof(T) % 4 == 0, "a tile shuffles whole 32-bit words");
+        std::array<uint32_t, sizeof(T) / 4> words;
+        __builtin_memcpy(&words, &value, sizeof(T));  // a vector type copies its bytes, as the GPU's registers hold them
+        for (auto& word : words) word = (uint32_t)emu_shuffle(word, kind, lane, width, mask);
+        __builtin_memcpy(&value, &words, sizeof(T));
+        return value;
+    }
+}
 template <class T>
 EMU_INLINE T __shfl_sync(unsigned mask, T value, int lane, int width = 32) {
     return emu_shuffled(value, EMU_SHFL_IDX, lane, width, mask);
@@ -499,6 +515,18 @@ inline void emu_launch(dim3 grid, dim3 block, size_t shared_mem, const std::func
             for (unsigned bx = 0; bx < grid.x; ++bx) emu_run_block(block, {bx, by, bz}, thread);
 }
 #endif
+
+// __trap() ends the kernel with an error, as a GPU's trap instruction; __dp4a, the four-way
+// dot product of 8-bit integers packed in 32-bit words, added to `c` (signed: each byte sign-extended).
+[[noreturn]] inline void __trap() { std::fprintf(stderr, "__trap() called\n"); std::abort(); }
+inline int __dp4a(int a, int b, int c) {
+    for (int i = 0; i < 4; ++i) c += (int8_t)(a >> 8 * i) * (int8_t)(b >> 8 * i);
+    return c;
+}
+inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
+    for (int i = 0; i < 4; ++i) c += (uint8_t)(a >> 8 * i) * (uint8_t)(b >> 8 * i);
+    return c;
+}
 
 // CUDA's math library declares these for device code in the global namespace, as C's math.h
 // does (libstdc++'s <cmath> keeps them in std).

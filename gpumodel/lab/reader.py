@@ -87,12 +87,15 @@ _ATTRIBUTES = {"__launch_bounds__", "__attribute__", "alignas", "__align__", "__
 _OPEN, _CLOSE = "(<[{", ")>]}"
 
 
+def _blank(match) -> str:
+    """A comment or directive as spaces, its newlines kept; a string literal as it is."""
+    text = match.group(0)
+    return text if text[0] in "\"'" else re.sub(r"[^\n]", " ", text)
+
+
 def _code(source: str) -> str:
     """`source` with its comments and preprocessor lines blanked, each newline kept."""
-    def blank(match):
-        text = match.group(0)
-        return text if text[0] in "\"'" else re.sub(r"[^\n]", " ", text)
-    return _DIRECTIVE.sub(blank, _COMMENT_OR_STRING.sub(blank, source))
+    return _DIRECTIVE.sub(_blank, _COMMENT_OR_STRING.sub(_blank, source))
 
 
 def _closing(text: str, at: int) -> int:
@@ -248,35 +251,44 @@ def with_headers(source: str, folders) -> str:
     return _INCLUDE.sub(expand, source) if folders else source
 
 
-def aliases(source: str, defines: dict) -> dict:
-    """The type aliases `source` declares where the preprocessor would keep them under `defines`
-    (the -D options): `typedef T name;`, `using name = T;`, `#define name T` (a type of words,
-    :: and *). A branch of #if / #ifdef / #ifndef / #elif / #else whose condition the lab cannot
-    read counts; an alias it gives two meanings is left out (g++ decides)."""
-    found, defined, stack = {}, dict(defines), []  # stack: (this branch on, a branch taken, the outer on)
-    code = _COMMENT_OR_STRING.sub(" ", source)
-    for line in code.splitlines():
+def active(source: str, defines: dict) -> tuple:
+    """(`source` with its comments and the lines the preprocessor would skip under `defines`
+    blanked, each newline kept; the macros defined in the lines kept: name -> value). A branch
+    of #if / #ifdef / #ifndef / #elif / #else whose condition the lab cannot read is kept."""
+    kept, defined, stack = [], dict(defines), []  # stack: [this branch on (None: unknown), a branch taken]
+    for line in _COMMENT_OR_STRING.sub(_blank, source).split("\n"):
         on = all(s[0] is not False for s in stack)
         directive = _DIRECTIVE_LINE.match(line)
-        if directive:
-            word, rest = directive[1], directive[2]
-            if word in ("if", "ifdef", "ifndef"):
-                value = (_condition(rest, defined) if word == "if" else (rest.split()[0] in defined) == (word == "ifdef")
-                         if rest else None)
-                stack.append([value, value is True])
-            elif word == "elif" and stack:
-                value = False if stack[-1][1] else _condition(rest, defined)
-                stack[-1] = [value, stack[-1][1] or value is True]
-            elif word == "else" and stack:
-                stack[-1] = [None if stack[-1][0] is None else not stack[-1][1], True]
-            elif word == "endif" and stack:
-                stack.pop()
-            elif word == "define" and on and (m := re.fullmatch(r"(\w+)(?:\s+(.*))?", rest)):
-                defined[m[1]] = (m[2] or "1").strip()
-                if m[2] and re.fullmatch(r"[\w\s:*]+", m[2]) and not re.fullmatch(r"[\d\s]+", m[2]):
-                    found.setdefault(m[1], set()).add(" ".join(m[2].split()))
-            continue
-        if not on:
+        word, rest = (directive[1], directive[2]) if directive else ("", "")
+        if word in ("if", "ifdef", "ifndef"):
+            value = (_condition(rest, defined) if word == "if" else (rest.split()[0] in defined) == (word == "ifdef")
+                     if rest else None)
+            stack.append([value, value is True])
+        elif word == "elif" and stack:
+            value = False if stack[-1][1] else _condition(rest, defined)
+            stack[-1] = [value, stack[-1][1] or value is True]
+        elif word == "else" and stack:
+            stack[-1] = [None if stack[-1][0] is None else not stack[-1][1], True]
+        elif word == "endif" and stack:
+            stack.pop()
+        elif word == "define" and on and (m := re.fullmatch(r"(\w+)(?:\s+(.*))?", rest)):
+            defined[m[1]] = (m[2] or "1").strip()
+        kept.append(line if on or directive else "")
+    return "\n".join(kept), defined
+
+
+def aliases(source: str, defines: dict) -> dict:
+    """The type aliases `source` declares where the preprocessor would keep them under `defines`
+    (the -D options; `active`): `typedef T name;`, `using name = T;`, `#define name T` (a type
+    of words, :: and *). An alias given two meanings is left out (g++ decides)."""
+    code, _ = active(source, defines)
+    found = {}
+    for line in code.splitlines():
+        directive = _DIRECTIVE_LINE.match(line)
+        if directive and directive[1] == "define":
+            m = re.fullmatch(r"(\w+)\s+([\w\s:*]+)", directive[2])
+            if m and not re.fullmatch(r"[\d\s]+", m[2]):
+                found.setdefault(m[1], set()).add(" ".join(m[2].split()))
             continue
         for m in re.finditer(r"\btypedef\s+([\w\s:*]+?)\s*\b(\w+)\s*;|\busing\s+(\w+)\s*=\s*([\w\s:*]+?)\s*;", line):
             name, target = (m[2], m[1]) if m[2] else (m[3], m[4])
@@ -334,10 +346,22 @@ def parameters(source: str, kernel: str) -> list:
     return instantiate(source, kernel)[1]
 
 
-def entries(source: str, kernel: str | None = None) -> list:
-    """The kernels a build of `source` can launch: every one that is not a template, and `kernel`
+def kernel_pointer(source: str, kernel: str) -> str:
+    """The C++ expression of a pointer to `kernel` (a name or name expression) of `source`:
+    `&name`, or, where the source defines another function of that name (a host launcher named as
+    its kernel: legal overloading), `&name` cast to the kernel's own signature."""
+    base = _EXPRESSION.fullmatch(kernel)[2]
+    definitions = re.findall(rf"[\w>*&]\s+{re.escape(base)}\s*\([^;{{}}]*\)\s*\{{", _code(source))
+    if len(definitions) < 2:
+        return f"&{kernel}"
+    return f"static_cast<void (*)({', '.join(t for t, _ in instantiate(source, kernel)[1])})>(&{kernel})"
+
+
+def entries(source: str, kernel: str | None = None, defines: dict | None = None) -> list:
+    """The kernels a build of `source` can launch: every one that is not a template and that the
+    preprocessor keeps under `defines` (`active`: not one in an `#ifdef` left out), and `kernel`
     (a name expression) if it is not among them."""
-    names = [k.name for k in declarations(source) if not k.template]
+    names = [k.name for k in declarations(active(source, defines or {})[0]) if not k.template]
     return names + [kernel] if kernel is not None and kernel not in names else names
 
 
@@ -508,7 +532,7 @@ def launched(source: str, kernel: str, args, defines: dict | None = None, folder
     launch passes them, defaults applied: `arguments`), the source read under `defines` with
     the headers it includes from `folders`."""
     k, params = instantiate(source, kernel, defines, folders)
-    return entries(source, kernel), arguments(params, args, k.defaults)
+    return entries(source, kernel, defines), arguments(params, args, k.defaults)
 
 
 _ALIGNMENT = r"(?:__align__|alignas)\s*\((?:[^()]|\([^()]*\))*\)"

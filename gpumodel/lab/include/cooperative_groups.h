@@ -26,21 +26,24 @@ struct thread_block_tile {
     static unsigned thread_rank() { return thread_block::thread_rank() % N; }
     static unsigned meta_group_rank() { return thread_block::thread_rank() / N; }
     static unsigned meta_group_size() { return (thread_block::size() + N - 1) / N; }
-    static void sync() { __syncwarp(); }
-    template <class T> static T shfl(T value, int lane) { return __shfl_sync(0xffffffff, value, lane, N); }
-    template <class T> static T shfl_down(T value, unsigned delta) { return __shfl_down_sync(0xffffffff, value, delta, N); }
-    template <class T> static T shfl_up(T value, unsigned delta) { return __shfl_up_sync(0xffffffff, value, delta, N); }
-    template <class T> static T shfl_xor(T value, int lane_mask) { return __shfl_xor_sync(0xffffffff, value, lane_mask, N); }
+    // The lanes of this tile in its warp: a tile meets alone, as CUDA's tiles may diverge.
+    static unsigned emu_mask() { return (N == 32 ? ~0u : (1u << N) - 1) << (thread_block::thread_rank() % 32 / N * N); }
+    static void sync() { __syncwarp(emu_mask()); }
+    // A tile's shuffles take any trivially copyable type (a uint4, a struct), as CUDA's do.
+    template <class T> static T shfl(T value, int lane) { return emu_shuffled_any(value, EMU_SHFL_IDX, lane, N, emu_mask()); }
+    template <class T> static T shfl_down(T value, unsigned delta) { return emu_shuffled_any(value, EMU_SHFL_DOWN, (int)delta, N, emu_mask()); }
+    template <class T> static T shfl_up(T value, unsigned delta) { return emu_shuffled_any(value, EMU_SHFL_UP, (int)delta, N, emu_mask()); }
+    template <class T> static T shfl_xor(T value, int lane_mask) { return emu_shuffled_any(value, EMU_SHFL_XOR, lane_mask, N, emu_mask()); }
     static unsigned emu_ranks(unsigned warp_mask) {  // bit r: the tile's rank r
         return warp_mask >> (thread_block::thread_rank() % 32 / N * N) & (N == 32 ? ~0u : (1u << N) - 1);
     }
-    static unsigned ballot(int predicate) { return emu_ranks(__ballot_sync(0xffffffff, predicate)); }
+    static unsigned ballot(int predicate) { return emu_ranks(__ballot_sync(emu_mask(), predicate)); }
     static bool any(int predicate) { return ballot(predicate) != 0; }
     static bool all(int predicate) { return ballot(predicate) == emu_ranks(__activemask()); }
 };
 template <unsigned N, class Parent>
 thread_block_tile<N> tiled_partition(const Parent&) { return {}; }
 template <unsigned N>
-void sync(const thread_block_tile<N>&) { __syncwarp(); }
+void sync(const thread_block_tile<N>& tile) { tile.sync(); }
 
 }  // namespace cooperative_groups

@@ -6,13 +6,25 @@
 #pragma once
 #include <cstddef>
 #include <cstring>
+// The include guards of CUDA's own cuda_runtime.h and driver_types.h, which helpers such as
+// cuda-samples' helper_cuda.h test before defining their error checks; the runtime's version.
+#define __CUDA_RUNTIME_H__
+#define __DRIVER_TYPES_H__
+#define CUDART_VERSION 12040
 
 enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorNotSupported = 801 };
 typedef cudaError_t cudaError;
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice,
                       cudaMemcpyDefault };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8, cudaFuncAttributePreferredSharedMemoryCarveout = 9 };
-enum cudaDeviceAttr { cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMultiProcessorCount = 16, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
+enum cudaDeviceAttr { cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMaxSharedMemoryPerBlock = 8, cudaDevAttrClockRate = 13,
+                      cudaDevAttrMultiProcessorCount = 16, cudaDevAttrIntegrated = 18, cudaDevAttrComputeMode = 20,
+                      cudaDevAttrComputeCapabilityMajor = 75, cudaDevAttrComputeCapabilityMinor = 76,
+                      cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
+enum cudaComputeMode { cudaComputeModeDefault = 0, cudaComputeModeExclusive = 1, cudaComputeModeProhibited = 2,
+                       cudaComputeModeExclusiveProcess = 3 };
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
 struct cudaDeviceProp {
@@ -53,6 +65,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
 template <class F> cudaError_t cudaFuncSetAttribute(F* func, cudaFuncAttribute attr, int value);
 template <class F> cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F* func, int threads, size_t smem);
 cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaEventCreate(cudaEvent_t* event);
