@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _check, low_precision, presets
 from .hardware import SECTOR_BYTES
-from .model import predict
+from .model import TIE_RTOL, predict
 from .tensor_cores import WEIGHT_BYTES
 from .workloads import Workload
 
@@ -289,7 +289,7 @@ def critical_batch(name, gpu, context, weight: str = "fp16", kv: str = "fp16", m
     b_w = WEIGHT_BYTES[weight]
     per_batch_flops = 2 * m.active_params + c * m.attention_flops
     per_batch_bytes = (c + 1) * kv_bytes_per_token(m, kv) + (0 if m.tied else m.width * b_w)
-    if per_batch_flops - ridge * per_batch_bytes <= 0:
+    if per_batch_flops <= ridge * per_batch_bytes * (1 - TIE_RTOL):  # below the ridge for every batch, ties as predict's
         return None
 
     def on_hbm(batch: int) -> bool:

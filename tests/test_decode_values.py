@@ -409,3 +409,13 @@ def test_wave_splits_never_takes_more_splits_than_slots():
     9, 33 / 40 = 0.825 at 11, 42 / 80, 54 / 80, 81 / 120 at 14, 18, 27. The best is 11's, and 11
     is the first at 0.85 of it. (53 splits, past the slots, would fill 159 / 160.)"""
     assert dc.wave_splits("T4", 3, 1, chunks=53) == 11
+
+
+def test_the_critical_batch_keeps_predicts_tie_rule_where_the_ridge_is_reached_only_in_the_limit():
+    """A model whose flops per byte tend to the H100's ridge to within predict's TIE_RTOL: a
+    batch large enough is called compute-bound by predict (a tie goes to the first part), so
+    critical_batch must find it rather than return None (found by a mutation run)."""
+    m = dc.Model("m", 1, 204, 1, 1, 80000.0, latent=30, rope=37)
+    b = dc.critical_batch(m, "H100-SXM", 2**24)
+    assert b is not None and gm.predict(dc.step(m, b, 2**24), "H100-SXM").bound == "compute"
+    assert gm.predict(dc.step(m, b - 1, 2**24), "H100-SXM").bound == "hbm"
