@@ -1,16 +1,34 @@
 """GPU tests (marked `gpu`) skip, with the reason, when no GPU answers; the browser tests
 (`needs_chromium`) skip, with the reason, where Chromium is not installed (CI installs it);
-nothing else skips. The headless Chromium the browser tests share is the `browser` fixture."""
+nothing else skips. The headless Chromium the browser tests share is the `browser` fixture.
+At the end of a run, nbmake's report of each notebook run in this session (test_installed.py)
+is printed, so that CI's log shows it."""
 
 import os
+import pathlib
 import shutil
 import tempfile
+import time
 
 import pytest
 
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="gpumodel-test-data-")  # the checkers' progress file: never the tester's
 
 from gpumodel.cuda import runtime
+
+
+STARTED = time.time()
+NBMAKE_LOGS = pathlib.Path(__file__).resolve().parent.parent / "_build"
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """nbmake's reports written during this run (by any worker), printed once, by the controller."""
+    if hasattr(config, "workerinput"):
+        return
+    for log in sorted(NBMAKE_LOGS.glob("nbmake-*.log")):
+        if log.stat().st_mtime >= STARTED:
+            terminalreporter.write_sep("=", log.stem)
+            terminalreporter.write_line(log.read_text().rstrip())
 
 
 def pytest_runtest_setup(item):

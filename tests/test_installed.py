@@ -9,10 +9,12 @@ the notebooks' packages at the versions this checkout runs them (the book build,
 JupyterLab test and the widget tests ran there); where a version differs, every notebook is
 run there too. The widget tests also run on Colab's ipywidgets 7.7 (the checkout has 8).
 
-This is the one place the learners' notebooks are executed (`make test` runs no nbmake pass:
-the site's build executes every chapter, this module every notebook). Each environment
-installs from the package index with uv (its cache serves repeated installs); Docker is not
-available here, so repo2docker itself does not run: its requirements file does."""
+This is the one place the learners' notebooks are executed, by nbmake (`pytest --nbmake`, as
+CONTRIBUTING runs one notebook), once each, inside the environment: the site's build executes
+every chapter, this module every notebook. nbmake's report of each run goes to
+`_build/nbmake-<environment>.log`, which `make test` prints at its end (tests/conftest.py).
+Each environment installs from the package index with uv (its cache serves repeated installs);
+Docker is not available here, so repo2docker itself does not run: its requirements file does."""
 
 import json
 import os
@@ -31,20 +33,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("installed")]
 COLAB = ROOT / "tests" / "colab-constraints.txt"
-RUN = """
-import json, pathlib, sys
-import nbclient, nbformat
-out = pathlib.Path(sys.argv[1])
-for path in map(pathlib.Path, sys.argv[2:]):
-    nb = nbformat.read(path, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(
-        "import json, gpumodel; print(json.dumps([gpumodel.__file__, gpumodel.book.chapter.GLUED]))"))
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
-    nbformat.write(nb, out / path.name)
-"""
-"""Run each notebook given after the output folder, in this interpreter's kernel, and write it
-there with its outputs; its last cell prints where gpumodel came from and what it glued."""
+PROBE = "import json, gpumodel; print(json.dumps([gpumodel.__file__, gpumodel.book.chapter.GLUED]))"
+"""The cell appended to each notebook run: where gpumodel came from and what it glued."""
+LOGS = ROOT / "_build"
+"""Where nbmake's report of each environment's runs is written (`_build/nbmake-<name>.log`)."""
 ENV_PACKAGES = ("numpy", "matplotlib", "ipython", "ipykernel", "ipywidgets", "nbclient")
 """What the notebooks run on: where the Binder environment has these at this checkout's
 versions, the runs made here (the book, JupyterLab, the widget tests) stand for it."""
@@ -87,12 +79,23 @@ def _pins() -> dict:
     return {name.lower().replace("_", "-"): version for name, version in (x.split("==") for x in lines if x)}
 
 
-def _run_notebooks(python, paths, env) -> dict:
-    """Run `paths` with `python`'s kernel: {notebook: the executed notebook}."""
+def _run_notebooks(python, paths, env, name: str) -> dict:
+    """Run `paths` with nbmake in `python`'s environment, each once (a copy with `PROBE`
+    appended, its outputs written back: --overwrite): {notebook: the executed notebook}.
+    nbmake's report goes to `LOGS`/nbmake-`name`.log; a failing notebook is left to the tests
+    that read its outputs, which name the error."""
     paths = sorted(paths)
     out = paths[0].parent / "executed"
     out.mkdir(exist_ok=True)
-    _run([python, "-c", RUN, str(out), *map(str, paths)], cwd=out, env=env)
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(PROBE))
+        nbformat.write(nb, out / path.name)
+    done = subprocess.run([python, "-m", "pytest", "--nbmake", "--overwrite", "--nbmake-timeout=300", "-v",
+                           "-p", "no:cacheprovider", *(p.name for p in paths)], cwd=out, env=env, capture_output=True,
+                          text=True)
+    LOGS.mkdir(exist_ok=True)
+    (LOGS / f"nbmake-{name}.log").write_text(f"nbmake in the {name} environment ({python}):\n{done.stdout}{done.stderr}")
     return {p.stem: nbformat.read(out / p.name, as_version=4) for p in paths}
 
 
@@ -176,7 +179,7 @@ def colab(wheel, tmp_path_factory):
     after, the executed notebooks by name)."""
     home = tmp_path_factory.mktemp("colab")
     env = _env(home)
-    python = _venv(home / "venv", env, "-r", str(COLAB))
+    python = _venv(home / "venv", env, "-r", str(COLAB), "nbmake")  # nbmake within Colab's pins
     before = _freeze(python, env)
     folder = home / "content"
     folder.mkdir()
@@ -188,7 +191,7 @@ def colab(wheel, tmp_path_factory):
         cell.source = book.install_source(spec)  # the published cell, for this wheel rather than a commit
         nbformat.write(nb, folder / path.name)
     env["PATH"] = f"{python.parent}:{_no_cuda_compiler(home / 'bin')}"
-    executed = _run_notebooks(python, folder.glob("*.ipynb"), env)
+    executed = _run_notebooks(python, folder.glob("*.ipynb"), env, "colab")
     return python, before, _freeze(python, env), executed
 
 
@@ -252,12 +255,13 @@ def test_the_widget_tests_pass_on_ipywidgets_7(colab, tmp_path):
 
 def test_every_notebook_runs_in_the_binder_environment(checkout, tmp_path_factory):
     """binder/requirements.txt installed as repo2docker installs it (from the clone's root),
-    with the kernel and nbclient repo2docker's base environment provides: gpumodel comes from
+    with the kernel and nbclient repo2docker's base environment provides (and nbmake, which runs
+    them here): gpumodel comes from
     the clone, its install cell installs nothing, and the notebooks' packages are this
     checkout's versions (else every notebook of the clone is run there)."""
     home = tmp_path_factory.mktemp("binder")
     env = _env(home)
-    python = _venv(home / "venv", env, "-r", "binder/requirements.txt", "ipykernel", "nbclient", cwd=checkout)
+    python = _venv(home / "venv", env, "-r", "binder/requirements.txt", "ipykernel", "nbclient", "nbmake", cwd=checkout)
     installed = _freeze(python, env)
     assert installed["gpumodel"] == "0.1.0" and "nbgitpuller" in installed
     ours = _freeze(pathlib.Path(sys.executable), os.environ)
@@ -271,6 +275,6 @@ def test_every_notebook_runs_in_the_binder_environment(checkout, tmp_path_factor
             "gm.course.checkpoint('cp-hierarchy-time')")])
         paths = [home / "probe.ipynb"]
         nbformat.write(probe, paths[0])
-    executed = _run_notebooks(python, paths, env)
+    executed = _run_notebooks(python, paths, env, "binder")
     assert {name: _errors(nb, home / "venv") for name, nb in executed.items()} == {p.stem: [] for p in paths}, differ
     assert _freeze(python, env) == installed, "the install cell installed nothing"

@@ -379,3 +379,14 @@ def test_a_whole_file_with_guarded_helpers_an_overloaded_launcher_and_a_disabled
     lane = np.arange(64) % 32
     source_lane = lane // 8 * 8 + (lane % 8 + 1) % 8
     np.testing.assert_array_equal(out, 6 * source_lane + 4 * 8)  # a + b + c = 6 lane; __dp4a: 4 x (1 x 2) = 8
+
+
+def test_the_first_trace_of_an_installed_version_says_it_is_preparing_the_lab(tmp_path, monkeypatch, capsys):
+    from gpumodel.lab import builder
+
+    monkeypatch.setenv("GPUMODEL_CACHE", str(tmp_path / "fresh"))  # a cache no trace has filled
+    source = "__global__ void k(float* y) { y[threadIdx.x] = 1.0f; }\n"
+    trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
+    assert builder.PREPARING in capsys.readouterr().out
+    trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
+    assert builder.PREPARING not in capsys.readouterr().out  # built once

@@ -288,6 +288,11 @@ def compile_flags(arch: str = ARCH) -> list:
             f"-D__CUDA_ARCH__={arch_number(arch)}", "-Werror=vla"]
 
 
+PREPARING = ("Preparing the kernel lab (once per installed version: its CUDA stand-in is precompiled, about 10 s, "
+             "30 s on a busy machine) ...")
+"""What the first trace says while the precompiled header is built, so that it does not look like a hang."""
+
+
 def _stand_in() -> bytes:
     """The lab's stand-in for CUDA, as bytes: cuda_emu.h and every header of include/ (.h, .cuh: what a
     cached header or runtime was built from)."""
@@ -313,6 +318,7 @@ def precompiled(flags: list, traced: bool = False) -> list:
     key = digest(text.encode() + _stand_in() + (str(flags) + _compiler_version()).encode())
 
     def make(gch):
+        print(PREPARING, flush=True)  # the first trace of an installed version: not a hang
         header = gch.with_suffix("")
         header.write_text(text)
         try:
