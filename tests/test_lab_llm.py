@@ -390,3 +390,48 @@ def test_the_first_trace_of_an_installed_version_says_it_is_preparing_the_lab(tm
     assert builder.PREPARING in capsys.readouterr().out
     trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
     assert builder.PREPARING not in capsys.readouterr().out  # built once
+
+
+def test_an_access_in_a_helper_names_the_helpers_line_and_each_call_site():
+    """llm.c's ld_vec style: three loads through one helper are three sites, told apart by the
+    line that called the helper (once reported as one site at the helper's line)."""
+    source = r"""
+__device__ inline float4 ld_vec(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__global__ void add3(float* out, const float* a, const float* b, const float* c) {
+    int i = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    float4 x = ld_vec(a + i);
+    float4 y = ld_vec(b + i);
+    float4 z = ld_vec(c + i);
+    out[i] = x.x + y.x + z.x;
+}
+"""
+    ones = np.ones(512, np.float32)
+    t = trace(source, "add3", 1, 128, [np.zeros(512, np.float32), ones, ones, ones])
+    loads = sorted((s.line, s.called_at, s.instructions, s.sectors) for s in t.sites if not s.write)
+    assert loads == [(2, 5, 4, 64), (2, 6, 4, 64), (2, 7, 4, 64)]  # 4 warps x 512 B each: 16 sectors a request
+    assert "line 2, column" in t.report(gpus=["H100-SXM"]) and "(called at line 6)" in t.report(gpus=["H100-SXM"])
+
+
+def test_a_barrier_missing_at_the_end_of_a_loop_body_is_named_there():
+    source = r"""__global__ void tiles(const float* a, float* out, int n) {
+    __shared__ float tile[64];
+    float acc = 0.0f;
+    for (int t = 0; t < n; t += 64) {
+        tile[threadIdx.x] = a[t + threadIdx.x];
+        __syncthreads();
+        acc += tile[(threadIdx.x + 1) % 64];
+    }
+    out[threadIdx.x] = acc;
+}"""
+    t = trace(source, "tiles", 1, 64, [np.arange(256, dtype=np.float32), np.zeros(64, np.float32), 256])
+    assert t.races and all("Missing: a __syncthreads() after line 7, at the end of the loop's body" in r.message
+                           for r in t.races)
+
+
+def test_a_cascade_of_compiler_errors_shows_the_first_five_and_counts_the_rest():
+    source = "__global__ void k(float* y) {\n" + "".join(f"    undefined_{i}();\n" for i in range(12)) + "}\n"
+    with pytest.raises(LabError) as err:
+        trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
+    text = str(err.value)
+    assert text.count("error:") == 5 and "kernel.cu:2:5: error: 'undefined_0' was not declared" in text.replace("‘", "'").replace("’", "'")
+    assert "... and 7 more errors: the first usually causes the rest" in text

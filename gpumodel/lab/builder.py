@@ -240,6 +240,9 @@ def diagnostics(stderr: str, source_name: str) -> list:
             if _learners(m["file"]):  # a header of the learner's own (found through -I): its own line
                 rows.append(f"{inside}:{m['line']}" + (f":{m['column']}" if m["column"] else "") + f": {m['kind']}: {m['text']}")
                 continue
+            if inside == "gm_body.cpp":  # the lab's own call of the kernels, not the learner's line
+                rows.append(f"the lab's call of the kernel: {m['kind']}: {m['text']}")
+                continue
             at = here or f"{inside}:{m['line']}" + (f":{m['column']}" if m["column"] else "")
             rows.append(f"{at}: {m['kind']}: {m['text']}" + (f" (inside {inside})" if here else ""))
         elif (m := _FUNCTION.match(row)) is not None:
@@ -260,6 +263,8 @@ def _learners(file: str) -> bool:
     return path.is_absolute() and HERE not in path.parents and not file.startswith(("/usr/", "/opt/", "/lib"))
 
 
+SHOWN_ERRORS = 5
+"""The compiler's errors a learner is shown (the first ones); the rest are counted."""
 _NO_HEADER = re.compile(r"fatal error: (\S+): No such file or directory")
 
 
@@ -277,7 +282,12 @@ def gxx(args: list, what: str) -> None:
         closing = (f"{header} is not a header the lab has: leave its #include out, and put into the source "
                    f"what the kernel needs from it; {SUPPORTED}." if header else
                    f"Where it names something of CUDA's that is missing: {SUPPORTED}.")
-        raise CompileError(f"{what} does not compile:\n" + "\n".join(errors[:20]) + "\n" + closing)
+        numbered = [sum("error" in r for r in errors[:i + 1]) for i in range(len(errors))]  # errors so far, each row
+        shown = [e.replace("_Float16", "half") for e, n in zip(errors, numbered) if n <= SHOWN_ERRORS]
+        hidden = (numbered[-1] if numbered else 0) - SHOWN_ERRORS
+        more = (f"... and {hidden} more errors: the first usually causes the rest, so fix it and compile again\n"
+                if hidden > 0 else "")
+        raise CompileError(f"{what} does not compile:\n" + "\n".join(shown) + "\n" + more + closing)
 
 
 def compile_flags(arch: str = ARCH) -> list:
@@ -381,7 +391,7 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
     runtime = _runtime(folder)
     text = wrapper(source, entries(source) if names is None else names, traced=True)
     flags = [*KERNEL_FLAGS, *compile_flags(arch), *options]
-    key = digest((text + str(flags) + runtime.name).encode())
+    key = digest((text + str(flags) + runtime.name).encode() + pathlib.Path(__file__).read_bytes())  # this file: its messages
 
     def make(exe):
         cpp, obj = (exe.with_suffix(end) for end in (".cpp", ".o"))

@@ -579,25 +579,30 @@ def host_code(source: str) -> str:
             "host code, a declaration the lab lacks is the likely cause: leave that code out of what you trace.")
 
 
-def lines(exe: pathlib.Path, offsets: list) -> dict:
+def lines(exe: pathlib.Path, offsets: list, calls: dict | None = None) -> dict:
     """The kernel source's (line, column) of each code offset: the innermost frame in kernel.cu
     (addr2line follows inlined calls), its column where the line table's innermost row is that
-    line (an access inlined from the lab's own header, as `__ldg`, gets none)."""
+    line (an access inlined from the lab's own header, as `__ldg`, gets none). Where `calls` is
+    given, it gets each offset's call site: the line of the next kernel.cu frame out, where the
+    access is in a device function inlined there (0 where it is in the kernel itself)."""
     if not offsets:
         return {}
     done = subprocess.run(["addr2line", "-e", str(exe), "-i", "-a", *offsets], capture_output=True, text=True, check=True)
-    lines, current = {}, None
+    frames, current = {}, None  # offset -> the kernel.cu lines of its frames, innermost first
     for row in done.stdout.splitlines():
         if row.startswith("0x"):
             current = f"{int(row, 16):x}"
-        elif current not in lines and SOURCE_NAME in row:
-            lines[current] = int(row.rsplit(":", 1)[1].split()[0])
+            frames[current] = []
+        elif SOURCE_NAME in row:
+            frames[current].append(int(row.rsplit(":", 1)[1].split()[0]))
     table = line_table(exe)
     found = {}
     for o in offsets:
-        line = lines.get(o, 0)
+        line, *outer = frames.get(o) or [0]
         inner = locate(table, int(o, 16))
         found[o] = (line, inner[2] if inner and inner[0] == SOURCE_NAME and inner[1] == line else 0)
+        if calls is not None:
+            calls[o] = next((c for c in outer if c != line), 0)
     return found
 
 

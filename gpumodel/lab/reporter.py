@@ -65,10 +65,11 @@ class Site:
     ideal_wavefronts: int
     column: int = 0  # 0 where the line table has none
     text: str = ""  # the source line
+    called_at: int = 0  # the line that called the device function the access is in (0: in the kernel itself)
 
     @property
     def where(self) -> str:
-        return where(self.line, self.column)
+        return where(self.line, self.column) + (f" (called at line {self.called_at})" if self.called_at else "")
 
     @property
     def cost(self) -> tuple:
@@ -100,6 +101,7 @@ class Race:
     block: tuple
     count: int
     one_warp: bool = False
+    next_pass: bool = False  # a barrier already lies between the two lines: the race is across a loop's passes
 
     @property
     def message(self) -> str:
@@ -113,8 +115,10 @@ class Race:
                  "write-after-write": ("writes", "writes it")}[self.hazard]
         lo, hi = sorted((line1, line2))
         barrier = "__syncwarp()" if self.one_warp else "__syncthreads()"
-        fix = (f"a {barrier} between line {lo} and line {hi}" if lo != hi else
-               f"a {barrier} between one pass of line {lo} and the next")
+        fix = (f"a {barrier} between one pass of line {lo} and the next" if lo == hi else
+               f"a {barrier} after line {hi}, at the end of the loop's body: the barrier between line {lo} and "
+               f"line {hi} orders them within a pass, but the next pass reaches line {lo} before every thread has "
+               f"finished line {hi}" if self.next_pass else f"a {barrier} between line {lo} and line {hi}")
         if self.one_warp:
             fix += (" (the two are lanes of one warp, and a warp's lanes need not run in step: since Volta each "
                     "thread is scheduled on its own, CUDA C++ Programming Guide, \"Independent Thread Scheduling\")")
@@ -306,28 +310,29 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
         return source_line(source, line)
     other = {r[0]: int(r[1]) for r in rows if r[0] in ("l2_sectors", "local", "rounds")}
     footprint = [tuple(int(v) for v in r[2:5]) for r in rows if r[0] == "footprint"]
-    return Trace(kernel, shape.grid, shape.block, _sites([r for r in rows if r[0] == "site"], done.where, text),
+    return Trace(kernel, shape.grid, shape.block, _sites([r for r in rows if r[0] == "site"], done.where, done.calls, text),
                  footprint, other["l2_sectors"], other["local"], done.traced, shape.blocks,
                  [v for v in values if isinstance(v, np.ndarray)],
                  _races([r for r in rows if r[0] == "hazard"], done.where, text, shape.block, shape.grid), done.output,
                  other.get("rounds", 0))
 
 
-def _sites(rows, where, text) -> list:
-    """One `Site` per access in the source: the code offsets of one line and column (a loop the
-    compiler unrolled, say) summed; without a column, one per offset."""
+def _sites(rows, where, calls, text) -> list:
+    """One `Site` per access in the source and call of it: the code offsets of one line, column
+    and call site (a loop the compiler unrolled, say) summed; without a column, one per offset."""
     merged = {}
     for r in rows:
         n = [int(v) for v in r[2:]]
         line, column = where[r[1]]
-        key = (line, column, n[0], n[1], n[2]) if column else r[1]
+        key = (line, column, calls.get(r[1], 0), n[0], n[1], n[2]) if column else r[1]
         if key in merged:
             old = merged[key]
             for name, value in zip(("instructions", "lanes", "divergent", "sectors", "ideal_sectors", "wavefronts",
                                     "ideal_wavefronts"), n[3:10]):
                 setattr(old, name, getattr(old, name) + value)
         else:
-            merged[key] = Site(line, ("global", "shared")[n[0]], bool(n[1]), *n[2:10], column, text(line))
+            merged[key] = Site(line, ("global", "shared")[n[0]], bool(n[1]), *n[2:10], column, text(line),
+                               calls.get(r[1], 0))
     return list(merged.values())
 
 
@@ -340,8 +345,10 @@ def _races(rows, where, text, block, grid) -> list:
     for r in rows:
         hazard, first, second, count, t1, t2, b = int(r[1]), r[2], r[3], *map(int, r[4:8])
         (l1, c1), (l2, c2) = where[first], where[second]
+        lo, hi = sorted((l1, l2))
+        between = any("__syncthreads" in text(line) for line in range(lo + 1, hi))
         races.append(Race(HAZARDS[hazard], (l1, c1, text(l1)), (l2, c2, text(l2)), (index(t1, block), index(t2, block)),
-                          index(b, grid), count, one_warp and hazard != uninitialized))
+                          index(b, grid), count, one_warp and hazard != uninitialized, between))
     return sorted(races, key=lambda race: (race.hazard == "uninitialized read", -race.count, race.first, race.second))
 
 

@@ -127,11 +127,13 @@ def _is_int(value) -> bool:
 @dataclass
 class Run:
     """A traced run that finished: the runtime's `rows` (each line of its stats file, split),
-    `where` each code offset they name is in the source ((line, column)), what the kernel printed
-    (`output`) and how many blocks ran (`traced`)."""
+    `where` each code offset they name is in the source ((line, column)) and the line that
+    called it (`calls`: `reader.lines`), what the kernel printed (`output`) and how many blocks
+    ran (`traced`)."""
 
     rows: list
     where: dict
+    calls: dict
     output: str
     traced: int
 
@@ -179,11 +181,12 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
             for i, value in enumerate(values):
                 if isinstance(value, np.ndarray) and value.flags.writeable:  # a read-only one is a const parameter's
                     value[...] = np.fromfile(tmp / f"arg{i}.bin", dtype=value.dtype).reshape(value.shape)
+            calls = {}
             where = lines(exe, [r[1] for r in rows if r[0] == "site"] + [r[2] for r in rows if r[0] == "oob"]
                           + [pc for r in rows if r[0] == "hazard" for pc in r[2:4]]
-                          + [pc for r in rows if r[0] == "barriers" for pc in r[1:3]])
+                          + [pc for r in rows if r[0] == "barriers" for pc in r[1:3]], calls)
             _faults(rows, where, kernel, shape, arrays, gaps, source)
-            return Run(rows, where, done.stdout, len(chosen))
+            return Run(rows, where, calls, done.stdout, len(chosen))
         except LabError as error:
             if not done.stdout:
                 raise
