@@ -182,7 +182,7 @@ def instantiate(source: str, kernel: str, defines: dict | None = None, folders: 
     `folders` read too). ValueError where it names no
     kernel of the source, or a template without its arguments."""
     match = _EXPRESSION.fullmatch(kernel) if isinstance(kernel, str) else None
-    found = {k.name: k for k in declarations(source)}
+    found = {k.name: k for k in declarations(with_headers(source, folders))}  # a kernel may be in a header of its own
     if match is None or match.group(2) not in found:
         raise ValueError(f"kernel must name a kernel defined in source ({', '.join(found) or 'none found'}), or an "
                          f"instantiation of one as a C++ name expression (\"reduce<float>\"); got {kernel!r}")
@@ -529,10 +529,10 @@ def source_line(source: str, line: int) -> str:
 
 def launched(source: str, kernel: str, args, defines: dict | None = None, folders: tuple = ()) -> tuple:
     """(the kernels a build must hold to launch `kernel` of `source`: `entries`; `args` as the
-    launch passes them, defaults applied: `arguments`), the source read under `defines` with
-    the headers it includes from `folders`."""
+    launch passes them, defaults applied: `arguments`; the kernel's parameters), the source
+    read under `defines` with the headers it includes from `folders`."""
     k, params = instantiate(source, kernel, defines, folders)
-    return entries(source, kernel, defines), arguments(params, args, k.defaults)
+    return entries(source, kernel, defines), arguments(params, args, k.defaults), params
 
 
 _ALIGNMENT = r"(?:__align__|alignas)\s*\((?:[^()]|\([^()]*\))*\)"

@@ -299,11 +299,11 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
     shape = launch(grid, block, shared_mem, timeout, max_threads)
     flags, defines, folders = compile_options(options)
     try:
-        names, values = launched(source, kernel, args, defines, folders)
+        names, values, params = launched(source, kernel, args, defines, folders)
     except (ValueError, TypeError):
         build(source, arch=arch, options=flags)  # a source that does not compile says so first
         raise
-    done = run_traced(build(source, names, arch, flags), source, kernel, names, shape, values)
+    done = run_traced(build(source, names, arch, flags), source, kernel, names, shape, params, values)
     rows = done.rows
 
     def text(line):

@@ -28,8 +28,7 @@ from ..hardware import MAX_BLOCK, MAX_BLOCK_DIM, MAX_GRID_DIM
 from ..units import fmt_bytes
 from .builder import library, private
 from .limits import OUTPUT_LIMIT, RUN_MEMORY, LabError, out_of_memory, run
-from .reader import (MAX_DYNAMIC_SHARED, arguments, entries, instantiate, lines, parameters, shared_gaps, source_line,
-                     where)
+from .reader import MAX_DYNAMIC_SHARED, arguments, entries, instantiate, lines, shared_gaps, source_line, where
 
 MAX_THREADS = 2**16
 """The most CUDA threads a trace runs; a larger launch runs an evenly spaced sample of its
@@ -138,16 +137,17 @@ class Run:
     traced: int
 
 
-def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: Launch, values: list) -> Run:
+def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: Launch, params: list,
+               values: list) -> Run:
     """Run `kernel` (the `names.index(kernel)`-th entry of the traced executable `exe`, built
-    from `source`) on `shape` with `values` (`reader.arguments`), an evenly spaced sample of
+    from `source`) on `shape` with `values` (`reader.arguments`) for its `params`, an evenly spaced sample of
     the blocks where the launch has more than `shape.max_threads` threads; each array written
     back after the run. LabError where it fails (`_crashed`, `_faults`), ending with the last
     lines it printed (`FAILED_OUTPUT_LINES`)."""
     grid, block = shape.grid, shape.block
     traced = max(1, min(shape.blocks, shape.max_threads // shape.threads))
     chosen = np.unique(np.linspace(0, shape.blocks - 1, traced).round().astype(np.int64))
-    arrays = [(name, v) for (_, name), v in zip(parameters(source, kernel), values) if isinstance(v, np.ndarray)]
+    arrays = [(name, v) for (_, name), v in zip(params, values) if isinstance(v, np.ndarray)]
     with tempfile.TemporaryDirectory(prefix="gm-lab-") as tmp:
         tmp = pathlib.Path(tmp)
         spec = [f"kernel {names.index(kernel)}", f"grid {grid[0]} {grid[1]} {grid[2]}",
