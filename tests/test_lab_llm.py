@@ -435,3 +435,28 @@ def test_a_cascade_of_compiler_errors_shows_the_first_five_and_counts_the_rest()
     text = str(err.value)
     assert text.count("error:") == 5 and "kernel.cu:2:5: error: 'undefined_0' was not declared" in text.replace("‘", "'").replace("’", "'")
     assert "... and 7 more errors: the first usually causes the rest" in text
+
+
+MULTI_WARP = r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+// cuda-samples' reduction style: CUDA 12's multi-warp tiles of 64 threads with their scratch
+template <int BLOCK, int TILE>
+__global__ void tile_sums(const int* in, int* out) {
+    __shared__ cg::block_tile_memory<BLOCK> scratch;
+    cg::thread_block cta = cg::this_thread_block(scratch);
+    auto tile = cg::tiled_partition<TILE>(cta);
+    const int v = cg::reduce(tile, in[blockIdx.x * BLOCK + threadIdx.x], cg::plus<int>());
+    if (tile.thread_rank() == 0) out[blockIdx.x * (BLOCK / TILE) + tile.meta_group_rank()] = v;
+}
+"""
+
+
+@pytest.mark.parametrize("tile", [16, 64, 256])
+def test_a_multi_warp_tile_reduces_across_its_warps(tile):
+    data = np.arange(512, dtype=np.int32)
+    out = np.zeros(512 // tile, np.int32)
+    t = trace(MULTI_WARP, f"tile_sums<256, {tile}>", 2, 256, [data, out])
+    np.testing.assert_array_equal(out, data.reshape(-1, tile).sum(1))
+    assert t.races == []

@@ -1,7 +1,9 @@
-// The kernel lab's cooperative groups: the block (this_thread_block) and its warp tiles
-// (tiled_partition<N>, N a power of two up to 32), over cuda_emu.h's barrier, shuffles and votes.
-// A tile's lanes run in step with their warp's (the lab has no divergence), so a tile's sync is
-// its warp's. cg::reduce and its operators are in cooperative_groups/reduce.h, as in CUDA.
+// The kernel lab's cooperative groups: the block (this_thread_block) and its tiles
+// (tiled_partition<N>, N a power of two up to 1024), over cuda_emu.h's barrier, shuffles and
+// votes. A tile of a warp or less meets with its own lanes; a tile of several warps (CUDA 12's
+// multi-warp tiles, with their block_tile_memory) syncs with the block's barrier, so every tile
+// of the block must sync together, as the programs that use them do. cg::reduce and its
+// operators are in cooperative_groups/reduce.h, as in CUDA.
 #pragma once
 namespace cooperative_groups {
 
@@ -16,19 +18,27 @@ struct thread_block {
     static dim3 dim_threads() { return blockDim; }
 };
 inline thread_block this_thread_block() { return {}; }
+// The scratch a block's multi-warp tiles use (CUDA 12); the lab's tiles keep theirs themselves.
+template <unsigned MaxBlockSize = 1024>
+struct block_tile_memory {};
+template <unsigned MaxBlockSize>
+thread_block this_thread_block(block_tile_memory<MaxBlockSize>&) { return {}; }
 inline void sync(const thread_block&) { __syncthreads(); }
 
 template <unsigned N>
 struct thread_block_tile {
-    static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "the lab's tiles are 1, 2, 4, 8, 16 or 32 threads");
+    static_assert(N >= 1 && N <= 1024 && (N & (N - 1)) == 0, "a tile is a power of two of threads, at most 1024");
     static constexpr unsigned size() { return N; }
     static constexpr unsigned num_threads() { return N; }
     static unsigned thread_rank() { return thread_block::thread_rank() % N; }
     static unsigned meta_group_rank() { return thread_block::thread_rank() / N; }
     static unsigned meta_group_size() { return (thread_block::size() + N - 1) / N; }
     // The lanes of this tile in its warp: a tile meets alone, as CUDA's tiles may diverge.
-    static unsigned emu_mask() { return (N == 32 ? ~0u : (1u << N) - 1) << (thread_block::thread_rank() % 32 / N * N); }
-    static void sync() { __syncwarp(emu_mask()); }
+    static unsigned emu_mask() { return N >= 32 ? ~0u : ((1u << N) - 1) << (thread_block::thread_rank() % 32 / N * N); }
+    static void sync() {
+        if constexpr (N > 32) __syncthreads();
+        else __syncwarp(emu_mask());
+    }
     // A tile's shuffles take any trivially copyable type (a uint4, a struct), as CUDA's do.
     template <class T> static T shfl(T value, int lane) { return emu_shuffled_any(value, EMU_SHFL_IDX, lane, N, emu_mask()); }
     template <class T> static T shfl_down(T value, unsigned delta) { return emu_shuffled_any(value, EMU_SHFL_DOWN, (int)delta, N, emu_mask()); }
