@@ -381,6 +381,7 @@ def test_a_whole_file_with_guarded_helpers_an_overloaded_launcher_and_a_disabled
     np.testing.assert_array_equal(out, 6 * source_lane + 4 * 8)  # a + b + c = 6 lane; __dp4a: 4 x (1 x 2) = 8
 
 
+@pytest.mark.slow  # builds a precompiled header of its own (about 7 s)
 def test_the_first_trace_of_an_installed_version_says_it_is_preparing_the_lab(tmp_path, monkeypatch, capsys):
     from gpumodel.lab import builder
 
