@@ -309,3 +309,16 @@ def test_figure_text_is_never_below_the_smallest_size(name):
     for t in texts:
         extent = t.get_window_extent(renderer)
         assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1, (name, t.get_text(), extent, box)
+
+
+def test_the_progress_page_shows_glued_values_never_a_role_or_a_glue_name():
+    """The "your progress" page quotes each exercise's first sentence: a value the chapter glues
+    appears as the chapter shows it ("on the A100-40GB", "a 2 GiB array"), not as
+    {glue:md}`lab_gpu` (raw text a reader saw there)."""
+    items = {key: text for c in gm.book.progress.questions() for key, _, text in c["items"]}
+    assert not [text for text in items.values() if "{" in text or "`" in text]
+    chapters = gm.book.syllabus.CHAPTERS
+    lab_gpu = gm.book.progress._glued("04_roofline_levels", chapters)["lab_gpu"]
+    assert f"on the {lab_gpu}:" in items["ex-levels-lab-thread-tile"] and "lab_gpu" not in items["ex-levels-lab-thread-tile"]
+    stream = gm.book.progress._glued("98_model_vs_measurements", chapters)["stream_bytes"]
+    assert items["ex-measured-stream"].startswith(f"Ernst's gpu-benches read a {stream} array on an H100 PCIe at ")

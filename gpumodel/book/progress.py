@@ -17,9 +17,23 @@ LAB = re.compile(r"LabEditor\(|\.editor\(")
 CHECKPOINT = re.compile(r"""gm\.course\.checkpoint\(["']([\w-]+)["']\)""")
 
 
-def _first_sentence(text: str, most: int = 110) -> str:
-    """The first sentence of Markdown `text`, plain, at most `most` characters."""
-    plain = re.sub(r"\{\w+\}`([^`<]*)(?:<[^>]*>)?`|[`$*]", r"\1", text).replace("\\times", "x")
+GLUE = re.compile(r"\{glue(?::md|:text)?\}`([^`]*)`")
+
+
+def _glued(stem: str, directory) -> dict:
+    """The values chapter `stem` glues, as its generated notebook records them (the chapter run
+    by `make notebooks`); {} where there is none."""
+    import nbformat
+
+    path = pathlib.Path(directory).parent / "notebooks" / f"{stem}.ipynb"
+    return dict(nbformat.read(path, as_version=4).metadata.get("gpumodel", {}).get("glued", {})) if path.exists() else {}
+
+
+def _first_sentence(text: str, most: int = 110, glued: dict | None = None) -> str:
+    """The first sentence of Markdown `text`, plain, at most `most` characters, each glued value
+    as `glued` gives it (its name where it holds none)."""
+    text = GLUE.sub(lambda m: (glued or {}).get(m[1], m[1]), text)
+    plain = re.sub(r"\{[\w:]+\}`([^`<]*)(?:<[^>]*>)?`|[`$*]", r"\1", text).replace("\\times", "x")
     sentence = re.split(r"(?<=[.?!])\s", " ".join(plain.replace("\\", "").split()), maxsplit=1)[0]
     return sentence if len(sentence) <= most else sentence[:most - 1].rstrip() + "…"
 
@@ -34,8 +48,9 @@ def questions(directory=CHAPTERS) -> list[dict]:
     made = checkpoints()
     out = []
     for path in sorted(pathlib.Path(directory).glob("[0-9]*.md")):
-        text = path.read_text()
-        found = [(m.start(), m.group(2), "exercise", _first_sentence(m.group(3))) for m in EXERCISE.finditer(text)]
+        text, glued = path.read_text(), _glued(path.stem, directory)
+        found = [(m.start(), m.group(2), "exercise", _first_sentence(m.group(3), glued=glued))
+                 for m in EXERCISE.finditer(text)]
         found += [(m.start(), m.group(1), "checkpoint", made[m.group(1)]().question) for m in CHECKPOINT.finditer(text)]
         labs = [m.group(2) for m in EXERCISE.finditer(text)
                 if LAB.search(text[m.end():text.find("{solution-start}", m.end())])]
