@@ -333,3 +333,9 @@ def test_every_time_question_takes_every_unit_and_spelling_of_a_time(key):
     for typed in (f"{seconds:.9g} s", f"{seconds * 1e3:.9g} ms", f"{seconds * 1e6:.9g} µs", f"{seconds * 1e6:.9g} μs",
                   f"{seconds * 1e6:.9g}us", f"{seconds * 1e9:.9g} ns"):
         assert checks.verdict(rules, typed).correct, (key, typed)
+
+
+@pytest.mark.parametrize("unit, says", [("ms", "Type a number in ms."), ("of the MHA cache", "Type a number: the share of the MHA cache."),
+                                        ("per token", "Type a number (per token).")])
+def test_the_not_a_number_sentence_reads_as_english_for_every_kind_of_unit(unit, says):
+    assert checks.number_rules(0.25, unit)["not_number"] == says

@@ -256,7 +256,15 @@ def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = 
             "ranges": [[float(lo), float(hi), text + suffix] for lo, hi, text in ranges],
             "bands": [[lo, hi, text + suffix] for lo, hi, text in bands] if expected else [],
             "high": "Too high." + suffix, "low": "Too low." + suffix,
-            "not_number": f"Type a {'whole ' if whole else ''}number in {unit}."}
+            "not_number": f"Type a {'whole ' if whole else ''}number{_unit_phrase(unit)}."}
+
+
+def _unit_phrase(unit: str) -> str:
+    """How a number's unit reads after "Type a number": " in ms", ": the share of the SMs" (a
+    unit that names a share), " (per token)"."""
+    if unit.startswith("of "):
+        return f": the share {unit}"
+    return f" ({unit})" if unit.startswith("per ") else f" in {unit}"
 
 
 def choice_rules(answer: str, wrong: dict, explain: str = "") -> dict:
@@ -474,7 +482,8 @@ def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, r
         return Feedback(False, str(error))
     LAB_TRACE.set(traced)
     if traced.races:
-        more = f" ({len(traced.races) - 1} more hazards in the report)" if len(traced.races) > 1 else ""
+        others = len(traced.races) - 1
+        more = f" ({others} more {'hazard' if others == 1 else 'hazards'} in the report)" if others else ""
         return Feedback(False, f"Not scored: the kernel's result depends on which thread runs first. The "
                         f"{traced.races[0].message}{more}")
     got = args[out]
