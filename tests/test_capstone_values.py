@@ -127,7 +127,7 @@ def test_the_l2_budget_exercise_explains_and_hints_in_bytes():
     """Size 48: (48 / 16)^2 = 9 blocks, each a 16 x 48 strip of A and a 48 x 16 strip of B, 4 B an
     element: 9 x 2 x 16 x 48 x 4 = 55,296 B, and C once, 48 x 48 x 4 = 9,216: 64,512 B."""
     right = cap.check_gemm_l2_budget(48, 64512)
-    assert right and right.message == ("64512 bytes: That is within 1% of 6.451e+04 bytes. 9 blocks each read a 16 x "
+    assert right and right.message == ("64512 bytes: That is within 1% of 64,512 bytes. 9 blocks each read a 16 x "
                                        "48 strip of A and a 48 x 16 strip of B, 4 bytes an element, and C is written "
                                        "once.")
     low = cap.check_gemm_l2_budget(48, 1)
