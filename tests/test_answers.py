@@ -346,3 +346,12 @@ def test_the_not_a_number_sentence_reads_as_english_for_every_kind_of_unit(unit,
 def test_a_number_in_feedback_is_written_as_a_reader_writes_it(value, shown):
     assert checks.readable(value) == shown
     assert "e+" not in checks.number_rules(value, "bytes")["right"] if value else True
+
+
+@pytest.mark.parametrize("key", QUESTIONS)
+def test_no_hint_asks_a_web_reader_to_run_code(key):
+    """A site question is answered on the site: no message it shows names the package's code
+    ("Call gm.decode.critical_batch ..." was one)."""
+    rules = QUESTIONS[key]
+    texts = wrong_texts(rules) if rules["kind"] == "number" else list(rules["wrong"].values())
+    assert not [t for t in texts if re.search(r"\bgm\.|\bCall \w", t)], key

@@ -63,7 +63,9 @@ def cp_critical(name: str = "Llama-3-8B", gpu: str = "H100-SXM") -> Checkpoint:
                      f"sequence, so the batch must reach the ridge's value, {ridge:.0f} FLOP/B here; the embedding "
                      "row and the cache row each sequence adds push it a little higher, and every cached token "
                      "pushes it further.",
-                     hint="Call gm.decode.critical_batch with a context of 0."),
+                     hint="With no cache, the step reads the weights once for the whole batch: how many sequences "
+                     "must share each weight byte before the flops per byte reach the GPU's ridge (chapter 6's "
+                     "critical batch)?"),
         "batch")
 
 
