@@ -7,6 +7,7 @@ figures unless `digits` says otherwise: `fmt_time(2.0714e-3) == "2.07 ms"`.
 from __future__ import annotations
 
 import math
+import re
 from decimal import ROUND_HALF_UP, Decimal
 
 from . import _check
@@ -84,6 +85,34 @@ def fmt_count(flops, digits: int = 3) -> str:
 def fmt_number(x, digits: int = 3) -> str:
     """A plain number to `digits` significant figures, trailing zeros kept: 20 -> `20.0`."""
     return _significant(_check.real("x", x), digits)
+
+
+SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def superscript(power: int) -> str:
+    """An integer power as a superscript: 18 -> `¹⁸`, -7 -> `⁻⁷`."""
+    return str(_check.integer("power", power, -10**6, 10**6)).translate(SUPERSCRIPTS)
+
+
+def powers(text: str) -> str:
+    """`text` with its caret powers as a reader writes them: "8192^3" -> `8192³`, "K^T" -> `Kᵀ`
+    (the published records name their sizes with carets, as their sources do)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return re.sub(r"(\w)\^(T\b|-?\d+)", lambda m: m[1] + ("ᵀ" if m[2] == "T" else superscript(int(m[2]))), text)
+
+
+def fmt_exact(x) -> str:
+    """`x` as a reader writes it, never in e-notation: a whole number with thousands separated
+    (536,870,912), four significant digits between 0.001 and a million, else 5.369 × 10⁸."""
+    x = _check.real("x", x)
+    if x.is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    if 1e-3 <= abs(x) < 1e6:
+        return f"{x:.4g}"
+    mantissa, exponent = f"{x:.4g}".split("e")
+    return f"{mantissa} × 10{superscript(int(exponent))}"
 
 
 def fmt_intensity(flops_per_byte, digits: int = 3) -> str:

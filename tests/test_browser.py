@@ -14,6 +14,7 @@ installs it).
 """
 
 import functools
+import html as html_module
 import http.server
 import json
 import os
@@ -243,6 +244,30 @@ def test_every_chapter_shows_published_measurements_beside_the_model(site):
         assert "of the bound" in text and "model (bound)" in text, page.name
     summary = (html / "chapters" / "98_model_vs_measurements.html").read_text()
     assert summary.count("<tr") > len(gm.published.records()) and "How good is the model?" in summary
+
+
+RAW = re.compile(r"\w\^[\w({]|\b\d(?:\.\d+)?e[+-]\d+\b|\{(?:glue|cite|term)[:\w]*\}`")
+"""What a reader should never see as text: caret powers (4096^3, QK^T), e-notation (5.369e+08),
+a MyST role left unrendered."""
+
+
+def shown_text(page_html: str) -> str:
+    """A page's text as a reader reads it: no code, math, scripts or styles."""
+    text = re.sub(r"<(script|style|pre|code|math|textarea)\b.*?</\1>", " ", page_html, flags=re.S)
+    text = re.sub(r'<div class="highlight.*?</div>', " ", text, flags=re.S)
+    return " ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+
+
+def test_no_page_shows_caret_powers_e_notation_or_a_raw_role(site):
+    html, _ = site
+    found = {}
+    for page in pages(html):
+        text = shown_text((html / page).read_text())
+        hits = [text[max(0, m.start() - 30):m.end() + 10] for m in RAW.finditer(text)]
+        if hits:
+            found[page] = hits[:5]
+    assert found == {}
+    assert RAW.search(shown_text("<p>a 4096^3 GEMM, 5.369e+08 bytes</p><math>N^2</math>"))
 
 
 SOLUTION = re.compile(r'<div class="solution[^"]*"[^>]*>(.*?)</section>', re.S)

@@ -300,3 +300,337 @@ def test_the_naive_grid_is_256_thread_blocks_rounded_up():
 def test_bad_launch_and_dequantise_inputs_are_refused_naming_the_parameter(call, name):
     with pytest.raises(ValueError, match=f"^{re.escape(name)} must"):
         call()
+
+
+# Issue 51, item 1: the rules a mutation run of gpumodel/expected.py found unpinned.
+
+def _site(space, instructions, sectors, write=False):
+    from types import SimpleNamespace
+    return SimpleNamespace(space=space, instructions=instructions, sectors=sectors, write=write)
+
+
+def _trace(**over):
+    """A stand-in for a lab Trace: blocks of 64 threads (2 warps), 10 blocks, 2 traced with 12
+    rounds among their 4 warps (3 a warp), each site run 5 times over (scale)."""
+    from types import SimpleNamespace
+    sites = [_site("global", 4, 64), _site("global", 8, 8), _site("global", 2, 8, write=True), _site("shared", 6, 0)]
+    return SimpleNamespace(**{"sites": sites, "scale": 5, "block": (64, 1, 1), "blocks": 10, "blocks_traced": 2,
+                              "rounds": 12, **over})
+
+
+def test_trace_launch_counts_a_traces_sites_by_hand():
+    """lsu: 5 x (4 + 8 + 2 + 6) = 100 (every site). Tags, the global sites only, each
+    max(instructions, sectors / 4): 64 / 4 = 16 over 4 (uncoalesced), 8 (8 / 4 = 2 under 8),
+    the store 2: 5 x 26 = 130. Load bytes: the global loads' sectors, 5 x 32 x (64 + 8) =
+    11,520. Rounds 12 / (2 blocks x 2 warps) = 3. No flops by default: instructions are the
+    lsu; 6,400 flops are 3,200 FMAs, 100 warp instructions."""
+    launch = E.trace_launch(_trace())
+    assert (launch.threads, launch.blocks, launch.registers, launch.smem, launch.rounds) == (64, 10, 32, 0, 3)
+    assert (launch.lsu, launch.tags, launch.load_bytes, launch.instructions) == (100, 130, 11520, 100)
+    assert E.trace_launch(_trace(), flops=6400.0, registers=40).instructions == 200
+    assert E.trace_launch(_trace(), registers=40).registers == 40
+
+
+def test_trace_launch_refuses_what_lacks_sites_or_scale_naming_its_type():
+    from types import SimpleNamespace
+    for bad in (SimpleNamespace(sites=[]), SimpleNamespace(scale=1)):
+        with pytest.raises(TypeError, match=r"^trace must be the Trace gm.lab.trace returns, got SimpleNamespace$"):
+            E.trace_launch(bad)
+
+
+def test_gemm_launch_refuses_a_swept_tile_naming_the_element():
+    """gm.gemm takes a sweep of tiles; one launch takes one tile, and names the element swept."""
+    import numpy as np
+    for block, thread, name in (((64, 64, 8), (np.array([4, 4]), 4), "thread[0]"),
+                                ((np.array([64, 64]), 64, 8), (4, 4), "block[0]"),
+                                ((64, 64, np.array([8, 8])), (4, 4), "block[2]"),
+                                (None, (np.array([1, 1]), 1), "thread[0]")):
+        with pytest.raises(ValueError, match=rf"^{re.escape(name)} must be one whole number, not an array"):
+            E.gemm_launch(128, 128, 64, block, thread)
+
+
+def test_kernel_notes_are_the_entries_notes_without_their_source_and_text():
+    """boehm2022sgemm's kernel 1 is uncoalesced (its own entry); every FlashAttention record
+    ('*') runs a block per head."""
+    assert E.kernel_notes("boehm2022sgemm", "kernel 1, naive (uncoalesced)") == {"coalesced": False}
+    assert E.kernel_notes("dao2022flashattention", "anything") == {"grid": "heads"}
+    assert E.kernel_notes("boehm2022sgemm", "kernel 2") == {}
+    with pytest.raises(ValueError, match=r"^source must be a key of references.bib \(a record's source\), got 'nobody'$"):
+        E.kernel_notes("nobody", "kernel 2")
+    with pytest.raises(ValueError, match=r"^source must be a key"):
+        E.kernel_notes(3, "kernel 2")
+    with pytest.raises(ValueError, match=r"^what must be a record's text of what it measured, got 3$"):
+        E.kernel_notes("boehm2022sgemm", 3)
+
+
+@pytest.mark.parametrize("args, message", [
+    ((-1.0, 1.0, 1.0), "population must be a finite number >= 0, got -1.0"),
+    ((0, 1.0, 1.0), "population must be a finite number > 0, got 0"),
+    ((1, -1.0, 1.0), "think must be a finite number >= 0, got -1.0"),
+    ((1, 0.0, 1.0), "think must be a finite number > 0, got 0.0"),
+    ((1, 1.0, -1.0), "service must be a finite number >= 0, got -1.0"),
+    ((1, 1.0, 0.0), "service must be a finite number > 0, got 0.0"),
+])
+def test_the_queue_refuses_a_negative_or_zero_input_naming_it(args, message):
+    """A negative number fails the finite-number check (>= 0), zero the queue's own (> 0)."""
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        E.served(*args)
+
+
+def test_the_launch_cost_keeps_the_published_note():
+    assert E._launch_cost(gm.gpu("B200")).note == gm.overhead.launch_cost("B200").note == (
+        "a GB200 (the B200 GPU beside a Grace CPU), an empty kernel with no arguments")
+
+
+def test_dequantising_a_fraction_of_a_weight_is_allowed():
+    """Weights are counted, not required whole: half a weight of int8, 1 instruction."""
+    assert E.dequantise_time(0.5, "int8", A100) == pytest.approx(0.5 / (108 * 4 * 32 * 1.41e9), rel=1e-12)
+    assert E.dequantise_time(0.0, "int4", A100) == 0.0
+
+
+def test_the_l1_hit_latency_is_the_shared_memory_latency_said_to_be_an_estimate():
+    """A100 measures its own shared-memory latency (29 clocks); the B200 none, nor does any
+    Blackwell preset: the newest earlier generation's, the H100 PCIe's."""
+    a100 = E.l1_latency(A100)
+    assert (a100.value, a100.kind) == (29, "estimate")
+    assert a100.note == f"the shared-memory latency ({A100.latency['smem'].note}): one SRAM and data path with the L1"
+    pcie = gm.gpu("H100-PCIe").latency["smem"]
+    b200 = E.l1_latency(gm.gpu("B200"))
+    assert (b200.value, b200.kind, b200.source) == (pcie.value, "estimate", pcie.source)
+    assert b200.note == (f"the shared-memory latency (H100-PCIe's, an earlier generation's ({pcie.note})): "
+                         "one SRAM and data path with the L1")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"threads": 0}, "threads must be positive (>= 1), got 0"),
+    ({"blocks": 0}, "blocks must be positive (>= 1), got 0"),
+    ({"registers": 0}, "registers must be positive (>= 1), got 0"),
+    ({"smem": -1}, "smem must be a whole number >= 0, got -1"),
+    ({"rounds": -1}, "rounds must be a finite number >= 0, got -1"),
+    ({"tags": -1}, "tags must be a finite number >= 0, got -1"),
+    ({"lsu": -1}, "lsu must be a finite number >= 0, got -1"),
+    ({"instructions": -1}, "instructions must be a finite number >= 0, got -1"),
+    ({"load_bytes": -1}, "load_bytes must be a finite number >= 0, got -1"),
+    ({"mma_share": 1.5}, "mma_share must be a finite number <= 1, got 1.5"),
+    ({"mma_share": 0}, "mma_share must be a finite number > 0 and <= 1, got 0"),
+    ({"timed": 1}, "timed must be True or False, got 1"),
+])
+def test_a_launch_refuses_each_field_naming_it(kwargs, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        E.Launch(**{"threads": 32, "blocks": 1, **kwargs})
+
+
+def test_a_launch_keeps_its_fields_checked_as_ints_and_floats_and_zero_is_allowed():
+    import numpy as np
+    launch = E.Launch(32.0, 2.0, registers=40.0, smem=1024.0, rounds=3, tags=0, lsu=0, instructions=0, load_bytes=0,
+                      mma_share=1, timed=np.bool_(True))  # a NumPy bool is kept as Python's
+    assert (launch.threads, launch.blocks, launch.registers, launch.smem) == (32, 2, 40, 1024)
+    assert E.Launch(32, 1, smem=0).smem == 0
+    assert all(type(getattr(launch, f)) is int for f in ("threads", "blocks", "registers", "smem"))
+    assert all(type(getattr(launch, f)) is float for f in ("rounds", "tags", "lsu", "instructions", "load_bytes",
+                                                           "mma_share"))
+    assert launch.timed is True and launch.rounds == 3.0
+
+
+def _expectation(**over):
+    fields = {"time": 1.0, "bound": 1.0, "bound_part": "hbm", "limiter": "latency", "share": 1.0, "parts": {},
+              "reason": "r"}
+    return E.Expectation(**{**fields, **over})
+
+
+@pytest.mark.parametrize("over, error, message", [
+    ({"time": -1.0}, ValueError, "time must be a finite number >= 0, got -1.0"),
+    ({"bound": -1.0}, ValueError, "bound must be a finite number >= 0, got -1.0"),
+    ({"share": 0.0}, ValueError, "share must be a finite number > 0 and <= 1, got 0.0"),
+    ({"share": 1.5}, ValueError, "share must be a finite number <= 1, got 1.5"),
+    ({"bound_part": "hbm+dram"}, ValueError, f"bound_part must be one of {E.BOUND_PARTS}, got 'dram'"),
+    ({"bound_part": None}, ValueError, f"bound_part must be one of {E.BOUND_PARTS}, got None"),
+    ({"limiter": "dram"}, ValueError, f"limiter must be one of {E.HOLDERS}, got 'dram'"),
+    ({"parts": {"issue": -1.0}}, ValueError, "parts['issue'] must be a finite number >= 0, got -1.0"),
+    ({"parts": [("issue", 1.0)]}, TypeError, "parts must be a dict of mechanism to seconds, got [('issue', 1.0)]"),
+])
+def test_an_expectation_refuses_each_field_naming_it(over, error, message):
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        _expectation(**over)
+
+
+def test_an_expectation_takes_a_bound_set_by_two_parts_zero_times_and_a_share_of_one():
+    e = _expectation(time=0.0, bound=0.0, bound_part="hbm+l2", limiter="overhead", share=1.0,
+                     parts={"hbm": 0.0, "issue": 2.0})
+    assert (e.time, e.bound, e.bound_part, e.share, e.gpu, e.latency) == (0.0, 0.0, "hbm+l2", 1.0, "", {})
+    assert _expectation(share=1e-9).share == 1e-9
+
+
+def test_share_class_refuses_an_unknown_limiter_or_math_naming_it():
+    with pytest.raises(ValueError, match=rf"^limiter must be one of {re.escape(str(E.HOLDERS))}, got 'dram'$"):
+        E.share_class("dram", "fp32")
+    with pytest.raises(ValueError, match=r"^math_ must be one of .*, got 'fp64'$"):
+        E.share_class("hbm", "fp64")
+
+
+@pytest.mark.parametrize("limiter", E.SM_PARTS)
+def test_every_part_inside_the_sm_is_one_class_but_the_tensor_cores_compute_and_waves(limiter):
+    """'sm' for FP32 math; the tensor cores' math keeps 'sm' for all but compute and waves;
+    launch is the host's overhead."""
+    tensor = "tensor" if limiter in ("compute", "waves") else "sm"
+    want = ("overhead", "overhead") if limiter == "launch" else ("sm", tensor)
+    assert (E.share_class(limiter, "fp32"), E.share_class(limiter, "fp8")) == want
+
+
+def test_a_level_latency_falls_back_to_the_same_version_then_the_same_major_version():
+    """The L4 (8.9) measures no HBM latency: the RTX 4090 (also 8.9) does, before the A100
+    (8.0) of the same generation; the RTX A6000 (8.6) has no part of its own version measured,
+    so the A100's. The B200 (10.0) has no shared-memory latency on any Blackwell preset."""
+    l4, a6000 = E.latency("L4", "hbm"), E.latency("RTX-A6000", "hbm")
+    r4090 = gm.gpu("RTX-4090").latency["hbm"]
+    assert (l4.value, l4.kind, l4.source) == (r4090.value, "estimate", r4090.source)
+    assert l4.note == f"RTX-4090's ({r4090.note}), the nearest part measured"
+    assert a6000.value == 466 and a6000.note == f"A100-40GB's ({A100.latency['hbm'].note}), the nearest part measured"
+    assert E.latency("RTX-A6000").value == 262  # l2 by default
+    assert E.latency(A100, "hbm") == A100.latency["hbm"]
+    with pytest.raises(ValueError, match=r"^level must be a level measured on a preset of B200's generation, got 'smem'$"):
+        E.latency("B200", "smem")
+    with pytest.raises(ValueError, match=r"^level must be one of \('smem', 'l2', 'hbm'\), got 'dram'$"):
+        E.latency("B200", "dram")
+
+
+def test_a_launch_argument_must_be_a_launch_naming_its_type_and_whether_none_is_accepted():
+    w = gm.vector_add(2**10)
+    with pytest.raises(TypeError, match=r"^launch must be a gm\.expected\.Launch \(gemm_launch, trace_launch\) or None, "
+                                        r"got str$"):
+        E.expect(w, A100, launch="fast")
+    with pytest.raises(TypeError, match=r"^launch must be a gm\.expected\.Launch \(gemm_launch, trace_launch\), "
+                                        r"got NoneType$"):
+        E.latency_time(w, A100, None, 1.0)
+
+
+def test_latency_time_refuses_a_non_workload_or_negative_warps_naming_them():
+    with pytest.raises(TypeError, match=r"^work must be a Workload \(gm\.gemm, gm\.vector_add, \.\.\.\), got str$"):
+        E.latency_time("x", A100, E.Launch(32, 1), 1.0)
+    with pytest.raises(ValueError, match=r"^warps_per_sm must be a finite number >= 0, got -1\.0$"):
+        E.latency_time(gm.vector_add(2**10), A100, E.Launch(32, 1, rounds=1), -1.0)
+    with pytest.raises(ValueError, match=r"^warps_per_sm must be a finite number > 0, got 0$"):
+        E.latency_time(gm.vector_add(2**10), A100, E.Launch(32, 1, rounds=1), 0)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"flops": -1.0}, ValueError, "flops must be a finite number >= 0, got -1.0"),
+    ({"dequantise": -1.0}, ValueError, "dequantise must be a finite number >= 0, got -1.0"),
+    ({"shares": [("hbm", 0.5)]}, TypeError, "shares must be a dict of share class to share, or None, got list"),
+    ({"shares": {3: 0.5}}, ValueError, f"shares must map share classes {E.CLASSES} to shares, got the key 3"),
+    ({"shares": {"dram": 0.5}}, ValueError, f"shares must map share classes {E.CLASSES} to shares, got the key 'dram'"),
+    ({"shares": {"hbm": 0.0}}, ValueError, "shares['hbm'] must be a finite number > 0 and <= 1, got 0.0"),
+    ({"shares": {"hbm": 1.5}}, ValueError, "shares['hbm'] must be a finite number <= 1, got 1.5"),
+])
+def test_expect_refuses_each_bad_argument_naming_it(kwargs, error, message):
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        E.expect(gm.vector_add(2**10), A100, **kwargs)
+
+
+def test_expect_refuses_what_is_neither_a_workload_nor_a_trace_and_a_sweep():
+    import numpy as np
+    from types import SimpleNamespace
+    for bad, name in (("x", "str"), (SimpleNamespace(sites=[]), "SimpleNamespace"),
+                      (SimpleNamespace(workload=None), "SimpleNamespace")):
+        with pytest.raises(TypeError, match=f"^work must be a Workload or a lab Trace, got {name}$"):
+            E.expect(bad, A100)
+    with pytest.raises(ValueError, match=r"^work must be one configuration, not a sweep of 2 \(vector add\): gm\.expect "
+                                         r"takes one size at a time \(gm\.predict takes a sweep\)$"):
+        E.expect(gm.vector_add(np.array([2**10, 2**11])), A100)
+    with pytest.raises(ValueError, match=r"^work must be one configuration, not a sweep of 1,001 "):
+        E.expect(gm.vector_add(np.arange(1, 1002)), A100)
+
+
+def test_a_trace_is_expected_as_its_workload_of_no_flops_by_default_and_its_launch():
+    """The stand-in trace's workload charges the flops it is given: with none, no compute. With
+    64,000 flops, 32,000 FMAs are 1,000 warp instructions beside its 100 loads and stores: issue
+    takes 1,100 / 4 clocks of the A100's 108 SMs."""
+    def workload(flops):
+        return work(l2=11520.0, hbm=11520.0, flops=flops)
+    t = _trace(workload=workload)
+    e = E.expect(t, A100)
+    assert e.parts["compute"] == 0.0
+    assert e == E.expect(workload(0.0), A100, E.trace_launch(t))
+    flopped = E.expect(t, A100, flops=64000.0)
+    assert flopped == E.expect(workload(64000.0), A100, E.trace_launch(t, 64000.0))
+    assert flopped.parts["issue"] == pytest.approx(1100 / (108 * 4 * 1.41e9), rel=1e-12)
+    own = E.Launch(64, 10, rounds=1)
+    assert E.expect(t, A100, own) == E.expect(workload(0.0), A100, own)
+
+
+def test_without_a_launch_the_mechanisms_are_the_bounds_parts_alone():
+    w = work()
+    p, parts, waves, occ, ramp, lat = E._mechanisms(w, A100, None)
+    assert parts == {name: float(t) for name, t in gm.predict(w, A100).times.items()}
+    assert (waves, occ, ramp, lat) == (1.0, "", 0.0, {})
+
+
+def test_a_round_under_one_sector_still_waits_one_sectors_mix():
+    """H100, 4,096 B requested in 256 rounds of one warp: 16 B a round, under one sector, so
+    one sector's odds: from HBM 1,024 / 4,096 = 1/4, L2 3/4, never an L1 hit (all bytes reach L2)."""
+    lat = E.latency_time(work(l2=4096.0, hbm=1024.0, flops=0.0), H100, E.Launch(32, 1, rounds=256, load_bytes=4096), 1.0)
+    assert lat["unloaded"] == pytest.approx((700 / 4 + 3 / 4 * 291) / 1.98e9, rel=1e-12)
+
+
+def test_loads_that_reach_no_level_beyond_l1_wait_the_l1_latency_unqueued():
+    """A workload of no L2 or HBM bytes and 3,200 B of L1 loads in one round of one warp: every
+    sector hits L1 (29 clocks), and no level's bandwidth queues them (service 0): the rate is
+    Little's law's, 132 SMs x 3,200 B / 32 B per 29 clocks, so the loaded latency is the
+    unloaded one and the requests take 100 sectors / that rate = 29 clocks / 132."""
+    lat = E.latency_time(work(l2=0.0, hbm=0.0, flops=0.0), H100, E.Launch(32, 1, rounds=1, load_bytes=3200), 1.0)
+    l1 = 29 / 1.98e9
+    assert lat["in_flight"] == 132 * 3200 and lat["level"] == "l2"
+    assert lat["unloaded"] == pytest.approx(l1, rel=1e-12) and lat["loaded"] == pytest.approx(l1, rel=1e-12)
+    assert lat["time"] == pytest.approx(l1 / 132, rel=1e-12)
+
+
+def test_the_load_store_rate_is_the_facts(monkeypatch):
+    """With lsu_per_sm 2 (the datum changed), 108 x 22 loads take 11 clocks of the A100, beside
+    108 x 40 instructions at 4 a clock, 10."""
+    from dataclasses import replace
+    f = E.facts()
+    monkeypatch.setattr(E, "facts", lambda: {**f, "lsu_per_sm": replace(f["lsu_per_sm"], value=2)})
+    launch = E.Launch(256, 100, instructions=108 * 40, lsu=108 * 22)
+    assert E._mechanisms(work(), A100, launch)[1]["issue"] == pytest.approx(11 / A100.clock.value, rel=1e-12)
+
+
+def _held(monkeypatch, parts, lat, occ="threads", ramp=0.0, launch_kwargs=None, **kwargs):
+    """expect on the H100 with `_mechanisms` answering `parts`, no waves, `occ`, `ramp`, `lat`:
+    the naming rules alone."""
+    w = gm.vector_add(2**20)
+    p = gm.predict(w, H100)
+    monkeypatch.setattr(E, "_mechanisms", lambda work, gpu, launch: (p, dict(parts), 1.0, occ, ramp, lat))
+    return E.expect(w, H100, E.Launch(256, 1056, rounds=1, **(launch_kwargs or {})), **kwargs)
+
+
+@pytest.mark.parametrize("hold, loaded, named", [
+    ("latency", 2e-6, "hbm"),  # loaded exactly twice the unloaded 1 us: queueing, the level's bandwidth
+    ("latency", 1.999e-6, "latency"),  # just under twice: latency
+    ("occupancy", 2e-6, "hbm"),
+    ("occupancy", 1.999e-6, "occupancy"),
+    ("launch", 5e-6, "launch"),  # a launch is never renamed
+])
+def test_a_wait_is_named_for_the_queueing_level_from_twice_the_unloaded_latency(monkeypatch, hold, loaded, named):
+    lat = {"time": 3e-6, "in_flight": 1.0, "unloaded": 1e-6, "loaded": loaded, "level": "hbm"}
+    e = _held(monkeypatch, {"hbm": 1e-6, hold: 3e-6}, lat)
+    assert e.limiter == named and e.time == 3e-6 and e.latency == lat
+
+
+def test_the_reason_names_the_limiter_and_the_share_applied(monkeypatch):
+    """An occupancy limit names what sets the warps (`occ`); a share below 1 is said as a
+    percentage; a bound's part is 'the bound's <part>'. The time is the slowest over the share
+    plus the ramp, except for a launch."""
+    lat = {"time": 3e-6, "in_flight": 1.0, "unloaded": 1e-6, "loaded": 1e-6, "level": "hbm"}
+    e = _held(monkeypatch, {"hbm": 1e-6, "occupancy": 3e-6}, lat, occ="registers", ramp=1e-7, shares={"sm": 0.5})
+    assert e.reason == ("registers limit the warps an SM keeps, too few bytes in flight for the loaded latency; "
+                        "at 50% of that, the share such kernels reach on the records")
+    assert (e.limiter, e.share, e.time, e.gpu) == ("occupancy", 0.5, pytest.approx(6e-6 + 1e-7, rel=1e-12), "H100-SXM")
+    assert e.parts == {"hbm": 1e-6, "occupancy": 3e-6, "ramp": 1e-7}
+    e = _held(monkeypatch, {"hbm": 1e-6, "latency": 3e-6}, lat, ramp=1e-7)
+    assert e.reason == E.REASONS["latency"] == ("too few bytes in flight per SM for the loaded latency (Little's law): "
+                                                "warps x one round of independent loads")
+    assert e.share == 1.0 and e.time == pytest.approx(3e-6 + 1e-7, rel=1e-12)
+    e = _held(monkeypatch, {"hbm": 4e-6, "latency": 3e-6}, lat, ramp=1e-7)
+    assert e.reason == "the bound's hbm" and e.time == pytest.approx(4e-6 + 1e-7, rel=1e-12)
+    e = _held(monkeypatch, {"hbm": 1e-6, "launch": 3e-6}, lat, ramp=1e-7, shares={"overhead": 0.5})
+    assert e.limiter == "launch" and e.time == pytest.approx(6e-6, rel=1e-12)

@@ -30,7 +30,7 @@ def test_chapter_5s_lab_marks_an_attention_without_a_running_maximum_wrong():
     unstable = solution.replace("expf(m - m_new)", "1.0f").replace("expf(s[j] - m_new)", "expf(s[j])")
     assert unstable != solution
     wrong = flash.check_flash_kernel(unstable)
-    assert not wrong and "O must be softmax(Q K^T scale) V" in wrong.message
+    assert not wrong and "O must be softmax(Q Kᵀ scale) V" in wrong.message
 
 
 def test_the_capstone_marks_an_unshifted_softmax_and_attention_wrong():
@@ -46,7 +46,7 @@ def test_the_capstone_marks_an_unshifted_softmax_and_attention_wrong():
     unstable = attention.replace("c = expf(m - m_new)", "c = 1.0f").replace("p = expf(s - m_new)", "p = expf(s)")
     assert unstable != attention
     wrong = cap.score("attention", unstable)
-    assert not wrong and "O must be softmax(Q K^T scale) V" in wrong.message
+    assert not wrong and "O must be softmax(Q Kᵀ scale) V" in wrong.message
 
 
 def test_a_variable_length_array_which_nvcc_refuses_does_not_compile():

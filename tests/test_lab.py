@@ -411,7 +411,7 @@ def test_chapter_5s_lab_keeps_the_scores_out_of_hbm():
     solution = chapter_solution("05_flashattention", "ex-flash-lab-block-loop")
     assert "S[" not in solution and flash.check_flash_kernel(solution)
     wrong = flash.check_flash_kernel(solution.replace("acc[k] / sum", "acc[k]"))
-    assert not wrong and "O must be softmax(Q K^T scale) V" in wrong.message
+    assert not wrong and "O must be softmax(Q Kᵀ scale) V" in wrong.message
     short = flash.check_flash_kernel(solution.replace(", float* S, int n", ", int n"))
     assert not short and "args must hold one value per parameter" in short.message
 

@@ -120,3 +120,9 @@ def test_a_list_reads_as_prose(words, text):
 def test_a_list_of_no_words_or_of_one_string_is_refused(words, error):
     with pytest.raises(error, match="^words must be"):
         gm.fmt_list(words)
+
+
+def test_caret_powers_are_written_as_a_reader_writes_them():
+    assert gm.units.powers("cuBLASLt fp16 GEMM, 16384^3") == "cuBLASLt fp16 GEMM, 16384³"
+    assert gm.units.powers("S = QK^T, 2^-7, no power ^ here") == "S = QKᵀ, 2⁻⁷, no power ^ here"
+    assert gm.units.fmt_exact(5.369e8) == "536,900,000" and gm.units.fmt_exact(5.3691e-8) == "5.369 × 10⁻⁸"

@@ -93,4 +93,18 @@ def setup(app):
     app.connect("build-finished", finish)
     app.connect("config-inited", configure)
     app.connect("html-page-context", launch_notebooks, priority=502)  # after the theme adds them (501)
+    app.connect("source-read", depend_on_the_package)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent
+
+
+def depend_on_the_package(app, docname, source):
+    """Make every page depend on the package's code and data (its modules, GPU files, published
+    records, kernels), so that an incremental `make book` executes again each chapter when one
+    of them changes, not only when the chapter's own file does."""
+    if docname.startswith("chapters/") or docname in ("intro", "progress"):
+        for path in sorted(PACKAGE.rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".toml", ".bib", ".json", ".cu", ".h", ".cuh", ".cpp"):
+                app.env.note_dependency(str(path))

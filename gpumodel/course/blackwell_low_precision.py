@@ -174,7 +174,7 @@ CHECKPOINTS = {
         "cp-bw-nvfp4", "How many bytes does one NVFP4 weight cost, its share of the block scale included?",
         check_nvfp4_bytes(None), "bytes"),
     "cp-bw-held-clock": lambda: _checkpoint(
-        "cp-bw-held-clock", "What is the model's time of the 8192^3 fp16 GEMM on an H100 SXM held at 1500 MHz?",
+        "cp-bw-held-clock", "What is the model's time of the 8192³ fp16 GEMM on an H100 SXM held at 1500 MHz?",
         check_held_clock(None), "time"),
 }
 """This chapter's checkpoints, in the order it shows them (the checkers above judge them)."""

@@ -247,10 +247,10 @@ TASKS = {
     "gemm": Task("gemm", f"C = A B for {GEMM_SIZE} x {GEMM_SIZE} FP32 matrices.", "gemm", GEMM_STARTER,
                  (GEMM_SIZE // 16, GEMM_SIZE // 16), (16, 16), {"m": GEMM_SIZE, "n": GEMM_SIZE, "k": GEMM_SIZE},
                  _gemm, "C must be A B", _gemm_workload),
-    "attention": Task("attention", f"O = softmax(Q K^T scale) V for one head of {SEQ} queries and keys of "
+    "attention": Task("attention", f"O = softmax(Q Kᵀ scale) V for one head of {SEQ} queries and keys of "
                       f"{HEAD_DIM} FP32 values.", "attention", ATTENTION_STARTER, (SEQ // QUERY_BLOCK,),
                       (QUERY_BLOCK,), {"seq": SEQ, "head_dim": HEAD_DIM}, _attention,
-                      "O must be softmax(Q K^T scale) V", _attention_workload),
+                      "O must be softmax(Q Kᵀ scale) V", _attention_workload),
 }
 """The capstone's tasks by name, in the order the chapter lists them."""
 

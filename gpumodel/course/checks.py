@@ -37,7 +37,7 @@ import numpy as np
 from .. import _check
 from ..lab import LabError, trace
 from ..published import expect
-from ..units import fmt_bound, fmt_time
+from ..units import fmt_bound, fmt_exact, fmt_time
 from . import progress_file
 
 
@@ -238,7 +238,7 @@ def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = 
         if low > high:
             raise ValueError(f"ranges must hold (low, high, hint) with low <= high, got ({low!r}, {high!r}, ...)")
     _unit_table(units)
-    closeness = f"within {100 * rtol:g}% of {readable(expected)} {unit}" if rtol else "exactly it"
+    closeness = f"within {100 * rtol:g}% of {fmt_exact(expected)} {unit}" if rtol else "exactly it"
     twice = "by a factor of two" + (f": {doubled}" if doubled else ".")
     rounding = ": carry more digits, or check a rounded figure." if rtol else "."
     bands = [[-1e308, 0.0, "The sign is wrong."]]
@@ -257,20 +257,6 @@ def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = 
             "bands": [[lo, hi, text + suffix] for lo, hi, text in bands] if expected else [],
             "high": "Too high." + suffix, "low": "Too low." + suffix,
             "not_number": f"Type a {'whole ' if whole else ''}number{_unit_phrase(unit)}."}
-
-
-SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def readable(x: float) -> str:
-    """`x` as a reader writes it: a whole number with thousands separated (536,870,912), four
-    significant digits between 0.001 and a million, else 5.369 × 10⁸ (never e-notation)."""
-    if float(x).is_integer() and abs(x) < 1e15:
-        return f"{int(x):,}"
-    if 1e-3 <= abs(x) < 1e6:
-        return f"{x:.4g}"
-    mantissa, exponent = f"{x:.4g}".split("e")
-    return f"{mantissa} × 10{str(int(exponent)).translate(SUPERSCRIPTS)}"
 
 
 def _unit_phrase(unit: str) -> str:
@@ -391,7 +377,8 @@ def judge(rules: dict, answer, wanted: str, key: str, prompt: str = "") -> Feedb
         return _wrong_type(answer, wanted)
     judged = verdict(rules, answer)
     if number:
-        shown = answer.strip() if isinstance(answer, str) else f"{value:g} {rules['unit']}"
+        echo = f"{value:g}" if "e" not in f"{value:g}" else fmt_exact(value)  # the answer as typed, never e-notation
+        shown = answer.strip() if isinstance(answer, str) else f"{echo} {rules['unit']}"
         judged = Feedback(judged.correct, f"{shown}: {judged.message}")
     return record(key, judged)
 

@@ -32,10 +32,10 @@ def check_attention_limit(head_dim: int, dtype: str, answer) -> Feedback:
                         doubled=FLOPS_AND_BYTES,
                         mistakes=[(limit * s, "That is flops per element; the question asks per byte.")]
                         if s != 2 else [],
-                        explain=f"The N^2 terms win: 4 N^2 d flops over 4 trips of N^2 elements of "
+                        explain=f"The N² terms win: 4 N² d flops over 4 trips of N² elements of "
                         f"{_check.dtype_bytes(dtype)} bytes, d / s. Every preset's tensor-core HBM ridge is higher, "
                         "so standard attention stays memory-bound at any length.",
-                        hint="Keep only the terms that grow as N^2: the flops of the two matmuls and the trips of the "
+                        hint="Keep only the terms that grow as N²: the flops of the two matmuls and the trips of the "
                         "scores and probabilities.")
 
 
@@ -48,7 +48,7 @@ def check_flash_block(sram_bytes: int, head_dim: int, dtype: str, answer) -> Fee
                         "block of scores, each element of its dtype's bytes.",
                         hint="Write the elements a block of B rows needs (three B x d blocks and B x B scores), times "
                         "the bytes per element, and find the largest power of two B that fits.",
-                        explain=f"3 x {expected} x {head_dim} + {expected}^2 elements fit; twice that block does not.")
+                        explain=f"3 x {expected} x {head_dim} + {expected}² elements fit; twice that block does not.")
 
 
 
@@ -98,7 +98,7 @@ def lab_qkv(n: int, d: int, seed: int = 0) -> tuple:
 
 def check_flash_kernel(source: str, kernel: str = "attention") -> Feedback:
     """Chapter 5's lab: `kernel(Q, K, V, O, S, n, scale)` of the CUDA C `source`, a thread per
-    query row over `LAB_N` x `LAB_D` FP32 matrices, must compute O = softmax(Q K^T scale) V
+    query row over `LAB_N` x `LAB_D` FP32 matrices, must compute O = softmax(Q Kᵀ scale) V
     while its traced HBM bytes stay at the flash workload's compulsory bytes (Q, K, V read
     once, O written once; exactly, as these sizes fill whole sectors): the N x N scores in
     `S`, a scratch array, never reach global memory. Every score is raised by `OVERFLOW_SCORE`
@@ -109,7 +109,7 @@ def check_flash_kernel(source: str, kernel: str = "attention") -> Feedback:
     p = np.exp(scores - scores.max(axis=1, keepdims=True))
     want = (p / p.sum(axis=1, keepdims=True)) @ v
     args = [q, k, v, np.zeros_like(q), np.zeros((LAB_N, LAB_N), np.float32), LAB_N, float(scale)]
-    traced = lab_run(source, kernel, LAB_N // LAB_BLOCK, LAB_BLOCK, args, 3, want, "O must be softmax(Q K^T scale) V")
+    traced = lab_run(source, kernel, LAB_N // LAB_BLOCK, LAB_BLOCK, args, 3, want, "O must be softmax(Q Kᵀ scale) V")
     if isinstance(traced, Feedback):
         return traced
     got = traced.bytes["hbm"]
@@ -151,7 +151,7 @@ def attention_fit(gpu: str = "L4", heads: int = 32, head_dim: int = 128) -> Widg
     first = next(n for n in SEQS if attention_memory(1, heads, n, head_dim, "fp16") > capacity)
     return WidgetExercise(
         "attention-fit", {"gpu": list(GPUS), "seq": list(SEQS), "kind": ["standard", "flash"]}, view,
-        number_rules(first, "tokens", 0, explain="The N x N scores and probabilities grow with N^2; FlashAttention "
+        number_rules(first, "tokens", 0, explain="The N x N scores and probabilities grow with N²; FlashAttention "
                      "never writes them, and at that length still needs "
                      f"{fmt_bytes(float(attention_memory(1, heads, first, head_dim, 'fp16', 'flash')))}.",
                      hint="Pick the GPU and standard attention, then double N until the red bar passes HBM."),
@@ -203,7 +203,7 @@ def cp_scores(seq: int = 16384, dtype: str = "fp16") -> Checkpoint:
         f"One attention head over N = {seq:,} tokens in {dtype}: how many MiB does its N x N score matrix take?",
         number_rules(seq * seq * s / 2**20, "MiB", 0.01, units=units_as("MiB", BYTES),
                      doubled=f"an {dtype} element is {s} bytes.",
-                     explain="It grows with N^2: double the tokens, four times the bytes.",
+                     explain="It grows with N²: double the tokens, four times the bytes.",
                      hint="Elements times bytes per element, then divide by 2^20."),
         "scores")
 
@@ -214,10 +214,10 @@ def cp_trips() -> Checkpoint:
     trips = round(float(attention(1, 1, n, 64, "fp16", "standard").bytes["hbm"]) / (n * n * 2))
     return Checkpoint(
         "cp-flash-trips",
-        "Standard attention's forward pass writes the scores S = QK^T, reads them for the softmax, writes the "
+        "Standard attention's forward pass writes the scores S = QKᵀ, reads them for the softmax, writes the "
         "probabilities P, and reads P for PV. How many times does an N x N matrix cross HBM in all?",
         number_rules(float(trips), "trips", 0, doubled="count each matrix's write and its read.",
-                     explain="Four trips of N^2 elements: the terms that make standard attention memory-bound.",
+                     explain="Four trips of N² elements: the terms that make standard attention memory-bound.",
                      hint="List the passes, and for each the N x N matrix it writes or reads."),
         "trips")
 

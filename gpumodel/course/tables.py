@@ -28,6 +28,7 @@ from ..units import (
     fmt_number,
     fmt_percent,
     fmt_time,
+    powers,
 )
 from ..workloads import catalogue, gemm, gemm_requests
 
@@ -291,7 +292,7 @@ def published_table(comparisons: list) -> str:
         r = c.record
         reached = fmt_percent(c.fraction) if c.quantity != "latency" else f"preset {fmt_percent(c.fraction)}"
         bound = " + ".join(fmt_bound(b) for b in c.bound.split("+"))
-        rows.append([r.gpu, r.what, _measure(c.quantity, c.measured), f"{_measure(c.quantity, c.model)} ({bound})",
+        rows.append([r.gpu, powers(r.what), _measure(c.quantity, c.measured), f"{_measure(c.quantity, c.model)} ({bound})",
                      reached, f"{citation(r.source, textual=True)}, {r.where}"])
     return markdown_table(["GPU", "run", "measured", "model (bound)", "of the bound", "source"], rows)
 
@@ -300,7 +301,7 @@ def violations_table(comparisons: list) -> str:
     """Published measurements faster than the model's bound (`gpumodel.published.violations`),
     each with its analysis."""
     return markdown_table(["GPU", "run", "of the bound", "why the measurement beats the model", "source"],
-                          [[c.record.gpu, c.record.what, fmt_percent(c.fraction), c.record.violation,
+                          [[c.record.gpu, powers(c.record.what), fmt_percent(c.fraction), c.record.violation,
                             f"{citation(c.record.source, textual=True)}, {c.record.where}"] for c in comparisons])
 
 
@@ -356,7 +357,7 @@ def expected_table(comparisons: list) -> str:
         if e is None:
             continue
         measured = published.measured_time(c.record)
-        rows.append([c.record.gpu, c.record.what, fmt_time(measured), f"{fmt_time(e.bound)} ({fmt_bound(e.bound_part)})",
+        rows.append([c.record.gpu, powers(c.record.what), fmt_time(measured), f"{fmt_time(e.bound)} ({fmt_bound(e.bound_part)})",
                      f"{fmt_time(e.time)} ({fmt_limiter(e.limiter)})", f"{measured / e.time:.2f}",
                      HALVES[published.half(c.record)]])
     return markdown_table(["GPU", "run", "measured", "bound (set by)", "expected (held by)", "measured / expected",

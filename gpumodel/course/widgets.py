@@ -33,7 +33,7 @@ from typing import Callable
 
 from .. import _check
 from ..model import BOUNDS, predict
-from ..units import fmt_time
+from ..units import fmt_time, superscript
 from ..lab.runner import printed
 from .checks import LAB_TRACE, Feedback, _data_html, _form_html, answer_box, building_book, record, verdict
 from .plots import PART_LABELS, lab_sites, svg
@@ -391,8 +391,8 @@ GPUS = ("V100", "T4", "A100-40GB", "RTX-4090", "L4", "H100-SXM", "H200", "B200")
 
 
 def _power(n: int) -> str:
-    """A power of two as a menu names it: `8,388,608 (2^23)`."""
-    return f"{n:,} (2^{int(math.log2(n))})"
+    """A power of two as a menu names it: `8,388,608 (2²³)`."""
+    return f"{n:,} (2{superscript(int(math.log2(n)))})"
 
 
 def prediction_view(workload, gpu, title: str) -> str:
