@@ -237,6 +237,9 @@ def l1_latency(gpu) -> Fact:
     except ValueError:  # none measured on its generation: the newest earlier generation's
         older = [presets.gpu(n) for n in presets.preset_names() if "smem" in presets.gpu(n).latency
                  and presets.gpu(n).capability.version < g.capability.version]
+        if not older:
+            raise ValueError(f"gpu: no preset of {g.name}'s generation or an earlier one measures the shared-memory "
+                             f"latency an L1 hit is estimated from (compute capability {g.capability.name})") from None
         other = max(older, key=lambda o: o.capability.version)
         f = replace(other.latency["smem"], note=f"{other.name}'s, an earlier generation's ({other.latency['smem'].note})")
     return replace(f, kind="estimate", note=f"the shared-memory latency ({f.note}): one SRAM and data path with the L1")

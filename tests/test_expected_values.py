@@ -634,3 +634,15 @@ def test_the_reason_names_the_limiter_and_the_share_applied(monkeypatch):
     assert e.reason == "the bound's hbm" and e.time == pytest.approx(4e-6 + 1e-7, rel=1e-12)
     e = _held(monkeypatch, {"hbm": 1e-6, "launch": 3e-6}, lat, ramp=1e-7, shares={"overhead": 0.5})
     assert e.limiter == "launch" and e.time == pytest.approx(6e-6, rel=1e-12)
+
+
+def test_an_l1_latency_with_no_measured_generation_at_or_before_it_is_refused_by_name():
+    """A live GPU older than every preset that measures shared memory (a Pascal part, 6.0) has
+    no latency to estimate an L1 hit from: a ValueError naming it, not max() of nothing (found
+    by a mutation run)."""
+    import dataclasses
+
+    t4 = gm.gpu("T4")
+    pascal = dataclasses.replace(t4, capability=dataclasses.replace(t4.capability, version=(6, 0)), latency={})
+    with pytest.raises(ValueError, match=r"no preset of T4's generation or an earlier one measures the shared-memory"):
+        gm.expected.l1_latency(pascal)
