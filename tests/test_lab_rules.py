@@ -409,3 +409,17 @@ def test_traces_building_one_file_at_once_share_the_first_recorded(tmp_path):
     got = builder.cached(folder, "h.gch", build)
     assert got.read_bytes() == b"theirs"
     assert sorted(p.name for p in folder.iterdir()) == sorted([got.name, f"h.gch.{builder.HASH}"])
+
+
+def test_every_hand_made_mutant_still_finds_the_text_it_mutates():
+    """tests/lab_mutants.py applies each mutant by replacing a text that must occur once in its
+    file: a change to the lab that moves that text leaves the mutant unapplied (make mutation
+    stops), so it is caught here, at every test run."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lab_mutants", pathlib.Path(__file__).with_name("lab_mutants.py"))
+    mutants = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mutants)
+    root = pathlib.Path(__file__).resolve().parent.parent
+    counts = {name: (root / path).read_text().count(original) for name, (path, original, _, _) in mutants.MUTANTS.items()}
+    assert counts == {name: 1 for name in mutants.MUTANTS}
