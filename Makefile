@@ -27,7 +27,7 @@ WORKERS ?= $(shell $(PYTHON) -c 'import os; print(min(4, len(os.sched_getaffinit
 test: $(STAMP)
 	$(PY) -m pytest -n $(WORKERS) --dist loadgroup --durations=20 tests
 
-## The loop of a change (1 min 20 s on 2 cores): every test but those marked slow.
+## The loop of a change (1 min 44 s on 2 cores): every test but those marked slow.
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(WORKERS) --dist loadgroup -m "not slow" tests
 
