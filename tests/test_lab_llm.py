@@ -461,3 +461,14 @@ def test_a_multi_warp_tile_reduces_across_its_warps(tile):
     t = trace(MULTI_WARP, f"tile_sums<256, {tile}>", 2, 256, [data, out])
     np.testing.assert_array_equal(out, data.reshape(-1, tile).sum(1))
     assert t.races == []
+
+
+def test_libcuxx_functional_objects_work_with_cub_as_vllm_writes_them():
+    """vLLM's layernorm style: `cuda::std::plus<>` from <cuda/std/functional> as BlockReduce's operator."""
+    source = CUB_RMS_NORM.replace("#include <cub/cub.cuh>", "#include <cub/cub.cuh>\n#include <cuda/std/functional>").replace(
+        "cub::Sum{}", "cuda::std::plus<>{}")
+    x = np.random.default_rng(5).standard_normal((2, 96)).astype(np.float32)
+    w = np.ones(96, np.float32)
+    out = np.zeros_like(x)
+    trace(source, "rms_norm_kernel<float>", 2, 64, [out, x, w, 1e-6, 96])
+    np.testing.assert_allclose(out, x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6), rtol=1e-5)

@@ -304,9 +304,9 @@ PREPARING = ("Preparing the kernel lab (once per installed version: its CUDA sta
 
 
 def _stand_in() -> bytes:
-    """The lab's stand-in for CUDA, as bytes: cuda_emu.h and every header of include/ (.h, .cuh: what a
+    """The lab's stand-in for CUDA, as bytes: cuda_emu.h and every header of include/ (what a
     cached header or runtime was built from)."""
-    return b"".join(path.read_bytes() for path in [HERE / "cuda_emu.h", *sorted(INCLUDE.rglob("*.*h"))])
+    return b"".join(path.read_bytes() for path in [HERE / "cuda_emu.h", *sorted(p for p in INCLUDE.rglob("*") if p.is_file())])
 
 
 def _prologue(traced: bool) -> str:
