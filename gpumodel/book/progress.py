@@ -9,7 +9,7 @@ import html
 import pathlib
 import re
 
-from ..units import SUPERSCRIPTS
+from ..units import powers
 from .syllabus import CHAPTERS, _parts
 
 EXERCISE = re.compile(r"^(`{3,})\{exercise\}[^\n]*\n:label: ([\w-]+)\n(.*?)^\1$", re.S | re.M)
@@ -19,8 +19,8 @@ CHECKPOINT = re.compile(r"""gm\.course\.checkpoint\(["']([\w-]+)["']\)""")
 
 
 GLUE = re.compile(r"\{glue(?::md|:text)?\}`([^`]*)`")
-POWER = re.compile(r"(\w)\^(?:\{([\dT-]+)\}|([\dT]))")
-"""A power in TeX ($N^2$, $2^{10}$, $K^T$), shown as superscripts on the page."""
+BRACED_POWER = re.compile(r"\^\{(-?\d+|T)\}")
+"""A braced power in TeX ($2^{10}$), unbraced so that `units.powers` sets it as $N^2$ and $K^T$."""
 
 
 def _glued(stem: str, directory) -> dict:
@@ -36,7 +36,7 @@ def _first_sentence(text: str, most: int = 110, glued: dict | None = None) -> st
     """The first sentence of Markdown `text`, plain, at most `most` characters, each glued value
     as `glued` gives it (its name where it holds none)."""
     text = GLUE.sub(lambda m: (glued or {}).get(m[1], m[1]), text)
-    text = POWER.sub(lambda m: m[1] + (m[2] or m[3]).translate(SUPERSCRIPTS).replace("T", "ᵀ"), text)  # 2N³/b
+    text = powers(BRACED_POWER.sub(r"^\1", text))  # $2N^3/b$ as 2N³/b
     plain = re.sub(r"\{[\w:]+\}`([^`<]*)(?:<[^>]*>)?`|[`$*]", r"\1", text).replace("\\times", "x")
     sentence = re.split(r"(?<=[.?!])\s", " ".join(plain.replace("\\", "").split()), maxsplit=1)[0]
     return sentence if len(sentence) <= most else sentence[:most - 1].rstrip() + "…"

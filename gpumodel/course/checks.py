@@ -39,6 +39,7 @@ from ..lab import LabError, trace
 from ..published import expect
 from ..units import fmt_bound, fmt_exact, fmt_time
 from . import progress_file
+from .tables import markdown_table
 
 
 @dataclass(frozen=True)
@@ -377,8 +378,9 @@ def judge(rules: dict, answer, wanted: str, key: str, prompt: str = "") -> Feedb
         return _wrong_type(answer, wanted)
     judged = verdict(rules, answer)
     if number:
-        echo = f"{value:g}" if "e" not in f"{value:g}" else fmt_exact(value)  # the answer as typed, never e-notation
-        shown = answer.strip() if isinstance(answer, str) else f"{echo} {rules['unit']}"
+        typed = f"{value:g}"
+        typed = fmt_exact(value) if "e" in typed else typed  # the answer as typed, never in e-notation
+        shown = answer.strip() if isinstance(answer, str) else f"{typed} {rules['unit']}"
         judged = Feedback(judged.correct, f"{shown}: {judged.message}")
     return record(key, judged)
 
@@ -415,18 +417,17 @@ def progress():
     notes = "".join(f"\n\n{_markdown_text(n)}" for n in progress_file.NOTES)
     if not checked:
         return Markdown("Nothing checked yet: answer an exercise or a checkpoint and check it." + notes)
-    rows = [f"| {_markdown_text(key)} | {tries} | {'right' if right else 'not yet'} |"
-            for key, (tries, right) in checked.items()]
+    rows = [[_markdown_text(key), tries, "right" if right else "not yet"] for key, (tries, right) in checked.items()]
     done = sum(right for _, right in checked.values())
     return Markdown(f"{done} of {len(checked)} questions checked are right (kept in "
                     f"{_markdown_text(str(progress_file.path()))}).\n\n"
-                    "| question | tries | state |\n| --- | --- | --- |\n" + "\n".join(rows) + notes)
+                    + markdown_table(["question", "tries", "state"], rows) + notes)
 
 
 def _markdown_text(text: str) -> str:
-    """`text` shown as itself in Markdown (a table cell included): HTML escaped, and the marks
-    that would make code, emphasis, a link or a new cell (\\ ` * [ ] |); a line break a space."""
-    return re.sub(r"([\\`*\[\]|])", r"\\\1", html.escape(" ".join(text.split()), quote=False))
+    """`text` shown as itself in Markdown: HTML escaped, and the marks that would make code,
+    emphasis or a link (\\ ` * [ ]; `tables.markdown_table` escapes a cell's |); a line break a space."""
+    return re.sub(r"([\\`*\[\]])", r"\\\1", html.escape(" ".join(text.split()), quote=False))
 
 
 LAB_TRACE: contextvars.ContextVar = contextvars.ContextVar("LAB_TRACE", default=None)

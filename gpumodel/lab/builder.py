@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import os
 import pathlib
 import re
@@ -282,7 +283,7 @@ def gxx(args: list, what: str) -> None:
         closing = (f"{header} is not a header the lab has: leave its #include out, and put into the source "
                    f"what the kernel needs from it; {SUPPORTED}." if header else
                    f"Where it names something of CUDA's that is missing: {SUPPORTED}.")
-        numbered = [sum("error" in r for r in errors[:i + 1]) for i in range(len(errors))]  # errors so far, each row
+        numbered = list(itertools.accumulate("error" in r for r in errors))  # errors so far, at each row
         shown = [e.replace("_Float16", "half") for e, n in zip(errors, numbered) if n <= SHOWN_ERRORS]
         hidden = (numbered[-1] if numbered else 0) - SHOWN_ERRORS
         more = (f"... and {hidden} more errors: the first usually causes the rest, so fix it and compile again\n"
