@@ -39,7 +39,6 @@ from ..lab import LabError, trace
 from ..published import expect
 from ..units import fmt_bound, fmt_exact, fmt_time
 from . import progress_file
-from .tables import markdown_table
 
 
 @dataclass(frozen=True)
@@ -417,17 +416,19 @@ def progress():
     notes = "".join(f"\n\n{_markdown_text(n)}" for n in progress_file.NOTES)
     if not checked:
         return Markdown("Nothing checked yet: answer an exercise or a checkpoint and check it." + notes)
-    rows = [[_markdown_text(key), tries, "right" if right else "not yet"] for key, (tries, right) in checked.items()]
+    rows = [f"| {_markdown_text(key)} | {tries} | {'right' if right else 'not yet'} |"
+            for key, (tries, right) in checked.items()]
     done = sum(right for _, right in checked.values())
     return Markdown(f"{done} of {len(checked)} questions checked are right (kept in "
                     f"{_markdown_text(str(progress_file.path()))}).\n\n"
-                    + markdown_table(["question", "tries", "state"], rows) + notes)
+                    "| question | tries | state |\n| --- | --- | --- |\n" + "\n".join(rows) + notes)
 
 
 def _markdown_text(text: str) -> str:
-    """`text` shown as itself in Markdown: HTML escaped, and the marks that would make code,
-    emphasis or a link (\\ ` * [ ]; `tables.markdown_table` escapes a cell's |); a line break a space."""
-    return re.sub(r"([\\`*\[\]])", r"\\\1", html.escape(" ".join(text.split()), quote=False))
+    """`text` shown as itself in Markdown (a table cell included): HTML escaped, and the marks
+    that would make code, emphasis, a link or a new cell (\\ ` * [ ] |); a line break a space.
+    (`tables.markdown_table`, which escapes only |, imports this module: it cannot serve here.)"""
+    return re.sub(r"([\\`*\[\]|])", r"\\\1", html.escape(" ".join(text.split()), quote=False))
 
 
 LAB_TRACE: contextvars.ContextVar = contextvars.ContextVar("LAB_TRACE", default=None)
