@@ -11,8 +11,8 @@ learner reads). The same kernel on a GPU where one answers: `measure` (`gm.lab.r
 from .._lazy import submodules
 from .limits import LabError
 from .measure import LabRun, run
-from .reporter import Race, Trace, trace
+from .reporter import Program, Race, Trace, run_program, trace
 
-__all__ = ["LabError", "LabRun", "Race", "Trace", "run", "trace"]
+__all__ = ["LabError", "LabRun", "Program", "Race", "Trace", "run", "run_program", "trace"]
 
 __getattr__ = submodules(__name__, __file__)

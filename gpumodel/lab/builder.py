@@ -341,16 +341,16 @@ def precompiled(flags: list, traced: bool = False) -> list:
     return ["-include", str(gch.with_suffix(""))]
 
 
-def compile_with_header(args: list, header: list, what: str, source: str) -> None:
+def compile_with_header(args: list, header: list, what: str, source: str, program: bool = False) -> None:
     """g++ with `args` after the `precompiled` flags `header`, compiling `source` (for the
-    messages). A failure after another process pruned that header is not the source's:
-    `LabError`, not cached."""
+    messages; a whole `program`'s host code is its own, and runs). A failure after another
+    process pruned that header is not the source's: `LabError`, not cached."""
     try:
         gxx([*header, *args], what)
     except CompileError as err:
         if not pathlib.Path(header[-1] + ".gch").exists():
             raise LabError(f"{err}\n(the lab's precompiled header was removed meanwhile: run it again)") from None
-        raise CompileError(f"{err}{host_code(source)}") from None
+        raise CompileError(f"{err}{'' if program else host_code(source)}") from None
 
 
 def wrapper(source: str, names: list, traced: bool = False) -> str:
@@ -370,47 +370,82 @@ def wrapper(source: str, names: list, traced: bool = False) -> str:
     return text
 
 
-def _runtime(folder: pathlib.Path) -> pathlib.Path:
-    """The runtime's object file, built once per version of its sources, verified by its hash."""
-    sources = (HERE / "trace_runtime.cpp").read_bytes() + _stand_in()
+def _runtime(folder: pathlib.Path, name: str = "trace_runtime") -> pathlib.Path:
+    """The runtime's object file (`name`.cpp: trace_runtime, or program_runtime for a whole
+    program), built once per version of its sources, verified by its hash."""
+    sources = (HERE / f"{name}.cpp").read_bytes() + (HERE / "trace_runtime.cpp").read_bytes() + _stand_in()
     obj = cached(folder, f"runtime-{digest(sources + str(RUNTIME_FLAGS).encode())}.o", lambda out: gxx(
-        [*RUNTIME_FLAGS, f"-I{INCLUDE}", f"-I{HERE}", "-c", str(HERE / "trace_runtime.cpp"), "-o", str(out)],
+        [*RUNTIME_FLAGS, f"-I{INCLUDE}", f"-I{HERE}", "-c", str(HERE / f"{name}.cpp"), "-o", str(out)],
         "the lab's runtime"))
     prune(folder, "runtime-", RUNTIME_KEEP)
     return obj
 
 
-def build(source: str, names: list | None = None, arch: str = ARCH, options: tuple = ()) -> pathlib.Path:
+def build(source: str, names: list | None = None, arch: str = ARCH, options: tuple = (), program: bool = False) -> pathlib.Path:
     """The traced executable for the kernels `names` of `source` (`reader.entries`: those that
     are not templates, by default), compiled for `arch` with g++'s `options`
     (`reader.compile_options`), cached by content (a failed build too)
-    and verified by its hash. Raises `LabError` with g++'s messages when the source does not
-    compile."""
+    and verified by its hash; for a whole `program`, the file with its own main and launches
+    (`reader.for_gxx`), linked with program_runtime.cpp. Raises `LabError` with g++'s messages
+    when the source does not compile or link."""
     if not shutil.which("g++"):
         raise LabError("the kernel lab needs g++ (C++20) on the machine, and there is none here")
     folder = cache_folder()
-    runtime = _runtime(folder)
-    text = wrapper(source, entries(source) if names is None else names, traced=True)
-    flags = [*KERNEL_FLAGS, *compile_flags(arch), *options]
+    runtime = _runtime(folder, "program_runtime" if program else "trace_runtime")
+    text = (program_text(source) if program else
+            wrapper(source, entries(source) if names is None else names, traced=True))
+    own = [*KERNEL_FLAGS, *compile_flags(arch)]
+    flags = [*own, *options]  # the source's own -I folders do not change the precompiled header, so it is shared
     key = digest((text + str(flags) + runtime.name).encode() + pathlib.Path(__file__).read_bytes())  # this file: its messages
 
     def make(exe):
         cpp, obj = (exe.with_suffix(end) for end in (".cpp", ".o"))
         cpp.write_text(text)
         try:
-            compile_with_header([*flags, "-c", str(cpp), "-o", str(obj)], precompiled(flags, traced=True), "the kernel",
-                                source)
+            header = precompiled([f for f in flags if not f.startswith("-I") or f in own], traced=True)
+            compile_with_header([*flags, "-c", str(cpp), "-o", str(obj)], header, "the program" if program else "the kernel",
+                                source, program)
             try:
-                gxx([str(obj), str(runtime), "-pthread", "-pie", "-Wl,--gc-sections", "-o", str(exe)], "the traced kernel")
+                gxx([str(obj), str(runtime), "-pthread", "-pie", "-Wl,--gc-sections", "-o", str(exe)],
+                    "the program" if program else "the traced kernel")
             except CompileError as err:  # a link may fail for want of the runtime (another process pruned it): not cached
-                raise LabError(str(err)) from None
+                raise LabError(f"{err}{_not_emulated(str(err)) if program else ''}") from None
         finally:
             for path in (cpp, obj):
                 path.unlink(missing_ok=True)
     try:
-        return cached(folder, f"trace-{key}", make)
+        return cached(folder, f"{'program' if program else 'trace'}-{key}", make)
     finally:
-        prune(folder, "trace-", CACHE_KEEP)  # the least recently used (built or reused) beyond CACHE_KEEP
+        prune(folder, "program-" if program else "trace-", CACHE_KEEP)  # the least recently used beyond CACHE_KEEP
+
+
+def program_text(source: str) -> str:
+    """What g++ compiles for a whole program: cuda_emu.h and the source as `SOURCE_NAME`, its
+    main kept and its launches run (`reader.for_gxx`)."""
+    return f'{_prologue(True)}#line 1 "{SOURCE_NAME}"\n{for_gxx(source, program=True)}\n'
+
+
+_LIBRARIES = {"cublasLt": "cuBLASLt", "cublas": "cuBLAS", "curand": "cuRAND", "cufft": "cuFFT", "cudnn": "cuDNN",
+              "nvtx": "NVTX"}
+"""Prefixes of the names of CUDA's libraries, which a program may call and the lab does not run."""
+
+
+def _not_emulated(message: str) -> str:
+    """Where a program's link failed for a function the lab does not define: a sentence naming
+    them and their libraries."""
+    missing = sorted(set(re.findall(r"undefined reference to `(\w+)", message)))
+    if not missing:
+        return ""
+    libraries = {name: next((v for k, v in _LIBRARIES.items() if name.startswith(k)), None) for name in missing}
+    ours = [f"{name} ({lib})" for name, lib in libraries.items() if lib]
+    cuda = [name for name, lib in libraries.items() if not lib and name.startswith("cuda")]
+    other = [name for name, lib in libraries.items() if not lib and not name.startswith("cuda")]
+    return "".join([
+        f"\nThe program calls {', '.join(ours)}, which the lab does not run on the CPU: leave those calls out, or "
+        "trace its kernels one at a time with gm.lab.trace." if ours else "",
+        f"\nThe program calls {', '.join(cuda)}, which the lab's CUDA runtime does not have." if cuda else "",
+        f"\n{', '.join(other)} is defined in none of the file's code: the lab builds a program from one file (put "
+        "what it needs from the others into it)." if other else ""])
 
 
 def library(folder: pathlib.Path, source: str, names: list) -> pathlib.Path:

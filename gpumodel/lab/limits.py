@@ -21,6 +21,9 @@ COMPILE_MEMORY = 2 * 10**9
 """Address space (bytes) g++ and each program it starts may take (a course kernel: under 200 MB)."""
 RUN_MEMORY = 2 * 10**9
 """Address space (bytes) a traced run may take beyond its arrays' bytes."""
+PROGRAM_MEMORY = 2 * RUN_MEMORY
+"""Address space (bytes) a whole program may take: the traced run's, and as much again for the
+arrays it allocates itself."""
 OUTPUT_LIMIT = 10**6
 """Bytes read from a process's stdout or stderr each (the learner's printf, g++'s messages);
 past them it is stopped."""

@@ -544,19 +544,58 @@ _STATIC_SHARED = re.compile(r"\bstatic(?=\s+(?:(?:volatile|const)\s+)*__shared__
 
 _LAUNCH = re.compile(r"<<<(?:[^;<>]|<(?!<<)|>(?!>>))*>>>")
 """A host launch's configuration, `<<<grid, block[, shared_mem[, stream]]>>>`."""
+_CONST_CONSTANT = re.compile(r"\b__constant__\s+const\b|\bconst\s+__constant__\b")
 
 
-def for_gxx(source: str) -> str:
+def _launcher(code: str, at: int) -> int:
+    """Where the kernel expression before a launch's `<<<` at `at` starts: a name, with its
+    scope (`ns::k`) and template arguments (`k<float, 4>`)."""
+    i = at
+    while i > 0 and code[i - 1].isspace():
+        i -= 1
+    if i > 0 and code[i - 1] == ">":  # template arguments: back to the matching <
+        depth = 0
+        while i > 0:
+            i -= 1
+            depth += (code[i] == ">") - (code[i] == "<")
+            if depth == 0:
+                break
+    while i > 0 and (code[i - 1].isalnum() or code[i - 1] in "_:"):
+        i -= 1
+    return i
+
+
+def _run_launches(source: str) -> str:
+    """Each host launch `k<<<config>>>(args)` of `source` as a call the lab's program runtime
+    runs (include/cuda_runtime.h, `emu_launch_config`), its line named and every line kept."""
+    code = _code(source)
+    for m in reversed(list(_LAUNCH.finditer(code))):
+        start = _launcher(code, m.start())
+        opening = m.end() + len(code[m.end():]) - len(code[m.end():].lstrip())
+        if opening >= len(code) or code[opening] != "(":
+            continue  # not a launch g++ would take: it says so
+        end = min(_closing(code, opening), len(code))
+        kernel, line = code[start:m.start()].strip(), code.count("\n", 0, m.start()) + 1
+        call = (f"emu_launch_config({source[m.start() + 3:m.end() - 3]}).run(\"{' '.join(kernel.split())}\", {line}, "
+                f"[&]() EMU_UNTRACED {{ {source[start:m.start()]}{source[m.end():end]}; }})")
+        source = source[:start] + call + source[end:]
+    return source
+
+
+def for_gxx(source: str, program: bool = False) -> str:
     """`source` as g++ compiles it, its lines kept: each `extern __shared__ T name[];` a
     `T* const name` at the launch's dynamic shared memory (`emu_dynamic_shared`, sized by its
     shared_mem); `static __shared__` (legal CUDA: cuda_emu.h's `__shared__` is itself static)
-    plain `__shared__`; each host launch `k<<<...>>>(args)` a plain call `k(args)`, so that the
-    file's host code compiles (the lab never runs it)."""
+    plain `__shared__`; `__constant__ const` plain `__constant__` (cuda_emu.h); each host launch
+    `k<<<...>>>(args)` a plain call `k(args)`, so that the file's host code compiles (the lab
+    never runs it), or, in a whole `program`, a launch the lab runs (`_run_launches`)."""
     def pointer(match):
         ctype = re.sub(_ALIGNMENT, "", match.group(1)).strip()
         return (f"{ctype}* const {match.group(2)} = reinterpret_cast<{ctype}*>(emu_dynamic_shared());"
                 + "\n" * match.group(0).count("\n"))
-    source = _LAUNCH.sub(lambda m: "\n" * m.group(0).count("\n"), source)
+    source = (_run_launches(source) if program else
+              _LAUNCH.sub(lambda m: "\n" * m.group(0).count("\n"), source))
+    source = _CONST_CONSTANT.sub("__constant__", source)
     return _STATIC_SHARED.sub("", _EXTERN_SHARED.sub(pointer, source))
 
 

@@ -30,6 +30,7 @@ states. Chapter 2's lab introduces it.
 
 from __future__ import annotations
 
+import pathlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,12 +38,12 @@ import numpy as np
 from .. import _check
 from ..hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
 from ..model import predict
-from ..presets import preset_names
+from ..presets import gpu as preset, preset_names
 from ..published import expect
 from ..workloads import Workload
 from .builder import build
-from .reader import ARCH, compile_options, launched, source_line, where
-from .runner import MAX_THREADS, index, launch, printed, run_traced
+from .reader import ARCH, arch_number, compile_options, launched, source_line, where
+from .runner import MAX_THREADS, index, launch, printed, run_program_traced, run_traced
 
 OUTPUT_LINES = 40
 """Lines of the kernel's printf output `Trace.report` shows (the first; the rest counted)."""
@@ -304,17 +305,126 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
         build(source, arch=arch, options=flags)  # a source that does not compile says so first
         raise
     done = run_traced(build(source, names, arch, flags), source, kernel, names, shape, params, values)
-    rows = done.rows
+    return _trace(source, kernel, shape, done.rows, done.where, done.calls, done.traced,
+                  [v for v in values if isinstance(v, np.ndarray)], done.output)
 
+
+def _trace(source: str, kernel: str, shape, rows: list, where_of: dict, calls: dict, traced: int, arrays: list,
+           output: str) -> Trace:
+    """The `Trace` of one launch of `kernel` (`runner.Launch` `shape`) from the runtime's `rows`,
+    `traced` blocks of it run traced."""
     def text(line):
         return source_line(source, line)
     other = {r[0]: int(r[1]) for r in rows if r[0] in ("l2_sectors", "local", "rounds")}
     footprint = [tuple(int(v) for v in r[2:5]) for r in rows if r[0] == "footprint"]
-    return Trace(kernel, shape.grid, shape.block, _sites([r for r in rows if r[0] == "site"], done.where, done.calls, text),
-                 footprint, other["l2_sectors"], other["local"], done.traced, shape.blocks,
-                 [v for v in values if isinstance(v, np.ndarray)],
-                 _races([r for r in rows if r[0] == "hazard"], done.where, text, shape.block, shape.grid), done.output,
+    return Trace(kernel, shape.grid, shape.block, _sites([r for r in rows if r[0] == "site"], where_of, calls, text),
+                 footprint, other["l2_sectors"], other["local"], traced, shape.blocks, arrays,
+                 _races([r for r in rows if r[0] == "hazard"], where_of, text, shape.block, shape.grid), output,
                  other.get("rounds", 0))
+
+
+@dataclass
+class Program:
+    """What `run_program` found: each traced launch's `Trace` in order (`launches`) and the line
+    it is launched at (`lines`), what the program printed (`output`: its own printf and its
+    kernels', in the lab's order), its exit status, the launches run untraced past
+    `runner.MAX_TRACED_LAUNCHES`, the launches CUDA would have refused ((kernel, line, grid,
+    block, shared_mem) each: cudaGetLastError returned cudaErrorInvalidConfiguration and nothing
+    ran), whether it timed itself with events, and the `gpu` whose properties it was given."""
+
+    launches: list
+    lines: list
+    output: str
+    returncode: int
+    untraced: int
+    refused: list
+    timed: bool
+    gpu: str
+
+    def report(self, flops: float = 0.0) -> str:
+        """The text a learner reads: each traced launch with its blocks, its bytes per level and
+        the bound on `gpu`; launches refused; what the program printed and its exit status.
+        `flops` (FP32) is charged to every launch (the lab cannot count them). One launch whole:
+        `launches[i].report()`."""
+        out = [f"the program ran on the CPU as on one {self.gpu}: {len(self.launches)} "
+               + ("launch" if len(self.launches) == 1 else "launches") + " traced"
+               + (f", {self.untraced} more run untraced" if self.untraced else "")
+               + f"; it ended with exit status {self.returncode}"]
+        for i, (t, line) in enumerate(zip(self.launches, self.lines), 1):
+            b, p = t.bytes, predict(t.workload(flops), self.gpu)
+            out.append(f"  {i}. line {line}: {t.kernel}<<<{t.grid}, {t.block}>>>, {t.blocks_traced} of {t.blocks} blocks "
+                       f"traced; bytes l1 {b['l1']:,.0f}, l2 {b['l2']:,.0f}, hbm {b['hbm']:,.0f}; at best "
+                       f"{float(p.time) * 1e6:.2f} us, bound by {p.bound}" + ("; RACES" if t.races else ""))
+        for kernel, line, grid, block, shared_mem in self.refused:
+            out.append(f"  refused at line {line}: {kernel}<<<{grid}, {block}, {shared_mem}>>>, a launch CUDA refuses "
+                       "(cudaErrorInvalidConfiguration, returned by the next cudaGetLastError); nothing ran")
+        out.append("what the program printed (in the lab's thread order, not a GPU's):")
+        out.append(printed(self.output, OUTPUT_LINES) if self.output else "    (nothing)")
+        if self.timed:
+            out.append("Times it measured with cudaEvent calls are the CPU's, running the lab, not a GPU's.")
+        return "\n".join(out)
+
+
+def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None = None, arch: str = ARCH,
+                timeout: float = 120.0, max_threads: int = MAX_THREADS) -> Program:
+    """Build a whole CUDA C program (a str of source, or a path to a .cu file, whose folder is
+    then on the include path) with its own `main`, and run it on the CPU with `argv` (strs):
+    cudaMalloc, cudaMemcpy, cudaMemset, cudaMemcpyToSymbol and `__constant__`, cudaFree, events,
+    streams, cudaGetLastError and cudaDeviceSynchronize as include/cuda_runtime.h declares them,
+    each launch `k<<<grid, block, shared_mem, stream>>>(args)` run whole before it returns and
+    traced as `trace` traces a kernel (more than `max_threads` threads: an evenly spaced sample of
+    its blocks traced, every block run, so the program's own checks see whole results). The
+    program sees `gpu`'s properties (cudaGetDeviceProperties; by default the first preset of
+    `arch`'s compute capability) and is compiled for `arch` with `options` as `trace` takes them.
+    It runs in a private temporary folder within `timeout` seconds. Raises `LabError` where it
+    does not compile or link (a call into cuBLAS, say, is named), faults as `trace` names a
+    kernel's faults (at the launch it stopped), or crashes in its host code; its exit status,
+    whatever it is, is the result's. Chapter 8's lab ("Whole programs")."""
+    source, folder = _program_source(source_or_path)
+    if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
+        raise TypeError(f"argv must be a sequence of strs (the program's arguments after its name), got {argv!r}")
+    shape = launch(1, 1, 0, timeout, max_threads)
+    flags, _, _ = compile_options(tuple(options) + ((f"-I{folder}",) if folder else ()))
+    device = preset(gpu) if gpu is not None else _gpu_of(arch)
+    exe = build(source, arch=arch, options=flags, program=True)
+    done = run_program_traced(exe, source, tuple(argv), shape.timeout, shape.max_threads, _properties(device))
+    traces = [_trace(source, one.kernel, one.shape, one.rows, done.where, done.calls, one.traced, [], "")
+              for one in done.launches]
+    return Program(traces, [one.line for one in done.launches], done.output, done.returncode, done.untraced,
+                   done.refused, done.events > 0, device.name)
+
+
+def _program_source(source_or_path) -> tuple:
+    """(the program's source, the folder of its file or None) from `run_program`'s first argument."""
+    if isinstance(source_or_path, pathlib.Path) or (isinstance(source_or_path, str) and "\n" not in source_or_path
+                                                    and source_or_path.endswith((".cu", ".cpp", ".cuh"))):
+        path = pathlib.Path(source_or_path)
+        if not path.is_file():
+            raise ValueError(f"source_or_path names no file: {str(path)!r} (give a .cu file's path or its source)")
+        return path.read_text(), path.resolve().parent
+    if not isinstance(source_or_path, str):
+        raise TypeError(f"source_or_path must be a program's CUDA C source (a str) or a path to a .cu file, got "
+                        f"{type(source_or_path).__name__}")
+    return source_or_path, None
+
+
+def _gpu_of(arch: str):
+    """The first preset (oldest first) of `arch`'s compute capability."""
+    number = arch_number(arch)
+    found = [preset(n) for n in preset_names() if preset(n).capability.version == divmod(number // 10, 10)]
+    if not found:
+        raise ValueError(f"arch {arch!r} is the compute capability of no preset GPU: pass gpu= (one of {preset_names()})")
+    return found[0]
+
+
+def _properties(device) -> dict:
+    """What cudaGetDeviceProperties gives a program run on `device` (program_runtime.cpp's "prop" lines)."""
+    c = device.capability
+    return {"major": c.version[0], "minor": c.version[1], "sms": int(device.sms.value), "l2": int(device.l2_capacity.value),
+            "memory": int(device.hbm_capacity.value), "clock_khz": int(device.clock.value / 1e3),
+            "smem_per_block_optin": c.max_smem_per_block, "smem_per_sm": c.smem_per_sm,
+            "threads_per_sm": c.max_threads_per_sm, "blocks_per_sm": c.max_blocks_per_sm,
+            "registers_per_sm": c.registers_per_sm, "name": (device.devices or (device.name,))[0]}
 
 
 def _sites(rows, where, calls, text) -> list:

@@ -27,7 +27,7 @@ from ..cuda import compiler
 from ..hardware import MAX_BLOCK, MAX_BLOCK_DIM, MAX_GRID_DIM
 from ..units import fmt_bytes
 from .builder import library, private
-from .limits import OUTPUT_LIMIT, RUN_MEMORY, LabError, out_of_memory, run
+from .limits import OUTPUT_LIMIT, PROGRAM_MEMORY, RUN_MEMORY, LabError, out_of_memory, run
 from .reader import MAX_DYNAMIC_SHARED, arguments, entries, instantiate, lines, shared_gaps, source_line, where
 
 MAX_THREADS = 2**16
@@ -147,7 +147,7 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
     grid, block = shape.grid, shape.block
     traced = max(1, min(shape.blocks, shape.max_threads // shape.threads))
     chosen = np.unique(np.linspace(0, shape.blocks - 1, traced).round().astype(np.int64))
-    arrays = [(name, v) for (_, name), v in zip(params, values) if isinstance(v, np.ndarray)]
+    arrays = [(name, v.nbytes) for (_, name), v in zip(params, values) if isinstance(v, np.ndarray)]
     with tempfile.TemporaryDirectory(prefix="gm-lab-") as tmp:
         tmp = pathlib.Path(tmp)
         spec = [f"kernel {names.index(kernel)}", f"grid {grid[0]} {grid[1]} {grid[2]}",
@@ -165,7 +165,7 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
             else:
                 spec.append(f"arg V {value.tobytes().hex()}")
         (tmp / "spec").write_text("\n".join(spec) + "\n")
-        memory = RUN_MEMORY + sum(a.nbytes for _, a in arrays)
+        memory = RUN_MEMORY + sum(nbytes for _, nbytes in arrays)
         done = run([exe, tmp / "spec", tmp / "stats"], shape.timeout, memory)
         try:
             if done.stopped == "time":
@@ -194,10 +194,127 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
                            + printed(done.stdout, FAILED_OUTPUT_LINES, last=True)) from None
 
 
+MAX_TRACED_LAUNCHES = 100
+"""Launches of a whole program traced, each counted and reported; later ones run untraced."""
+
+
+@dataclass
+class ProgramLaunch:
+    """One traced launch of a whole program: the `kernel` expression as written (spaces left out),
+    the `line` it is launched at, its `shape`, how many blocks ran traced, the runtime's `rows`
+    for it and the program's device `arrays` then ((name, bytes) each)."""
+
+    kernel: str
+    line: int
+    shape: Launch
+    traced: int
+    rows: list
+    arrays: list
+
+
+@dataclass
+class ProgramRun:
+    """A whole program that ran to its end: its traced `launches` in order, where each code
+    offset they name is (`Run.where`, `Run.calls`), what it printed, its exit status, the
+    launches past `MAX_TRACED_LAUNCHES` run untraced, the events it recorded and the launches CUDA
+    would have refused ((kernel, line, grid, block, shared_mem) each)."""
+
+    launches: list
+    where: dict
+    calls: dict
+    output: str
+    returncode: int
+    untraced: int
+    events: int
+    refused: list
+
+
+def _sections(text: str) -> tuple:
+    """The program runtime's stats `text` (program_runtime.cpp) as (the launches, each a dict
+    with its rows, the last being the one a fault stopped where it has no "end"; the other rows)."""
+    launches, other, current = [], [], None
+    for row in (r.split() for r in text.splitlines() if r):
+        if row[0] == "launch":
+            current = {"kernel": row[1], "line": int(row[2]), "dims": [int(v) for v in row[3:10]],
+                       "traced": int(row[10]), "rows": [], "arrays": [], "ended": False}
+            launches.append(current)
+        elif row[0] == "end":
+            current["ended"], current = True, None
+        elif current is not None and row[0] == "array":
+            current["arrays"].append(row[1:])
+        elif current is not None:
+            current["rows"].append(row)
+        else:
+            other.append(row)
+    return launches, other
+
+
+def run_program_traced(exe: pathlib.Path, source: str, argv: tuple, timeout: float, max_threads: int,
+                       properties: dict) -> ProgramRun:
+    """Run the whole program `exe` (built from `source` by `builder.build(program=True)`) with
+    `argv` in a private temporary folder, within `timeout` seconds and `PROGRAM_MEMORY` bytes, each
+    launch sampled to `max_threads` traced threads, `properties` what cudaGetDeviceProperties
+    gives (program_runtime.cpp's "prop" lines). LabError where it faults (named as
+    `run_traced` names a kernel's faults, at the launch it stopped) or crashes in its host code."""
+    with tempfile.TemporaryDirectory(prefix="gm-lab-") as tmp:
+        tmp = pathlib.Path(tmp)
+        gaps = shared_gaps(exe)
+        spec = [f"max_threads {max_threads}", f"max_launches {MAX_TRACED_LAUNCHES}",
+                *(f"gap {lo} {start} {end}" for _, lo, _, start, end in gaps),
+                *(f"prop {k} {v}" for k, v in properties.items())]
+        (tmp / "spec").write_text("\n".join(spec) + "\n")
+        done = run(["env", "-C", tmp, f"GM_LAB_SPEC={tmp / 'spec'}", f"GM_LAB_STATS={tmp / 'stats'}", exe, *argv],
+                   timeout, PROGRAM_MEMORY)
+        text = (tmp / "stats").read_text(errors="replace") if (tmp / "stats").exists() else ""
+        launches, other = _sections(text)
+        running = launches[-1] if launches and not launches[-1]["ended"] else None
+        kernel = f"the program's launch of {running['kernel']} at line {running['line']}" if running else "the program"
+        shape = (running["dims"][:3], running["dims"][3:6]) if running else ((1, 1, 1), (1, 1, 1))
+        try:
+            if done.stopped == "time":
+                raise LabError(f"the program ran past the time limit of {timeout:g} s"
+                               + (f", in its launch of {running['kernel']} at line {running['line']}" if running else "")
+                               + ": an endless loop, a barrier or shuffle not every thread reaches, or more work than "
+                               "the CPU does in that time (pass a larger timeout, or a smaller size through argv)?")
+            if done.stopped == "output":
+                raise LabError(f"the program printed more than the lab's output limit of {fmt_bytes(OUTPUT_LIMIT)} "
+                               "and was stopped: a printf in a loop, or in every thread?")
+            if done.returncode < 0 or any(r[0] == "fault" for r in other + (running["rows"] if running else [])):
+                _crashed(done, tmp / "stats", exe, kernel, *shape, source, PROGRAM_MEMORY)
+            if done.returncode == 125:  # limits.run's shell could not bound the memory
+                raise LabError(done.stderr.strip())
+            finished = [s for s in launches if s["ended"]]
+            offsets = [r[1] for s in finished for r in s["rows"] if r[0] == "site"]
+            offsets += [r[2] for s in finished for r in s["rows"] if r[0] == "oob"]
+            offsets += [pc for s in finished for r in s["rows"] if r[0] in ("hazard", "barriers")
+                        for pc in (r[2:4] if r[0] == "hazard" else r[1:3])]
+            offsets += [a[2] for s in finished for a in s["arrays"]]
+            calls = {}
+            where_of = lines(exe, sorted(set(offsets)), calls)
+            traced = []
+            for s in finished:
+                arrays = [(f"the array cudaMalloc'd at line {where_of[a[2]][0]}" + (" (freed)" if a[3] == "1" else ""),
+                           int(a[1])) for a in s["arrays"]]
+                dims = s["dims"]
+                one = Launch(tuple(dims[:3]), tuple(dims[3:6]), dims[6], timeout, max_threads)
+                _faults(s["rows"], where_of, f"{s['kernel']} (launched at line {s['line']})", one, arrays, gaps, source)
+                traced.append(ProgramLaunch(s["kernel"], s["line"], one, s["traced"], s["rows"], arrays))
+        except LabError as error:
+            if not done.stdout:
+                raise
+            raise LabError(f"{error}\n\nWhat it printed before it failed (the lab's thread order, not a GPU's):\n\n"
+                           + printed(done.stdout, FAILED_OUTPUT_LINES, last=True)) from None
+        numbers = {r[0]: int(r[1]) for r in other if r[0] in ("untraced", "events")}
+        refused = [(r[1], int(r[2]), tuple(map(int, r[3:6])), tuple(map(int, r[6:9])), int(r[9]))
+                   for r in other if r[0] == "refused"]
+        return ProgramRun(traced, where_of, calls, done.stdout, done.returncode, numbers.get("untraced", 0),
+                          numbers.get("events", 0), refused)
+
+
 def _faults(rows, where, kernel, shape: Launch, arrays: list, gaps: list, source: str) -> None:
     """Raise the `LabError` of a fault the runtime's `rows` record in a run that finished: two
     __syncthreads() calls met at one opening of a barrier, too many accesses between barriers,
-    an access out of bounds (`_out_of_bounds`; `arrays` (name, array) each)."""
+    an access out of bounds (`_out_of_bounds`; `arrays` (name, bytes) each)."""
     for r in rows:  # two calls of __syncthreads() at one opening: two barriers unless one call the compiler copied
         if r[0] == "barriers" and where[r[1]] != where[r[2]]:
             _barrier_error(kernel, int(r[3]), int(r[4]), index(int(r[5]), shape.grid), where[r[1]], where[r[2]], source)
@@ -256,6 +373,14 @@ def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source, memory
                        "memory: an index past the end of a local array (which the lab does not guard), a pointer "
                        f"never set or set to NULL (malloc returns NULL past the lab's memory limit of {fmt_bytes(memory)}), "
                        "or an index that wrapped" + _wrapped(grid, block) + ".")
+    if row and row[1] == "host":
+        signal_name, pc, address = signal.Signals(int(row[2], 16)).name, row[3], int(row[4], 16)
+        line, column = lines(exe, [pc])[pc]
+        text = source_line(source, line)
+        at = f" at {where(line, column)}" + (f" (`{text}`)" if text else "") if line else " (in code the lab cannot place)"
+        raise LabError(f"{kernel} crashed ({signal_name}) in its host code{at}, touching address {address:#x}: a "
+                       "pointer never set, set to NULL or freed, or a device array read on the host (copy it back "
+                       "with cudaMemcpy first)?")
     if out_of_memory(done.stderr):
         raise LabError(f"{kernel} ran out of memory: {limit}.\n" + done.stderr[-500:])
     if "deadlock:" in done.stderr:
@@ -288,8 +413,8 @@ def _out_of_bounds(row, line, kernel, arrays, shared, source) -> None:
     thread, block = tuple(int(v) for v in row[6:9]), tuple(int(v) for v in row[9:12])
     what = "writes" if write else "reads"
     if array >= 0:
-        name, values = arrays[array]
-        place = f"byte {offset} of {name}, which holds bytes 0 to {values.nbytes - 1}"
+        name, nbytes = arrays[array]
+        place = f"byte {offset} of {name}, which holds bytes 0 to {nbytes - 1}"
     elif array == -2:
         place = (f"byte {offset} of the launch's dynamic shared memory (extern __shared__), which holds the "
                  f"shared_mem={shared[1]} bytes the launch asked for")

@@ -50,7 +50,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-extern "C" void gm_body(int kernel, void** args);  // runs the source's kernel-th kernel (builder.py writes it)
+extern "C" void gm_body(int kernel, void** args);  // runs the source's kernel-th kernel (builder.py writes it; not in a whole program)
 // The executable's writable statics: __shared__ arrays are statics (blocks run one at a time).
 extern "C" char __data_start[], _end[], __executable_start[];
 
@@ -75,7 +75,7 @@ struct Log {
     size_t cap = MAX_RECORDS;
     bool overflow = false;
 };
-struct Array { char* base; size_t bytes; std::string path; };
+struct Array { char* base; size_t bytes; std::string path; uintptr_t site = 0; bool freed = false; };  // site, freed: a program's cudaMalloc, cudaFree
 struct Site {  // totals over every warp instruction issued from one access in the code
     int space = 0; bool write = false; uint32_t size = 0;
     uint64_t instructions = 0, lanes = 0, divergent = 0, sectors = 0, ideal_sectors = 0,
@@ -138,9 +138,13 @@ extern "C" char __bss_start[];
 
 bool in(uintptr_t a, const void* v, size_t n) { return a >= (uintptr_t)v && a < (uintptr_t)v + n; }
 
+// The __constant__ and __managed__ variables (cuda_emu.h puts them in a section of their own): the linker's bounds of it.
+extern "C" char __start_gm_constant[] __attribute__((weak)), __stop_gm_constant[] __attribute__((weak));
+
 bool is_shared(uintptr_t a) {  // a static of the kernel's, not one of the emulator's, or the launch's extern __shared__
     return (a >= (uintptr_t)__data_start && a < (uintptr_t)_end && !in(a, &blockDim, sizeof blockDim) &&
-            !in(a, &gridDim, sizeof gridDim)) || in(a, emu_dynamic_shared(), emu_dynamic_shared_bytes);
+            !in(a, &gridDim, sizeof gridDim) && !(a >= (uintptr_t)__start_gm_constant && a < (uintptr_t)__stop_gm_constant)) ||
+           in(a, emu_dynamic_shared(), emu_dynamic_shared_bytes);
 }
 
 void found(Hazard h, const Touch& first, const Touch& second, uintptr_t word) {
@@ -230,7 +234,7 @@ void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
     }
     for (size_t i = 0; i < arrays.size(); ++i) {
         const auto lo = (uintptr_t)arrays[i].base;
-        if (a + size <= lo - GUARD || a >= lo + arrays[i].bytes + GUARD) continue;
+        if (arrays[i].freed || a + size <= lo - GUARD || a >= lo + arrays[i].bytes + GUARD) continue;
         if (a >= lo && a + size <= lo + arrays[i].bytes) {
             log->accesses.push_back({at, a, log->runs[at]++, (uint8_t)size, write, (int16_t)i});
             return;
@@ -402,6 +406,15 @@ void count_phase() {  // at a barrier (and the block's end): the warps not count
     end_phase_races();
 }
 
+void count_phase_of(std::vector<Log>& logs) {  // the block's end: its last phase, its local accesses, an overflow
+    count_phase();
+    block_logs = nullptr;
+    for (auto& l : logs) {
+        local_accesses += l.local;
+        overflow = overflow || l.overflow;
+    }
+}
+
 void take_turn(unsigned t) {  // before each turn of CUDA thread t: its log, and its stack's bounds
     Log& log = (*block_logs)[t];
     log.stack_lo = (uintptr_t)emu_run->fibers[t].stack;
@@ -420,26 +433,27 @@ void take_turn(unsigned t) {  // before each turn of CUDA thread t: its log, and
 // A fault in the guard page below the running fiber's stack is a stack overflow (g++'s
 // -fstack-clash-protection makes a large local array touch it too); any other fault in a kernel's
 // thread is named with the faulting instruction's offset in the executable, which the runner
-// turns into the source's line ("fault signal SIGNAL PC THREAD BLOCK ADDRESS"); outside a kernel it is
-// left to the default action (the runner reports the signal). Runs on its own stack (sigaltstack).
+// turns into the source's line ("fault signal SIGNAL PC THREAD BLOCK ADDRESS"); outside a kernel, in a
+// whole program's host code, "fault host SIGNAL PC ADDRESS". Runs on its own stack (sigaltstack).
 void on_fault(int signal, siginfo_t* info, void* context) {
     const auto a = reinterpret_cast<uintptr_t>(info->si_addr);
-    if (emu_run) {
-        const auto stack = reinterpret_cast<uintptr_t>(emu_run->fibers[emu_run->current].stack);
-        FaultLine line;
-        if (a < stack && a + 4096 >= stack)
-            fault(line << "fault stack " << (uint64_t)EMU_STACK << " " << (uint64_t)emu_run->current << " "
-                       << (uint64_t)current_block);
 #if defined(__x86_64__)
-        const auto pc = (uintptr_t)static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP];
+    const auto pc = (uintptr_t)static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP];
 #elif defined(__aarch64__)
-        const auto pc = (uintptr_t)static_cast<ucontext_t*>(context)->uc_mcontext.pc;
+    const auto pc = (uintptr_t)static_cast<ucontext_t*>(context)->uc_mcontext.pc;
 #else
-        const uintptr_t pc = 0;
+    const uintptr_t pc = 0;
 #endif
-        fault(line << "fault signal " << (uint64_t)signal << " " << (uint64_t)(pc - (uintptr_t)__executable_start) << " "
-                   << (uint64_t)emu_run->current << " " << (uint64_t)current_block << " " << (uint64_t)a);
-    }
+    const uint64_t offset = pc - (uintptr_t)__executable_start;
+    FaultLine line;
+    if (!emu_run)  // a whole program's host code
+        fault(line << "fault host " << (uint64_t)signal << " " << offset << " " << (uint64_t)a);
+    const auto stack = reinterpret_cast<uintptr_t>(emu_run->fibers[emu_run->current].stack);
+    if (a < stack && a + 4096 >= stack)
+        fault(line << "fault stack " << (uint64_t)EMU_STACK << " " << (uint64_t)emu_run->current << " "
+                   << (uint64_t)current_block);
+    fault(line << "fault signal " << (uint64_t)signal << " " << offset << " " << (uint64_t)emu_run->current << " "
+               << (uint64_t)current_block << " " << (uint64_t)a);
 }
 
 void catch_stack_overflow() {
@@ -455,9 +469,13 @@ void catch_stack_overflow() {
     sigaction(SIGBUS, &action, nullptr);
 }
 
-void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) {
+emu_index block_index(dim3 grid, unsigned linear) {
+    return {linear % grid.x, linear / grid.x % grid.y, linear / (grid.x * grid.y)};
+}
+
+// Run block `linear` of a launch of `grid` x `block`, each thread calling `body`, every access counted.
+void run_block(const std::function<void()>& body, dim3 grid, dim3 block, unsigned linear) {
     const unsigned n = block.x * block.y * block.z;
-    const unsigned bx = linear % grid.x, by = linear / grid.x % grid.y, bz = linear / (grid.x * grid.y);
     std::vector<Log> logs(n);
     for (auto& l : logs) l.cap = MAX_RECORDS / n;
     block_sectors.clear();
@@ -468,25 +486,77 @@ void run_block(int kernel, dim3 grid, dim3 block, unsigned linear, void** args) 
     settled = returned;
     const auto thread = [&](unsigned t) {
         try {
-            gm_body(kernel, args);
+            body();
             settle(t, true);
         } catch (const std::bad_alloc&) {  // in the kernel (new), or in the records its accesses make
             memory_fault(t);
         }
     };
-    emu_run_block(block, {bx, by, bz}, thread, count_phase, take_turn);
+    emu_run_block(block, block_index(grid, linear), thread, count_phase, take_turn);
     my_log = nullptr;
-    count_phase();
-    for (auto& l : logs) {
-        local_accesses += l.local;
-        overflow = overflow || l.overflow;
+    count_phase_of(logs);
+    block_logs = nullptr;  // a block run untraced next has none
+}
+
+// The same block run, nothing recorded (a whole program's blocks outside the traced sample).
+void run_untraced_block(const std::function<void()>& body, dim3 grid, dim3 block, unsigned linear) {
+    current_block = linear;
+    const auto thread = [&](unsigned) {
+        try {
+            body();
+        } catch (const std::bad_alloc&) {
+            memory_fault(emu_run->current);
+        }
+    };
+    emu_run_block(block, block_index(grid, linear), thread);
+}
+
+// Every count back to nothing: the next launch of a whole program starts afresh.
+void reset_counts() {
+    sites.clear();
+    distinct_sectors.clear();
+    hazards.clear();
+    barrier_sites.clear();
+    l2_sectors = local_accesses = load_rounds = 0;
+    overflow = false;
+    oob = {};
+}
+
+// The counts of the launch (or launches since `reset_counts`) as STATS rows (see the top of the file).
+void write_stats(FILE* out) {
+    const auto base = (uintptr_t)__executable_start;
+    for (auto& [pc, s] : sites)
+        std::fprintf(out, "site %lx %d %d %u %lu %lu %lu %lu %lu %lu %lu %lu\n", (unsigned long)(pc - base), s.space,
+                     (int)s.write, s.size, s.instructions, s.lanes, s.divergent, s.sectors, s.ideal_sectors,
+                     s.wavefronts, s.ideal_wavefronts, s.bytes);
+    // Per array: its distinct sectors that several traced blocks touch, those one touches, and all it spans.
+    std::vector<std::pair<uint64_t, uint64_t>> footprint(arrays.size());
+    for (auto& [sector, sharing] : distinct_sectors)
+        ++(sharing.several ? footprint[sharing.array].first : footprint[sharing.array].second);
+    for (size_t i = 0; i < arrays.size(); ++i) {
+        const auto lo = (uintptr_t)arrays[i].base;
+        const uint64_t spans = arrays[i].bytes ? (lo + arrays[i].bytes - 1) / SECTOR - lo / SECTOR + 1 : 0;
+        std::fprintf(out, "footprint %zu %lu %lu %lu\n", i, footprint[i].first, footprint[i].second, spans);
     }
+    std::fprintf(out, "l2_sectors %lu\nlocal %lu\nrounds %lu\n", l2_sectors, local_accesses, load_rounds);
+    for (auto& [key, f] : hazards)
+        std::fprintf(out, "hazard %d %lx %lx %lu %u %u %u %lu %d\n", key.hazard, (unsigned long)(key.first - base),
+                     (unsigned long)(key.second - base), f.count, f.first_thread, f.second_thread, f.block,
+                     (unsigned long)f.offset, (int)f.across_warps);
+    for (auto& b : barrier_sites)
+        std::fprintf(out, "barriers %lx %lx %u %u %u\n", (unsigned long)b.site, (unsigned long)b.other, b.waited, b.threads,
+                     b.block);
+    if (overflow) std::fprintf(out, "overflow %zu\n", MAX_RECORDS);
+    if (oob.count)
+        std::fprintf(out, "oob %lu %lx %d %d %ld %u %u %u %u %u %u\n", oob.count, (unsigned long)(oob.pc - base),
+                     (int)oob.write, oob.array, oob.offset, oob.thread[0], oob.thread[1], oob.thread[2], oob.block[0],
+                     oob.block[1], oob.block[2]);
 }
 
 }  // namespace
 
 void __syncthreads() {
-    settle(emu_run->current, false);
+    if (block_logs) settle(emu_run->current, false);  // none in a block run untraced
     emu_block_gate->arrive_and_wait(__builtin_return_address(0));
 }
 
@@ -539,6 +609,7 @@ extern "C" void __tsan_init() {}
 extern "C" void __tsan_vptr_update(void**, void*) {}
 extern "C" void __tsan_vptr_read(void**) {}
 
+#ifndef GM_LAB_PROGRAM  // a whole program has its own main (program_runtime.cpp)
 int run(char** argv);
 
 int main(int argc, char** argv) {
@@ -613,36 +684,12 @@ int run(char** argv) {
     }
     gridDim = grid;
     blockDim = block;
-    for (unsigned b : blocks) run_block(kernel, grid, block, b, args.data());
+    const std::function<void()> body = [&] { gm_body(kernel, args.data()); };
+    for (unsigned b : blocks) run_block(body, grid, block, b);
     for (auto& a : arrays) std::ofstream(a.path, std::ios::binary).write(a.base, a.bytes);
     FILE* out = fdopen(stats_fd, "w");
-    const auto base = (uintptr_t)__executable_start;
-    for (auto& [pc, s] : sites)
-        std::fprintf(out, "site %lx %d %d %u %lu %lu %lu %lu %lu %lu %lu %lu\n", (unsigned long)(pc - base), s.space,
-                     (int)s.write, s.size, s.instructions, s.lanes, s.divergent, s.sectors, s.ideal_sectors,
-                     s.wavefronts, s.ideal_wavefronts, s.bytes);
-    // Per array: its distinct sectors that several traced blocks touch, those one touches, and all it spans.
-    std::vector<std::pair<uint64_t, uint64_t>> footprint(arrays.size());
-    for (auto& [sector, sharing] : distinct_sectors)
-        ++(sharing.several ? footprint[sharing.array].first : footprint[sharing.array].second);
-    for (size_t i = 0; i < arrays.size(); ++i) {
-        const auto lo = (uintptr_t)arrays[i].base;
-        const uint64_t spans = arrays[i].bytes ? (lo + arrays[i].bytes - 1) / SECTOR - lo / SECTOR + 1 : 0;
-        std::fprintf(out, "footprint %zu %lu %lu %lu\n", i, footprint[i].first, footprint[i].second, spans);
-    }
-    std::fprintf(out, "l2_sectors %lu\nlocal %lu\nrounds %lu\n", l2_sectors, local_accesses, load_rounds);
-    for (auto& [key, f] : hazards)
-        std::fprintf(out, "hazard %d %lx %lx %lu %u %u %u %lu %d\n", key.hazard, (unsigned long)(key.first - base),
-                     (unsigned long)(key.second - base), f.count, f.first_thread, f.second_thread, f.block,
-                     (unsigned long)f.offset, (int)f.across_warps);
-    for (auto& b : barrier_sites)
-        std::fprintf(out, "barriers %lx %lx %u %u %u\n", (unsigned long)b.site, (unsigned long)b.other, b.waited, b.threads,
-                     b.block);
-    if (overflow) std::fprintf(out, "overflow %zu\n", MAX_RECORDS);
-    if (oob.count)
-        std::fprintf(out, "oob %lu %lx %d %d %ld %u %u %u %u %u %u\n", oob.count, (unsigned long)(oob.pc - base),
-                     (int)oob.write, oob.array, oob.offset, oob.thread[0], oob.thread[1], oob.thread[2], oob.block[0],
-                     oob.block[1], oob.block[2]);
+    write_stats(out);
     std::fclose(out);
     return 0;
 }
+#endif

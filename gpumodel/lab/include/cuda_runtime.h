@@ -1,18 +1,22 @@
 // The kernel lab's stand-in for CUDA's cuda_runtime.h, which nvcc includes before every source
 // (cuda_emu.h includes this one): cuda_emu.h declares what device code uses; here the host API a
-// kernel file's own host code calls, declared only. The lab runs one kernel by name and never
-// its host code, and the linker drops host functions nothing calls (--gc-sections), so host code
-// compiles and links; device code that calls one of these fails to link, naming it.
+// kernel file's own host code calls. A whole program (gm.lab.run_program) links the lab's
+// program_runtime.cpp, which defines them on the CPU. When one kernel is traced by name the lab
+// never runs the host code, and the linker drops host functions nothing calls (--gc-sections), so
+// host code compiles and links; device code that calls one of these fails to link, naming it.
 #pragma once
 #include <cstddef>
 #include <cstring>
+#include <algorithm>
+#include <functional>
 // The include guards of CUDA's own cuda_runtime.h and driver_types.h, which helpers such as
 // cuda-samples' helper_cuda.h test before defining their error checks; the runtime's version.
 #define __CUDA_RUNTIME_H__
 #define __DRIVER_TYPES_H__
 #define CUDART_VERSION 12040
 
-enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorNotSupported = 801 };
+enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
+                   cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevicePointer = 17, cudaErrorNotSupported = 801 };
 typedef cudaError_t cudaError;
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice,
                       cudaMemcpyDefault };
@@ -35,22 +39,33 @@ struct cudaDeviceProp {
         persistingL2CacheMaxSize, clockRate, memoryClockRate, memoryBusWidth, concurrentKernels, asyncEngineCount;
 };
 
+// An allocation is named by the line that asked for it (the return address of the call; the
+// typed forms are inlined into their caller so that it is the caller's).
 cudaError_t cudaMalloc(void** ptr, size_t bytes);
-template <class T> cudaError_t cudaMalloc(T** ptr, size_t bytes);
+template <class T> [[gnu::always_inline]] inline cudaError_t cudaMalloc(T** ptr, size_t bytes) { return cudaMalloc(reinterpret_cast<void**>(ptr), bytes); }
 cudaError_t cudaMallocManaged(void** ptr, size_t bytes, unsigned flags = 1);
-template <class T> cudaError_t cudaMallocManaged(T** ptr, size_t bytes, unsigned flags = 1);
+template <class T> [[gnu::always_inline]] inline cudaError_t cudaMallocManaged(T** ptr, size_t bytes, unsigned flags = 1) {
+    return cudaMallocManaged(reinterpret_cast<void**>(ptr), bytes, flags);
+}
 cudaError_t cudaMallocHost(void** ptr, size_t bytes);
-template <class T> cudaError_t cudaMallocHost(T** ptr, size_t bytes);
+template <class T> cudaError_t cudaMallocHost(T** ptr, size_t bytes) { return cudaMallocHost(reinterpret_cast<void**>(ptr), bytes); }
 cudaError_t cudaFree(void* ptr);
 cudaError_t cudaFreeHost(void* ptr);
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = 0);
 cudaError_t cudaMemset(void* ptr, int value, size_t bytes);
 cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream = 0);
+// A __constant__ or __device__ variable is a static here: copying to or from it is a memcpy.
 template <class T> cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, size_t bytes, size_t offset = 0,
-                                                  cudaMemcpyKind kind = cudaMemcpyHostToDevice);
+                                                  cudaMemcpyKind = cudaMemcpyHostToDevice) {
+    std::memcpy(const_cast<char*>(reinterpret_cast<const char*>(&symbol)) + offset, src, bytes);
+    return cudaSuccess;
+}
 template <class T> cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_t bytes, size_t offset = 0,
-                                                    cudaMemcpyKind kind = cudaMemcpyDeviceToHost);
+                                                    cudaMemcpyKind = cudaMemcpyDeviceToHost) {
+    std::memcpy(dst, reinterpret_cast<const char*>(&symbol) + offset, bytes);
+    return cudaSuccess;
+}
 cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaDeviceReset();
 cudaError_t cudaGetLastError();
@@ -62,8 +77,13 @@ cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
-template <class F> cudaError_t cudaFuncSetAttribute(F* func, cudaFuncAttribute attr, int value);
-template <class F> cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F* func, int threads, size_t smem);
+// A kernel's attributes change nothing on the CPU; its occupancy the lab gives from the block's
+// threads alone (2,048 threads and 32 blocks an SM; it does not know the kernel's registers).
+template <class F> cudaError_t cudaFuncSetAttribute(F*, cudaFuncAttribute, int) { return cudaSuccess; }
+template <class F> cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F*, int threads, size_t) {
+    *blocks = threads > 0 ? std::min(32, 2048 / threads) : 0;
+    return cudaSuccess;
+}
 cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
@@ -73,3 +93,22 @@ cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = 0);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+
+// A host launch `k<<<grid, block, shared_mem, stream>>>(args)` as reader.for_program rewrites it:
+// `emu_launch_config(grid, block, shared_mem, stream).run("k", line, [&]() EMU_UNTRACED { k(args); })`,
+// which runs every block of the launch on the CPU before it returns (a GPU's launch returns at
+// once). The lambda is not instrumented: its reads of the host's variables are the launch's
+// arguments, not the kernel's accesses (g++ does not inline the kernel into it across that difference).
+#define EMU_UNTRACED __attribute__((no_sanitize("thread")))
+template <class F> EMU_UNTRACED void emu_call_body(void* body) { (*static_cast<F*>(body))(); }
+struct emu_launch_config {
+    dim3 grid, block;
+    size_t shared_mem;
+    emu_launch_config(dim3 g, dim3 b, size_t s = 0, cudaStream_t = 0) : grid(g), block(b), shared_mem(s) {}
+    // Every thread of the launch calls `call(body)` (program_runtime.cpp); no std::function, whose
+    // code, instantiated here, would be instrumented.
+    void launch(const char* kernel, unsigned line, void (*call)(void*), void* body) const;
+    template <class F> void run(const char* kernel, unsigned line, F body) const {
+        launch(kernel, line, &emu_call_body<F>, &body);
+    }
+};

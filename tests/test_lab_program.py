@@ -1,0 +1,138 @@
+"""gm.lab.run_program: a whole CUDA C program, its main and its launches, run on the CPU
+(our own programs, written in the style of cuda-samples' and llm.c's dev/cuda mains)."""
+
+import shutil
+
+import pytest
+
+from gpumodel.lab import LabError, run_program
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the lab needs g++")
+
+VADD = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+
+__constant__ float weights[2];
+
+__global__ void axpby(const float* a, const float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = weights[0] * a[i] + weights[1] * b[i];
+}
+
+int main(int argc, char** argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 1000;
+    size_t bytes = n * sizeof(float);
+    float *ha = (float*)malloc(bytes), *hb = (float*)malloc(bytes), *hc = (float*)malloc(bytes);
+    for (int i = 0; i < n; ++i) { ha[i] = i; hb[i] = 2 * i; }
+    const float w[2] = {1.0f, 0.5f};
+    cudaMemcpyToSymbol(weights, w, sizeof w);
+    float *da, *db, *dc;
+    cudaMalloc(&da, bytes);
+    cudaMalloc(&db, bytes);
+    cudaMalloc(&dc, bytes);
+    cudaMemcpy(da, ha, bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, hb, bytes, cudaMemcpyHostToDevice);
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    cudaEventRecord(start);
+    axpby<<<(n + 255) / 256, 256>>>(da, db, dc, n);
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    if (cudaGetLastError() != cudaSuccess) return 2;
+    cudaMemcpy(hc, dc, bytes, cudaMemcpyDeviceToHost);
+    for (int i = 0; i < n; ++i)
+        if (hc[i] != 2.0f * i) { printf("FAIL at %d: %f\n", i, hc[i]); return 1; }
+    axpby<<<1, 2048>>>(da, db, dc, n);
+    printf("after a block of 2048: %s\n", cudaGetErrorName(cudaGetLastError()));
+    cudaFree(da); cudaFree(db); cudaFree(dc);
+    printf("PASS %d\n", n);
+    return 0;
+}
+"""
+
+
+def line_of(source: str, text: str) -> int:
+    """The 1-based line of `source` that holds `text`."""
+    return next(i for i, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+def test_a_whole_program_runs_its_main_its_launches_and_its_own_check():
+    program = run_program(VADD, argv=("1000",))
+    launched, refused = line_of(VADD, "axpby<<<(n"), line_of(VADD, "axpby<<<1, 2048")
+    assert program.returncode == 0 and "PASS 1000" in program.output
+    assert "after a block of 2048: cudaErrorInvalidConfiguration" in program.output
+    assert len(program.launches) == 1 and program.lines == [launched] and program.timed
+    only = program.launches[0]
+    assert only.kernel == "axpby" and only.grid == (4, 1, 1) and only.blocks_traced == 4
+    # two loads and one store of 1000 floats: 125 sectors each, exactly; __constant__ reads are no global traffic
+    assert only.bytes["hbm"] == 3 * 4000 and len(only.sites) == 3
+    assert [(k, line) for k, line, *_ in program.refused] == [("axpby", refused)]
+    text = program.report()
+    assert "1 launch traced" in text and f"refused at line {refused}" in text and "not a GPU's" in text
+
+
+def test_a_launch_larger_than_the_sample_runs_every_block_so_the_programs_check_passes():
+    program = run_program(VADD, argv=("100000",), max_threads=1024)
+    assert program.returncode == 0 and "PASS 100000" in program.output
+    only = program.launches[0]
+    assert only.blocks == 391 and only.blocks_traced == 4 and only.sampled
+
+
+def test_the_programs_exit_status_is_its_result_not_an_error():
+    failing = VADD.replace("c[i] = weights[0]", "c[i] = 1.0f + weights[0]")
+    program = run_program(failing, argv=("300",))
+    assert program.returncode == 1 and "FAIL at 0" in program.output
+
+
+OVERRUN = r"""
+__global__ void fill(float* x, int n) { x[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }
+int main() {
+    float* x;
+    cudaMalloc(&x, 100 * sizeof(float));
+    fill<<<1, 128>>>(x, 100);
+    return 0;
+}
+"""
+
+
+def test_an_access_past_an_array_names_the_line_that_allocated_it_and_the_launch():
+    with pytest.raises(LabError, match=r"fill \(launched at line 6\) writes out of bounds at line 2: .* byte 400 of "
+                                       r"the array cudaMalloc'd at line 5, which holds bytes 0 to 399"):
+        run_program(OVERRUN)
+
+
+def test_a_crash_in_host_code_names_its_line():
+    source = "int main() {\n    float* p = nullptr;\n    p[3] = 1.0f;\n    return 0;\n}\n"
+    with pytest.raises(LabError, match=r"crashed \(SIGSEGV\) in its host code at line 3"):
+        run_program(source)
+
+
+def test_a_call_into_cublas_or_another_file_is_named_at_link():
+    source = ("#include <cublas_v2.h>\nfloat gold(int);\nint main() {\n    cublasHandle_t h;\n    cublasCreate(&h);\n"
+              "    return gold(1) > 0;\n}\n")
+    with pytest.raises(LabError) as err:
+        run_program(source)
+    assert "cublasCreate (cuBLAS), which the lab does not run" in str(err.value)
+    assert "gold" in str(err.value) and "builds a program from one file" in str(err.value)
+
+
+def test_a_file_path_puts_its_folder_on_the_include_path(tmp_path):
+    (tmp_path / "twice.cuh").write_text("__device__ int twice(int v) { return 2 * v; }\n")
+    (tmp_path / "main.cu").write_text(
+        '#include <cstdio>\n#include "twice.cuh"\n__global__ void k(int* y) { y[threadIdx.x] = twice(threadIdx.x); }\n'
+        "int main() {\n    int* d; int h[32];\n    cudaMalloc(&d, sizeof h);\n    k<<<1, 32>>>(d);\n"
+        '    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n    printf("%d\\n", h[31]);\n    return 0;\n}\n')
+    program = run_program(tmp_path / "main.cu")
+    assert program.output.strip() == "62" and program.launches[0].bytes["hbm"] == 128
+
+
+def test_bad_arguments_are_refused_by_name():
+    with pytest.raises(TypeError, match="argv must be a sequence of strs"):
+        run_program(VADD, argv="1000")
+    with pytest.raises(ValueError, match="source_or_path names no file"):
+        run_program("/nowhere/program.cu")
+    with pytest.raises(TypeError, match="source_or_path must be"):
+        run_program(42)
