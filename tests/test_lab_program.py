@@ -136,3 +136,32 @@ def test_bad_arguments_are_refused_by_name():
         run_program("/nowhere/program.cu")
     with pytest.raises(TypeError, match="source_or_path must be"):
         run_program(42)
+
+
+VOTES = r"""
+#include <cstdio>
+__global__ void votes(bool* info) {
+    int t = threadIdx.x;
+    bool* mine = info + 2 * t;
+    mine[0] = __any_sync(0xffffffff, t >= 48);
+    if (__all_sync(0xffffffff, t >= 48)) mine[1] = true;
+}
+int main() {
+    bool* d; bool h[192] = {};
+    cudaMalloc(&d, sizeof h);
+    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+    votes<<<1, 96>>>(d);
+    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    int wrong = 0;
+    for (int t = 0; t < 96; ++t) wrong += h[2 * t] != (t >= 32) || h[2 * t + 1] != (t >= 64);
+    printf("%d wrong\n", wrong);
+    return wrong != 0;
+}
+"""
+
+
+def test_a_vote_counts_the_lanes_that_met_though_some_return_before_others_read_it():
+    """cuda-samples' simpleVoteIntrinsics found it: in the warp of threads 32 to 63, the lanes whose
+    __all_sync is false return at once; the others must still see their votes."""
+    program = run_program(VOTES)
+    assert program.output.strip() == "0 wrong" and program.returncode == 0

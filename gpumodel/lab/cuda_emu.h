@@ -301,15 +301,17 @@ EMU_RUNTIME unsigned emu_activemask() {
         mask |= unsigned(!emu_run->fibers[emu_warp_id * 32 + lane].done) << lane;
     return mask;
 }
-// Bit l set where live lane l's `predicate` holds.
+// Bit l set where live lane l's `predicate` holds: the lanes live when they met (read before the
+// second meeting, after which a lane may return before another has read the votes).
 EMU_RUNTIME unsigned emu_ballot(bool predicate, unsigned mask) {
     emu_warp& w = (*emu_block_warps)[emu_warp_id];
     w.values[emu_lane] = predicate;
     w.meet(mask);
     unsigned votes = 0;
     for (int lane = 0; lane < w.lanes; ++lane) votes |= unsigned(w.values[lane] != 0) << lane;
+    const unsigned live = emu_activemask();
     w.meet(mask);
-    return votes & mask & emu_activemask();
+    return votes & mask & live;
 }
 EMU_RUNTIME void emu_syncwarp(unsigned mask) { (*emu_block_warps)[emu_warp_id].meet(mask); }
 // The launch's dynamic shared memory: mapped once at one address (an `extern __shared__` array
@@ -370,7 +372,8 @@ EMU_INLINE T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = 
 inline unsigned __activemask() { return emu_activemask(); }
 inline unsigned __ballot_sync(unsigned mask, int predicate) { return emu_ballot(predicate, mask); }
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
-inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) == (mask & emu_activemask()); }
+// All: no lane of the meeting votes against (the live mask read after it would miss lanes that have since returned).
+inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, !predicate) == 0; }
 inline void __syncwarp(unsigned mask = 0xffffffff) { emu_syncwarp(mask); }
 // __reduce_*_sync: the values of the lanes of `mask` that have not returned, read lane by lane.
 template <class T, class Op>
