@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from gpumodel.lab import LabError, run_program
+from gpumodel.presets import gpu as preset
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the lab needs g++")
 
@@ -165,3 +166,29 @@ def test_a_vote_counts_the_lanes_that_met_though_some_return_before_others_read_
     __all_sync is false return at once; the others must still see their votes."""
     program = run_program(VOTES)
     assert program.output.strip() == "0 wrong" and program.returncode == 0
+
+
+def test_an_event_query_finds_the_work_done_and_the_occupancy_api_sizes_a_launch():
+    """In the style of cuda-samples' asyncAPI and simpleOccupancy: a launch has finished when it
+    returns, so the polling loop ends at once; the block size fills an SM by threads alone."""
+    source = r"""
+#include <cstdio>
+__global__ void one(int* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 1; }
+int main() {
+    int grid, block, n = 3000, *d, polls = 0;
+    cudaOccupancyMaxPotentialBlockSize(&grid, &block, one, 0, 256);
+    cudaMalloc(&d, n * sizeof(int));
+    cudaEvent_t done;
+    cudaEventCreate(&done);
+    one<<<(n + block - 1) / block, block>>>(d, n);
+    cudaEventRecord(done);
+    while (cudaEventQuery(done) == cudaErrorNotReady) ++polls;
+    printf("%d %d %d\n", block, grid, polls);
+    return 0;
+}
+"""
+    program = run_program(source, gpu="H100-SXM")
+    block, grid, polls = map(int, program.output.split())
+    sms = int(preset("H100-SXM").sms.value)  # its data file's
+    assert (block, polls) == (256, 0) and grid == sms * 2048 // 256
+    assert program.launches[0].grid == (12, 1, 1) and program.gpu == "H100-SXM"

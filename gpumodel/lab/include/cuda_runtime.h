@@ -16,7 +16,8 @@
 #define CUDART_VERSION 12040
 
 enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-                   cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevicePointer = 17, cudaErrorNotSupported = 801 };
+                   cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevicePointer = 17, cudaErrorNotReady = 600,
+                   cudaErrorNotSupported = 801 };
 typedef cudaError_t cudaError;
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice,
                       cudaMemcpyDefault };
@@ -84,6 +85,16 @@ template <class F> cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int
     *blocks = threads > 0 ? std::min(32, 2048 / threads) : 0;
     return cudaSuccess;
 }
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+// The block size that fills an SM by threads alone: the largest allowed (1,024, or `limit`), and
+// the grid that puts as many blocks on every SM.
+template <class F> cudaError_t cudaOccupancyMaxPotentialBlockSize(int* grid, int* block, F, size_t = 0, int limit = 0) {
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    *block = limit > 0 ? std::min(limit, 1024) : 1024;
+    *grid = prop.multiProcessorCount * std::min(32, 2048 / *block);
+    return cudaSuccess;
+}
 cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
@@ -92,6 +103,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* event);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = 0);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
 // A host launch `k<<<grid, block, shared_mem, stream>>>(args)` as reader.for_program rewrites it:
