@@ -113,11 +113,21 @@ def test_a_crash_in_host_code_names_its_line():
 
 def test_a_call_into_cublas_or_another_file_is_named_at_link():
     source = ("#include <cublas_v2.h>\nfloat gold(int);\nint main() {\n    cublasHandle_t h;\n    cublasCreate(&h);\n"
+              "    float one = 1;\n    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, 0, 1, 0, 1, &one, 0, 1);\n"
               "    return gold(1) > 0;\n}\n")
     with pytest.raises(LabError) as err:
         run_program(source)
-    assert "cublasCreate (cuBLAS), which the lab does not run" in str(err.value)
+    assert "cublasSgemm (cuBLAS), which the lab does not run" in str(err.value)
+    assert "cublasCreate" not in str(err.value)  # a handle is set up on the CPU: it holds nothing
     assert "gold" in str(err.value) and "builds a program from one file" in str(err.value)
+
+
+def test_cublas_handles_are_set_up_and_destroyed():
+    source = ("#include <cublasLt.h>\n#include <cstdio>\nint main() {\n    cublasHandle_t h;\n    cublasLtHandle_t lt;\n"
+              "    int ok = cublasCreate(&h) == CUBLAS_STATUS_SUCCESS && cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS &&\n"
+              "             cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_STATUS_SUCCESS;\n"
+              "    cublasDestroy(h);\n    cublasLtDestroy(lt);\n    printf(\"%d\\n\", ok);\n}\n")
+    assert run_program(source).output.strip() == "1"
 
 
 def test_a_file_path_puts_its_folder_on_the_include_path(tmp_path):
@@ -128,6 +138,60 @@ def test_a_file_path_puts_its_folder_on_the_include_path(tmp_path):
         '    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n    printf("%d\\n", h[31]);\n    return 0;\n}\n')
     program = run_program(tmp_path / "main.cu")
     assert program.output.strip() == "62" and program.launches[0].bytes["hbm"] == 128
+
+
+def test_a_header_s_extern_shared_array_is_the_launch_s_and_an_edited_header_is_built_again(tmp_path):
+    """simpleTemplates' style: the dynamic shared memory is declared in a helper of an included header."""
+    header = tmp_path / "smem.cuh"
+    header.write_text("template <class T> struct Scratch {\n    __device__ T* get() { extern __shared__ T slots[]; "
+                      "return slots; }\n};\n#define STEP 1\n")
+    (tmp_path / "main.cu").write_text(
+        '#include <cstdio>\n#include "smem.cuh"\n__global__ void reverse(float* y) {\n    float* s = Scratch<float>().get();\n'
+        "    s[threadIdx.x] = threadIdx.x * STEP;\n    __syncthreads();\n    y[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];\n}\n"
+        "int main() {\n    float* d; float h[64];\n    cudaMalloc(&d, sizeof h);\n    reverse<<<1, 64, sizeof h>>>(d);\n"
+        '    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n    printf("%g %g\\n", h[0], h[63]);\n}\n')
+    first = run_program(tmp_path / "main.cu")
+    assert first.output.strip() == "63 0" and first.launches[0].bytes["hbm"] == 64 * 4
+    header.write_text(header.read_text().replace("#define STEP 1", "#define STEP 2"))
+    assert run_program(tmp_path / "main.cu").output.strip() == "126 0"  # not the build of the header before
+
+
+def test_a_thread_group_holds_the_block_or_a_tile_as_simple_cooperative_groups_uses_it():
+    source = r"""
+#include <cooperative_groups.h>
+#include <cstdio>
+namespace cg = cooperative_groups;
+__device__ int total(cg::thread_group g, int* scratch, int v) {
+    for (int i = g.size() / 2; i > 0; i /= 2) {
+        scratch[g.thread_rank()] = v;
+        g.sync();
+        if (g.thread_rank() < i) v += scratch[g.thread_rank() + i];
+        g.sync();
+    }
+    return v;
+}
+__global__ void sums(int* out) {
+    extern __shared__ int scratch[];
+    cg::thread_block block = cg::this_thread_block();
+    int whole = total(block, scratch, block.thread_rank());
+    block.sync();
+    cg::thread_group tile = cg::tiled_partition(block, 16);
+    int offset = block.thread_rank() - tile.thread_rank();
+    int part = total(tile, scratch + offset, tile.thread_rank());
+    if (block.thread_rank() == 0) out[0] = whole;
+    if (tile.thread_rank() == 0) out[1 + block.thread_rank() / 16] = part;
+}
+int main() {
+    int* d; int h[5];
+    cudaMalloc(&d, sizeof h);
+    sums<<<1, 64, 64 * sizeof(int)>>>(d);
+    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    printf("%d %d %d %d %d\n", h[0], h[1], h[2], h[3], h[4]);
+}
+"""
+    done = run_program(source)
+    assert done.output.strip() == "2016 120 120 120 120"  # 0 + ... + 63; 0 + ... + 15 in each tile
+    assert not done.launches[0].races
 
 
 def test_bad_arguments_are_refused_by_name():
@@ -192,3 +256,63 @@ int main() {
     sms = int(preset("H100-SXM").sms.value)  # its data file's
     assert (block, polls) == (256, 0) and grid == sms * 2048 // 256
     assert program.launches[0].grid == (12, 1, 1) and program.gpu == "H100-SXM"
+
+
+REPEATS = r"""
+#include <cstdio>
+__constant__ float factor;
+__global__ void scale(float* y, const float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = factor * x[i];
+}
+__global__ void bump(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += 1.0f;
+}
+__global__ void tally(int* count) { atomicAdd(count, 1); }
+__global__ void hello(int n) { if (threadIdx.x == 0) printf("hello %d\n", n); }
+int main() {
+    const int n = 256;
+    float h[n], *x, *y;
+    for (int i = 0; i < n; ++i) h[i] = i;
+    int *count, total = 0;
+    cudaMalloc(&x, n * sizeof(float));
+    cudaMalloc(&y, n * sizeof(float));
+    cudaMalloc(&count, sizeof(int));
+    cudaMemset(count, 0, sizeof(int));
+    cudaMemcpy(x, h, sizeof h, cudaMemcpyHostToDevice);
+    float two = 2, three = 3;
+    cudaMemcpyToSymbol(factor, &two, sizeof two);
+    for (int r = 0; r < 20; ++r) scale<<<n / 64, 64>>>(y, x, n);      // 19 of these need not run again
+    cudaMemcpy(h, y, sizeof h, cudaMemcpyDeviceToHost);
+    printf("%g ", h[5]);
+    cudaMemcpyToSymbol(factor, &three, sizeof three);
+    scale<<<n / 64, 64>>>(y, x, n);                                   // the constant changed: it runs
+    cudaMemcpy(h, y, sizeof h, cudaMemcpyDeviceToHost);
+    printf("%g ", h[5]);
+    for (int r = 0; r < 5; ++r) bump<<<n / 64, 64>>>(x, n);           // reads what it writes: each runs
+    cudaMemcpy(h, x, sizeof h, cudaMemcpyDeviceToHost);
+    printf("%g ", h[5]);
+    for (int r = 0; r < 3; ++r) tally<<<2, 32>>>(count);              // an atomic: each runs
+    cudaMemcpy(&total, count, sizeof total, cudaMemcpyDeviceToHost);
+    printf("%d\n", total);
+    hello<<<1, 32>>>(7);
+    hello<<<1, 32>>>(7);                                              // it prints: it runs
+}
+"""
+
+
+def test_a_launch_the_same_as_one_before_with_nothing_it_touched_changed_is_not_run_again():
+    done = run_program(REPEATS)
+    lines = done.output.splitlines()
+    assert lines[0] == "10 15 10 192"  # 2 x 5; 3 x 5; 5 + 5 bumps; 3 launches of 64 threads counting
+    assert lines[1:] == ["hello 7", "hello 7"]
+    assert done.repeated == 19
+    assert len(done.launches) + done.untraced == 20 + 1 + 5 + 3 + 2 - 19
+    assert "19 not run again" in done.report()
+
+
+def test_the_program_is_run_under_its_own_name(tmp_path):
+    (tmp_path / "stats.cu").write_text('#include <cstdio>\nint main(int argc, char** argv) { printf("%s %s\\n", argv[0], argv[1]); }\n')
+    assert run_program(tmp_path / "stats.cu", argv=("7",)).output.strip() == "./stats 7"
+    assert run_program((tmp_path / "stats.cu").read_text()).output.startswith("./program ")

@@ -29,7 +29,8 @@ import time
 from ..folders import create, problems
 from ..units import fmt_bytes
 from .limits import COMPILE_MEMORY, COMPILE_SECONDS, LabError, limit_message, run
-from .reader import ARCH, SOURCE_NAME, SUPPORTED, arch_number, entries, for_gxx, host_code, kernel_pointer
+from .reader import (ARCH, SOURCE_NAME, SUPPORTED, arch_number, entries, for_gxx, host_code, kernel_pointer,
+                     own_headers)
 
 HERE = pathlib.Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
@@ -50,6 +51,8 @@ the address addr2line reads. A section per function and per static, so that link
 RUNTIME_FLAGS = ["-std=c++20", "-O2", "-pthread", "-fPIE"]
 EMULATOR_FLAGS = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread"]
 """The CPU emulator's library: no tracing hooks, position-independent."""
+PRINTS = ["-Wl,--wrap=printf,--wrap=puts,--wrap=putchar"]
+"""A whole program's printing, seen by program_runtime.cpp (a launch that prints runs each time)."""
 CACHE_KEEP = 64
 """Traced executables (and failed builds) kept in the build folder (about 50 KB each);
 building one more removes the least recently used beyond these."""
@@ -396,27 +399,44 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
             wrapper(source, entries(source) if names is None else names, traced=True))
     own = [*KERNEL_FLAGS, *compile_flags(arch)]
     flags = [*own, *options]  # the source's own -I folders do not change the precompiled header, so it is shared
-    key = digest((text + str(flags) + runtime.name).encode() + pathlib.Path(__file__).read_bytes())  # this file: its messages
+    headers = {name: path.read_text(errors="replace")
+               for name, path in own_headers(source, [pathlib.Path(f[2:]) for f in options if f.startswith("-I")]).items()}
+    rewritten = {name: for_gxx(text, program) for name, text in headers.items() if not _outside(name)}
+    key = digest((text + str(flags) + runtime.name + str(sorted(headers.items()))).encode()
+                 + pathlib.Path(__file__).read_bytes())  # this file: its messages
 
     def make(exe):
-        cpp, obj = (exe.with_suffix(end) for end in (".cpp", ".o"))
+        cpp, obj, copies = (exe.with_suffix(end) for end in (".cpp", ".o", ".headers"))
         cpp.write_text(text)
+        own_flags = flags
+        if any(rewritten[name] != headers[name] for name in rewritten):  # an extern __shared__ or a launch in a header
+            for name, header in rewritten.items():  # all of them, so that one includes the others' copies
+                create((copies / name).parent)
+                (copies / name).write_text(header)
+            own_flags = [f"-I{copies}", *flags]
         try:
             header = precompiled([f for f in flags if not f.startswith("-I") or f in own], traced=True)
-            compile_with_header([*flags, "-c", str(cpp), "-o", str(obj)], header, "the program" if program else "the kernel",
-                                source, program)
+            compile_with_header([*own_flags, "-c", str(cpp), "-o", str(obj)], header,
+                                "the program" if program else "the kernel", source, program)
             try:
-                gxx([str(obj), str(runtime), "-pthread", "-pie", "-Wl,--gc-sections", "-o", str(exe)],
+                gxx([str(obj), str(runtime), "-pthread", "-pie", "-Wl,--gc-sections", *(PRINTS if program else []),
+                     "-o", str(exe)],
                     "the program" if program else "the traced kernel")
             except CompileError as err:  # a link may fail for want of the runtime (another process pruned it): not cached
                 raise LabError(f"{err}{_not_emulated(str(err)) if program else ''}") from None
         finally:
             for path in (cpp, obj):
                 path.unlink(missing_ok=True)
+            shutil.rmtree(copies, ignore_errors=True)
     try:
         return cached(folder, f"{'program' if program else 'trace'}-{key}", make)
     finally:
         prune(folder, "program-" if program else "trace-", CACHE_KEEP)  # the least recently used beyond CACHE_KEEP
+
+
+def _outside(name: str) -> bool:
+    """Whether an `#include`'s name leads out of the folder it is found in (`../x.h`, `/x.h`)."""
+    return name.startswith("/") or ".." in pathlib.PurePosixPath(name).parts
 
 
 def program_text(source: str) -> str:

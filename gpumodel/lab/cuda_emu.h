@@ -443,11 +443,12 @@ inline void __threadfence_block() {}
 // (the gaps take address space only: .bss is not in the file).
 #define __shared__ static __attribute__((aligned(65536)))
 #define __launch_bounds__(...)
-// __constant__ and __managed__ variables are statics in a section of their own, which the traced
+// __constant__ and __managed__ variables are statics in sections of their own, which the traced
 // run tells apart from shared memory (reader.for_gxx drops a `const` beside __constant__, which
-// would make a read-only section of it).
+// would make a read-only section of it), and a whole program's run from each other (the host
+// writes a __managed__ variable without the runtime's calls).
 #define __constant__ __attribute__((section("gm_constant")))
-#define __managed__ __attribute__((section("gm_constant")))
+#define __managed__ __attribute__((section("gm_managed")))
 // CUDA's min and max take two arithmetic types, as its overloads do (min(int, unsigned) is unsigned).
 template <class A, class B>
 constexpr std::common_type_t<A, B> min(A a, B b) { return b < a ? b : a; }

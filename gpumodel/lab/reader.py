@@ -11,6 +11,7 @@ comments, `__launch_bounds__(...)` and default arguments), a kernel named as CuP
 
 from __future__ import annotations
 
+import collections
 import math
 import numbers
 import pathlib
@@ -249,6 +250,20 @@ def with_headers(source: str, folders) -> str:
         seen.add(found.resolve())
         return _INCLUDE.sub(expand, found.read_text(errors="replace"))
     return _INCLUDE.sub(expand, source) if folders else source
+
+
+def own_headers(source: str, folders) -> dict:
+    """The headers `source` includes that are found in `folders`, and theirs (looked for beside the
+    header first), each once, at most `MOST_HEADERS`: the name an `#include` gives -> its path."""
+    found, queue = {}, [(source, None)]
+    while queue and len(found) < MOST_HEADERS:
+        text, beside = queue.pop()
+        for name in _INCLUDE.findall(text):
+            path = next((f / name for f in ([beside] if beside else []) + list(folders) if (f / name).is_file()), None)
+            if path is not None and name not in found and len(found) < MOST_HEADERS:
+                found[name] = path
+                queue.append((path.read_text(errors="replace"), path.parent))
+    return found
 
 
 def active(source: str, defines: dict) -> tuple:
@@ -567,8 +582,13 @@ def _launcher(code: str, at: int) -> int:
 
 def _run_launches(source: str) -> str:
     """Each host launch `k<<<config>>>(args)` of `source` as a call the lab's program runtime
-    runs (include/cuda_runtime.h, `emu_launch_config`), its line named and every line kept."""
+    runs (include/cuda_runtime.h, `emu_launch_config`), its line named and every line kept: where
+    `k` names one kernel of `source` (one function: not a template whose arguments are deduced,
+    nor one given fewer arguments than it has parameters), with its arguments as its parameters'
+    types, whose bytes tell one launch from another."""
     code = _code(source)
+    known = {k.name: k for k in declarations(source)}
+    defined = collections.Counter(re.findall(r"\b__global__\b[^;{]*?\b(\w+)\s*\(", code))
     for m in reversed(list(_LAUNCH.finditer(code))):
         start = _launcher(code, m.start())
         opening = m.end() + len(code[m.end():]) - len(code[m.end():].lstrip())
@@ -576,8 +596,14 @@ def _run_launches(source: str) -> str:
             continue  # not a launch g++ would take: it says so
         end = min(_closing(code, opening), len(code))
         kernel, line = code[start:m.start()].strip(), code.count("\n", 0, m.start()) + 1
-        call = (f"emu_launch_config({source[m.start() + 3:m.end() - 3]}).run(\"{' '.join(kernel.split())}\", {line}, "
-                f"[&]() EMU_UNTRACED {{ {source[start:m.start()]}{source[m.end():end]}; }})")
+        name, args = re.split(r"\s*<", kernel.rsplit("::", 1)[-1], maxsplit=1)[0], source[opening + 1:end - 1]
+        k = known.get(name)
+        one = (k is not None and defined[name] == 1 and (not k.template or "<" in kernel)
+               and len(_split(code[opening + 1:end - 1])) == len(k.params))
+        launch = source[start:m.start()]
+        body = (f"{launch}, decltype(emu_params({launch})){{{args}}}" if one else
+                f"[&]() EMU_UNTRACED {{ {launch}{source[m.end():end]}; }}")
+        call = f"emu_launch_config({source[m.start() + 3:m.end() - 3]}).run(\"{' '.join(kernel.split())}\", {line}, {body})"
         source = source[:start] + call + source[end:]
     return source
 
@@ -650,20 +676,35 @@ SHARED_ALIGN = 1 << 16
 is at most 48 KiB), which leaves a stretch past its end before the next array."""
 
 
+def _statics(exe: pathlib.Path) -> list:
+    """The data symbols of the executable `exe` (nm's, with the file each is declared in): (its
+    offset, its bytes, its demangled name, that file)."""
+    done = subprocess.run(["nm", "-S", "-C", "-l", "--defined-only", str(exe)], capture_output=True, text=True,
+                          check=True)
+    symbols = []
+    for row in done.stdout.splitlines():
+        symbol, _, place = row.partition("\t")
+        fields = symbol.split(maxsplit=3)
+        if len(fields) == 4 and fields[2] in "bBdDuV":
+            symbols.append((int(fields[0], 16), int(fields[1], 16), fields[3], place.rsplit(":", 1)[0]))
+    return symbols
+
+
+def device_statics(exe: pathlib.Path) -> list:
+    """The statics of a whole program's own files in the executable `exe` that are not __shared__
+    arrays (cuda_emu.h starts each of those at a multiple of `SHARED_ALIGN`): its `__device__` and
+    `__constant__` variables and the host's globals, (offset, bytes) each."""
+    lab = str(pathlib.Path(__file__).parent)
+    return [(lo, size) for lo, size, _, place in _statics(exe)
+            if size and lo % SHARED_ALIGN and place.startswith("/") and not place.startswith((lab, "/usr/"))]
+
+
 def shared_gaps(exe: pathlib.Path) -> list:
     """The stretches past the end of each __shared__ array of the traced executable `exe` that
     hold none of the kernel's own statics (nm's symbols and the lines they are declared at, and the
     guard of a static with a constructor that runs): (the
     array's name, its offset in the executable, its bytes, the stretch's first and end offsets)."""
-    done = subprocess.run(["nm", "-S", "-C", "-l", "--defined-only", str(exe)], capture_output=True, text=True,
-                          check=True)
-    symbols = []  # (offset, bytes, demangled name, declared in the kernel's source)
-    for row in done.stdout.splitlines():
-        symbol, _, place = row.partition("\t")
-        fields = symbol.split(maxsplit=3)
-        if len(fields) == 4 and fields[2] in "bBdDuV":
-            symbols.append((int(fields[0], 16), int(fields[1], 16), fields[3],
-                            place.rsplit(":", 1)[0].endswith("/" + SOURCE_NAME)))
+    symbols = [(lo, size, name, place.endswith("/" + SOURCE_NAME)) for lo, size, name, place in _statics(exe)]
     mine = {name for _, _, name, in_source in symbols if in_source}
     own = [(lo, size, name.rsplit("::", 1)[-1]) for lo, size, name, in_source in symbols
            if in_source or name.removeprefix("guard variable for ") in mine]  # the kernel's statics and their guards

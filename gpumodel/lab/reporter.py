@@ -328,7 +328,9 @@ class Program:
     """What `run_program` found: each traced launch's `Trace` in order (`launches`) and the line
     it is launched at (`lines`), what the program printed (`output`: its own printf and its
     kernels', in the lab's order), its exit status, the launches run untraced past
-    `runner.MAX_TRACED_LAUNCHES`, the launches CUDA would have refused ((kernel, line, grid,
+    `runner.MAX_TRACED_LAUNCHES`, the launches not run again (`repeated`: each the same kernel,
+    configuration and arguments as one that ran, with nothing it read or wrote written since, so
+    that what it would write is in memory already: a benchmark's loop), the launches CUDA would have refused ((kernel, line, grid,
     block, shared_mem) each: cudaGetLastError returned cudaErrorInvalidConfiguration and nothing
     ran), whether it timed itself with events, and the `gpu` whose properties it was given."""
 
@@ -337,6 +339,7 @@ class Program:
     output: str
     returncode: int
     untraced: int
+    repeated: int
     refused: list
     timed: bool
     gpu: str
@@ -349,6 +352,8 @@ class Program:
         out = [f"the program ran on the CPU as on one {self.gpu}: {len(self.launches)} "
                + ("launch" if len(self.launches) == 1 else "launches") + " traced"
                + (f", {self.untraced} more run untraced" if self.untraced else "")
+               + (f", {self.repeated} not run again (each the same launch as one before it, with nothing it read or "
+                  "wrote changed since: its results were in memory already)" if self.repeated else "")
                + f"; it ended with exit status {self.returncode}"]
         for i, (t, line) in enumerate(zip(self.launches, self.lines), 1):
             b, p = t.bytes, predict(t.workload(flops), self.gpu)
@@ -361,7 +366,8 @@ class Program:
         out.append("what the program printed (in the lab's thread order, not a GPU's):")
         out.append(printed(self.output, OUTPUT_LINES) if self.output else "    (nothing)")
         if self.timed:
-            out.append("Times it measured with cudaEvent calls are the CPU's, running the lab, not a GPU's.")
+            out.append("Times it measured with cudaEvent calls are the CPU's, running the lab, not a GPU's"
+                       + (", and a launch not run again took none." if self.repeated else "."))
         return "\n".join(out)
 
 
@@ -380,32 +386,33 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     does not compile or link (a call into cuBLAS, say, is named), faults as `trace` names a
     kernel's faults (at the launch it stopped), or crashes in its host code; its exit status,
     whatever it is, is the result's. Chapter 8's lab ("Whole programs")."""
-    source, folder = _program_source(source_or_path)
+    source, folder, name = _program_source(source_or_path)
     if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
         raise TypeError(f"argv must be a sequence of strs (the program's arguments after its name), got {argv!r}")
     shape = launch(1, 1, 0, timeout, max_threads)
     flags, _, _ = compile_options(tuple(options) + ((f"-I{folder}",) if folder else ()))
     device = preset(gpu) if gpu is not None else _gpu_of(arch)
     exe = build(source, arch=arch, options=flags, program=True)
-    done = run_program_traced(exe, source, tuple(argv), shape.timeout, shape.max_threads, _properties(device))
+    done = run_program_traced(exe, name, source, tuple(argv), shape.timeout, shape.max_threads, _properties(device))
     traces = [_trace(source, one.kernel, one.shape, one.rows, done.where, done.calls, one.traced, [], "")
               for one in done.launches]
     return Program(traces, [one.line for one in done.launches], done.output, done.returncode, done.untraced,
-                   done.refused, done.events > 0, device.name)
+                   done.repeated, done.refused, done.events > 0, device.name)
 
 
 def _program_source(source_or_path) -> tuple:
-    """(the program's source, the folder of its file or None) from `run_program`'s first argument."""
+    """(the program's source, the folder of its file or None, its name: the file's stem or "program")
+    from `run_program`'s first argument."""
     if isinstance(source_or_path, pathlib.Path) or (isinstance(source_or_path, str) and "\n" not in source_or_path
                                                     and source_or_path.endswith((".cu", ".cpp", ".cuh"))):
         path = pathlib.Path(source_or_path)
         if not path.is_file():
             raise ValueError(f"source_or_path names no file: {str(path)!r} (give a .cu file's path or its source)")
-        return path.read_text(), path.resolve().parent
+        return path.read_text(), path.resolve().parent, path.stem
     if not isinstance(source_or_path, str):
         raise TypeError(f"source_or_path must be a program's CUDA C source (a str) or a path to a .cu file, got "
                         f"{type(source_or_path).__name__}")
-    return source_or_path, None
+    return source_or_path, None, "program"
 
 
 def _gpu_of(arch: str):

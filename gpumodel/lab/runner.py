@@ -28,7 +28,8 @@ from ..hardware import MAX_BLOCK, MAX_BLOCK_DIM, MAX_GRID_DIM
 from ..units import fmt_bytes
 from .builder import library, private
 from .limits import OUTPUT_LIMIT, PROGRAM_MEMORY, RUN_MEMORY, LabError, out_of_memory, run
-from .reader import MAX_DYNAMIC_SHARED, arguments, entries, instantiate, lines, shared_gaps, source_line, where
+from .reader import (MAX_DYNAMIC_SHARED, arguments, device_statics, entries, instantiate, lines, shared_gaps,
+                     source_line, where)
 
 MAX_THREADS = 2**16
 """The most CUDA threads a trace runs; a larger launch runs an evenly spaced sample of its
@@ -216,8 +217,9 @@ class ProgramLaunch:
 class ProgramRun:
     """A whole program that ran to its end: its traced `launches` in order, where each code
     offset they name is (`Run.where`, `Run.calls`), what it printed, its exit status, the
-    launches past `MAX_TRACED_LAUNCHES` run untraced, the events it recorded and the launches CUDA
-    would have refused ((kernel, line, grid, block, shared_mem) each)."""
+    launches past `MAX_TRACED_LAUNCHES` run untraced, the launches not run again (program_runtime.cpp:
+    each the same as one that ran, with nothing it read or wrote written since), the events it
+    recorded and the launches CUDA would have refused ((kernel, line, grid, block, shared_mem) each)."""
 
     launches: list
     where: dict
@@ -225,6 +227,7 @@ class ProgramRun:
     output: str
     returncode: int
     untraced: int
+    repeated: int
     events: int
     refused: list
 
@@ -249,10 +252,10 @@ def _sections(text: str) -> tuple:
     return launches, other
 
 
-def run_program_traced(exe: pathlib.Path, source: str, argv: tuple, timeout: float, max_threads: int,
+def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, timeout: float, max_threads: int,
                        properties: dict) -> ProgramRun:
-    """Run the whole program `exe` (built from `source` by `builder.build(program=True)`) with
-    `argv` in a private temporary folder, within `timeout` seconds and `PROGRAM_MEMORY` bytes, each
+    """Run the whole program `exe` (built from `source` by `builder.build(program=True)`) as
+    `./name` with `argv` in a private temporary folder, within `timeout` seconds and `PROGRAM_MEMORY` bytes, each
     launch sampled to `max_threads` traced threads, `properties` what cudaGetDeviceProperties
     gives (program_runtime.cpp's "prop" lines). LabError where it faults (named as
     `run_traced` names a kernel's faults, at the launch it stopped) or crashes in its host code."""
@@ -261,9 +264,12 @@ def run_program_traced(exe: pathlib.Path, source: str, argv: tuple, timeout: flo
         gaps = shared_gaps(exe)
         spec = [f"max_threads {max_threads}", f"max_launches {MAX_TRACED_LAUNCHES}",
                 *(f"gap {lo} {start} {end}" for _, lo, _, start, end in gaps),
+                *(f"static {lo} {size}" for lo, size in device_statics(exe)),
                 *(f"prop {k} {v}" for k, v in properties.items())]
         (tmp / "spec").write_text("\n".join(spec) + "\n")
-        done = run(["env", "-C", tmp, f"GM_LAB_SPEC={tmp / 'spec'}", f"GM_LAB_STATS={tmp / 'stats'}", exe, *argv],
+        (tmp / "run").mkdir()  # its working folder, holding it under its own name (argv[0], as the learner runs it)
+        (tmp / "run" / name).symlink_to(exe)
+        done = run(["env", "-C", tmp / "run", f"GM_LAB_SPEC={tmp / 'spec'}", f"GM_LAB_STATS={tmp / 'stats'}", f"./{name}", *argv],
                    timeout, PROGRAM_MEMORY)
         text = (tmp / "stats").read_text(errors="replace") if (tmp / "stats").exists() else ""
         launches, other = _sections(text)
@@ -304,11 +310,11 @@ def run_program_traced(exe: pathlib.Path, source: str, argv: tuple, timeout: flo
                 raise
             raise LabError(f"{error}\n\nWhat it printed before it failed (the lab's thread order, not a GPU's):\n\n"
                            + printed(done.stdout, FAILED_OUTPUT_LINES, last=True)) from None
-        numbers = {r[0]: int(r[1]) for r in other if r[0] in ("untraced", "events")}
+        numbers = {r[0]: int(r[1]) for r in other if r[0] in ("untraced", "repeated", "events")}
         refused = [(r[1], int(r[2]), tuple(map(int, r[3:6])), tuple(map(int, r[6:9])), int(r[9]))
                    for r in other if r[0] == "refused"]
         return ProgramRun(traced, where_of, calls, done.stdout, done.returncode, numbers.get("untraced", 0),
-                          numbers.get("events", 0), refused)
+                          numbers.get("repeated", 0), numbers.get("events", 0), refused)
 
 
 def _faults(rows, where, kernel, shape: Launch, arrays: list, gaps: list, source: str) -> None:

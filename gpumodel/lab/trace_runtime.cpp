@@ -138,12 +138,15 @@ extern "C" char __bss_start[];
 
 bool in(uintptr_t a, const void* v, size_t n) { return a >= (uintptr_t)v && a < (uintptr_t)v + n; }
 
-// The __constant__ and __managed__ variables (cuda_emu.h puts them in a section of their own): the linker's bounds of it.
+// The __constant__ and __managed__ variables (cuda_emu.h puts them in sections of their own): the linker's bounds.
 extern "C" char __start_gm_constant[] __attribute__((weak)), __stop_gm_constant[] __attribute__((weak));
+extern "C" char __start_gm_managed[] __attribute__((weak)), __stop_gm_managed[] __attribute__((weak));
+bool is_managed(uintptr_t a) { return a >= (uintptr_t)__start_gm_managed && a < (uintptr_t)__stop_gm_managed; }
 
 bool is_shared(uintptr_t a) {  // a static of the kernel's, not one of the emulator's, or the launch's extern __shared__
     return (a >= (uintptr_t)__data_start && a < (uintptr_t)_end && !in(a, &blockDim, sizeof blockDim) &&
-            !in(a, &gridDim, sizeof gridDim) && !(a >= (uintptr_t)__start_gm_constant && a < (uintptr_t)__stop_gm_constant)) ||
+            !in(a, &gridDim, sizeof gridDim) && !(a >= (uintptr_t)__start_gm_constant && a < (uintptr_t)__stop_gm_constant) &&
+            !is_managed(a)) ||
            in(a, emu_dynamic_shared(), emu_dynamic_shared_bytes);
 }
 
@@ -211,8 +214,46 @@ void out_of_bounds(uintptr_t at, uintptr_t a, bool write, int array, long offset
                                  {blockIdx.x, blockIdx.y, blockIdx.z}};
 }
 
+#ifdef GM_LAB_PROGRAM
+// What one launch of a whole program touched, traced or not: program_runtime.cpp tells from it
+// whether running the same launch again could change anything. An atomic reads and writes.
+struct Touched { std::vector<uint8_t> read, written; bool statics_read = false, other = false; };
+Touched touched;
+bool touching = false;  // during a launch: the host's own code is instrumented too
+std::vector<std::pair<uintptr_t, uintptr_t>> device_statics;  // [from, to): the program's __device__ variables and globals
+void touch(uintptr_t a, uint32_t size, bool write, bool atomic) {
+    if (!touching || in(a, emu_dynamic_shared(), EMU_DYNAMIC_SHARED_MAX) || in(a, &threadIdx, sizeof threadIdx) ||
+        in(a, &blockIdx, sizeof blockIdx))
+        return;
+    if (is_managed(a)) {  // the host may have written it
+        touched.other = true;
+        return;
+    }
+    for (auto [from, to] : device_statics)
+        if (a < to && a + size > from) {
+            (write || atomic ? touched.other : touched.statics_read) = true;
+            return;
+        }
+    if (a >= (uintptr_t)__data_start && a < (uintptr_t)_end) return;  // a __shared__ array, blockDim, gridDim
+    const auto stack = (uintptr_t)emu_run->fibers[emu_run->current].stack;
+    if (a >= stack && a < stack + EMU_STACK) return;  // the thread's local memory
+    for (size_t i = 0; i < arrays.size(); ++i) {
+        const auto lo = (uintptr_t)arrays[i].base;
+        if (!arrays[i].freed && a >= lo && a + size <= lo + arrays[i].bytes) {
+            if (write || atomic) touched.written[i] = 1;
+            if (!write || atomic) touched.read[i] = 1;
+            return;
+        }
+    }
+    touched.other = true;  // the host's memory, an array's guard zone: not an array the lab versions
+}
+#endif
+
 void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
     Log* log = my_log;
+#ifdef GM_LAB_PROGRAM
+    touch(reinterpret_cast<uintptr_t>(p), size, write, atomic);
+#endif
     if (!log) return;  // not a CUDA thread (static constructors)
     const auto a = reinterpret_cast<uintptr_t>(p);
     const auto at = reinterpret_cast<uintptr_t>(pc) - 1;  // inside the call

@@ -1,5 +1,5 @@
-// The kernel lab's cooperative groups: the block (this_thread_block) and its tiles
-// (tiled_partition<N>, N a power of two up to 1024), over cuda_emu.h's barrier, shuffles and
+// The kernel lab's cooperative groups: the block (this_thread_block), its tiles
+// (tiled_partition<N>, N a power of two up to 1024) and thread_group, which holds either, over cuda_emu.h's barrier, shuffles and
 // votes. A tile of a warp or less meets with its own lanes; a tile of several warps (CUDA 12's
 // multi-warp tiles, with their block_tile_memory) syncs with the block's barrier, so every tile
 // of the block must sync together, as the programs that use them do. cg::reduce and its
@@ -55,5 +55,28 @@ template <unsigned N, class Parent>
 thread_block_tile<N> tiled_partition(const Parent&) { return {}; }
 template <unsigned N>
 void sync(const thread_block_tile<N>& tile) { tile.sync(); }
+
+// Any group, its kind known when it runs (CUDA's thread_group): the block, or a tile of `tile`
+// threads (a power of two) as thread_block_tile<tile> is.
+class thread_group {
+    unsigned tile_ = 0;  // 0: the whole block
+  public:
+    thread_group(const thread_block&) {}
+    template <unsigned N> thread_group(const thread_block_tile<N>&) : tile_(N) {}
+    explicit thread_group(unsigned tile) : tile_(tile) {}
+    unsigned size() const { return tile_ ? tile_ : thread_block::size(); }
+    unsigned num_threads() const { return size(); }
+    unsigned thread_rank() const { return tile_ ? thread_block::thread_rank() % tile_ : thread_block::thread_rank(); }
+    void sync() const {
+        if (!tile_ || tile_ > 32) __syncthreads();
+        else __syncwarp(tile_ == 32 ? ~0u : ((1u << tile_) - 1) << (thread_block::thread_rank() % 32 / tile_ * tile_));
+    }
+};
+// A tile whose size is known when it runs; tiles of a tile are tiles of the block, as their ranks run.
+inline thread_group tiled_partition(const thread_group&, unsigned threads) {
+    if (!threads || threads > 1024 || (threads & (threads - 1))) __trap();  // CUDA's rule: a power of two
+    return thread_group(threads);
+}
+inline void sync(const thread_group& group) { group.sync(); }
 
 }  // namespace cooperative_groups

@@ -5,6 +5,8 @@
 // never runs the host code, and the linker drops host functions nothing calls (--gc-sections), so
 // host code compiles and links; device code that calls one of these fails to link, naming it.
 #pragma once
+#include <tuple>
+#include <utility>
 #include <cstddef>
 #include <cstring>
 #include <algorithm>
@@ -56,16 +58,14 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = 0);
 cudaError_t cudaMemset(void* ptr, int value, size_t bytes);
 cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream = 0);
-// A __constant__ or __device__ variable is a static here: copying to or from it is a memcpy.
+// A __constant__ or __device__ variable is a static here: copying to or from it is a cudaMemcpy.
 template <class T> cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, size_t bytes, size_t offset = 0,
-                                                  cudaMemcpyKind = cudaMemcpyHostToDevice) {
-    std::memcpy(const_cast<char*>(reinterpret_cast<const char*>(&symbol)) + offset, src, bytes);
-    return cudaSuccess;
+                                                  cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
+    return cudaMemcpy(const_cast<char*>(reinterpret_cast<const char*>(&symbol)) + offset, src, bytes, kind);
 }
 template <class T> cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_t bytes, size_t offset = 0,
-                                                    cudaMemcpyKind = cudaMemcpyDeviceToHost) {
-    std::memcpy(dst, reinterpret_cast<const char*>(&symbol) + offset, bytes);
-    return cudaSuccess;
+                                                    cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
+    return cudaMemcpy(dst, reinterpret_cast<const char*>(&symbol) + offset, bytes, kind);
 }
 cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaDeviceReset();
@@ -106,21 +106,35 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
-// A host launch `k<<<grid, block, shared_mem, stream>>>(args)` as reader.for_program rewrites it:
-// `emu_launch_config(grid, block, shared_mem, stream).run("k", line, [&]() EMU_UNTRACED { k(args); })`,
-// which runs every block of the launch on the CPU before it returns (a GPU's launch returns at
-// once). The lambda is not instrumented: its reads of the host's variables are the launch's
-// arguments, not the kernel's accesses (g++ does not inline the kernel into it across that difference).
+// A host launch `k<<<grid, block, shared_mem, stream>>>(args)` as reader.for_gxx rewrites it in a
+// whole program: where `k` names one function, its arguments converted to its parameters' types
+// where the launch is written (as a call converts them, NULL and 0 included),
+// `emu_launch_config(grid, block, shared_mem, stream).run("k", line, k, decltype(emu_params(k)){args})`;
+// otherwise (a template whose arguments are deduced) `.run("k", line, [&]() EMU_UNTRACED { k(args); })`.
+// Either runs every block of the launch on the CPU before it returns (a GPU's launch returns at
+// once). What the threads run is not instrumented: its reads of the host's variables are the
+// launch's arguments, not the kernel's accesses (g++ does not inline the kernel into it across
+// that difference). The parameters' bytes tell one launch from another (program_runtime.cpp).
 #define EMU_UNTRACED __attribute__((no_sanitize("thread")))
 template <class F> EMU_UNTRACED void emu_call_body(void* body) { (*static_cast<F*>(body))(); }
+template <class... P> std::tuple<P...> emu_params(void (*)(P...));  // the parameters' types; never called
+template <class K, class T, size_t... I> EMU_UNTRACED void emu_apply(K k, T& params, std::index_sequence<I...>) {
+    k(std::get<I>(params)...);
+}
 struct emu_launch_config {
     dim3 grid, block;
     size_t shared_mem;
     emu_launch_config(dim3 g, dim3 b, size_t s = 0, cudaStream_t = 0) : grid(g), block(b), shared_mem(s) {}
     // Every thread of the launch calls `call(body)` (program_runtime.cpp); no std::function, whose
-    // code, instantiated here, would be instrumented.
-    void launch(const char* kernel, unsigned line, void (*call)(void*), void* body) const;
+    // code, instantiated here, would be instrumented. `params`: the bytes of its arguments (null
+    // where they are not known).
+    void launch(const char* kernel, unsigned line, void (*call)(void*), void* body, const void* params,
+                size_t bytes) const;
     template <class F> void run(const char* kernel, unsigned line, F body) const {
-        launch(kernel, line, &emu_call_body<F>, &body);
+        launch(kernel, line, &emu_call_body<F>, &body, nullptr, 0);
+    }
+    template <class K, class... P> void run(const char* kernel, unsigned line, K k, std::tuple<P...> params) const {
+        auto body = [&]() EMU_UNTRACED { emu_apply(k, params, std::index_sequence_for<P...>{}); };
+        launch(kernel, line, &emu_call_body<decltype(body)>, &body, &params, sizeof params);
     }
 };
