@@ -255,9 +255,34 @@ def test_the_emulator_and_the_stand_ins_gpu_take_name_expressions_and_shared_mem
 
 
 def test_something_unsupported_says_where_the_list_of_what_is_supported_stands():
-    source = "#include <mma.h>\n__global__ void k(float* y) { y[0] = 1; }\n"
-    with pytest.raises(LabError, match=r"mma.h[\s\S]*chapter 8 .*lists what the lab's CUDA stand-in supports"):
+    source = "#include <cuda_pipeline.h>\n__global__ void k(float* y) { y[0] = 1; }\n"
+    with pytest.raises(LabError, match=r"cuda_pipeline.h[\s\S]*chapter 8 .*lists what the lab's CUDA stand-in supports"):
         trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
+
+
+WMMA = """#include <mma.h>
+using namespace nvcuda;
+__global__ void fill(float* y) { y[threadIdx.x] = 1.0f; }
+__global__ void tile(const half* a, const half* b, float* c) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, b, 16);
+    wmma::mma_sync(acc, fa, fb, acc);
+    wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);
+}
+"""
+
+
+def test_a_file_with_tensor_core_kernels_traces_its_others_and_a_wmma_call_is_named_as_not_emulated():
+    assert trace(WMMA.replace("__global__ void tile", "template <int N> __global__ void tile"), "fill", 1, 32,
+                 [np.zeros(32, np.float32)]).bytes["hbm"] == 128
+    with pytest.raises(LabError) as err:
+        trace(WMMA, "tile", 1, 32, [np.zeros(256, np.float16), np.zeros(256, np.float16), np.zeros(256, np.float32)])
+    assert "kernel.cu:8" in str(err.value)  # the learner's line, not the stand-in's
+    assert "wmma::fill_fragment is not emulated" in str(err.value) and "tensor cores" in str(err.value)
 
 
 WARP_SUMS = r"""
