@@ -270,6 +270,12 @@ def test_no_page_shows_caret_powers_e_notation_or_a_raw_role(site):
     assert RAW.search(shown_text("<p>a 4096^3 GEMM, 5.369e+08 bytes</p><math>N^2</math>"))
 
 
+def test_no_page_links_to_a_placeholder_repository(site):
+    """Launch, Colab and repository links name the build's own repository or are left out."""
+    html, _ = site
+    assert [page for page in pages(html) if re.search("your-account", (html / page).read_text(), re.I)] == []
+
+
 SOLUTION = re.compile(r'<div class="solution[^"]*"[^>]*>(.*?)</section>', re.S)
 VERDICT = re.compile(r"<(?:strong|b)>(Right|Not yet)\.</(?:strong|b)>")
 

@@ -88,9 +88,45 @@ def test_a_varying_value_points_at_the_readers_own_run():
 def test_a_local_build_installs_from_the_clone():
     """The committed notebooks are for a clone: their install cell installs the clone they sit in."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert config["repository"]["url"] == book.PLACEHOLDER == book.repository({})
+    assert "url" not in config["repository"]  # the build's own (see the next test)
     assert book.install_spec({}) == book.LOCAL_SPEC and repr(book.LOCAL_SPEC) in book.install_source(book.install_spec({}))
-    assert book.colab_url("99_appendix_presets").endswith("/blob/notebooks/notebooks/99_appendix_presets.ipynb")
+    assert book.colab_url("99_appendix_presets", "https://github.com/a/b") == \
+        "https://colab.research.google.com/github/a/b/blob/notebooks/notebooks/99_appendix_presets.ipynb"
+
+
+@pytest.mark.parametrize("remote, expected", [
+    ("https://github.com/Some-Fork/gpu-course.git", "https://github.com/Some-Fork/gpu-course"),
+    ("git@github.com:some-fork/gpu.course.git", "https://github.com/some-fork/gpu.course"),
+    ("ssh://git@github.com/a/b", "https://github.com/a/b"),
+    ("/work/main", None), ("https://gitlab.com/a/b.git", None), (None, None)])
+def test_the_repository_is_the_builds_own_or_none(tmp_path, remote, expected):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    if remote:
+        subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", remote], check=True)
+    assert book.repository({}, tmp_path) == expected
+    assert book.repository({"GPUMODEL_REPOSITORY": "x/y"}, tmp_path) == "https://github.com/x/y"
+    assert book.repository({"GITHUB_REPOSITORY": "w/z", "GPUMODEL_REPOSITORY": "x/y"}, tmp_path) == "https://github.com/w/z"
+    with pytest.raises(ValueError, match="GPUMODEL_REPOSITORY must name a GitHub repository as OWNER/NAME"):
+        book.repository({"GPUMODEL_REPOSITORY": "https://example.org/x"}, tmp_path)
+
+
+def test_where_no_repository_is_known_the_site_has_no_launch_buttons_and_no_clone_line(monkeypatch):
+    from gpumodel.book import site
+
+    monkeypatch.setattr(book, "repository", lambda *a, **k: None)
+    monkeypatch.setenv("GPUMODEL_BUILD", "book")
+    config = type("Config", (), {"html_theme_options": {"repository_url": "https://github.com/x/y",
+                                                       "launch_buttons": {"binderhub_url": "https://mybinder.org"}}})()
+    site.configure(None, config)
+    assert config.html_theme_options == {"use_repository_button": False, "launch_buttons": {}}
+    badge = str(gm.book.chapter.colab_badge("01_hierarchy").data)
+    assert "Colab" not in badge and 'href="../01_hierarchy.ipynb" download' in badge
+    intro = (ROOT / "intro.md").read_text()
+    cell = intro[intro.index("repo = gm.book.notebooks.repository()"):intro.index('""")\n````', intro.index("repo = "))]
+    shown = {}
+    exec(cell.replace("repo = gm.book.notebooks.repository()", "repo = None") + '""")', {
+        "gm": gm, "Markdown": lambda text: shown.setdefault("text", text)})
+    assert "git clone" not in shown["text"] and "colab.research" not in shown["text"] and "Upload notebook" in shown["text"]
 
 
 PLACEHOLDERS = ("YOUR-ACCOUNT", "your-account")
@@ -142,21 +178,21 @@ def test_the_sites_buttons_name_the_repository_being_built(monkeypatch):
     monkeypatch.setenv("GITHUB_REPOSITORY", "some-fork/gpu-course")
     monkeypatch.setenv("GPUMODEL_BUILD", "book")
     fork = "https://github.com/some-fork/gpu-course"
-    assert book.colab_url("01_hierarchy") == \
-        "https://colab.research.google.com/github/some-fork/gpu-course/blob/notebooks/notebooks/01_hierarchy.ipynb"
     assert book.cite("dao2022flashattention").startswith("([Dao et al. 2022](https://some-fork.github.io/gpu-course/")
-    assert book.colab_url("01_hierarchy") in str(gm.book.chapter.colab_badge("01_hierarchy").data)
+    assert book.colab_url("01_hierarchy", fork) in str(gm.book.chapter.colab_badge("01_hierarchy").data)
     from gpumodel.book import site
 
-    config = type("Config", (), {"html_theme_options": {"repository_url": book.PLACEHOLDER}})()
+    config = type("Config", (), {"html_theme_options": {}})()
     monkeypatch.setenv("JUPYTERHUB_URL", "https://hub.example.edu")
     site.configure(None, config)
     assert config.html_theme_options == {"repository_url": fork,
                                          "launch_buttons": {"jupyterhub_url": "https://hub.example.edu"}}
-    context = {"header_buttons": [{"label": "launch-buttons", "buttons": [
-        {"url": "https://mybinder.org/v2/gh/some-fork/gpu-course/main?urlpath=lab/tree/chapters/03_tiling.md"}]}]}
+    binder = "https://mybinder.org/v2/gh/some-fork/gpu-course/main?urlpath=lab/tree/"
+    context = {"header_buttons": [{"label": "launch-buttons", "buttons": [{"url": binder + "chapters/03_tiling.md"},
+                                                                         {"url": binder + "intro.md"}]}]}
     site.launch_notebooks(None, "chapters/03_tiling", "page.html", context, None)
-    assert context["header_buttons"][0]["buttons"][0]["url"].endswith("urlpath=lab/tree/notebooks/03_tiling.ipynb")
+    urls = [b["url"] for b in context["header_buttons"][0]["buttons"]]
+    assert urls == [binder + "notebooks/03_tiling.ipynb", binder + "notebooks"]
 
 
 def test_a_notebook_shows_no_colab_link():

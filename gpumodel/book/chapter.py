@@ -73,16 +73,20 @@ def glued_output(name: str, text: str) -> tuple[dict, dict]:
 
 
 def colab_badge(chapter: str):
-    """On the site: a Markdown link that opens the chapter's published notebook in Colab, and
-    one to download it (the site serves `notebooks/*.ipynb` at its root). In a notebook
-    (already open, its repository unknown to the kernel): None, which shows nothing."""
+    """On the site: a Markdown link that opens the chapter's published notebook in Colab (where
+    the build knows its repository: `notebooks.repository`), and one to download it (the site
+    serves `notebooks/*.ipynb` at its root). In a notebook (already open): None, which shows nothing."""
     from IPython.display import Markdown
 
     CHAPTER["name"] = chapter
     if not building_book():
         return None
-    colab = f"[Open this chapter in Colab]({notebooks.colab_url(chapter)}) (the first cell installs `gpumodel` there)"
-    return Markdown(f'{colab} or <a href="../{chapter}.ipynb" download>download it as a notebook</a>.')
+    download = f'<a href="../{chapter}.ipynb" download>download it as a notebook</a>'
+    repo = notebooks.repository()
+    if repo is None:
+        return Markdown(f"Run this chapter yourself: {download}.")
+    colab = f"[Open this chapter in Colab]({notebooks.colab_url(chapter, repo)}) (the first cell installs `gpumodel` there)"
+    return Markdown(f"{colab} or {download}.")
 
 
 def gpu_notice():

@@ -23,12 +23,14 @@ import json
 import os
 import pathlib
 import re
+import subprocess
 
 from .. import presets
 from ..presets import DATA
 
-PLACEHOLDER = "https://github.com/YOUR-ACCOUNT/gpu-memory-hierarchy"
-"""The repository a local build's site links to; a build on GitHub Actions uses its own (see `repository`)."""
+SETTING = "GPUMODEL_REPOSITORY"
+"""The setting (an environment variable, "OWNER/NAME") that names the course's repository on
+GitHub where neither GitHub Actions nor the checkout's git remote does (see `repository`)."""
 BRANCH = "notebooks"
 """The branch the Pages workflow pushes the learners' notebooks to, generated for the repository
 and commit it builds (`.github/workflows/pages.yml`): Colab opens notebooks from GitHub only."""
@@ -53,11 +55,31 @@ SOLUTION_END = re.compile(r"^(`{3,})\{solution-end\}.*?\n\1[ \t]*$\n?", re.M | r
 ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention", "danger", "error", "seealso"}
 
 
-def repository(environ=os.environ) -> str:
-    """The course's repository: on GitHub Actions (`GITHUB_REPOSITORY` set, as in the Pages
-    workflow) the repository being built, so a fork links to itself; else the placeholder."""
-    name = environ.get("GITHUB_REPOSITORY", "").strip()
-    return f"https://github.com/{name}" if name else PLACEHOLDER
+def repository(environ=os.environ, checkout: pathlib.Path = ROOT) -> str | None:
+    """The course's repository on GitHub (https://github.com/OWNER/NAME): the one being built on
+    GitHub Actions (`GITHUB_REPOSITORY`), else `SETTING`, else the `checkout`'s git remote
+    `origin` where it is on GitHub; None where none is known (the site then has no launch
+    buttons and no clone line). ValueError where `SETTING` is no OWNER/NAME."""
+    name = environ.get("GITHUB_REPOSITORY", "").strip() or environ.get(SETTING, "").strip()
+    if name and not _OWNER_NAME.fullmatch(name):
+        raise ValueError(f"{SETTING} must name a GitHub repository as OWNER/NAME, got {name!r}")
+    name = name or _remote(checkout)
+    return f"https://github.com/{name}" if name else None
+
+
+_OWNER_NAME = re.compile(r"[\w.-]+/[\w.-]+")
+_GITHUB_REMOTE = re.compile(r"(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)([\w.-]+/[\w.-]+?)(?:\.git)?/?")
+
+
+def _remote(checkout: pathlib.Path) -> str:
+    """OWNER/NAME of the git remote `origin` of `checkout` where it is on GitHub, else ""."""
+    try:
+        done = subprocess.run(["git", "-C", str(checkout), "config", "--get", "remote.origin.url"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    found = _GITHUB_REMOTE.fullmatch(done.stdout.strip())
+    return found[1] if found else ""
 
 
 def published(environ=os.environ) -> bool:
@@ -71,9 +93,9 @@ def site_url(repo: str | None = None) -> str:
     return f"https://{owner.lower()}.github.io/{name}/"
 
 
-def colab_url(chapter: str, repo: str | None = None) -> str:
+def colab_url(chapter: str, repo: str) -> str:
     """Where Colab opens the published `notebooks/<chapter>.ipynb` of `repo` (branch `BRANCH`)."""
-    path = (repo or repository()).removeprefix("https://github.com/")
+    path = repo.removeprefix("https://github.com/")
     return f"https://colab.research.google.com/github/{path}/blob/{BRANCH}/notebooks/{chapter}.ipynb"
 
 

@@ -15,11 +15,13 @@ The formulas are MathML written at build time (`mathml`): no page loads a script
 After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
 pages use.
 
-The repository button and the launch buttons follow the repository being built
-(`GITHUB_REPOSITORY` on GitHub Actions, else `_config.yml`'s placeholder), so a fork's site
-links to the fork with no edit; the JupyterHub button appears where `JUPYTERHUB_URL` names a
-hub (the Pages workflow reads it from the repository variable of that name). BinderHub and
-JupyterHub open the chapter's notebook (`notebooks/<chapter>.ipynb`), not its MyST source.
+The repository button and the launch buttons follow the course's repository
+(`notebooks.repository`: `GITHUB_REPOSITORY` on GitHub Actions, else the setting
+`GPUMODEL_REPOSITORY`, else the checkout's git remote on GitHub), so a fork's site links to the
+fork with no edit; where none is known the site has neither. The JupyterHub button appears
+where `JUPYTERHUB_URL` names a hub (the Pages workflow reads it from the repository variable of
+that name). BinderHub and JupyterHub open the chapter's notebook (`notebooks/<chapter>.ipynb`),
+not its MyST source; on a page that is no chapter, the folder of notebooks.
 """
 
 from __future__ import annotations
@@ -65,25 +67,34 @@ def finish(app, exception) -> None:
 
 
 CHAPTER_SOURCE = re.compile(r"chapters/(\w+)\.md")
+OTHER_SOURCE = re.compile(r"tree/[\w/.-]*\.md\b")
 
 
 def configure(app, config) -> None:
-    """Point the repository and launch buttons at the repository being built (see the module doc)."""
+    """Point the repository and launch buttons at the course's repository (`notebooks.repository`);
+    where none is known, leave them out (see the module doc)."""
     theme = config.html_theme_options
-    if notebooks.published():
-        theme["repository_url"] = notebooks.repository()
+    repo = notebooks.repository()
+    if repo is None:
+        theme.pop("repository_url", None)
+        theme["use_repository_button"] = False
+        theme["launch_buttons"] = {}
+        return
+    theme["repository_url"] = repo
     hub = os.environ.get("JUPYTERHUB_URL", "").strip()
     if hub:
         theme.setdefault("launch_buttons", {})["jupyterhub_url"] = hub
 
 
 def launch_notebooks(app, pagename, templatename, context, doctree) -> None:
-    """Make each launch button open `notebooks/<chapter>.ipynb` rather than the MyST source."""
+    """Make each launch button open `notebooks/<chapter>.ipynb` rather than the MyST source, and
+    on a page that is no chapter the folder of notebooks."""
     for group in context.get("header_buttons", []):
         if group.get("label") == "launch-buttons":
             for button in group["buttons"]:
                 if "url" in button:
-                    button["url"] = CHAPTER_SOURCE.sub(r"notebooks/\1.ipynb", button["url"])
+                    url = CHAPTER_SOURCE.sub(r"notebooks/\1.ipynb", button["url"])
+                    button["url"] = OTHER_SOURCE.sub("tree/notebooks", url)
 
 
 def setup(app):
