@@ -165,35 +165,45 @@ def _formulas() -> list:
     return found
 
 
-def test_every_formula_is_written_as_mathml():
-    """The site's math renderer is gpumodel.book.mathml, and every formula of the book converts
-    to MathML with no macro left as text (a formula that did would show its TeX on the page)."""
-    from gpumodel.book import mathml
+def test_every_formula_is_typeset_by_katex():
+    """The site's math renderer is gpumodel.book.formulas, and KaTeX typesets every formula of
+    the book without an error (a formula it could not would fail the build)."""
+    from gpumodel.book import formulas
 
     config = CONFIG["sphinx"]
-    assert config["config"]["html_math_renderer"] == mathml.NAME and "gpumodel.book.mathml" in config["extra_extensions"]
-    formulas = _formulas()
-    assert len(formulas) > 100
+    assert config["config"]["html_math_renderer"] == formulas.NAME
+    assert "gpumodel.book.formulas" in config["extra_extensions"]
+    found = _formulas()
+    assert len(found) > 100
     failed = {}
-    for name, tex in formulas:
+    for name, tex in found:
         try:
-            assert mathml.mathml(tex).startswith("<math")
+            assert 'class="katex"' in formulas.typeset(tex)
         except ValueError as err:
             failed.setdefault(name, str(err))
     assert failed == {}
 
 
-def test_mathml_refuses_what_it_cannot_draw():
-    """A macro latex2mathml does not know, which it would pass through as text, is an error
-    naming it; a formula that is not a str is a TypeError."""
-    from gpumodel.book import mathml
+def test_katex_refuses_what_it_cannot_typeset():
+    """An unknown macro is an error naming the formula (KaTeX would draw it in red); a formula
+    that is not a str is a TypeError; a display formula is KaTeX's display form."""
+    from gpumodel.book import formulas
 
-    with pytest.raises(ValueError, match=r"\\wibble"):
-        mathml.mathml(r"a \wibble b")
+    with pytest.raises(ValueError, match=r"cannot be typeset by KaTeX.*wibble"):
+        formulas.typeset(r"a \wibble b")
     with pytest.raises(TypeError, match="tex must be a str"):
-        mathml.mathml(3)
-    block = mathml.mathml(r"\frac{a}{b}", display=True)
-    assert 'display="block"' in block and "<mfrac>" in block
+        formulas.typeset(3)
+    block = formulas.typeset(r"\frac{a}{b}", display=True)
+    assert 'class="katex-display"' in block and "<mfrac>" in block  # KaTeX's MathML, for screen readers
+
+
+def test_katex_is_served_by_the_site_whole():
+    """The stylesheet names only fonts the site ships (woff2), so no request leaves the site."""
+    from gpumodel.book import formulas
+
+    css = (formulas.VENDORED / formulas.STYLESHEET).read_text()
+    named = set(re.findall(r"url\((fonts/[^)]+)\)", css))
+    assert len(named) == 20 and all((formulas.VENDORED / n).is_file() and n.endswith(".woff2") for n in named)
 
 
 def test_the_built_site_is_trimmed_to_what_its_pages_use(tmp_path):

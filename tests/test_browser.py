@@ -317,21 +317,20 @@ MIN_TEXT_PX = 9
 UNREAD_MATH = """() => {
   const out = [];
   document.querySelectorAll("article .math").forEach(m => {
-    const math = m.querySelector("math");
-    const box = math && math.getBoundingClientRect();
-    if (!math || !(math instanceof MathMLElement) || !(box.width > 0 && box.height > 0))
-      out.push((m.textContent || "").slice(0, 60));
+    const drawn = [...m.querySelectorAll(".katex-html")].some(h => { const b = h.getBoundingClientRect(); return b.width > 0 && b.height > 0; });
+    if (!drawn || m.querySelector(".katex-error") || !m.querySelector("math")) out.push((m.textContent || "").slice(0, 60));
   });
   const text = document.querySelector("article").innerText;
   for (const tex of text.match(/\\\\[(\\[]|\\$[^$\\n]*\\\\[a-z]+[^$\\n]*\\$/g) || []) out.push(tex.slice(0, 60));
   return out;
 }"""
-"""Formulas of the article the browser does not draw as MathML (with their text), and TeX left
-as text: a \\( or \\[ opener, or a $...$ holding a macro."""
+"""Formulas of the article KaTeX did not draw (no visible box of its HTML, an error of its, or no
+MathML beside it for screen readers), with their text, and TeX left as text: a \\( or \\[
+opener, or a $...$ holding a macro."""
 MAX_PAGE_BYTES = 1_500_000
 """The heaviest page allowed (bytes, uncompressed, everything it loads): the target. With the
-formulas drawn as MathML (no MathJax) the heaviest, chapter 3 with its players and highlighted
-kernel source, weighs about 0.9 MB; the theme, trimmed, and the math font about 0.4 MB of it."""
+formulas typeset by KaTeX at build time (no script) the heaviest, chapter 3 with its players and
+highlighted kernel source, weighs about 1.0 MB; the theme, trimmed, and KaTeX's fonts about 0.4 MB of it."""
 MAX_TASK_MS = 200
 """The most main-thread time one task of a page may take while it loads (ms)."""
 LONG_TABLE_ROWS = 20
@@ -374,7 +373,7 @@ SMALLEST_SVG_TEXT = """() => {
 TOO_WIDE = """() => {
   const W = document.documentElement.clientWidth, out = [];
   const scrolls = (el) => { for (let a = el.parentElement; a; a = a.parentElement) {
-    const o = getComputedStyle(a).overflowX; if (o === "auto" || o === "scroll") return true; } return false; };
+    const o = getComputedStyle(a).overflowX; if (o !== "visible") return true; } return false; };  // scrolls or clips
   const name = (el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className && el.className.baseVal === undefined ? "." + String(el.className).trim().split(/\\s+/).join(".") : "");
   for (const el of document.querySelectorAll(".bd-main *")) {
     const r = el.getBoundingClientRect();
@@ -387,6 +386,12 @@ TOO_WIDE = """() => {
   }
   return out;
 }"""
+
+# Each displayed formula of the article: [its text, whether it is wider than its box (it
+# scrolls), whether it takes keyboard focus].
+WIDE_FORMULAS = """() => [...document.querySelectorAll("article div.math")].map(m =>
+  [(m.textContent || "").slice(0, 50), m.scrollWidth > m.clientWidth + 1, m.tabIndex === 0])"""
+
 
 # Bytes the page took, uncompressed: the document and every resource it loaded.
 # (A figure phone.js reads again comes from the cache: each address counts once.)
@@ -468,7 +473,7 @@ def visit_phone(browser, base: str, rel: str) -> dict:
     page.wait_for_timeout(300)  # the players draw their first frames
     seen = {"errors": errors, "outside": outside, "longest": longest_task_ms(browser, page), "weight": page.evaluate(PAGE_BYTES),
             "wide": page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]"),
-            "too_wide": page.evaluate(TOO_WIDE),
+            "too_wide": page.evaluate(TOO_WIDE), "formulas": page.evaluate(WIDE_FORMULAS),
             "figures": page.eval_on_selector_all("article .cell_output img:not(.gm-player img)", "els => els.map(e => e.currentSrc)"),
             **figures_seen(page, rel, PHONE["width"])}
     if FULL_SHOTS:
@@ -510,7 +515,7 @@ def visits(site, browser):
 
 def test_every_page_in_a_real_browser(visits):
     """At both widths no JavaScript error and no request leaving localhost; at 1400 px every
-    image loaded with alt text, at most one search box, every formula drawn as MathML, every
+    image loaded with alt text, at most one search box, every formula drawn by KaTeX, every
     icon with its glyph."""
     problems = []
     for width, seen in visits.items():
@@ -523,7 +528,7 @@ def test_every_page_in_a_real_browser(visits):
         if v["searches"] > 1:
             problems.append(f"{rel}: {v['searches']} search boxes")
         if v["unread"]:
-            problems.append(f"{rel}: formulas not drawn as MathML, or TeX left in the text: {v['unread']}")
+            problems.append(f"{rel}: formulas KaTeX did not draw, or TeX left in the text: {v['unread']}")
         if v["blank_icons"]:
             problems.append(f"{rel}: icons drawn with no glyph: {v['blank_icons']}")
     assert problems == [], "\n".join(problems)
@@ -547,7 +552,7 @@ def test_on_a_phone_every_figure_is_readable_nothing_is_too_wide_and_no_page_is_
     """At 390 px: the smallest text of every figure and player is at least 9 CSS px as drawn
     (each is scaled to its column, test_every_figure_shows_whole), no element pokes out of the
     window unless a box of its own scrolls, no control is wider than its box, a page (with
-    everything it loads, the math font included once a formula is in view) weighs
+    everything it loads, KaTeX's fonts included once a formula is in view) weighs
     at most MAX_PAGE_BYTES, and no task takes MAX_TASK_MS or more of its main thread's time while it
     loads and its formulas are drawn. Writes the smallest text, weight and longest task per page to
     phone-report.txt beside the screenshots."""
@@ -566,6 +571,15 @@ def test_on_a_phone_every_figure_is_readable_nothing_is_too_wide_and_no_page_is_
     (SHOTS / "phone-report.txt").write_text("\n".join(report) + "\n")
     print("\n".join(report))
     assert problems == [], "\n".join(problems)
+
+
+def test_every_displayed_formula_fits_a_phone_and_takes_keyboard_focus(visits):
+    """At 390 px each displayed formula is set in its narrow form, which KaTeX breaks after a
+    relation or an operator: none is wider than the column, and each box takes focus (it would
+    scroll if one were)."""
+    shown = {rel: v["formulas"] for rel, v in visits[PHONE["width"]].items() if v["formulas"]}
+    assert sum(len(f) for f in shown.values()) > 10  # the book has 13
+    assert {rel: [f[0] for f in found if f[1] or not f[2]] for rel, found in shown.items()} == {rel: [] for rel in shown}
 
 
 @pytest.mark.parametrize("width", [390, 1400])

@@ -316,3 +316,13 @@ def test_the_program_is_run_under_its_own_name(tmp_path):
     (tmp_path / "stats.cu").write_text('#include <cstdio>\nint main(int argc, char** argv) { printf("%s %s\\n", argv[0], argv[1]); }\n')
     assert run_program(tmp_path / "stats.cu", argv=("7",)).output.strip() == "./stats 7"
     assert run_program((tmp_path / "stats.cu").read_text()).output.startswith("./program ")
+
+
+def test_a_host_launcher_named_as_its_kernel_runs_it_as_llm_c_does():
+    source = ("#include <cstdio>\n__global__ void twice(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 2 * i; }\n"
+              "void twice(float* y, int n, int block) { twice<<<1, block>>>(y, n); }\n"
+              "int main() {\n    float* d; float h[32];\n    cudaMalloc(&d, sizeof h);\n"
+              "    for (int r = 0; r < 3; ++r) twice(d, 32, 32);\n"
+              '    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n    printf("%g\\n", h[31]);\n}\n')
+    done = run_program(source)
+    assert done.output.strip() == "62" and len(done.launches) == 1 and done.repeated == 2  # the kernel, by its types

@@ -19,7 +19,7 @@ THIRD_PARTY = {
     "lab": {"numpy", "ml_dtypes"},
     "course": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython"},
     "book": {"numpy", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient", "fontTools",
-             "sphinx", "docutils", "latex2mathml"},  # the last three: the Sphinx extension (book/mathml)
+             "sphinx", "docutils", "sphinxcontrib"},  # the last three: the Sphinx extension (book/formulas)
 }
 MODULES = sorted(p.relative_to(PACKAGE).with_suffix("").as_posix() for p in PACKAGE.rglob("*.py"))
 

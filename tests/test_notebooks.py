@@ -185,7 +185,7 @@ def test_the_sites_buttons_name_the_repository_being_built(monkeypatch):
     config = type("Config", (), {"html_theme_options": {}})()
     monkeypatch.setenv("JUPYTERHUB_URL", "https://hub.example.edu")
     site.configure(None, config)
-    assert config.html_theme_options == {"repository_url": fork,
+    assert config.html_theme_options == {"repository_url": fork, "use_repository_button": True,
                                          "launch_buttons": {"jupyterhub_url": "https://hub.example.edu"}}
     binder = "https://mybinder.org/v2/gh/some-fork/gpu-course/main?urlpath=lab/tree/"
     context = {"header_buttons": [{"label": "launch-buttons", "buttons": [{"url": binder + "chapters/03_tiling.md"},

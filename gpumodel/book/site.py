@@ -10,7 +10,7 @@ page only to swap its icons for SVGs; its stylesheet already draws the same icon
 web fonts, which a browser fetches only for the icons a page shows. So the built pages do
 not load the script, and it is not shipped.
 
-The formulas are MathML written at build time (`mathml`): no page loads a script for them.
+The formulas are typeset by KaTeX at build time (`formulas`): no page loads a script for them.
 
 After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
 pages use.
@@ -30,7 +30,7 @@ import os
 import pathlib
 import re
 
-from . import mathml, notebooks, trim
+from . import notebooks, trim
 
 THEBE_EVENTS = ("env-before-read-docs", "doctree-resolved")
 """The events at which sphinx-thebe adds its scripts to pages."""
@@ -62,7 +62,6 @@ def finish(app, exception) -> None:
     app.builder.copy_static_files()
     out = pathlib.Path(app.outdir)
     drop_fontawesome(out)
-    mathml.write_font(out)
     trim.trim(out)
 
 
@@ -81,6 +80,7 @@ def configure(app, config) -> None:
         theme["launch_buttons"] = {}
         return
     theme["repository_url"] = repo
+    theme["use_repository_button"] = True
     hub = os.environ.get("JUPYTERHUB_URL", "").strip()
     if hub:
         theme.setdefault("launch_buttons", {})["jupyterhub_url"] = hub

@@ -583,12 +583,13 @@ def _launcher(code: str, at: int) -> int:
 def _run_launches(source: str) -> str:
     """Each host launch `k<<<config>>>(args)` of `source` as a call the lab's program runtime
     runs (include/cuda_runtime.h, `emu_launch_config`), its line named and every line kept: where
-    `k` names one kernel of `source` (one function: not a template whose arguments are deduced,
-    nor one given fewer arguments than it has parameters), with its arguments as its parameters'
+    `k` names a kernel of `source` (not a template whose arguments are deduced or one that shares its
+    name with a host function, nor one given fewer arguments than it has parameters; a kernel that
+    shares its name with a host function is taken by its parameters' types), with its arguments as its parameters'
     types, whose bytes tell one launch from another."""
     code = _code(source)
     known = {k.name: k for k in declarations(source)}
-    defined = collections.Counter(re.findall(r"\b__global__\b[^;{]*?\b(\w+)\s*\(", code))
+    declared = collections.Counter(re.findall(r"\b(?!return\b)\w+[\s*&>]+(\w+)\s*\(", code))  # kernels and host functions
     for m in reversed(list(_LAUNCH.finditer(code))):
         start = _launcher(code, m.start())
         opening = m.end() + len(code[m.end():]) - len(code[m.end():].lstrip())
@@ -598,11 +599,13 @@ def _run_launches(source: str) -> str:
         kernel, line = code[start:m.start()].strip(), code.count("\n", 0, m.start()) + 1
         name, args = re.split(r"\s*<", kernel.rsplit("::", 1)[-1], maxsplit=1)[0], source[opening + 1:end - 1]
         k = known.get(name)
-        one = (k is not None and defined[name] == 1 and (not k.template or "<" in kernel)
-               and len(_split(code[opening + 1:end - 1])) == len(k.params))
         launch = source[start:m.start()]
+        if k is not None and declared[name] > 1 and not k.template:  # a host function of its name too
+            launch = f"static_cast<void (*)({', '.join(t for t, _ in k.params)})>({launch})"
+        one = (k is not None and (declared[name] == 1 or not k.template) and (not k.template or "<" in kernel)
+               and len(_split(code[opening + 1:end - 1])) == len(k.params))
         body = (f"{launch}, decltype(emu_params({launch})){{{args}}}" if one else
-                f"[&]() EMU_UNTRACED {{ {launch}{source[m.end():end]}; }}")
+                f"[&]() EMU_UNTRACED {{ {source[start:m.start()]}{source[m.end():end]}; }}")
         call = f"emu_launch_config({source[m.start() + 3:m.end() - 3]}).run(\"{' '.join(kernel.split())}\", {line}, {body})"
         source = source[:start] + call + source[end:]
     return source
