@@ -435,7 +435,7 @@ def test_a_cascade_of_compiler_errors_shows_the_first_five_and_counts_the_rest()
         trace(source, "k", 1, 32, [np.zeros(32, np.float32)])
     text = str(err.value)
     assert text.count("error:") == 5 and "kernel.cu:2:5: error: 'undefined_0' was not declared" in text.replace("‘", "'").replace("’", "'")
-    assert "... and 7 more errors: the first usually causes the rest" in text
+    assert "... and 7 more errors: the first often causes others" in text
 
 
 MULTI_WARP = r"""

@@ -407,9 +407,55 @@ def test_a_file_with_its_host_code_traces_the_kernel_named_and_host_code_never_r
 
 
 def test_a_header_the_lab_lacks_is_named_as_such():
-    extension = "#include <torch/extension.h>\n__global__ void k(float* y) { y[0] = 1; }\n"
-    with pytest.raises(LabError, match=r"torch/extension.h is not a header the lab has: leave its #include out"):
+    extension = ("#include <torch/extension.h>\n__global__ void k(float* y) { y[0] = 1; }\n"
+                 "void launch(float* y) { k<<<1, 32>>>(y); }\n")
+    with pytest.raises(LabError, match=r"torch/extension.h is not a header the lab has: leave its #include out") as err:
         trace(extension, "k", 1, 32, [np.zeros(32, np.float32)])
+    assert "host code" not in str(err.value)  # the header is the cause, not the launch at line 3
+
+
+# In ggml's style (ggml-cuda/common.cuh, norm.cu): a vendor header of the file's own named as
+# CUDA's (vendors/cuda.h, which includes <cuda.h>), a division by a constant through __umulhi
+# (fastdiv), half2 accumulated with +=, make_half2, and parameters whose defaults are
+# make_uint3(0, 0, 0), which a launcher leaves out; a launch in the header, which the lab rewrites
+# (in a copy of the file's headers, where <cuda.h> must still be CUDA's).
+GGML_VENDOR = "#pragma once\n#include <cuda_runtime.h>\n#include <cuda.h>\n#include <cuda_fp16.h>\n"
+GGML_COMMON = r"""
+#pragma once
+#include "vendors/cuda.h"
+static const char* cu_error(CUresult err) { const char* s; cuGetErrorString(err, &s); return s; }
+static __device__ uint3 init_fastdiv(uint32_t d) {  // ggml's magic numbers for n / d
+    uint32_t L = 0;
+    while (L < 32 && (uint32_t{1} << L) < d) L++;
+    uint32_t mp = (uint32_t)((uint64_t{1} << 32) * ((uint64_t{1} << L) - d) / d + 1);
+    return make_uint3(mp, L, d);
+}
+static __device__ uint32_t fastdiv(uint32_t n, const uint3 f) { return (__umulhi(n, f.x) + n) >> f.y; }
+static __device__ void mad(half2& acc, const half2 v, const half2 u) { acc += v * u; }
+static void launch(void (*k)(float*), float* y) { k<<<1, 32>>>(y); }  // a launch: the lab rewrites this header
+"""
+GGML_KERNEL = r"""
+#include "common.cuh"
+template <int block_size>
+static __global__ void rows_of(const half* x, float* out, const int ncols, const uint3 shape = make_uint3(0, 0, 0)) {
+    const uint3 f = init_fastdiv(7);
+    half2 acc = make_half2(0.0f, 0.0f);
+    for (int c = threadIdx.x; c < ncols / 2; c += block_size)
+        mad(acc, __halves2half2(x[2 * c], x[2 * c + 1]), __float2half2_rn(1.0f));
+    out[threadIdx.x] = __low2float(acc) + __high2float(acc) + fastdiv(1000 + threadIdx.x, f) + shape.x;
+}
+"""
+
+
+def test_a_file_in_ggmls_style_traces_with_its_vendor_headers_and_defaults(tmp_path):
+    (tmp_path / "vendors").mkdir()
+    (tmp_path / "vendors" / "cuda.h").write_text(GGML_VENDOR)
+    (tmp_path / "common.cuh").write_text(GGML_COMMON)
+    x = np.arange(64, dtype=np.float16)
+    out = np.zeros(32, np.float32)
+    trace(GGML_KERNEL, "rows_of<32>", 1, 32, [x, out, 64], options=(f"-I{tmp_path}",))
+    pairs = x[0::2].astype(np.float32) + x[1::2].astype(np.float32)
+    assert out.tolist() == (pairs + (1000 + np.arange(32)) // 7).tolist()  # fastdiv is n // 7; shape.x is 0
 
 
 LAST_WARP = r"""

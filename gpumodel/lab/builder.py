@@ -289,7 +289,7 @@ def gxx(args: list, what: str) -> None:
         numbered = list(itertools.accumulate("error" in r for r in errors))  # errors so far, at each row
         shown = [e.replace("_Float16", "half") for e, n in zip(errors, numbered) if n <= SHOWN_ERRORS]
         hidden = (numbered[-1] if numbered else 0) - SHOWN_ERRORS
-        more = (f"... and {hidden} more errors: the first usually causes the rest, so fix it and compile again\n"
+        more = (f"... and {hidden} more errors: the first often causes others, so fix it and compile again\n"
                 if hidden > 0 else "")
         raise CompileError(f"{what} does not compile:\n" + "\n".join(shown) + "\n" + more + closing)
 
@@ -353,7 +353,8 @@ def compile_with_header(args: list, header: list, what: str, source: str, progra
     except CompileError as err:
         if not pathlib.Path(header[-1] + ".gch").exists():
             raise LabError(f"{err}\n(the lab's precompiled header was removed meanwhile: run it again)") from None
-        raise CompileError(f"{err}{'' if program else host_code(source)}") from None
+        missing = _NO_HEADER.search(str(err))  # a header the lab lacks: the host code is beside the point
+        raise CompileError(f"{err}{'' if program or missing else host_code(source)}") from None
 
 
 def wrapper(source: str, names: list, traced: bool = False) -> str:
@@ -401,7 +402,7 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
     flags = [*own, *options]  # the source's own -I folders do not change the precompiled header, so it is shared
     headers = {name: path.read_text(errors="replace")
                for name, path in own_headers(source, [pathlib.Path(f[2:]) for f in options if f.startswith("-I")]).items()}
-    rewritten = {name: for_gxx(text, program) for name, text in headers.items() if not _outside(name)}
+    rewritten = {name: for_gxx(text, program) for name, text in headers.items()}
     key = digest((text + str(flags) + runtime.name + str(sorted(headers.items()))).encode()
                  + pathlib.Path(__file__).read_bytes())  # this file: its messages
 
@@ -432,11 +433,6 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
         return cached(folder, f"{'program' if program else 'trace'}-{key}", make)
     finally:
         prune(folder, "program-" if program else "trace-", CACHE_KEEP)  # the least recently used beyond CACHE_KEEP
-
-
-def _outside(name: str) -> bool:
-    """Whether an `#include`'s name leads out of the folder it is found in (`../x.h`, `/x.h`)."""
-    return name.startswith("/") or ".." in pathlib.PurePosixPath(name).parts
 
 
 def program_text(source: str) -> str:

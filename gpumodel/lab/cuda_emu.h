@@ -482,6 +482,12 @@ inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
 inline long long __double_as_longlong(double x) { return std::bit_cast<long long>(x); }
 inline double __longlong_as_double(long long x) { return std::bit_cast<double>(x); }
 inline int __popc(unsigned x) { return std::popcount(x); }
+// The high 32 or 64 bits of a product (what a division by a constant becomes: ggml's fastdiv).
+inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+    return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
 inline int __popcll(unsigned long long x) { return std::popcount(x); }
 inline int __clz(int x) { return std::countl_zero((unsigned)x); }
 inline int __ffs(int x) { return x ? std::countr_zero((unsigned)x) + 1 : 0; }

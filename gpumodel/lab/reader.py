@@ -252,16 +252,23 @@ def with_headers(source: str, folders) -> str:
     return _INCLUDE.sub(expand, source) if folders else source
 
 
+_INCLUDED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(["<])([^">]+)[">]', re.M)
+
+
 def own_headers(source: str, folders) -> dict:
-    """The headers `source` includes that are found in `folders`, and theirs (looked for beside the
-    header first), each once, at most `MOST_HEADERS`: the name an `#include` gives -> its path."""
+    """The headers `source` includes that are found in `folders` (a quoted name looked for beside
+    the header that includes it first, as the preprocessor does), and theirs, each once, at most
+    `MOST_HEADERS`: its path inside the folder that holds it -> its path."""
+    folders = [pathlib.Path(f).resolve() for f in folders]
     found, queue = {}, [(source, None)]
     while queue and len(found) < MOST_HEADERS:
         text, beside = queue.pop()
-        for name in _INCLUDE.findall(text):
-            path = next((f / name for f in ([beside] if beside else []) + list(folders) if (f / name).is_file()), None)
-            if path is not None and name not in found and len(found) < MOST_HEADERS:
-                found[name] = path
+        for bracket, name in _INCLUDED.findall(text):
+            places = ([beside] if beside and bracket == '"' else []) + folders
+            path = next(((f / name).resolve() for f in places if (f / name).is_file()), None)
+            inside = next((f for f in folders if path is not None and path.is_relative_to(f)), None)
+            if inside is not None and path not in found.values() and len(found) < MOST_HEADERS:
+                found.setdefault(path.relative_to(inside).as_posix(), path)
                 queue.append((path.read_text(errors="replace"), path.parent))
     return found
 
@@ -455,7 +462,8 @@ _LITERAL = re.compile(r"([+-]?(?:0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][+-]?\d+)?|\.
 
 def default_value(ctype: str, name: str, text: str):
     """The value C++ gives parameter `name` of `ctype` from its default argument `text`: None
-    for a pointer's NULL, nullptr or 0; a number or bool for a literal. ValueError where the
+    for a pointer's NULL, nullptr or 0; a number or bool for a literal; a tuple of those for a
+    vector's `make_uint3(...)`. ValueError where the
     lab cannot evaluate it (an expression: pass the value)."""
     text = text.strip()
     if "*" in ctype and text in ("NULL", "nullptr", "0"):
@@ -463,6 +471,9 @@ def default_value(ctype: str, name: str, text: str):
     match = _LITERAL.fullmatch(text)
     if text in ("true", "false"):
         return text == "true"
+    vector = re.fullmatch(r"make_[a-z]+[1-4]\s*\((.*)\)", text, re.S)  # make_uint3(0, 0, 0): a tuple, as args take one
+    if vector and "*" not in ctype:
+        return tuple(default_value(base_type(ctype), name, part) for part in _split(vector[1]))
     if match and "*" not in ctype:
         number = match[1]
         if number.lower().startswith(("0x", "-0x", "+0x")):

@@ -43,3 +43,8 @@ inline __half2 operator+(__half2 a, __half2 b) { return __hadd2(a, b); }
 inline __half2 operator-(__half2 a, __half2 b) { return __hsub2(a, b); }
 inline __half2 operator*(__half2 a, __half2 b) { return __hmul2(a, b); }
 inline __half2 operator/(__half2 a, __half2 b) { return __h2div(a, b); }
+inline __half2& operator+=(__half2& a, __half2 b) { return a = a + b; }
+inline __half2& operator-=(__half2& a, __half2 b) { return a = a - b; }
+inline __half2& operator*=(__half2& a, __half2 b) { return a = a * b; }
+inline __half2& operator/=(__half2& a, __half2 b) { return a = a / b; }
+inline __half2 make_half2(__half x, __half y) { return {x, y}; }

@@ -81,6 +81,37 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
 // A kernel's attributes change nothing on the CPU; its occupancy the lab gives from the block's
 // threads alone (2,048 threads and 32 blocks an SM; it does not know the kernel's registers).
 template <class F> cudaError_t cudaFuncSetAttribute(F*, cudaFuncAttribute, int) { return cudaSuccess; }
+// What the host asks of a kernel, and CUDA 12's extended launch: declared only (host code that
+// calls them compiles; a whole program that calls them is told at link that the lab lacks them).
+struct cudaFuncAttributes {
+    size_t sharedSizeBytes, constSizeBytes, localSizeBytes;
+    int maxThreadsPerBlock, numRegs, ptxVersion, binaryVersion, cacheModeCA, maxDynamicSharedSizeBytes,
+        preferredShmemCarveout;
+};
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void* kernel);
+enum cudaLaunchAttributeID { cudaLaunchAttributeIgnore = 0, cudaLaunchAttributeCooperative = 2,
+                             cudaLaunchAttributeProgrammaticStreamSerialization = 5,
+                             cudaLaunchAttributeClusterDimension = 4 };
+union cudaLaunchAttributeValue {
+    char pad[64];
+    int cooperative;
+    int programmaticStreamSerializationAllowed;
+    struct { unsigned x, y, z; } clusterDim;
+};
+struct cudaLaunchAttribute { cudaLaunchAttributeID id; cudaLaunchAttributeValue val; };
+struct cudaLaunchConfig_t {
+    dim3 gridDim, blockDim;
+    size_t dynamicSmemBytes;
+    cudaStream_t stream;
+    cudaLaunchAttribute* attrs;
+    unsigned numAttrs;
+};
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* kernel, void** args);
+template <class... P, class... A>
+cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(P...), A&&... args) {
+    void* pointers[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
+    return cudaLaunchKernelExC(config, reinterpret_cast<const void*>(kernel), pointers);
+}
 template <class F> cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F*, int threads, size_t) {
     *blocks = threads > 0 ? std::min(32, 2048 / threads) : 0;
     return cudaSuccess;
@@ -100,6 +131,8 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaEventCreate(cudaEvent_t* event);
+enum { cudaEventDefault = 0, cudaEventBlockingSync = 1, cudaEventDisableTiming = 2, cudaEventInterprocess = 4 };
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = 0);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
