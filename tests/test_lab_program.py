@@ -326,3 +326,12 @@ def test_a_host_launcher_named_as_its_kernel_runs_it_as_llm_c_does():
               '    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n    printf("%g\\n", h[31]);\n}\n')
     done = run_program(source)
     assert done.output.strip() == "62" and len(done.launches) == 1 and done.repeated == 2  # the kernel, by its types
+
+
+def test_a_cudamalloc_past_the_labs_memory_is_said_beside_the_programs_own_check():
+    source = ('#include <cstdio>\nint main() {\n    float* d;\n    cudaError_t e = cudaMalloc(&d, 1ull << 40);\n'
+              '    printf("%s\\n", cudaGetErrorString(e));\n    return e != cudaSuccess;\n}\n')
+    done = run_program(source)
+    assert done.returncode == 1 and done.output.strip() == "out of memory"
+    assert done.unallocated == [(1 << 40, 4)]
+    assert "cudaMalloc of 1.10 TB at line 4 failed (cudaErrorMemoryAllocation)" in done.report()

@@ -13,7 +13,8 @@
 // "launch KERNEL LINE GX GY GZ BX BY BZ SHARED_MEM TRACED_BLOCKS", one "array I BYTES SITE FREED" per
 // cudaMalloc so far, the launch's rows as trace_runtime.cpp writes them and "end"; "refused KERNEL LINE GX GY GZ BX BY BZ
 // SHARED_MEM" for a launch CUDA would refuse (it returns cudaErrorInvalidConfiguration through
-// cudaGetLastError and runs nothing); at exit "untraced N" and "events N" (the events recorded).
+// cudaGetLastError and runs nothing); "nomemory BYTES SITE" for a cudaMalloc past the lab's memory;
+// at exit "untraced N", "repeated N" (launches not run again) and "events N" (the events recorded).
 // A fault is its "fault" line, as trace_runtime.cpp writes it, after the "launch" line of the launch it
 // stopped.
 #define GM_LAB_PROGRAM
@@ -156,7 +157,11 @@ cudaError_t allocate(void** ptr, size_t bytes, uintptr_t site) {  // a device ar
     if (!ptr) return cudaErrorInvalidValue;
     const size_t padded = (bytes + 2 * GUARD + 255) / 256 * 256;
     char* mem = static_cast<char*>(std::aligned_alloc(256, padded));
-    if (!mem) return program.last_error = cudaErrorMemoryAllocation;
+    if (!mem) {  // past the lab's memory for a program: said beside the program's own message
+        std::fprintf(program.stats, "nomemory %zu %lx\n", bytes, (unsigned long)(site - 1 - (uintptr_t)__executable_start));
+        std::fflush(program.stats);
+        return program.last_error = cudaErrorMemoryAllocation;
+    }
     std::memset(mem, 0, padded);
     arrays.push_back({mem + GUARD, bytes, "", site - 1 - (uintptr_t)__executable_start});
     versions.push_back(0);

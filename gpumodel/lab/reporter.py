@@ -40,8 +40,10 @@ from ..hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES, WAVEFRONT_BYTES
 from ..model import predict
 from ..presets import gpu as preset, preset_names
 from ..published import expect
+from ..units import fmt_bytes
 from ..workloads import Workload
 from .builder import build
+from .limits import PROGRAM_MEMORY
 from .reader import ARCH, arch_number, compile_options, launched, source_line, where
 from .runner import MAX_THREADS, index, launch, printed, run_program_traced, run_traced
 
@@ -330,7 +332,8 @@ class Program:
     kernels', in the lab's order), its exit status, the launches run untraced past
     `runner.MAX_TRACED_LAUNCHES`, the launches not run again (`repeated`: each the same kernel,
     configuration and arguments as one that ran, with nothing it read or wrote written since, so
-    that what it would write is in memory already: a benchmark's loop), the launches CUDA would have refused ((kernel, line, grid,
+    that what it would write is in memory already: a benchmark's loop), the cudaMalloc calls past
+    the lab's memory for a program (`unallocated`: (bytes, line) each), the launches CUDA would have refused ((kernel, line, grid,
     block, shared_mem) each: cudaGetLastError returned cudaErrorInvalidConfiguration and nothing
     ran), whether it timed itself with events, and the `gpu` whose properties it was given."""
 
@@ -340,6 +343,7 @@ class Program:
     returncode: int
     untraced: int
     repeated: int
+    unallocated: list
     refused: list
     timed: bool
     gpu: str
@@ -360,6 +364,10 @@ class Program:
             out.append(f"  {i}. line {line}: {t.kernel}<<<{t.grid}, {t.block}>>>, {t.blocks_traced} of {t.blocks} blocks "
                        f"traced; bytes l1 {b['l1']:,.0f}, l2 {b['l2']:,.0f}, hbm {b['hbm']:,.0f}; at best "
                        f"{float(p.time) * 1e6:.2f} us, bound by {p.bound}" + ("; RACES" if t.races else ""))
+        for size, line in self.unallocated:
+            out.append(f"  cudaMalloc of {fmt_bytes(size)} at line {line} failed (cudaErrorMemoryAllocation): the lab "
+                       f"runs a program in {fmt_bytes(PROGRAM_MEMORY)} of the CPU's memory, its arrays included; a "
+                       "smaller size fits")
         for kernel, line, grid, block, shared_mem in self.refused:
             out.append(f"  refused at line {line}: {kernel}<<<{grid}, {block}, {shared_mem}>>>, a launch CUDA refuses "
                        "(cudaErrorInvalidConfiguration, returned by the next cudaGetLastError); nothing ran")
@@ -397,7 +405,7 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     traces = [_trace(source, one.kernel, one.shape, one.rows, done.where, done.calls, one.traced, [], "")
               for one in done.launches]
     return Program(traces, [one.line for one in done.launches], done.output, done.returncode, done.untraced,
-                   done.repeated, done.refused, done.events > 0, device.name)
+                   done.repeated, done.unallocated, done.refused, done.events > 0, device.name)
 
 
 def _program_source(source_or_path) -> tuple:

@@ -219,7 +219,8 @@ class ProgramRun:
     offset they name is (`Run.where`, `Run.calls`), what it printed, its exit status, the
     launches past `MAX_TRACED_LAUNCHES` run untraced, the launches not run again (program_runtime.cpp:
     each the same as one that ran, with nothing it read or wrote written since), the events it
-    recorded and the launches CUDA would have refused ((kernel, line, grid, block, shared_mem) each)."""
+    recorded, the launches CUDA would have refused ((kernel, line, grid, block, shared_mem) each) and
+    the cudaMalloc calls past `PROGRAM_MEMORY` ((bytes, line) each)."""
 
     launches: list
     where: dict
@@ -230,6 +231,7 @@ class ProgramRun:
     repeated: int
     events: int
     refused: list
+    unallocated: list
 
 
 def _sections(text: str) -> tuple:
@@ -294,7 +296,7 @@ def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, t
             offsets += [r[2] for s in finished for r in s["rows"] if r[0] == "oob"]
             offsets += [pc for s in finished for r in s["rows"] if r[0] in ("hazard", "barriers")
                         for pc in (r[2:4] if r[0] == "hazard" else r[1:3])]
-            offsets += [a[2] for s in finished for a in s["arrays"]]
+            offsets += [a[2] for s in finished for a in s["arrays"]] + [r[2] for r in other if r[0] == "nomemory"]
             calls = {}
             where_of = lines(exe, sorted(set(offsets)), calls)
             traced = []
@@ -313,8 +315,9 @@ def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, t
         numbers = {r[0]: int(r[1]) for r in other if r[0] in ("untraced", "repeated", "events")}
         refused = [(r[1], int(r[2]), tuple(map(int, r[3:6])), tuple(map(int, r[6:9])), int(r[9]))
                    for r in other if r[0] == "refused"]
+        unallocated = [(int(r[1]), where_of[r[2]][0]) for r in other if r[0] == "nomemory"]
         return ProgramRun(traced, where_of, calls, done.stdout, done.returncode, numbers.get("untraced", 0),
-                          numbers.get("repeated", 0), numbers.get("events", 0), refused)
+                          numbers.get("repeated", 0), numbers.get("events", 0), refused, unallocated)
 
 
 def _faults(rows, where, kernel, shape: Launch, arrays: list, gaps: list, source: str) -> None:
