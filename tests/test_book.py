@@ -146,11 +146,16 @@ def test_the_landing_page_maps_every_chapter_of_the_book():
     assert "Markdown(syllabus.start_here())" in (ROOT / "intro.md").read_text()
 
 
-def test_the_validate_command_is_a_code_block_where_no_run_is_recorded():
-    """Where no run is recorded, the chapters' tables say how to record one in a code block,
-    so `--out` is copied as typed (prose would set it as a dash)."""
-    text = gm.course.tables.runs_table([])
-    assert f"```bash\n{gm.cuda.recorded_runs.COMMAND}\n```" in text and "--out" in gm.cuda.recorded_runs.COMMAND
+def test_the_validate_command_is_shown_once_on_the_landing_page_as_a_code_block():
+    """Where no run is recorded, a chapter says in one sentence what a run would add; the command
+    that records one is on the landing page only, in a code block, so `--out` is copied as typed
+    (prose would set it as a dash)."""
+    assert gm.course.tables.runs_table([]).strip() == gm.cuda.recorded_runs.NONE_YET
+    assert "validate" not in gm.cuda.recorded_runs.NONE_YET and "GPU or not" in gm.cuda.recorded_runs.NONE_YET
+    intro = (ROOT / "intro.md").read_text()
+    assert f"```bash\n{gm.cuda.recorded_runs.COMMAND}\n```" in intro and "--out" in gm.cuda.recorded_runs.COMMAND
+    pages = [*(ROOT / "chapters").glob("*.md"), ROOT / "formulas.md", ROOT / "glossary.md"]
+    assert [p.name for p in pages if "cuda.validate --out" in p.read_text()] == []
 
 
 def _formulas() -> list:

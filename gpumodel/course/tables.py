@@ -257,11 +257,11 @@ def prediction_table(kernel: str, gpus=("A100-40GB", "H100-SXM"), size: int = 40
 
 def runs_table(runs: list) -> str:
     """Chapters 3 to 5: kernel runs (from `cuda.runtime.runs`: measured now, or recorded)
-    against the model and, where it ran the same work, cuBLAS; or the line that says there
-    are none. The rate is what the kernel achieved: flops per second, or HBM bytes per
+    against the model and, where it ran the same work, cuBLAS; or, where there are none, the
+    sentence that says what one would add. The rate is what the kernel achieved: flops per second, or HBM bytes per
     second (by the model's count) for a kernel without flops."""
     if not runs:
-        return recorded_runs.NONE_YET_MARKDOWN
+        return recorded_runs.NONE_YET + "\n"
     rows = []
     for r in runs:
         when = f"recorded {r['date'][:10]}" if "date" in r else "measured now"

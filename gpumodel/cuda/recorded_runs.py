@@ -14,12 +14,10 @@ from ..presets import DATA
 DATA_DIR = DATA / "measurements"
 REQUIRED = ("gpu", "date", "command", "kernels")
 COMMAND = "python -m gpumodel.cuda.validate --out DIR"
-"""The command that records a run on a GPU."""
-_NONE = "No recorded measurement yet: none of the GPUs this course was run on has recorded one."
-NONE_YET = f"{_NONE} Run '{COMMAND}' on a GPU to make one."
-NONE_YET_MARKDOWN = f"{_NONE} To make one, run this on a GPU:\n\n```bash\n{COMMAND}\n```\n"
-"""NONE_YET as Markdown, the command in a code block that copies as typed (prose would set
-its `--` as a dash)."""
+"""The command that records a run on a GPU: the landing page shows it, once ("GPU or not")."""
+NONE_YET = ("A run on a GPU would put its measured times here, beside the model's; none is recorded "
+            "yet (the landing page's \"GPU or not\" says how to record one).")
+"""What a chapter says where no run is recorded: what one would add, in one sentence."""
 
 
 def load(directory=DATA_DIR) -> list[dict]:
