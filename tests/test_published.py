@@ -181,6 +181,17 @@ def test_tables_cite_each_source(monkeypatch):
     assert "kernel 4" in table and gm.course.tables.violations_table([]).count("\n") == 1  # header only
 
 
+def test_the_slow_runs_are_listed_closed_by_gpu_each_with_its_reason():
+    slow = [c for c in published.comparisons() if c.quantity != "latency" and c.slow]
+    text = gm.course.tables.reasons_by_gpu(slow)
+    gpus = {c.record.gpu for c in slow}
+    assert text.count("<details><summary>") == text.count("</details>") == len(gpus) > 1
+    assert text.count("\n- **") == len(slow) and all(c.record.reason in text for c in slow)
+    assert "^" not in text  # powers set as superscripts (4096³), not carets
+    first = slow[0].record.gpu
+    assert f"<summary>{first}: {sum(c.record.gpu == first for c in slow)} run" in text
+
+
 def _record(gpu, run, value, unit):
     return published.Record(source="nvidia2020a100", gpu=gpu, what="a test run", where="here", run=run,
                             value=value, unit=unit, chapter=1)

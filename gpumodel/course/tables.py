@@ -305,6 +305,20 @@ def violations_table(comparisons: list) -> str:
                             f"{citation(c.record.source, textual=True)}, {c.record.where}"] for c in comparisons])
 
 
+def reasons_by_gpu(comparisons: list) -> str:
+    """Published measurements much slower than the model's bound, each with its reason, as one
+    closed section per GPU (a phone shows a few lines, the rest a tap away) holding a list that
+    reflows at any width: Markdown with HTML <details>. Chapter 98."""
+    groups = {}
+    for c in comparisons:
+        groups.setdefault(c.record.gpu, []).append(c)
+    return "\n\n".join(
+        f"<details><summary>{gpu}: {len(group)} {'run' if len(group) == 1 else 'runs'}</summary>\n\n"
+        + "\n".join(f"- **{powers(c.record.what)}**, {fmt_percent(c.fraction)} of the bound. {c.record.reason}"
+                     for c in group)
+        + "\n\n</details>" for gpu, group in groups.items()) + "\n"
+
+
 def _gpus(gpus) -> list:
     """GPU records for `gpus` (records or preset names; every preset when None)."""
     return [presets.gpu(g) for g in (preset_names() if gpus is None else gpus)]
