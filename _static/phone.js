@@ -1,5 +1,5 @@
 // What a phone needs that the theme does not give (loaded through html_js_files in _config.yml):
-// drawers that open. (Figures need nothing: each is drawn narrow enough to read when scaled to
+// drawers that open, and tables that scroll in their own box reachable by keyboard. (Figures need nothing: each is drawn narrow enough to read when scaled to
 // a phone's column, gpumodel/course/plots.py.)
 (function () {
   "use strict";
@@ -47,8 +47,21 @@
     });
   }
 
+  // A table that scrolls in its own box (course.css: sideways when wide, and on a phone down
+  // when long) takes keyboard focus, so that its arrows scroll it; one that fits does not.
+  // Checked again when the window's width changes.
+  function scrollers() {
+    document.querySelectorAll(".bd-article table.table").forEach(function (table) {
+      var scrolls = table.scrollWidth > table.clientWidth + 1 || table.scrollHeight > table.clientHeight + 1;
+      if (scrolls) table.setAttribute("tabindex", "0");
+      else table.removeAttribute("tabindex");
+    });
+  }
+
   function start() {
     drawers();
+    scrollers();
+    window.addEventListener("resize", scrollers);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -393,6 +393,13 @@ WIDE_FORMULAS = """() => [...document.querySelectorAll("article div.math")].map(
   [(m.textContent || "").slice(0, 50), m.scrollWidth > m.clientWidth + 1, m.tabIndex === 0])"""
 
 
+# Each table of the article: [its first header's text, its height (px), whether it scrolls in
+# its box, whether it takes keyboard focus].
+TABLES = """() => [...document.querySelectorAll("article table")].map(t =>
+  [(t.querySelector("th, td") || {}).textContent, Math.round(t.getBoundingClientRect().height),
+   t.scrollWidth > t.clientWidth + 1 || t.scrollHeight > t.clientHeight + 1, t.tabIndex === 0])"""
+
+
 # Bytes the page took, uncompressed: the document and every resource it loaded.
 # (A figure phone.js reads again comes from the cache: each address counts once.)
 PAGE_BYTES = """() => Object.values(Object.fromEntries(performance.getEntriesByType("navigation")
@@ -474,6 +481,7 @@ def visit_phone(browser, base: str, rel: str) -> dict:
     seen = {"errors": errors, "outside": outside, "longest": longest_task_ms(browser, page), "weight": page.evaluate(PAGE_BYTES),
             "wide": page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]"),
             "too_wide": page.evaluate(TOO_WIDE), "formulas": page.evaluate(WIDE_FORMULAS),
+            "tables": page.evaluate(TABLES),
             "figures": page.eval_on_selector_all("article .cell_output img:not(.gm-player img)", "els => els.map(e => e.currentSrc)"),
             **figures_seen(page, rel, PHONE["width"])}
     if FULL_SHOTS:
@@ -582,6 +590,16 @@ def test_every_displayed_formula_fits_a_phone_and_takes_keyboard_focus(visits):
     assert {rel: [f[0] for f in found if f[1] or not f[2]] for rel, found in shown.items()} == {rel: [] for rel in shown}
 
 
+def test_no_table_is_taller_than_a_phone_and_one_that_scrolls_takes_keyboard_focus(visits):
+    """At 390 px a long table is a box at most a screen tall that scrolls down (its header row
+    kept in view) as well as sideways; every table that scrolls takes keyboard focus (axe's
+    scrollable-region-focusable), and one that fits does not."""
+    found = {rel: v["tables"] for rel, v in visits[PHONE["width"]].items() if v["tables"]}
+    assert sum(len(t) for t in found.values()) > 30 and any(t[2] for ts in found.values() for t in ts)
+    wrong = {rel: [t for t in ts if t[1] > PHONE["height"] or t[2] != t[3]] for rel, ts in found.items()}
+    assert wrong == {rel: [] for rel in found}
+
+
 @pytest.mark.parametrize("width", [390, 1400])
 def test_every_figure_shows_whole_its_text_readable_and_its_controls_a_finger_tall(visits, width):
     """At 390 and 1400 px every figure, player frame and lab trace's sites lies inside its
@@ -669,7 +687,7 @@ def test_long_tables_keep_their_key_column_in_view_on_a_phone(site, browser):
             assert last["x"] + last["width"] <= box["x"] + box["width"] + 1, f"{rel}: the last column cannot be reached"
         page.screenshot(path=str(SHOTS / ("phone-table-" + rel.split("/")[-1].removesuffix(".html") + ".png")))
         page.close()
-    assert long_tables >= 2
+    assert long_tables >= 1  # the model against every published measurement (chapter 98)
 
 
 def test_typed_numbers_read_in_the_browser_as_in_python(site, browser):
