@@ -337,3 +337,15 @@ def test_the_progress_page_shows_glued_values_never_a_role_or_a_glue_name():
     assert f"on the {lab_gpu}:" in items["ex-levels-lab-thread-tile"] and "lab_gpu" not in items["ex-levels-lab-thread-tile"]
     stream = gm.book.progress._glued("98_model_vs_measurements", chapters)["stream_bytes"]
     assert items["ex-measured-stream"].startswith(f"Ernst's gpu-benches read a {stream} array on an H100 PCIe at ")
+
+
+def test_every_answer_cell_is_tagged_so_the_site_shows_its_answer_box_alone():
+    """`answer = None` is for a notebook's reader; on the site the answer box below takes the
+    answer, and course.css hides the code of a cell tagged "answer"."""
+    untagged = []
+    for path in sorted((ROOT / "chapters").glob("*.md")):
+        for cell in re.findall(r"```\{code-cell\} ipython3\n(.*?)```", path.read_text(), re.S):
+            if re.search(r"^answer = None", cell, re.M) and ":tags: [answer]" not in cell:
+                untagged.append(f"{path.name}: {cell[:60]!r}")
+    assert untagged == []
+    assert ".cell.tag_answer .cell_input { display: none; }" in (ROOT / "_static" / "course.css").read_text()

@@ -335,3 +335,13 @@ def test_a_cudamalloc_past_the_labs_memory_is_said_beside_the_programs_own_check
     assert done.returncode == 1 and done.output.strip() == "out of memory"
     assert done.unallocated == [(1 << 40, 4)]
     assert "cudaMalloc of 1.10 TB at line 4 failed (cudaErrorMemoryAllocation)" in done.report()
+
+
+def test_cudamemcpy2d_copies_rows_between_pitches():
+    source = ('#include <cstdio>\nint main() {\n    float h[3][4], back[3][2], *d;\n'
+              '    for (int i = 0; i < 12; ++i) h[i / 4][i % 4] = i;\n    cudaMalloc(&d, 6 * sizeof(float));\n'
+              '    cudaMemcpy2D(d, 2 * sizeof(float), h, 4 * sizeof(float), 2 * sizeof(float), 3, cudaMemcpyHostToDevice);\n'
+              '    cudaMemcpy(back, d, sizeof back, cudaMemcpyDeviceToHost);\n'
+              '    printf("%g %g %g %g %g %g\\n", back[0][0], back[0][1], back[1][0], back[1][1], back[2][0], back[2][1]);\n'
+              '    printf("%d\\n", (int)cudaMemcpy2D(d, 4, h, 16, 8, 1, cudaMemcpyHostToDevice));\n}\n')
+    assert run_program(source).output.split("\n")[:2] == ["0 1 4 5 8 9", "1"]  # the first two of each row; too wide a row

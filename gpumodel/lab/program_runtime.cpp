@@ -295,6 +295,17 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind)
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
     return cudaMemcpy(dst, src, bytes, kind);
 }
+cudaError_t cudaMemcpy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t height,
+                         cudaMemcpyKind kind) {  // `height` rows of `width` bytes, each pitch apart
+    if (width > dst_pitch || width > src_pitch) return program.last_error = cudaErrorInvalidValue;
+    for (size_t row = 0; row < height; ++row)
+        cudaMemcpy(static_cast<char*>(dst) + row * dst_pitch, static_cast<const char*>(src) + row * src_pitch, width, kind);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
+                              size_t height, cudaMemcpyKind kind, cudaStream_t) {
+    return cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width, height, kind);
+}
 cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
     std::memset(ptr, value, bytes);
     host_wrote(ptr, bytes);
