@@ -123,3 +123,21 @@ def test_a_kernel_that_only_prints_has_a_report():
     t = trace('__global__ void hello() { printf("hello from thread %d\\n", threadIdx.x); }', "hello", 1, 2, [])
     assert t.output == "hello from thread 0\nhello from thread 1\n" and not t.sites
     assert t.report(gpus=["A100-40GB"]).endswith("    hello from thread 0\n    hello from thread 1")
+
+
+def test_a_compile_error_is_a_listing_and_the_lines_a_verdict_names_are_quoted(monkeypatch):
+    """The editor shows no line numbers, so a verdict quotes the lines it names, numbered; g++'s
+    errors are a listing, one a line, not a paragraph."""
+    from gpumodel.course import checks, intensity
+
+    monkeypatch.setattr(checks, "SESSION", {})
+    editor = gm.course.widgets.LabEditor(intensity.LAB_STARTER, intensity.check_coalesced_kernel)
+    source = intensity.LAB_STARTER.replace("int per", "int per = oops;\n    int per2")
+    feedback, _ = editor._judged(source)
+    line = next(i for i, row in enumerate(source.splitlines(), 1) if "oops" in row)
+    assert feedback.message.endswith(f"The lines it names:\n\n    {line} | {source.splitlines()[line - 1]}")
+    page = gm.course.widgets.feedback_html(feedback)
+    listing = re.search(r"<pre[^>]*><code>(kernel\.cu: In function.*?)</code></pre>", page, re.S)
+    assert listing and f"kernel.cu:{line}:" in listing.group(1) and listing.group(1).count("\n") >= 1
+    assert gm.course.widgets.cited(checks.Feedback(False, "at line 99 and kernel.cu:0:1"), source).message == \
+        "at line 99 and kernel.cu:0:1"  # no such lines: nothing quoted

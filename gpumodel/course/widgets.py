@@ -412,17 +412,32 @@ def _inline_html(text: str) -> str:
     return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in enumerate(parts))
 
 
+_DIAGNOSTIC = re.compile(r"^\S+:\d+(?::\d+)?: |^\S+: (?:in function|In) |^\.\.\. and \d+ more errors")
+"""A compiler's line (builder.diagnostics): "kernel.cu:7:44: error: ...", "... and 3 more errors"."""
+
+
+def _listing(text: str) -> str:
+    return '<pre style="overflow-x: auto"><code>' + html.escape(text) + "</code></pre>"
+
+
 def feedback_html(feedback: Feedback) -> str:
     """A lab's verdict as HTML: "Right." or "Not yet.", then its message's paragraphs, a
     Markdown table among them (a capstone score's bytes per level) as an HTML table, an
-    indented code block (what the kernel printed) as a listing, escaped."""
+    indented code block (what the kernel printed, the lines a verdict cites) and a compiler's
+    errors (one a line) as listings, escaped."""
     blocks = []
     for i, block in enumerate(feedback.message.split("\n\n")):
         lines = block.strip().splitlines()
         code = block.strip("\n").splitlines()
-        if i and code and all(line.startswith("    ") for line in code):
-            blocks.append('<pre style="overflow-x: auto"><code>' + html.escape("\n".join(line[4:] for line in code))
-                          + "</code></pre>")
+        errors = [line for line in lines[1:] if _DIAGNOSTIC.match(line)]
+        if errors:  # "the kernel does not compile:", then g++'s lines, then what to do
+            first = next(j for j, line in enumerate(lines) if _DIAGNOSTIC.match(line))
+            last = max(j for j, line in enumerate(lines) if _DIAGNOSTIC.match(line))
+            lead = f"<b>{'Right.' if feedback else 'Not yet.'}</b> " if i == 0 else ""
+            blocks.append(f"<p>{lead}{_inline_html(' '.join(lines[:first]))}</p>{_listing(chr(10).join(lines[first:last + 1]))}")
+            blocks += [f"<p>{_inline_html(line)}</p>" for line in lines[last + 1:]]
+        elif i and code and all(line.startswith("    ") for line in code):
+            blocks.append(_listing("\n".join(line[4:] for line in code)))
         elif lines and all(line.startswith("|") for line in lines):
             rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if not set(line) <= set("|- ")]
             head, *body = rows
@@ -433,6 +448,25 @@ def feedback_html(feedback: Feedback) -> str:
             lead = f"<b>{'Right.' if feedback else 'Not yet.'}</b> " if i == 0 else ""
             blocks.append(f"<p>{lead}{_inline_html(block.strip())}</p>")
     return f'<div class="gm-verdict-lab">{"".join(blocks)}</div>'
+
+
+_CITED = re.compile(r"\blines? (\d+)(?: and (\d+))?|kernel\.cu:(\d+)")
+MOST_CITED = 6
+"""The most lines of the learner's source a verdict quotes."""
+
+
+def cited(feedback: Feedback, source: str) -> Feedback:
+    """`feedback` with the lines of `source` its message names ("line 7", "lines 7 and 12",
+    "kernel.cu:7:44") quoted below it with their numbers, in order, at most `MOST_CITED`: the
+    editor shows none."""
+    rows = source.splitlines()
+    named = {int(n) for m in _CITED.finditer(feedback.message) for n in m.groups() if n}
+    numbers = sorted(named & set(range(1, len(rows) + 1)))
+    if not numbers:
+        return feedback
+    width = len(str(numbers[-1]))
+    quoted = "\n".join(f"    {n:>{width}} | {rows[n - 1]}" for n in numbers[:MOST_CITED])
+    return replace(feedback, message=f"{feedback.message}\n\nThe lines it names:\n\n{quoted}")
 
 
 VERDICT_OUTPUT_LINES = 10
@@ -461,7 +495,8 @@ class LabEditor:
         return self._judged(source, **launch)[0]
 
     def _judged(self, source: str, **launch) -> tuple:
-        """`judge`'s feedback, what the kernel printed appended (the first `VERDICT_OUTPUT_LINES`),
+        """`judge`'s feedback, the lines it names quoted (`cited`) and what the kernel printed
+        appended (the first `VERDICT_OUTPUT_LINES`),
         and the HTML of the sites its trace found (`sites_html`), empty where nothing was traced."""
         token = LAB_TRACE.set(None)
         try:
@@ -469,7 +504,7 @@ class LabEditor:
             traced = LAB_TRACE.get()
         finally:
             LAB_TRACE.reset(token)
-        feedback = record(self.key, feedback) if self.key else feedback
+        feedback = cited(record(self.key, feedback) if self.key else feedback, source)
         if traced is not None and traced.output:  # a failed run's LabError already ends with it
             feedback = replace(feedback, message=f"{feedback.message}\n\nYour kernel printed (on the CPU, in the lab's "
                                f"thread order, not a GPU's):\n\n{printed(traced.output, VERDICT_OUTPUT_LINES)}")
