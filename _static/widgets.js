@@ -152,7 +152,11 @@
       event.preventDefault();
       var v = verdict(rules, input.value);
       out.innerHTML = "<b>" + (v[0] ? "Right." : "Not yet.") + "</b> ";
-      out.appendChild(document.createTextNode(v[1]));
+      // The message's `code` spans as code (widgets.py's _inline_html does the same in Jupyter), the rest as text.
+      v[1].split("`").forEach(function (part, i) {
+        if (i % 2) { var code = document.createElement("code"); code.textContent = part; out.appendChild(code); }
+        else out.appendChild(document.createTextNode(part));
+      });
       out.className = "gm-verdict " + (v[0] ? "gm-right" : "gm-wrong");
       if (v[0] && key) { remember(key); root.classList.add("gm-done"); }
     });

@@ -742,7 +742,9 @@ def test_every_answer_box_judges_as_python_does_and_progress_survives_a_reload(s
         for typed in wrong:
             field.fill(typed)
             box.locator("button[type=submit]").click()
-            assert box.locator(".gm-verdict").inner_text() == f"Not yet. {verdict(rules, typed).message}", (key, typed)
+            message = verdict(rules, typed).message  # its `code` spans set as code, without the backticks
+            assert box.locator(".gm-verdict").inner_text() == f"Not yet. {message.replace('`', '')}", (key, typed)
+            assert box.locator(".gm-verdict code").count() == message.count("`") // 2, (key, typed)
         field.fill(_typed_right(rules))
         field.press("Enter")
         assert box.locator(".gm-verdict").inner_text().startswith("Right."), (key, _typed_right(rules))

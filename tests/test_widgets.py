@@ -510,3 +510,15 @@ def test_the_flash_question_asks_about_d_256_where_its_gain_is_smaller():
     times = {(s["head_dim"], s["kind"]): quantity(caption(exercise.render(**s))[0]) for s in exercise.asks}
     assert {d for d, _ in times} == {64, 256}
     assert times[256, "standard"] / times[256, "flash"] < times[64, "standard"] / times[64, "flash"]
+
+
+def test_a_verdicts_code_spans_are_code_in_jupyter():
+    """A message's `code` (the Markdown the checks write) is set as code, the rest escaped."""
+    from gpumodel.course.checks import Feedback
+    from gpumodel.course.widgets import _answer_widgets
+
+    row, verdict = _answer_widgets("bytes", lambda a: Feedback(False, "Call `f(x < 1)` & retry"))
+    answer, button = row.children
+    answer.value = "1"
+    button.click()
+    assert verdict.value == "<p><b>Not yet.</b> Call <code>f(x &lt; 1)</code> &amp; retry</p>"

@@ -324,7 +324,7 @@ def _answer_widgets(prompt: str, check) -> list:
 
     def judge(_=None):
         feedback = check(answer.value)
-        result.value = f"<p><b>{'Right.' if feedback else 'Not yet.'}</b> {html.escape(feedback.message)}</p>"
+        result.value = f"<p><b>{'Right.' if feedback else 'Not yet.'}</b> {_inline_html(feedback.message)}</p>"
 
     button.on_click(judge)
     return [w.HBox([answer, button]), result]
@@ -352,13 +352,13 @@ class Checkpoint:
         return record(self.key, verdict(self.rules, answer))
 
     def _repr_html_(self) -> str:
-        return answer_box(self.rules, self.label, self.key, f"<b>Checkpoint.</b> {html.escape(self.question)}")
+        return answer_box(self.rules, self.label, self.key, f"<b>Checkpoint.</b> {_inline_html(self.question)}")
 
     def widget(self):
         """The checkpoint as ipywidgets."""
         import ipywidgets as w
 
-        asked = w.HTML(f"<p><b>Checkpoint.</b> {html.escape(self.question)}</p>")
+        asked = w.HTML(f"<p><b>Checkpoint.</b> {_inline_html(self.question)}</p>")
         return w.VBox([asked, *_answer_widgets(self.label, self.check)])
 
     def show(self):
