@@ -400,6 +400,21 @@ TABLES = """() => [...document.querySelectorAll("article table")].map(t =>
    t.scrollWidth > t.clientWidth + 1 || t.scrollHeight > t.clientHeight + 1, t.tabIndex === 0])"""
 
 
+AXE_JS = pathlib.Path(__import__("axe_playwright_python").__file__).parent / "axe.min.js"
+"""axe-core, as the axe-playwright-python package bundles it (requirements.txt)."""
+
+
+def axe_violations(page) -> list:
+    """axe-core's serious and critical violations on `page`: [rule, impact, the first elements'
+    selectors] each. No preloading of the stylesheets: axe resolves the theme's `@import` against
+    the site's root and asks for a file that is not there (its one rule that reads the CSS, on
+    screen orientation, is not one the site can break)."""
+    page.add_script_tag(path=str(AXE_JS))
+    return page.evaluate("""async () => (await axe.run(document, {resultTypes: ["violations"], preload: false})).violations
+      .filter(v => v.impact === "serious" || v.impact === "critical")
+      .map(v => [v.id, v.impact, v.nodes.slice(0, 3).map(n => n.target.join(" "))])""")
+
+
 # Bytes the page took, uncompressed: the document and every resource it loaded.
 # (A figure phone.js reads again comes from the cache: each address counts once.)
 PAGE_BYTES = """() => Object.values(Object.fromEntries(performance.getEntriesByType("navigation")
@@ -481,7 +496,7 @@ def visit_phone(browser, base: str, rel: str) -> dict:
     seen = {"errors": errors, "outside": outside, "longest": longest_task_ms(browser, page), "weight": page.evaluate(PAGE_BYTES),
             "wide": page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]"),
             "too_wide": page.evaluate(TOO_WIDE), "formulas": page.evaluate(WIDE_FORMULAS),
-            "tables": page.evaluate(TABLES),
+            "tables": page.evaluate(TABLES), "axe": axe_violations(page),
             "figures": page.eval_on_selector_all("article .cell_output img:not(.gm-player img)", "els => els.map(e => e.currentSrc)"),
             **figures_seen(page, rel, PHONE["width"])}
     if FULL_SHOTS:
@@ -499,7 +514,8 @@ def visit_desktop(browser, base: str, rel: str) -> dict:
             "images": page.eval_on_selector_all(
                 "article img", "els => els.map(e => [e.currentSrc.slice(0, 60), e.complete && e.naturalWidth > 0, e.alt])"),
             "searches": page.locator(".search-button-field:visible").count(),
-            "unread": page.evaluate(UNREAD_MATH), "blank_icons": page.evaluate(BLANK_ICONS)}
+            "unread": page.evaluate(UNREAD_MATH), "blank_icons": page.evaluate(BLANK_ICONS),
+            "axe": axe_violations(page)}
     if page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():
         page.wait_for_selector(".jupyter-widgets", timeout=15000)
     seen |= figures_seen(page, rel, DESKTOP["width"])
@@ -540,6 +556,14 @@ def test_every_page_in_a_real_browser(visits):
         if v["blank_icons"]:
             problems.append(f"{rel}: icons drawn with no glyph: {v['blank_icons']}")
     assert problems == [], "\n".join(problems)
+
+
+def test_no_page_has_a_serious_or_critical_accessibility_violation(visits):
+    """axe-core's rules at 390 and 1400 px, every page: none serious or critical (contrast of at
+    least 4.5:1, every scrolling box reachable by keyboard, ARIA roles with the children they need)."""
+    found = {(rel, width): v["axe"] for width, seen in visits.items() for rel, v in seen.items() if v["axe"]}
+    assert found == {}
+    assert len(visits[PHONE["width"]]) == len(visits[DESKTOP["width"]]) > 10
 
 
 def test_every_page_fits_a_phone_and_its_figures_are_vector(visits):

@@ -13,7 +13,7 @@ not load the script, and it is not shipped.
 The formulas are typeset by KaTeX at build time (`formulas`): no page loads a script for them.
 
 After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
-pages use.
+pages use, and the reference list loses a list role its entries do not fit (`drop_citation_list_role`).
 
 The repository button and the launch buttons follow the course's repository
 (`notebooks.repository`: `GITHUB_REPOSITORY` on GitHub Actions, else the setting
@@ -51,6 +51,20 @@ def drop_fontawesome(out: pathlib.Path) -> None:
         path.unlink()
 
 
+CITATION_LIST = '<div role="list" class="citation-list">'
+"""Docutils' reference list: a list whose entries are docutils' doc-biblioentry, with backlinks
+beside them, which ARIA does not allow in a list (axe: aria-required-children)."""
+
+
+def drop_citation_list_role(out: pathlib.Path) -> None:
+    """Write the reference list of every built page as a plain division (its entries keep their
+    doc-biblioentry role)."""
+    for page in out.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        if CITATION_LIST in html:
+            page.write_text(html.replace(CITATION_LIST, '<div class="citation-list">'), encoding="utf-8")
+
+
 def finish(app, exception) -> None:
     """The built site without Font Awesome's script, then trimmed (`trim`). The static files are
     copied afresh first: a build with no page out of date copies none, and trimming what an
@@ -62,6 +76,7 @@ def finish(app, exception) -> None:
     app.builder.copy_static_files()
     out = pathlib.Path(app.outdir)
     drop_fontawesome(out)
+    drop_citation_list_role(out)
     trim.trim(out)
 
 
