@@ -11,11 +11,13 @@ other (`BELOW`), is refused, naming the file and the key. Adding a GPU is adding
 
 from __future__ import annotations
 
+import collections
 import difflib
 import functools
 import math
 import pathlib
 import re
+import string
 import sys
 
 from .hardware import GPU, KIB, KINDS, PLAUSIBLE, WARP, Capability, Fact
@@ -85,8 +87,10 @@ def bib_keys() -> frozenset:
 @functools.cache
 def bibliography() -> dict:
     """key -> (label, title, address) from references.bib: the label "Author Year" (one
-    author's surname, "A and B", or "A et al."), the title without braces, and the entry's
-    own address (its url, its doi, or the \\url of its howpublished; None where it has none)."""
+    author's surname, "A and B", or "A et al."), with a letter after the year where labels
+    would repeat ("2025a", "2025b" in the order of their titles); the title without braces;
+    the entry's own address (its url, its doi, or the \\url of its howpublished; None where
+    it has none). The site's reference list and citations use the same labels."""
     out = {}
     for key, body in re.findall(r"^@\w+\{([^,\s]+),(.*?)^\}", BIB.read_text(), re.M | re.S):
         field = lambda name: (m := re.search(rf"^\s*{name}\s*=\s*\{{(.*)\}},?\s*$", body, re.M)) and m.group(1)
@@ -95,11 +99,21 @@ def bibliography() -> dict:
             names = [author.strip("{}")]
         else:
             names = [re.sub(r"[{}\\']", "", a).split()[-1] for a in author.split(" and ")]
-        who = names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2 else f"{names[0]} et al."
+        who = (names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2 and names[1] != "others"
+               else f"{names[0]} et al.")  # "A and others" is BibTeX for "A et al."
         doi, elsewhere = field("doi"), re.search(r"\\url\{([^}]*)\}", field("howpublished") or "")
         address = field("url") or (doi and f"https://doi.org/{doi}") or (elsewhere and elsewhere.group(1))
         title = re.sub(r"\\([_&%$#])", r"\1", re.sub(r"[{}]", "", field("title")))
         out[key] = (f"{who} {year}", title, address or None)
+    alike = collections.defaultdict(list)
+    for key, (label, title, _) in out.items():
+        alike[label].append((title.lower(), key))
+    for label, entries in alike.items():
+        if len(entries) > len(string.ascii_lowercase):
+            raise DataError(f"references.bib: {len(entries)} entries labelled {label!r}, more than letters to tell them apart")
+        if len(entries) > 1:
+            for letter, (_, key) in zip(string.ascii_lowercase, sorted(entries)):
+                out[key] = (label + letter, *out[key][1:])
     return out
 
 

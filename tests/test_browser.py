@@ -276,6 +276,24 @@ def test_no_page_links_to_a_placeholder_repository(site):
     assert [page for page in pages(html) if re.search("your-account", (html / page).read_text(), re.I)] == []
 
 
+def test_every_citation_reads_as_its_entry_on_the_references_page(site):
+    """A citation in the text shows the same label as its entry in the list on the References page
+    (the course's "Author Year", a letter where two would be alike), and the page is in the
+    navigation of every page."""
+    html, _ = site
+    page = (html / "references.html").read_text()
+    listed = [html_module.unescape(label) for label in re.findall(r'<span class="label"><span class="fn-bracket">\[</span>(.*?)<span', page)]
+    assert set(listed) <= {label for label, _, _ in gm.presets.bibliography().values()}
+    assert len(listed) == len(set(listed)) > 50
+    cited, unnamed = set(), []
+    for page in pages(html):
+        text = (html / page).read_text()
+        cited |= {html_module.unescape(c) for c in re.findall(r'href="[^"]*references\.html#[^"]*"[^>]*>([^<]*)</a>', text)}
+        if page not in ("references.html", "index.html") and not re.search(r'<a class="reference internal" href="[^"]*references\.html">\s*References', text):
+            unnamed.append(page)
+    assert cited and cited <= set(listed) and unnamed == []
+
+
 SOLUTION = re.compile(r'<div class="solution[^"]*"[^>]*>(.*?)</section>', re.S)
 VERDICT = re.compile(r"<(?:strong|b)>(Right|Not yet)\.</(?:strong|b)>")
 

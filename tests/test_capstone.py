@@ -77,9 +77,12 @@ def test_each_starter_is_correct_but_over_budget_and_the_score_says_where(name):
     assert times[2] == gm.fmt_time(cap.budget_time(name, "H100-SXM")) and float(times[3]) > 1  # the waste takes time
     bound, expected = gm.predict(traced.workload(task.flops), "H100-SXM"), gm.expect(traced, "H100-SXM", flops=task.flops)
     part = "the SM's L1/shared-memory data path" if bound.bound == "smem" else gm.fmt_bound(bound.bound)
-    assert f"Your kernel is bound by {part}" in feedback.message
-    assert (f"expected (what a kernel like this gets): {gm.fmt_time(expected.time)}, held by {expected.limiter}: "
-            f"{expected.reason}." in feedback.message) and expected.time >= float(bound.time)
+    items = [line for line in feedback.message.splitlines() if line.startswith("- ")]  # a short list, one point an item
+    assert items[0].startswith("- Worst line: ") and items[1].startswith("- In the model, on the H100-SXM")
+    assert items[2].startswith(f"- Your kernel is bound by {part}")
+    assert (items[3].startswith(f"- Expected (what a kernel like this gets): {gm.fmt_time(expected.time)}, held by "
+                                f"{expected.limiter}: {expected.reason}.") and expected.time >= float(bound.time))
+    assert ("That is" in items[3]) == (expected.time > 10 * expected.bound)  # the item far from its bound says why
 
 
 def chapter_solution(label: str):

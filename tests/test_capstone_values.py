@@ -97,7 +97,7 @@ def test_over_budget_is_traced_over_budget_0_where_both_are_0_and_inf_where_only
 def test_the_levels_over_budget_are_named_most_over_first():
     """The softmax starter is 16x over at L1 and 4.5x at L2: L1 first."""
     message = cap.score("softmax", cap.SOFTMAX_STARTER).message
-    assert message.startswith("Correct, but over the budget at L1 (sectors requested): 16.00x; L2: 4.50x. ")
+    assert message.startswith("Correct, but over the budget at L1 (sectors requested): 16.00x; L2: 4.50x.\n\n- Worst line")
 
 
 @pytest.mark.parametrize("size, ok", [(16, True), (2**14, True), (8, False), (2**14 + 16, False), (24, False)])

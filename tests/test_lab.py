@@ -390,7 +390,7 @@ def test_chapter_4s_lab_wants_a_thread_tile_that_shared_memory_does_not_bind():
                               [np.zeros((m, k), np.float32), np.zeros((k, n), np.float32), np.zeros((m, n), np.float32), m, n, k])
         e = gm.expect(traced, a100, flops=2 * m * n * k)
         assert e.time >= gm.predict(traced.workload(2 * m * n * k), a100).time
-        assert f"; expected (what a kernel like this gets): {gm.fmt_time(e.time)}, held by {e.limiter}: {e.reason}." \
+        assert f"\n- Expected (what a kernel like this gets): {gm.fmt_time(e.time)}, held by {e.limiter}: {e.reason}." \
             in verdict.message
     wrong = lab.check_thread_tile_gemm(solution.replace("a[i] * b[j]", "a[i] * b[i]"), **launch)
     assert not wrong and "C must be A B" in wrong.message and "path needs" not in wrong.message

@@ -141,3 +141,15 @@ def test_a_compile_error_is_a_listing_and_the_lines_a_verdict_names_are_quoted(m
     assert listing and f"kernel.cu:{line}:" in listing.group(1) and listing.group(1).count("\n") >= 1
     assert gm.course.widgets.cited(checks.Feedback(False, "at line 99 and kernel.cu:0:1"), source).message == \
         "at line 99 and kernel.cu:0:1"  # no such lines: nothing quoted
+
+
+def test_a_capstone_verdict_is_a_short_list_on_the_page():
+    """A score's points are a list, one item each (worst line, bound, expected time, how well it is
+    known), escaped with its code spans as code, between the head sentence and the table."""
+    cap = gm.course.capstone
+    feedback = cap.score("softmax", cap.SOFTMAX_STARTER)
+    page = gm.course.widgets.feedback_html(feedback)
+    items = re.search(r"</p><ul>(.*?)</ul><table>", page, re.S)
+    assert items and items.group(1).count("<li>") == 5 and items.group(1).startswith("<li>Worst line: line 6")
+    assert "<code>for (int j = 0; j &lt; cols; ++j)" in items.group(1) and "\n- " not in page and "<li>- " not in page
+    assert max(len(item.split()) for item in items.group(1).split("<li>")) < 90

@@ -1,6 +1,8 @@
 """Every preset loads, every figure has a source and a kind, every derived figure follows
 its formula."""
 
+import re
+
 import pytest
 
 import gpumodel as gm
@@ -123,3 +125,15 @@ def test_missing_tensor_peaks_and_latencies_say_what_there_is():
         bare.peak("fp16")
     with pytest.raises(ValueError, match=r"^level must be one of \[\]: the V100 has no measured 'hbm' latency$"):
         bare.in_flight("hbm")
+
+
+def test_every_reference_has_a_label_of_its_own_in_author_year_form():
+    """Labels are "Surname Year", "A and B Year" or "A et al. Year" (BibTeX's "and others"
+    included), an organisation's name whole; a letter after the year tells apart one author's
+    sources of one year, in the order of their titles."""
+    labels = {key: label for key, (label, _, _) in gm.presets.bibliography().items()}
+    assert len(set(labels.values())) == len(labels) > 50
+    assert [v for v in labels.values() if "others" in v or "(" in v or not re.search(r" \d{4}[a-z]?$", v)] == []
+    nvidia = sorted((t.lower(), labels[k]) for k, (label, t, _) in gm.presets.bibliography().items()
+                    if label.startswith("NVIDIA Corporation 2025"))
+    assert [label[-1] for _, label in nvidia] == list("abcdefghijkl")[:len(nvidia)] and len(nvidia) > 2

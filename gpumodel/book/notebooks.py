@@ -40,7 +40,7 @@ ROOT = DATA.parent.parent
 VERSION = importlib.metadata.version("gpumodel")
 """The package's version (pyproject.toml's, as installed): the install cell installs it where an
 older one is installed."""
-REFERENCES = "chapters/99_appendix_presets.html#references"
+REFERENCES = "references.html"
 """Where the site lists every reference."""
 GLOSSARY = "glossary"
 """Where the site defines every term (`glossary.md`)."""
@@ -155,13 +155,6 @@ def cite(keys: str, repo: str | None = None) -> str:
     return "(" + "; ".join(one(k) for k in keys.split(",")) + ")"
 
 
-def references() -> str:
-    """Every entry of references.bib as a Markdown list, linked to its own address: the
-    reference list of a local clone's notebooks."""
-    return "\n".join(f"- {label}: *{title}*." + (f" <{address}>" if address else "")
-                      for label, title, address in _bibliography().values())
-
-
 def page_link(where: str, repo: str | None = None, anchor: str = "") -> str:
     """A page of the book that is no chapter (`where`: its path from the book's root, no
     suffix): on the site where the notebooks know one (`_on_site`), else its MyST source in
@@ -253,10 +246,6 @@ class _Chapter:
                 return f"<details><summary>{title}</summary>\n\n{self.markdown(body)}\n\n</details>"
             quoted = "\n".join(f"> {line}" if line else ">" for line in self.markdown(body).splitlines())
             return f"> **{title}**\n>\n{quoted}"
-        if name == "bibliography":
-            if not _on_site(self.repo):
-                return references()
-            return f"The full list is on the site: [{site_url(self.repo) + REFERENCES}]({site_url(self.repo) + REFERENCES})."
         raise ValueError(f"{self.path.name}: no plain-Markdown form for the {{{name}}} directive")
 
 

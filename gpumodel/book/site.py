@@ -12,6 +12,11 @@ not load the script, and it is not shipped.
 
 The formulas are typeset by KaTeX at build time (`formulas`): no page loads a script for them.
 
+Citations and the reference list use one label per source, the course's "Author Year" with a
+letter where two would be alike (`presets.bibliography`), through a pybtex label style
+registered here as `course` (`_config.yml`: `bibtex_default_style` and the `label` reference
+style), so "[Boehm 2022]" in the text is "[Boehm 2022]" in the list on the References page.
+
 After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
 pages use, and the reference list loses a list role its entries do not fit (`drop_citation_list_role`).
 
@@ -30,6 +35,11 @@ import os
 import pathlib
 import re
 
+import pybtex.plugin
+from pybtex.style.formatting.alpha import Style as AlphaStyle
+from pybtex.style.labels import BaseLabelStyle
+
+from .. import presets
 from . import notebooks, trim
 
 THEBE_EVENTS = ("env-before-read-docs", "doctree-resolved")
@@ -112,7 +122,23 @@ def launch_notebooks(app, pagename, templatename, context, doctree) -> None:
                     button["url"] = OTHER_SOURCE.sub("tree/notebooks", url)
 
 
+class CourseLabels(BaseLabelStyle):
+    """pybtex's labels for the reference list: the course's own (`presets.bibliography`)."""
+
+    def format_labels(self, sorted_entries):
+        labels = presets.bibliography()
+        for entry in sorted_entries:
+            yield labels[entry.key][0]
+
+
+class CourseStyle(AlphaStyle):
+    """pybtex's alpha style (entries sorted by author, year and title) with the course's labels."""
+
+    default_label_style = CourseLabels
+
+
 def setup(app):
+    pybtex.plugin.register_plugin("pybtex.style.formatting", "course", CourseStyle, force=True)
     for event in THEBE_EVENTS:
         listeners = app.events.listeners.get(event, [])
         listeners[:] = [ls for ls in listeners if not ls.handler.__module__.startswith("sphinx_thebe")]
@@ -130,7 +156,7 @@ def depend_on_the_package(app, docname, source):
     """Make every page depend on the package's code and data (its modules, GPU files, published
     records, kernels), so that an incremental `make book` executes again each chapter when one
     of them changes, not only when the chapter's own file does."""
-    if docname.startswith("chapters/") or docname in ("intro", "progress"):
+    if docname.startswith("chapters/") or docname in ("intro", "progress", "references"):
         for path in sorted(PACKAGE.rglob("*")):
             if path.is_file() and path.suffix in (".py", ".toml", ".bib", ".json", ".cu", ".h", ".cuh", ".cpp"):
                 app.env.note_dependency(str(path))

@@ -390,17 +390,17 @@ def _judge(t: Task, traced: Trace, gpu: str) -> Feedback:
     mine = predict(traced.workload(t.flops), gpu)
     budgeted = predict(_timed(f"{t.name} (budget)", t.flops, budget(t.name)), gpu)
     ratio = float(mine.time) / float(budgeted.time)
-    times = (f"In the model, on the {gpu}, at best (the bound: no kernel moving these bytes beats it): your kernel "
+    times = (f"- In the model, on the {gpu}, at best (the bound: no kernel moving these bytes beats it): your kernel "
              f"{fmt_time(float(mine.time))}, the budget {fmt_time(float(budgeted.time))} ({ratio:.2f}x).")
     if over and round(ratio, 2) <= 1:
         times += _binding(mine, budgeted)
-    times += " " + bound_and_expected(traced, gpu, t.flops, mine.bound)
     if over:
         levels = "; ".join(f"{LEVEL_NAMES[lv]}: {_ratio(got[lv], allowed[lv])}" for lv in over)
         head = f"Correct, but over the budget at {levels}."
     else:
         head = "Correct, and within the budget at every level."
-    return Feedback(not over, f"{head} {line} {times}\n\n{table}")
+    items = f"- {line}\n{times}\n{bound_and_expected(traced, gpu, t.flops, mine.bound)}"
+    return Feedback(not over, f"{head}\n\n{items}\n\n{table}")
 
 
 def editor(task: str):

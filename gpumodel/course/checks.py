@@ -461,14 +461,15 @@ def far_reason(e, blocks: int) -> str:
 
 
 def bound_and_expected(traced, gpu, flops: float, bound: str) -> str:
-    """The lab checkers' closing sentence: the `bound` of the model's prediction for the
-    learner's trace `traced` on `gpu`, and the expected time (`gm.expect` with the kernel's
-    `flops`): what holds a kernel like this, and why."""
+    """The lab checkers' closing items, a Markdown list: the `bound` of the model's prediction
+    for the learner's trace `traced` on `gpu`, and the expected time (`gm.expect` with the
+    kernel's `flops`): what holds a kernel like this, and why, with how well it is known."""
     from ..published import accuracy_note
     e = expect(traced, gpu, flops=flops)
     why = far_reason(e, traced.blocks)
-    return (f"Your kernel is bound by {part_name(bound)}; expected (what a kernel like this gets): "
-            f"{fmt_time(e.time)}, held by {e.limiter}: {e.reason}.{why} (The expected time, {accuracy_note()}.)")
+    return (f"- Your kernel is bound by {part_name(bound)}.\n"
+            f"- Expected (what a kernel like this gets): {fmt_time(e.time)}, held by {e.limiter}: {e.reason}.{why}\n"
+            f"- The expected time, {accuracy_note()}.")
 
 
 def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, rule: str, shared_mem: int = 0):

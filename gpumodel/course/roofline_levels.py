@@ -98,11 +98,11 @@ def check_thread_tile_gemm(source: str, grid=LAB_GRID, block=LAB_BLOCK, kernel: 
     expected = bound_and_expected(traced, LAB_GPU, LAB_FLOPS, p.bound)
     if smem <= math:
         return Feedback(True, f"On the {LAB_GPU} the L1/shared-memory path needs {fmt_time(smem)}, the FP32 math "
-                        f"{fmt_time(math)}: {reach}, held in registers across a tile of results. {expected}")
+                        f"{fmt_time(math)}: {reach}, held in registers across a tile of results.\n\n{expected}")
     worst = max(shared, key=lambda s: s.wavefronts)
     return Feedback(False, f"On the {LAB_GPU} the L1/shared-memory path needs {fmt_time(smem)} where the FP32 math needs "
                     f"{fmt_time(math)}: shared memory binds. The kernel reaches {reach} (most wavefronts: line "
-                    f"{worst.line}). {expected} How could one value read from shared memory feed more FMAs?")
+                    f"{worst.line}). How could one value read from shared memory feed more FMAs?\n\n{expected}")
 
 
 GROUPS = (1, 2, 4, 8, 16, 32, 64)

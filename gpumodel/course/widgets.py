@@ -422,7 +422,7 @@ def _listing(text: str) -> str:
 
 def feedback_html(feedback: Feedback) -> str:
     """A lab's verdict as HTML: "Right." or "Not yet.", then its message's paragraphs, a
-    Markdown table among them (a capstone score's bytes per level) as an HTML table, an
+    Markdown list as a list, a Markdown table (a capstone score's bytes per level) as an HTML table, an
     indented code block (what the kernel printed, the lines a verdict cites) and a compiler's
     errors (one a line) as listings, escaped."""
     blocks = []
@@ -438,6 +438,8 @@ def feedback_html(feedback: Feedback) -> str:
             blocks += [f"<p>{_inline_html(line)}</p>" for line in lines[last + 1:]]
         elif i and code and all(line.startswith("    ") for line in code):
             blocks.append(_listing("\n".join(line[4:] for line in code)))
+        elif lines and all(line.startswith("- ") for line in lines):
+            blocks.append("<ul>" + "".join(f"<li>{_inline_html(line[2:])}</li>" for line in lines) + "</ul>")
         elif lines and all(line.startswith("|") for line in lines):
             rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if not set(line) <= set("|- ")]
             head, *body = rows
@@ -515,7 +517,7 @@ class LabEditor:
         feedback, sites = self._judged(self.starter)
         return (f'<div class="gm-lab"><pre class="gm-lab-source" style="overflow-x: auto"><code>'
                 f"{html.escape(self.starter.strip())}</code></pre>"
-                f'<div style="{BESIDE}"><div style="flex: 1 1 18em"><p><b>The starter{launched}, checked when this page '
+                f'<div style="{BESIDE}"><div style="flex: 1 1 18em; min-width: 0"><p><b>The starter{launched}, checked when this page '
                 f"was built:</b></p>{feedback_html(feedback)}</div>{sites}</div>"
                 "<p>In Jupyter or Colab this is an editor: change the kernel and press <i>Trace and check</i>.</p></div>")
 
@@ -548,7 +550,7 @@ class LabEditor:
             if kernel.layout.display != "none" and kernel.value.strip():
                 chosen["kernel"] = kernel.value.strip()
             feedback, sites = self._judged(box.value, **chosen)
-            result.value = f'<div style="{BESIDE}"><div style="flex: 1 1 18em">{feedback_html(feedback)}</div>{sites}</div>'
+            result.value = f'<div style="{BESIDE}"><div style="flex: 1 1 18em; min-width: 0">{feedback_html(feedback)}</div>{sites}</div>'
 
         def start_over(_=None):
             box.value, result.value = source, ""
