@@ -19,7 +19,7 @@ THIRD_PARTY = {
     "lab": {"numpy", "ml_dtypes"},
     "course": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython"},
     "book": {"numpy", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient", "fontTools",
-             "sphinx", "docutils", "sphinxcontrib"},  # the last three: the Sphinx extension (book/formulas)
+             "sphinx", "docutils", "sphinxcontrib", "pybtex"},  # the last four: the Sphinx extensions (book/formulas, book/site)
 }
 MODULES = sorted(p.relative_to(PACKAGE).with_suffix("").as_posix() for p in PACKAGE.rglob("*.py"))
 

@@ -15,7 +15,7 @@ PACKAGE = ROOT / "gpumodel"
 TOP = {
     "_config.yml  _toc.yml": "Jupyter Book configuration and table of contents",
     "intro.md  progress.md": "the landing page; the \"your progress\" page",
-    "glossary.md  formulas.md": "the glossary every chapter links its terms to; the formula sheet",
+    "glossary.md  formulas.md  references.md": "the glossary every chapter links its terms to; the formula sheet; the reference list",
     "chapters/": "MyST Markdown notebooks, one per chapter, numbered; the single source",
     "notebooks/": "the chapters as .ipynb for JupyterLab and Colab, generated (`make notebooks`)",
     "gpumodel/": "the package, one folder per layer (below)",
