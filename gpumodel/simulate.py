@@ -307,8 +307,8 @@ def _heads(q, k, v):
         raise ValueError(f"q, k and v must be non-empty arrays of one shape (batch, heads, seq, head_dim), got "
                          f"{shapes[0]}, {shapes[1]}, {shapes[2]}")
     b, h, n, d = shapes[0]
-    _check.work("q's batch x heads x seq^2", b * h * n * n, MAX_WORK // 4, "scores")
-    _check.work("q's batch x heads x seq^2 x head_dim", b * h * n * n * d, MAX_WORK, "multiply-adds")
+    _check.work("q's batch x heads x seq²", b * h * n * n, MAX_WORK // 4, "scores")
+    _check.work("q's batch x heads x seq² x head_dim", b * h * n * n * d, MAX_WORK, "multiply-adds")
     return tuple(_check.array(name, t) for name, t in (("q", q), ("k", k), ("v", v)))
 
 
@@ -362,8 +362,8 @@ def online_softmax(x, block: int):
     if len(shape) != 2 or 0 in shape:
         raise ValueError(f"x must be a non-empty 2-D array (rows x columns), got shape {shape}")
     rows, cols = shape
-    _check.work("x's columns^2", cols * cols, MAX_WORK // 4, "elements")
-    _check.work("x's rows x columns^2", rows * cols * cols, MAX_WORK, "multiply-adds")
+    _check.work("x's columns²", cols * cols, MAX_WORK // 4, "elements")
+    _check.work("x's rows x columns²", rows * cols * cols, MAX_WORK, "multiply-adds")
     _check.work("x's blocks of columns", -(-cols // block), MAX_STEPS, "steps")
     x = _check.array("x", x)
     m, l, acc = np.full((rows, 1), -np.inf), np.zeros((rows, 1)), np.zeros((rows, cols))

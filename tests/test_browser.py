@@ -258,12 +258,29 @@ def shown_text(page_html: str) -> str:
     return " ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", text)).split())
 
 
+def strings(data) -> list:
+    """Every string in JSON `data` (an answer box's rules: its feedback, hints and labels)."""
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [t for v in data.values() for t in strings(v)]
+    if isinstance(data, list):
+        return [t for v in data for t in strings(v)]
+    return []
+
+
 def test_no_page_shows_caret_powers_e_notation_or_a_raw_role(site):
+    """Nor does any answer box's feedback, nor a menu's label an identifier."""
     html, _ = site
     found = {}
     for page in pages(html):
         text = shown_text((html / page).read_text())
         hits = [text[max(0, m.start() - 30):m.end() + 10] for m in RAW.finditer(text)]
+        source = (html / page).read_text()
+        hits += [f"menu {label}" for label in re.findall(r"<label>([^<]*) <select", source) if "_" in label]
+        for box in re.findall(r'<div class="gm-question[^>]*>.*?<script type="application/json">(.*?)</script>', source, re.S):
+            said = re.sub(r"`[^`]*`", " ", " ".join(strings(json.loads(box.replace("<\\/", "</")))))  # code spans are code
+            hits += [f"answer feedback: {said[max(0, m.start() - 30):m.end() + 10]}" for m in RAW.finditer(said)]
         if hits:
             found[page] = hits[:5]
     assert found == {}
@@ -292,6 +309,25 @@ def test_every_citation_reads_as_its_entry_on_the_references_page(site):
         if page not in ("references.html", "index.html") and not re.search(r'<a class="reference internal" href="[^"]*references\.html">\s*References', text):
             unnamed.append(page)
     assert cited and cited <= set(listed) and unnamed == []
+
+
+def test_every_page_has_a_description_and_loads_the_courses_scripts_once_deferred(site):
+    """A search engine's snippet is each page's first sentences of prose, never TeX or a cell's
+    output; widgets.js and phone.js hold up no first paint and run once."""
+    html, _ = site
+    problems = []
+    for page in pages(html):
+        if page == "index.html":
+            continue
+        text = (html / page).read_text()
+        said = re.findall(r'<meta name="description" content="([^"]*)"', text)
+        if len(said) != 1 or not 20 <= len(html_module.unescape(said[0])) <= 160 or "\\" in said[0] or "Run this" in said[0]:
+            problems.append(f"{page}: description {said}")
+        for script in ("widgets.js", "phone.js"):
+            tags = re.findall(rf"<script[^>]*_static/{script}[^>]*>", text)
+            if len(tags) != 1 or "defer" not in tags[0]:
+                problems.append(f"{page}: {script} as {tags}")
+    assert problems == []
 
 
 SOLUTION = re.compile(r'<div class="solution[^"]*"[^>]*>(.*?)</section>', re.S)

@@ -48,6 +48,7 @@ def test_player_has_a_menu_per_control_and_a_state_per_combination():
                           title="tile", alt="Bars")
     html, data = p._repr_html_(), player_data(p)
     assert html.count("<select") == 3 and 'alt="Bars"' in html
+    assert [m for m in re.findall(r"<label>([^<]*) <select", html)] == ["block tile", "thread tile", "GPU"]  # words
     assert set(data["states"]) == {f"{b}|{t}|{g}" for b in range(2) for t in range(2) for g in range(2)}
     refused = data["frames"][data["states"]["1|0|0"]]  # 128 x 128 with one result per thread
     assert isinstance(refused, str) and "16384 threads per block" in refused
@@ -76,6 +77,7 @@ def test_every_preset_player_stays_small():
 @pytest.mark.parametrize("kwargs, message", [
     ({"controls": {}}, "controls must name"), ({"controls": {"gpu": []}}, r"controls\['gpu'\] must offer"),
     ({"alt": ""}, "alt must describe"), ({"steps": 0}, "steps must be a positive integer"),
+    ({"controls": {"smem_kb": [1]}}, "'smem_kb' is an identifier, not a word a reader should see"),
 ])
 def test_player_refuses_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -93,7 +95,7 @@ def test_explorer_redraws_through_its_callback():
 
     box = gm.course.widgets.explorer(draw, {"gpu": ["V100", "H100-SXM"]})
     (dropdown,) = box.children[0].children
-    assert isinstance(dropdown, ipywidgets.Dropdown) and drawn == ["V100"]
+    assert isinstance(dropdown, ipywidgets.Dropdown) and drawn == ["V100"] and dropdown.description == "GPU"
     dropdown.value = "H100-SXM"
     assert drawn == ["V100", "H100-SXM"]
 

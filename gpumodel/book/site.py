@@ -17,6 +17,9 @@ letter where two would be alike (`presets.bibliography`), through a pybtex label
 registered here as `course` (`_config.yml`: `bibtex_default_style` and the `label` reference
 style), so "[Boehm 2022]" in the text is "[Boehm 2022]" in the list on the References page.
 
+Each page has a meta description, its first paragraph (`describe`), and the course's scripts
+are deferred (`_config.yml`).
+
 After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
 pages use, and the reference list loses a list role its entries do not fit (`drop_citation_list_role`).
 
@@ -31,11 +34,13 @@ not its MyST source; on a page that is no chapter, the folder of notebooks.
 
 from __future__ import annotations
 
+import html
 import os
 import pathlib
 import re
 
 import pybtex.plugin
+from docutils import nodes
 from pybtex.style.formatting.alpha import Style as AlphaStyle
 from pybtex.style.labels import BaseLabelStyle
 
@@ -94,6 +99,14 @@ CHAPTER_SOURCE = re.compile(r"chapters/(\w+)\.md")
 OTHER_SOURCE = re.compile(r"tree/[\w/.-]*\.md\b")
 
 
+def one_entry_per_script(app, config) -> None:
+    """Jupyter Book adds every .js of `_static/` to `html_js_files` by name, beside the entries
+    `_config.yml` gives with their attributes (`defer`): keep those alone, so that each script
+    is loaded once, deferred."""
+    named = {entry[0] for entry in config.html_js_files if isinstance(entry, (list, tuple))}
+    config.html_js_files = [e for e in config.html_js_files if isinstance(e, (list, tuple)) or e not in named]
+
+
 def configure(app, config) -> None:
     """Point the repository and launch buttons at the course's repository (`notebooks.repository`);
     where none is known, leave them out (see the module doc)."""
@@ -122,6 +135,39 @@ def launch_notebooks(app, pagename, templatename, context, doctree) -> None:
                     button["url"] = OTHER_SOURCE.sub("tree/notebooks", url)
 
 
+DESCRIPTION_CHARS = 160
+"""The most characters of a page's description (what a search engine shows under its title)."""
+
+
+def _ancestors(node):
+    while node.parent is not None:
+        node = node.parent
+        yield node
+
+
+def describe(app, pagename, templatename, context, doctree) -> None:
+    """Give each page a meta description: its first paragraph of prose (none in a cell's output,
+    a note or an admonition), as text, up to its first formula, cut at a word within
+    `DESCRIPTION_CHARS`."""
+    if doctree is None:
+        return
+    first = next((p for p in doctree.findall(nodes.paragraph)
+                  if not any(isinstance(a, (nodes.Admonition, nodes.container)) for a in _ancestors(p))), None)
+    if first is None:
+        return
+    words = []
+    for child in first.children:
+        if isinstance(child, nodes.math):  # TeX is no text: end at the last sentence before it
+            before = "".join(words)
+            words = [before.rsplit(". ", 1)[0] + "."] if ". " in before else words
+            break
+        words.append(child.astext())
+    text = " ".join("".join(words).split())
+    if len(text) > DESCRIPTION_CHARS:
+        text = text[:DESCRIPTION_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    context["metatags"] = context.get("metatags", "") + f'\n<meta name="description" content="{html.escape(text)}" />'
+
+
 class CourseLabels(BaseLabelStyle):
     """pybtex's labels for the reference list: the course's own (`presets.bibliography`)."""
 
@@ -144,7 +190,9 @@ def setup(app):
         listeners[:] = [ls for ls in listeners if not ls.handler.__module__.startswith("sphinx_thebe")]
     app.connect("build-finished", finish)
     app.connect("config-inited", configure)
+    app.connect("config-inited", one_entry_per_script)
     app.connect("html-page-context", launch_notebooks, priority=502)  # after the theme adds them (501)
+    app.connect("html-page-context", describe)
     app.connect("source-read", depend_on_the_package)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 

@@ -204,7 +204,7 @@ def cp_scores(seq: int = 16384, dtype: str = "fp16") -> Checkpoint:
         number_rules(seq * seq * s / 2**20, "MiB", 0.01, units=units_as("MiB", BYTES),
                      doubled=f"an {dtype} element is {s} bytes.",
                      explain="It grows with N²: double the tokens, four times the bytes.",
-                     hint="Elements times bytes per element, then divide by 2^20."),
+                     hint="Elements times bytes per element, then divide by 2²⁰."),
         "scores")
 
 

@@ -155,7 +155,7 @@ def fused_chain(gpu: str = "H100-SXM", dtype: str = "fp16") -> WidgetExercise:
         "fused-chain", {"gpu": list(GPUS), "ops": list(CHAIN_OPS), "fused": ["unfused", "fused"],
                         "dtype": list(CHAIN_DTYPES)},
         lambda gpu, ops, fused, dtype: prediction_view(workload(ops, fused, dtype), gpu,
-                                                       f"{ops} ops, {fused}, {dtype}, 2^26 elements"),
+                                                       f"{ops} ops, {fused}, {dtype}, 2²⁶ elements"),
         number_rules(shortest, "ops", 0, explain=f"Fused, {shortest} one-flop ops on {dtype} elements make "
                      f"{shortest} flops per {2 * (2 if dtype != 'fp32' else 4)} bytes of HBM, past the point where "
                      "the ALUs (and the register traffic they need) take longer than the trip through HBM.",

@@ -195,7 +195,7 @@ def cp_working_set(n: int = 2**22) -> Checkpoint:
         "together (is that more than an L2)?",
         number_rules(12 * n / 2**20, "MiB", 0.01, units=units_as("MiB", BYTES),
                      explain="Three arrays of 4-byte floats; small enough to stay in some GPUs' L2 between runs.",
-                     hint="Bytes per element times elements times arrays, then divide by 2^20.",
+                     hint="Bytes per element times elements times arrays, then divide by 2²⁰.",
                      mistakes=[(4 * n / 2**20, "That is one array; the benchmark touches three."),
                                (8 * n / 2**20, "That is the two inputs; the output is written too.")]),
         "working set")

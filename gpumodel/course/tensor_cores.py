@@ -55,7 +55,7 @@ def check_critical_batch(gpu, width, weight: str, answer) -> Feedback:
                         f"{fmt_intensity(float(decode_intensity(smallest, width, weight)))} of HBM traffic, past the "
                         f"{g.name}'s ridge of {fmt_intensity(g.ridge('hbm', 'fp16'))}. Fewer bytes per "
                         "weight, fewer sequences needed to reuse each one enough.",
-                        hint=f"The flops are 2Bw^2; the bytes are {WEIGHT_BYTES[weight]:g} per weight for w^2 weights "
+                        hint=f"The flops are 2Bw²; the bytes are {WEIGHT_BYTES[weight]:g} per weight for w² weights "
                         "plus 2 bytes per activation for the 2Bw activations in and out. Solve for B and round up.")
 
 

@@ -27,11 +27,11 @@ def check_operand_tile(gpu, answer) -> Feedback:
     return check_number(answer, t, "results per side", rtol=0.01, key=f"check_operand_tile({g.name})",
                         doubled=FLOPS_AND_BYTES,
                         mistakes=[(ridge, "That sets t equal to the ridge: a float is four bytes, and a thread reads "
-                                   "a column of A and a row of B for its t^2 FMAs.")],
+                                   "a column of A and a row of B for its t² FMAs.")],
                         explain=f"The ridge is {g.fp32_lanes_per_sm.value:g} lanes x 2 flops over 32 banks x 4 B = "
                         f"{fmt_intensity(ridge)}; t / 4 meets it at t = {t:g}. The tile copies add bytes, so a tile "
                         "exactly at the ridge still lands on the shared-memory side.",
-                        hint="Per k step a thread reads 2t floats and does t^2 FMAs; both rates scale with SMs and "
+                        hint="Per k step a thread reads 2t floats and does t² FMAs; both rates scale with SMs and "
                         "clock, which cancel.")
 
 
@@ -234,7 +234,7 @@ def cp_tile_intensity(b: int = 64, dtype: str = "fp16") -> Checkpoint:
         "cp-tiling-intensity",
         f"A GEMM on {dtype} elements is cut into {b} x {b} tiles. What intensity, in FLOP/B, does each triple of "
         "tiles give against the memory the tiles are read from?",
-        number_rules(b / s, "FLOP/B", 0.02, explain=f"2b^3 flops over 2b^2 elements of {s} bytes: b / s.",
+        number_rules(b / s, "FLOP/B", 0.02, explain=f"2b³ flops over 2b² elements of {s} bytes: b / s.",
                      hint="Count the flops of one tile triple and the bytes of the two input tiles it reads.",
                      mistakes=[(float(b), "That is flops per element; divide by the bytes of an element.")]),
         "intensity")

@@ -48,6 +48,7 @@ def _options(controls: dict, labels: dict | None = None) -> dict:
     labels = labels or {}
     out = {}
     for name, options in controls.items():
+        control_word(name)  # a control a reader cannot read is refused here, before anything is drawn
         options = list(options)
         if not options:
             raise ValueError(f"controls[{name!r}] must offer at least one option")
@@ -70,12 +71,33 @@ def _states(controls: dict, compute: Callable) -> tuple[list, dict]:
     return distinct, keys
 
 
+CONTROL_WORDS = {
+    "gpu": "GPU", "seq": "sequence length", "head_dim": "head dimension", "smem_kib": "shared memory per block",
+    "elem": "element size", "ops": "steps in the chain", "width": "load width", "loads": "loads in flight",
+    "kind": "attention", "drift": "drift in K", "dtype": "data type", "weight": "weights", "fused": "fusion",
+    "block": "block tile", "thread": "thread tile", "group": "group size", "n": "size n",
+    "kernels": "kernels launched", "math": "math units",
+}
+"""The words a menu is labelled with, by control name, where the name is not itself a word."""
+
+
+def control_word(name: str) -> str:
+    """The label of control `name` on the site and in Jupyter: `CONTROL_WORDS[name]`, or the
+    name where it is a word; a name that is an identifier and has no words is refused."""
+    if name in CONTROL_WORDS:
+        return CONTROL_WORDS[name]
+    if not name.isalpha():
+        raise ValueError(f"controls: {name!r} is an identifier, not a word a reader should see; "
+                         f"give it words in CONTROL_WORDS")
+    return name
+
+
 def _menus_html(options: dict) -> str:
     """One labelled <select> per control, for widgets.js."""
     menus = []
     for name, labels in options.items():
         items = "".join(f'<option value="{i}">{html.escape(label)}</option>' for i, label in enumerate(labels))
-        menus.append(f'<label>{html.escape(name)} <select data-control="{html.escape(name)}">{items}</select></label>')
+        menus.append(f'<label>{html.escape(control_word(name))} <select data-control="{html.escape(name)}">{items}</select></label>')
     return "".join(menus)
 
 
@@ -163,7 +185,7 @@ def _dropdowns(controls: dict, labels: dict | None):
     import ipywidgets as w
 
     names = _options(controls, labels)
-    return {name: w.Dropdown(options=list(zip(names[name], controls[name])), description=name,
+    return {name: w.Dropdown(options=list(zip(names[name], controls[name])), description=control_word(name),
                              style={"description_width": "initial"})
             for name in controls}
 
