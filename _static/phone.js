@@ -49,7 +49,8 @@
 
   // A table that scrolls in its own box (course.css: sideways when wide, and on a phone down
   // when long) takes keyboard focus, so that its arrows scroll it; one that fits does not.
-  // Checked again when the window's width changes.
+  // Checked again once the fonts and images have arrived (they widen a table's cells) and
+  // whenever the window's width changes.
   function scrollers() {
     document.querySelectorAll(".bd-article table.table").forEach(function (table) {
       var scrolls = table.scrollWidth > table.clientWidth + 1 || table.scrollHeight > table.clientHeight + 1;
@@ -62,6 +63,8 @@
     drawers();
     scrollers();
     window.addEventListener("resize", scrollers);
+    window.addEventListener("load", scrollers);
+    if (document.fonts) document.fonts.ready.then(scrollers);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -128,9 +128,9 @@ def test_bad_input_to_the_simulations_and_tools_is_refused_quickly(call, message
 @pytest.mark.parametrize("call, message", [
     (lambda: gm.simulate.warp_addresses(pad=10**30), "pad must be an integer from 0"),
     (lambda: gm.simulate.naive_gemm(np.ones((10**5, 1)), np.ones((1, 10**5))), "m x n x k must be at most"),
-    (lambda: gm.simulate.online_softmax(np.ones((1, 10**5)), 1), "x's columns\\^2 must be at most"),
+    (lambda: gm.simulate.online_softmax(np.ones((1, 10**5)), 1), "x's columns² must be at most"),
     (lambda: gm.simulate.transpose(np.ones((4096, 4096))), "x's warp steps"),
-    (lambda: gm.simulate.standard_attention(*(np.ones((1, 1, 8192, 1)),) * 3), "q's batch x heads x seq\\^2"),
+    (lambda: gm.simulate.standard_attention(*(np.ones((1, 1, 8192, 1)),) * 3), "q's batch x heads x seq²"),
     (lambda: gm.simulate.strided_read(np.ones(2**20), 1), "x's warps"),
     (lambda: gm.tensor_cores.critical_batch("A100-40GB", 4096, largest=2**60), "largest must be at most 2\\*\\*53"),
     (lambda: gm.vector_add(2**53 + 1), "n must be at most 2\\*\\*53"),
