@@ -16,7 +16,7 @@ LAYERS = ("core", "cuda", "lab", "course", "book")
 THIRD_PARTY = {
     "core": {"numpy", "tomli"},
     "cuda": {"numpy", "cupy", "cupy_backends", "pynvml"},
-    "lab": {"numpy", "ml_dtypes"},
+    "lab": {"numpy", "ml_dtypes", "triton"},  # triton: only when a Triton kernel is traced
     "course": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython"},
     "book": {"numpy", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient", "fontTools",
              "sphinx", "docutils", "sphinxcontrib", "pybtex"},  # the last four: the Sphinx extensions (book/formulas, book/site)
@@ -126,9 +126,11 @@ def test_the_core_imports_without_plotting_widgets_or_cupy():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-LAB_ROOMS = ("lab/dwarf", "lab/limits", "lab/reader", "lab/builder", "lab/runner", "lab/reporter", "lab/measure")
+LAB_ROOMS = ("lab/dwarf", "lab/limits", "lab/reader", "lab/builder", "lab/runner", "lab/reporter", "lab/measure",
+             "lab/triton_trace")
 """The kernel lab's rooms in the order a source passes through them (ARCHITECTURE.md, "The
-kernel lab"): a room imports only those before it (`dwarf` and `limits` underneath all)."""
+kernel lab"): a room imports only those before it (`dwarf` and `limits` underneath all); a Triton
+kernel comes in last, by its own door, to the reporter's `Trace`."""
 
 
 def test_the_labs_rooms_are_every_lab_module():

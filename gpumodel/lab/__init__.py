@@ -5,14 +5,17 @@ Four rooms, the source passing through them one way (ARCHITECTURE.md, "The kerne
 `reader` (declarations, templates, name expressions, arguments, the line table; `dwarf` reads
 the columns), `builder` (g++ against `cuda_emu.h`, the private cache), `runner` (the run within
 `limits`, its faults; the plain CPU `Emulator`), `reporter` (`gm.lab.trace`, the `Trace` a
-learner reads). The same kernel on a GPU where one answers: `measure` (`gm.lab.run`).
+learner reads). The same kernel on a GPU where one answers: `measure` (`gm.lab.run`). A Triton
+kernel takes another way in, Triton's own interpreter (`triton_trace`, `gm.lab.trace_triton`),
+to the same `Trace`.
 """
 
 from .._lazy import submodules
 from .limits import LabError
 from .measure import LabRun, run
 from .reporter import Program, Race, Trace, run_program, trace
+from .triton_trace import TritonTrace, trace_triton
 
-__all__ = ["LabError", "LabRun", "Program", "Race", "Trace", "run", "run_program", "trace"]
+__all__ = ["LabError", "LabRun", "Program", "Race", "Trace", "TritonTrace", "run", "run_program", "trace", "trace_triton"]
 
 __getattr__ = submodules(__name__, __file__)

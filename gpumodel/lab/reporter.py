@@ -240,6 +240,23 @@ class Trace:
         bound with the level that sets it and the expected time with what holds it."""
         out = [f"{self.kernel}<<<{self.grid}, {self.block}>>>: {self.blocks_traced} of {self.blocks} blocks traced"
                + (f" (a sample; counts scaled by {self.scale:.3g})" if self.sampled else "")]
+        out += self.counted()
+        work = self.workload(flops)
+        out.append("time per GPU: at best (the bound: no kernel moving these bytes beats it; the level that sets it), "
+                   "expected (what a kernel like this gets, gm.expect; what holds it there)")
+        for gpu in gpus or preset_names():
+            p, e = predict(work, gpu), expect(self, gpu, flops=flops)
+            out.append(f"  {gpu:14} {float(p.time) * 1e6:10.2f} us at best, bound by {p.bound}; "
+                       f"expected {e.time * 1e6:10.2f} us, held by {e.limiter}")
+        if self.output:
+            out.append("the kernel printed (in the lab's thread order, not a GPU's: `Trace.output`):")
+            out.append(printed(self.output, OUTPUT_LINES))
+        return "\n".join(out)
+
+    def counted(self) -> list:
+        """The report's lines of counts: per access kind, per line, the worst, the bytes per
+        level, the races."""
+        out = []
         out.append(f"{'access':34} {'requests':>10} {'sectors/wavefr.':>16} {'per request':>12} {'ideal':>8} {'divergent':>10}")
         for name, row in self.counts().items():
             unit = "sectors" if name.startswith("global") else "wavefronts"
@@ -262,17 +279,7 @@ class Trace:
                        f"once, those one block touches scaled by {self.scale:.3g}, at most each array's size")
         for race in self.races:
             out.append("RACE " + race.message if race.hazard != "uninitialized read" else "INITCHECK " + race.message)
-        work = self.workload(flops)
-        out.append("time per GPU: at best (the bound: no kernel moving these bytes beats it; the level that sets it), "
-                   "expected (what a kernel like this gets, gm.expect; what holds it there)")
-        for gpu in gpus or preset_names():
-            p, e = predict(work, gpu), expect(self, gpu, flops=flops)
-            out.append(f"  {gpu:14} {float(p.time) * 1e6:10.2f} us at best, bound by {p.bound}; "
-                       f"expected {e.time * 1e6:10.2f} us, held by {e.limiter}")
-        if self.output:
-            out.append("the kernel printed (in the lab's thread order, not a GPU's: `Trace.output`):")
-            out.append(printed(self.output, OUTPUT_LINES))
-        return "\n".join(out)
+        return out
 
 
 def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, arch: str = ARCH,

@@ -1,0 +1,376 @@
+"""Triton kernels in the lab: a `@triton.jit` kernel run by Triton's own interpreter on the CPU
+(`TRITON_INTERPRET`'s), every program's loads and stores recorded, and the same `Trace` the
+CUDA lab returns (`gm.lab.trace_triton`). Chapter 4's Triton lab.
+
+What it counts, and why (ARCHITECTURE.md, "The kernel lab"): Triton's compiler, not the
+kernel's author, decides which thread loads which element of a block and what is staged in
+shared memory. So a program's `tl.load` or `tl.store` of a block is charged the distinct 32-byte
+sectors its unmasked addresses touch, as a coalesced layout reaches them (a compiled layout can
+only touch as many or more); an element that straddles two sectors costs both; masked-off lanes
+cost nothing. Its requests are warp instructions of 16-byte vectors (a warp moves at most 512 B
+an instruction), at least one. `l2` is each sector once per program (what leaves L1 if it keeps
+what a program loads), `hbm` each distinct sector of the launch once, as in the CUDA lab;
+`Trace.bytes_on(gpu)` also runs the wave model of chapter 4 on the recorded sectors: the
+programs in launch order (`program_id(0)` fastest) in waves of one per SM, HBM supplying each
+sector a wave reads once while the wave's distinct sectors fit the GPU's L2 (a share
+L2 / working set of the reuse otherwise), nothing kept from one wave to the next, every
+sector written once. A `tl.dot` is charged 2MNK flops on the tensor cores of its inputs'
+precision (fp32 inputs: TF32, Triton's default). Nothing else is counted: the shared memory a
+dot's operands cross is the compiler's, left out; the L1/shared-memory data path carries the
+global requests, as for a CUDA kernel.
+
+Arrays are NumPy arrays (read and written in place) or PyTorch CPU tensors. Triton is an
+optional dependency (`pip install 'gpumodel[triton]'`); nothing else of the package needs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _check
+from ..hardware import SECTOR_BYTES
+from ..model import predict
+from ..presets import gpu as preset, preset_names
+from ..published import expect
+from ..workloads import Workload
+from .limits import LabError
+from .reporter import Site, Trace
+
+INSTALL = "pip install 'gpumodel[triton]' (Triton; Colab has it already)"
+VECTOR_BYTES = 16
+"""The widest load a thread issues (ld.global.v4.b32): a warp instruction moves at most 32 x 16 B."""
+ALIGN = 256
+"""Where each array starts, as cudaMalloc places it (256-byte aligned), so that sectors fall as on a GPU."""
+MAX_PROGRAMS = 1 << 16
+"""The most programs a trace runs: the interpreter takes about a millisecond or more per program."""
+DOT_MATH = {"fp16": "fp16", "bf16": "bf16", "fp32": "tf32", "fp8e4nv": "fp8", "fp8e5": "fp8"}
+"""The tensor-core precision of a `tl.dot` by its inputs' Triton type."""
+
+
+@dataclass
+class _Access:
+    """One program's `tl.load` or `tl.store` of a block."""
+
+    program: int  # its place in launch order
+    line: int
+    called_at: int
+    write: bool
+    size: int  # bytes per element
+    lanes: int  # elements of the block
+    sectors: np.ndarray  # distinct sector numbers its active lanes touch, in the arrays' GPU-like addresses
+    active: int
+
+
+@dataclass
+class TritonTrace(Trace):
+    """`Trace` of a Triton kernel (`trace_triton`): sites by line of the Python source, with the
+    dots' flops (`dot_flops`, on `math`) and what each program touched, for `bytes_on`."""
+
+    dot_flops: float = 0.0
+    math: str = "fp32"
+    reads: list = field(default_factory=list)  # per program, the distinct sectors it reads
+    written: int = 0  # distinct sectors written
+    source: str = ""  # the kernel's file
+
+    def bytes_on(self, gpu, programs_per_sm: int = 1) -> dict:
+        """`bytes` with `hbm` from the wave model on `gpu` (see the module doc): waves of
+        `programs_per_sm` x SMs programs in launch order, the GPU's L2."""
+        g = preset(gpu)
+        wave = int(g.sms.value) * _check.one("programs_per_sm", programs_per_sm)
+        l2 = float(g.capacity("l2"))
+        hbm = 0.0
+        for first in range(0, len(self.reads), wave):
+            programs = self.reads[first:first + wave]
+            every = sum(p.size for p in programs)
+            distinct = np.unique(np.concatenate(programs)).size if every else 0
+            kept = min(1.0, l2 / (distinct * SECTOR_BYTES)) if distinct else 1.0
+            hbm += distinct + (1 - kept) * (every - distinct)
+        return {**self.bytes, "hbm": SECTOR_BYTES * (hbm + self.written)}
+
+    def workload(self, flops: float | None = None, gpu=None) -> Workload:
+        """The traced bytes as a `Workload` (on `gpu`: its `bytes_on`), with the dots' flops on
+        their tensor cores, or `flops` where given (on the dots' units where there are dots,
+        else the FP32 units)."""
+        flops = self.dot_flops if flops is None else float(_check.amount("flops", flops))
+        b = self.bytes if gpu is None else self.bytes_on(gpu)
+        registers = 0.0 if self.math != "fp32" else 12.0 * flops
+        return Workload(f"{self.kernel} (traced, Triton)", flops,
+                        {"registers": registers, "smem": self.l1_path_bytes, "l2": b["l2"], "hbm": b["hbm"]},
+                        math=self.math, note="bytes from Triton's interpreter on the CPU")
+
+    def report(self, flops: float | None = None, gpus=None) -> str:
+        """The CUDA lab's report of the same counts, then per GPU the wave model's HBM bytes and
+        the bound and expected time on them."""
+        lines = [f"{self.kernel}[{self.grid}] (Triton, {self.block[0] // 32} warps a program): {self.blocks} programs "
+                 "traced in Triton's interpreter; each block access charged the distinct sectors of its unmasked "
+                 "addresses, as a coalesced layout reaches them (the compiled layout can only touch as many or more)"]
+        lines += self.counted()
+        if self.dot_flops:
+            lines.append(f"tl.dot: {self.dot_flops:,.0f} flops on the {self.math} tensor cores")
+        lines.append("per GPU: HBM bytes in the wave model (programs in launch order, a wave per SM count, the GPU's "
+                     "L2); the bound; the expected time")
+        flops_used = self.dot_flops if flops is None else flops
+        for gpu in gpus or preset_names():
+            p, e = predict(self.workload(flops, gpu), gpu), expect(self, gpu, flops=flops_used)
+            lines.append(f"  {gpu:14} hbm {self.bytes_on(gpu)['hbm']:12,.0f} B; {float(p.time) * 1e6:10.2f} us at "
+                         f"best, bound by {p.bound}; expected {e.time * 1e6:10.2f} us, held by {e.limiter}")
+        return "\n".join(lines)
+
+
+def _python_function(kernel):
+    """The function behind a `@triton.jit` kernel (a JITFunction, or an autotuner around one)."""
+    fn = kernel
+    for _ in range(4):
+        if callable(fn) and hasattr(fn, "__code__"):
+            return fn
+        fn = getattr(fn, "fn", None)
+    raise TypeError(f"kernel must be a @triton.jit function, got {type(kernel).__name__}")
+
+
+def _grid(grid, meta: dict) -> tuple:
+    """`grid` (1 to 3 positive ints, or a function of the meta-parameters returning them) as (x, y, z)."""
+    if callable(grid):
+        grid = grid(meta)
+    dims = (grid,) if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool) else tuple(grid) \
+        if isinstance(grid, (tuple, list)) else None
+    if not dims or len(dims) > 3 or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
+                                            for d in dims):
+        raise ValueError(f"grid must be 1 to 3 positive integers (or a function of the meta-parameters giving "
+                         f"them), got {grid!r}")
+    dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    _check.work("grid", math.prod(dims), MAX_PROGRAMS, "programs")
+    return dims
+
+
+class _NumpyPointer:
+    """A NumPy array as the interpreter takes a pointer argument (the parts of a tensor it uses:
+    its address, type, and a storage that is already on the host, so nothing is copied)."""
+
+    def __init__(self, array: np.ndarray):
+        self.array, self.dtype = array, array.dtype
+
+    def data_ptr(self) -> int:
+        return self.array.ctypes.data
+
+    def untyped_storage(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def new_empty(self, *_args, **_kw):
+        return self
+
+    def set_(self, *_args):
+        return self
+
+    def storage_offset(self) -> int:
+        return 0
+
+    def size(self):
+        return self.array.shape
+
+    def stride(self):
+        return tuple(s // self.array.itemsize for s in self.array.strides)
+
+    def copy_(self, _other):
+        return self
+
+
+def _arrays(args) -> list:
+    """(argument, first byte, end byte, bytes per element) of each array among `args`."""
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            if not a.flags.c_contiguous:
+                raise ValueError("args: a NumPy array must be contiguous (np.ascontiguousarray)")
+            out.append((a, a.ctypes.data, a.ctypes.data + a.nbytes, a.itemsize))
+        elif hasattr(a, "data_ptr") and hasattr(a, "untyped_storage"):
+            if getattr(a, "device", None) is not None and str(a.device) != "cpu":
+                raise ValueError(f"args: a tensor must be on the CPU for the lab, got one on {a.device}")
+            s = a.untyped_storage()
+            out.append((a, s.data_ptr(), s.data_ptr() + s.nbytes(), a.element_size()))
+    return out
+
+
+@contextlib.contextmanager
+def _interpreted(fn, record_access, record_dot):
+    """Within the block, Triton's interpreter records through `record_access(program, ptr, mask,
+    write)` and `record_dot(a, b)`; the @jit functions the kernel reaches (its own helpers and
+    triton.language's) run interpreted, as they would had TRITON_INTERPRET been set before
+    triton was imported. Everything is put back after."""
+    import triton.language  # noqa: F401  (the modules whose @jit functions are swapped)
+    from triton.runtime import interpreter
+    from triton.runtime.jit import JITFunction
+
+    builder = interpreter.InterpreterBuilder
+    kept = {name: builder.__dict__[name] for name in ("create_masked_load", "create_masked_store", "create_dot")}
+
+    def load(self, ptrs, mask, other, *rest):
+        record_access(self.grid_idx, ptrs, mask, False)
+        return kept["create_masked_load"](self, ptrs, mask, other, *rest)
+
+    def store(self, ptrs, value, mask, *rest):
+        record_access(self.grid_idx, ptrs, mask, True)
+        return kept["create_masked_store"](self, ptrs, value, mask, *rest)
+
+    def dot(self, a, b, *rest):
+        record_dot(a, b)
+        return kept["create_dot"](self, a, b, *rest)
+
+    spaces = [fn.__globals__] + [m.__dict__ for name, m in list(sys.modules.items())
+                                 if m is not None and name.split(".")[:2] == ["triton", "language"]]
+    swapped, seen, interpreted = [], set(), {}
+    while spaces:
+        space = spaces.pop()
+        if id(space) in seen:
+            continue
+        seen.add(id(space))
+        for key, value in list(space.items()):
+            if isinstance(value, JITFunction):
+                if id(value) not in interpreted:
+                    interpreted[id(value)] = interpreter.InterpretedFunction(value.fn)
+                    spaces.append(value.fn.__globals__)
+                swapped.append((space, key, value))
+    before = os.environ.get("TRITON_INTERPRET")
+    try:
+        os.environ["TRITON_INTERPRET"] = "1"
+        for space, key, value in swapped:
+            space[key] = interpreted[id(value)]
+        builder.create_masked_load, builder.create_masked_store, builder.create_dot = load, store, dot
+        yield interpreter
+    finally:
+        for name, method in kept.items():
+            setattr(builder, name, method)
+        for space, key, value in swapped:
+            space[key] = value
+        if before is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = before
+
+
+def trace_triton(kernel, grid, args, *, num_warps: int = 4, **meta) -> TritonTrace:
+    """Run the `@triton.jit` `kernel` over `grid` (as `kernel[grid](*args, **meta)`: 1 to 3
+    program counts, or a function of the meta-parameters) in Triton's interpreter on the CPU,
+    with `args` (NumPy arrays, written in place, or PyTorch CPU tensors; numbers) and the
+    meta-parameters `meta` (BLOCK_SIZE=...). Records every program's loads, stores and dots and
+    returns the `Trace` the CUDA lab returns (see the module doc for what it counts), its
+    programs `num_warps` x 32 threads each (Triton's default: 4 warps). Checks nothing of the
+    result: a checker does. Raises LabError where Triton is not installed or the kernel fails in
+    the interpreter, naming its line."""
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        raise LabError(f"Triton kernels need Triton, which is not installed: {INSTALL}.") from None
+    fn = _python_function(kernel)
+    if not isinstance(args, (list, tuple)):
+        raise TypeError(f"args must be a list or tuple of the kernel's arguments, got {type(args).__name__}")
+    num_warps = _check.one("num_warps", num_warps)
+    dims = _grid(grid, meta)
+    arrays = _arrays(args)
+    place, start = [], 0  # each array's address on the GPU-like layout: ALIGN-aligned, one after another
+    for _, first, end, _ in arrays:
+        place.append((first, end, start))
+        start += -(-(end - first) // ALIGN) * ALIGN
+    code_file = fn.__code__.co_filename
+    accesses, dots = [], []
+
+    def program_of(grid_idx) -> int:
+        x, y, z = (int(v) for v in grid_idx)
+        return x + dims[0] * (y + dims[1] * z)
+
+    def lines():
+        """(line, called_at) of the access in the user's source: the innermost frame in the
+        kernel's own file, and the kernel's line that called it where that is another function."""
+        frame, inner, outer = sys._getframe(2), 0, 0
+        while frame is not None:
+            if frame.f_code.co_filename == code_file:
+                inner = inner or frame.f_lineno
+                if frame.f_code.co_name == fn.__name__:
+                    outer = frame.f_lineno
+                    break
+            frame = frame.f_back
+        return inner, (outer if outer and outer != inner else 0)
+
+    def record_access(grid_idx, ptrs, mask, write):
+        addresses = np.asarray(ptrs.data).astype(np.int64).ravel()
+        size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+        on = np.broadcast_to(np.asarray(mask.data, bool), np.asarray(ptrs.data).shape).ravel()
+        live = addresses[on]
+        gpu_like = np.full(live.shape, -1, np.int64)
+        for first, end, at in place:
+            inside = (live >= first) & (live < end)
+            gpu_like[inside] = live[inside] - first + at
+        if (gpu_like < 0).any():
+            raise LabError(f"line {lines()[0]}: a {'store' if write else 'load'} outside every array passed "
+                           f"(address {int(live[gpu_like < 0][0]):#x}): is its mask right?")
+        sectors = np.unique(np.concatenate([gpu_like // SECTOR_BYTES, (gpu_like + size - 1) // SECTOR_BYTES]))
+        accesses.append(_Access(program_of(grid_idx), *lines(), write, size, addresses.size, sectors, int(on.sum())))
+
+    def record_dot(a, b):
+        shape_a, shape_b = np.asarray(a.data).shape, np.asarray(b.data).shape
+        kind = str(a.dtype)
+        dots.append((2.0 * math.prod(shape_a[:-1]) * shape_b[-1] * shape_a[-1], DOT_MATH.get(kind, "fp32")))
+
+    wrapped = [_NumpyPointer(a) if isinstance(a, np.ndarray) else a for a in args]
+    with _interpreted(fn, record_access, record_dot) as interpreter:
+        try:
+            interpreter.InterpretedFunction(fn)[dims](*wrapped, **meta)
+        except LabError:
+            raise
+        except Exception as err:  # the interpreter wraps the kernel's own error
+            cause = err.__cause__ or err
+            raise LabError(f"the kernel failed in Triton's interpreter: {type(cause).__name__}: {cause}") from None
+    return _build(fn, dims, num_warps, accesses, dots, code_file)
+
+
+def _build(fn, dims, num_warps: int, accesses: list, dots: list, code_file: str) -> TritonTrace:
+    """The `TritonTrace` of the recorded `accesses` and `dots`."""
+    try:
+        with open(code_file, encoding="utf-8") as f:
+            source = f.read()
+    except OSError:
+        source = ""
+    rows = source.splitlines()
+    groups = {}
+    for a in accesses:
+        groups.setdefault((a.line, a.called_at, a.write, a.size), []).append(a)
+    sites = []
+    for (line, called_at, write, size), group in sorted(groups.items()):
+        sites.append(Site(line, "global", write, size,
+                          instructions=sum(max(1, -(-a.active * size // (32 * VECTOR_BYTES))) for a in group),
+                          lanes=sum(a.active for a in group), divergent=sum(a.active < a.lanes for a in group),
+                          sectors=sum(a.sectors.size for a in group),
+                          ideal_sectors=sum(-(-a.active * size // SECTOR_BYTES) for a in group),
+                          wavefronts=0, ideal_wavefronts=0,
+                          text=rows[line - 1].strip() if 0 < line <= len(rows) else "", called_at=called_at))
+    programs = math.prod(dims)
+    reads, touched, rounds = [[] for _ in range(programs)], [[] for _ in range(programs)], [0] * programs
+    open_round = [set() for _ in range(programs)]
+    for a in accesses:
+        touched[a.program].append(a.sectors)
+        if not a.write:
+            reads[a.program].append(a.sectors)
+            key = (a.line, a.called_at)
+            if key in open_round[a.program] or not rounds[a.program]:
+                rounds[a.program] += 1
+                open_round[a.program] = set()
+            open_round[a.program].add(key)
+    distinct = lambda parts: np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    reads = [distinct(p) for p in reads]
+    l2 = sum(distinct(p).size for p in touched)
+    launch = distinct([a.sectors for a in accesses])
+    written = distinct([a.sectors for a in accesses if a.write]).size
+    maths = {m for _, m in dots}
+    if len(maths) > 1:
+        raise LabError(f"the kernel's tl.dot calls mix precisions ({sorted(maths)}): the lab charges one")
+    return TritonTrace(fn.__name__, dims, (32 * num_warps, 1, 1), sites, [(launch.size, 0, launch.size)], l2, 0,
+                       programs, programs, rounds=num_warps * sum(rounds), dot_flops=sum(f for f, _ in dots),
+                       math=maths.pop() if maths else "fp32", reads=reads, written=written, source=code_file)

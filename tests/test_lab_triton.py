@@ -1,0 +1,142 @@
+"""Triton kernels in the lab (`gm.lab.trace_triton`): our own kernels in the style of Triton's
+tutorials, each checked against NumPy first, then its sectors per block access against a count
+by hand, the grouped matmul's HBM bytes against the wave model (`gm.waves.gemm_hbm`), and the
+interpreter left as it was found. Triton is a dependency of `make test` (requirements.txt)."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import triton  # optional for learners; make test installs it (requirements.txt), and none of these skips
+
+import gpumodel as gm
+from gpumodel.lab import LabError
+
+sys.path.insert(0, os.path.dirname(__file__))
+import triton_kernels as kernels  # noqa: E402  (Triton reads a kernel's source from its file)
+
+
+def by_line(traced):
+    return {(s.line, s.write): s for s in traced.sites}
+
+
+def line_of(fragment: str) -> int:
+    rows = open(kernels.__file__).read().splitlines()
+    return next(i for i, row in enumerate(rows, 1) if fragment in row)
+
+
+def test_vector_add_with_a_masked_tail_by_hand():
+    """1000 floats in blocks of 256: three full programs of 32 sectors (1 KiB) an access, the last
+    232 floats, 928 B, 29 sectors; masked-off lanes cost nothing; 16-byte vectors, a warp
+    instruction moves 512 B: 2 requests a full block, 2 the tail."""
+    x, y, out = np.arange(1000, dtype=np.float32), np.full(1000, 2, np.float32), np.zeros(1000, np.float32)
+    traced = gm.lab.trace_triton(kernels.add, (4,), [x, y, out, 1000], BLOCK=256)
+    np.testing.assert_array_equal(out, x + 2)
+    sites = by_line(traced)
+    load = sites[line_of("x = tl.load(x_ptr"), False]
+    assert (load.sectors, load.ideal_sectors, load.instructions, load.divergent, load.lanes) == (3 * 32 + 29, 125, 8, 1, 1000)
+    store = sites[line_of("tl.store(out_ptr"), True]
+    assert store.sectors == 125 and store.size == 4 and traced.blocks == 4 and traced.block == (128, 1, 1)
+    assert traced.bytes["hbm"] == 3 * 1000 * 4 == traced.bytes["l2"] == traced.bytes["l1"]
+
+
+def test_a_strided_column_load_costs_a_sector_an_element():
+    """Each program sums a column of a 64 x 32 float matrix: its 64 elements lie 128 B apart, 64
+    sectors where 8 would hold 256 B."""
+    x, out = np.random.default_rng(0).random((64, 32), dtype=np.float32), np.zeros(32, np.float32)
+    traced = gm.lab.trace_triton(kernels.column_sum, (32,), [x, out, 64, 32], BLOCK=64)
+    np.testing.assert_allclose(out, x.sum(axis=0), rtol=1e-5)
+    load = by_line(traced)[line_of("x = tl.load(x_ptr + offs * cols"), False]
+    assert (load.sectors, load.ideal_sectors) == (32 * 64, 32 * 8)
+    assert traced.hottest().line == load.line
+
+
+def test_a_fused_softmax_with_a_masked_row():
+    """64 rows of 100 floats in blocks of 128, 28 lanes of each masked off: a row's 400 B (12.5
+    sectors' worth) touch 13 sectors whether the row starts on a sector's boundary (even rows) or
+    half way into one (odd rows), the ideal either way."""
+    x = np.random.default_rng(1).standard_normal((64, 100)).astype(np.float32)
+    y = np.zeros_like(x)
+    traced = gm.lab.trace_triton(kernels.softmax_rows, (64,), [x, y, 100], BLOCK=128)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+    load = by_line(traced)[line_of("x = tl.load(x_ptr + row"), False]
+    assert load.sectors == 64 * 13 and load.ideal_sectors == 64 * 13 and load.divergent == 64
+
+
+def test_a_2d_block_and_a_dot():
+    """A 64 x 32 fp16 tile of A: 64 rows of 64 B, 2 sectors each; the dots' flops are 2MNK on the
+    fp16 tensor cores; C is the product."""
+    m, n, k = 128, 128, 64
+    rng = np.random.default_rng(2)
+    a, b = rng.random((m, k)).astype(np.float16), rng.random((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    traced = gm.lab.trace_triton(kernels.matmul, (4,), [a, b, c, m, n, k], BM=64, BN=64, BK=32, GROUP=2)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3)
+    tile = by_line(traced)[line_of("a = tl.load(a_ptr"), False]
+    assert tile.sectors == 4 * 2 * 64 * 2 and tile.ideal_sectors == tile.sectors  # 4 programs x 2 steps
+    assert traced.dot_flops == 2 * m * n * k and traced.math == "fp16"
+    work = traced.workload()
+    assert work.math == "fp16" and float(work.flops) == 2 * m * n * k
+
+
+@pytest.mark.parametrize("gpu", ["T4", "A100-40GB"])
+def test_the_grouped_matmuls_hbm_bytes_are_the_wave_models(gpu):
+    """512 x 1024 x 32 in 64 x 64 tiles, 128 programs: for every group size the recorded sectors
+    give, wave by wave, the HBM bytes `gm.waves.gemm_hbm` computes for grouped order (its C in
+    fp16, ours in fp32). On the T4 (40 SMs) grouping 8 rows reads fewer panels than 1."""
+    m, n, k = 512, 1024, 32
+    a, b = np.ones((m, k), np.float16), np.ones((k, n), np.float16)
+    got = {}
+    for group in (1, 2, 4, 8):
+        c = np.zeros((m, n), np.float32)
+        traced = gm.lab.trace_triton(kernels.matmul, (m // 64 * n // 64,), [a, b, c, m, n, k], BM=64, BN=64, BK=32,
+                                     GROUP=group)
+        model = gm.waves.gemm_hbm(m, n, k, block=(64, 64), dtype="fp16", gpu=gpu, order="grouped", group=group)
+        got[group] = traced.bytes_on(gpu)["hbm"]
+        assert got[group] == model.hbm - 2 * m * n + 4 * m * n
+    if gpu == "T4":
+        assert got[8] < got[4] < got[1]
+
+
+def test_an_access_in_a_helper_is_named_at_its_line_and_the_kernels():
+    x, y = np.arange(300, dtype=np.float32), np.zeros(300, np.float32)
+    traced = gm.lab.trace_triton(kernels.copy_through_helper, (2,), [x, y, 300], BLOCK=256)
+    np.testing.assert_array_equal(y, x)
+    load = next(s for s in traced.sites if not s.write)
+    assert load.line == line_of("return tl.load(ptr + offs") and load.called_at == line_of("_load_block(x_ptr, offs, n)")
+    assert load.where.endswith(f"(called at line {load.called_at})")
+
+
+def test_the_report_says_what_it_counts_and_every_gpu_gets_a_bound():
+    x, y, out = np.ones(512, np.float32), np.ones(512, np.float32), np.zeros(512, np.float32)
+    traced = gm.lab.trace_triton(kernels.add, (2,), [x, y, out, 512], BLOCK=256)
+    text = traced.report(gpus=["A100-40GB", "H100-SXM"])
+    assert "as a coalesced layout reaches them" in text and "can only touch as many or more" in text
+    assert text.count(" us at best, bound by hbm") == 2 and "hbm" in text
+    e = gm.expect(traced, "H100-SXM")
+    assert e.time >= float(gm.predict(traced.workload(), "H100-SXM").time)
+
+
+def test_bad_input_is_refused_by_name_and_the_interpreter_is_left_as_found():
+    from triton.runtime import interpreter
+
+    before = (interpreter.InterpreterBuilder.create_masked_load, os.environ.get("TRITON_INTERPRET"))
+    x = np.ones(256, np.float32)
+    with pytest.raises(TypeError, match="kernel must be a @triton.jit function"):
+        gm.lab.trace_triton(print, (1,), [x])
+    with pytest.raises(ValueError, match="grid must be 1 to 3 positive integers"):
+        gm.lab.trace_triton(kernels.add, (0,), [x, x, x, 256], BLOCK=256)
+    with pytest.raises(ValueError, match="must be contiguous"):
+        gm.lab.trace_triton(kernels.add, (1,), [x[::2], x, x, 128], BLOCK=128)
+    with pytest.raises(LabError, match=f"line {line_of('tl.load(x_ptr + offs + 1000)')}: a load outside every array"):
+        gm.lab.trace_triton(kernels.past_the_end, (1,), [x, np.zeros(256, np.float32)], BLOCK=256)
+    assert (interpreter.InterpreterBuilder.create_masked_load, os.environ.get("TRITON_INTERPRET")) == before
+    assert type(kernels.add).__name__ == "JITFunction" and type(triton.language.max).__name__ == "JITFunction"
+
+
+def test_without_triton_the_lab_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "triton", None)
+    with pytest.raises(LabError, match=r"pip install 'gpumodel\[triton\]'"):
+        gm.lab.trace_triton(kernels.add, (1,), [np.ones(4, np.float32)] * 3 + [4], BLOCK=4)

@@ -1,0 +1,69 @@
+"""Triton kernels in the style of Triton's tutorials, written for the lab's tests."""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    keep = offs < n
+    x = tl.load(x_ptr + offs, mask=keep)
+    y = tl.load(y_ptr + offs, mask=keep)
+    tl.store(out_ptr + offs, x + y, mask=keep)
+
+
+@triton.jit
+def column_sum(x_ptr, out_ptr, rows, cols, BLOCK: tl.constexpr):
+    col = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs * cols + col, mask=offs < rows, other=0.0)
+    tl.store(out_ptr + col, tl.sum(x, axis=0))
+
+
+@triton.jit
+def softmax_rows(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    keep = offs < cols
+    x = tl.load(x_ptr + row * cols + offs, mask=keep, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(y_ptr + row * cols + offs, e / tl.sum(e, axis=0), mask=keep)
+
+
+@triton.jit
+def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+           GROUP: tl.constexpr):
+    pid = tl.program_id(0)
+    across = tl.cdiv(N, BN)
+    per_group = GROUP * across
+    first = (pid // per_group) * GROUP
+    height = min(tl.cdiv(M, BM) - first, GROUP)
+    pm = first + (pid % per_group) % height
+    pn = (pid % per_group) // height
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@triton.jit
+def copy_through_helper(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, _load_block(x_ptr, offs, n), mask=offs < n)
+
+
+@triton.jit
+def _load_block(ptr, offs, n):
+    return tl.load(ptr + offs, mask=offs < n)
+
+
+@triton.jit
+def past_the_end(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs + 1000))
