@@ -140,3 +140,19 @@ def test_without_triton_the_lab_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "triton", None)
     with pytest.raises(LabError, match=r"pip install 'gpumodel\[triton\]'"):
         gm.lab.trace_triton(kernels.add, (1,), [np.ones(4, np.float32)] * 3 + [4], BLOCK=4)
+
+
+def test_chapter_4s_triton_lab_is_traced_here_and_its_record_is_current(monkeypatch):
+    """The lab traces the grouped matmul at each group size, equal to the wave model, fewer HBM
+    bytes for 8 than for 1; the recorded result a reader without Triton sees is the same, and
+    says how to install Triton."""
+    rl = gm.course.roofline_levels
+    live = rl.triton_order()
+    assert live["how"].startswith("traced now") and list(live["bytes"]) == [str(g) for g in rl.TRITON_GROUPS]
+    assert all(row["traced"] == row["model"] for row in live["bytes"].values())
+    assert live["bytes"]["8"]["traced"] < live["bytes"]["1"]["traced"]
+    monkeypatch.setitem(sys.modules, "gpumodel.course.triton_matmul", None)  # as where Triton is not installed
+    monkeypatch.delattr(gm.course, "triton_matmul", raising=False)
+    recorded = rl.triton_order()
+    assert recorded["bytes"] == live["bytes"] and "pip install 'gpumodel[triton]'" in recorded["how"]
+    assert rl.triton_source().startswith("@triton.jit\ndef grouped_matmul(")

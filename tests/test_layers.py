@@ -17,7 +17,7 @@ THIRD_PARTY = {
     "core": {"numpy", "tomli"},
     "cuda": {"numpy", "cupy", "cupy_backends", "pynvml"},
     "lab": {"numpy", "ml_dtypes", "triton"},  # triton: only when a Triton kernel is traced
-    "course": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython"},
+    "course": {"numpy", "matplotlib", "matplotlib_inline", "ipywidgets", "IPython", "triton"},  # triton: chapter 4's kernel
     "book": {"numpy", "IPython", "myst_nb", "jupytext", "nbformat", "nbclient", "fontTools",
              "sphinx", "docutils", "sphinxcontrib", "pybtex"},  # the last four: the Sphinx extensions (book/formulas, book/site)
 }

@@ -5,6 +5,9 @@ is an explorer of the model with an answer box."""
 
 from __future__ import annotations
 
+import datetime
+import json
+
 import numpy as np
 
 from .. import _check, presets
@@ -203,3 +206,59 @@ def cp_working_set(n: int = 2**22) -> Checkpoint:
 
 CHECKPOINTS = {"cp-levels-l2-ridge": cp_l2_ridge, "cp-levels-working-set": cp_working_set}
 """This chapter's checkpoints, in the order it shows them."""
+
+
+TRITON_SHAPE = (512, 1024, 32)
+"""M, N, K of chapter 4's Triton lab: 8 x 16 tiles of 64 x 64, one step of K (fp16 A and B, fp32 C)."""
+TRITON_TILE = (64, 64, 32)
+TRITON_GPU = "T4"
+"""Its GPU: 40 SMs, so 128 programs run in waves of 40 and the order within a wave shows."""
+TRITON_GROUPS = (1, 4, 8)
+TRITON_RECORD = presets.DATA / "triton_lab.json"
+"""The lab's result as recorded (`python -m gpumodel.course.roofline_levels`), shown where Triton is not installed."""
+
+
+def triton_order(record: bool = False) -> dict:
+    """Chapter 4's Triton lab: the grouped matmul (`triton_matmul`) traced in Triton's
+    interpreter for each group size of `TRITON_GROUPS`, with the HBM bytes of its loads of A and
+    B on `TRITON_GPU` (`Trace.bytes_on`, C's writes left out) beside the wave model's
+    (`gemm_hbm`, grouped order). Where Triton is not installed, the recorded result (its
+    `"recorded"` entry says with what); `record` writes the traced one there."""
+    try:
+        from . import triton_matmul
+    except ImportError:
+        return json.loads(TRITON_RECORD.read_text())
+    import triton
+
+    from ..lab import trace_triton
+    from ..lab.triton_trace import INSTALL
+
+    m, n, k = TRITON_SHAPE
+    bm, bn, bk = TRITON_TILE
+    rng = np.random.default_rng(0)
+    a, b = rng.random((m, k)).astype(np.float16), rng.random((k, n)).astype(np.float16)
+    rows = {}
+    for group in TRITON_GROUPS:
+        c = np.zeros((m, n), np.float32)
+        traced = trace_triton(triton_matmul.grouped_matmul, (m // bm * (n // bn),), [a, b, c, m, n, k],
+                              BM=bm, BN=bn, BK=bk, GROUP=group)
+        if not np.allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3):
+            raise AssertionError("the grouped matmul's C is not A B")  # the check before the bytes
+        model = gemm_hbm(m, n, k, block=(bm, bn), dtype="fp16", gpu=TRITON_GPU, order="grouped", group=group)
+        rows[str(group)] = {"traced": traced.bytes_on(TRITON_GPU)["hbm"] - 4 * m * n, "model": model.hbm - 2 * m * n}
+    result = {"how": f"traced now, in the interpreter of Triton {triton.__version__}", "gpu": TRITON_GPU, "bytes": rows}
+    if record:
+        note = (f"recorded on {datetime.date.today()} with Triton {triton.__version__} by `python -m "
+                f"gpumodel.course.roofline_levels`; to trace it here, {INSTALL}")
+        TRITON_RECORD.write_text(json.dumps({**result, "how": note}, indent=1) + "\n")
+    return result
+
+
+def triton_source() -> str:
+    """The lab's Triton kernel as its file has it (read, not imported: no Triton needed)."""
+    text = (presets.DATA.parent / "course" / "triton_matmul.py").read_text()
+    return text[text.index("@triton.jit"):]
+
+
+if __name__ == "__main__":
+    print(json.dumps(triton_order(record=True), indent=1))
