@@ -564,6 +564,8 @@ EXCLUDED = {
 }
 """Public callables that take input but no learner's value, with the reason."""
 EXCLUDED |= {
+    "course.roofline_levels.triton_order": "its one parameter says whether to write the recorded result (python -m "
+    "gpumodel.course.roofline_levels), checked as a flag; tests/test_lab_triton.py drives it with Triton and without",
     "course.checks.far_reason": "takes the Expectation gm.expect returned, not a typed value; chapter 4's claim and "
     "tests/test_lab.py's lab checkers read its sentence",
     "published.estimate_shares": "takes the loader's Record lists, not typed values; tests/test_expect.py drives it "
