@@ -16,6 +16,8 @@ from gpumodel.lab import LabError
 sys.path.insert(0, os.path.dirname(__file__))
 import triton_kernels as kernels  # noqa: E402  (Triton reads a kernel's source from its file)
 
+from gpumodel.course.triton_matmul import grouped_matmul  # noqa: E402  (chapter 4's kernel)
+
 
 def by_line(traced):
     return {(s.line, s.write): s for s in traced.sites}
@@ -72,9 +74,10 @@ def test_a_2d_block_and_a_dot():
     rng = np.random.default_rng(2)
     a, b = rng.random((m, k)).astype(np.float16), rng.random((k, n)).astype(np.float16)
     c = np.zeros((m, n), np.float32)
-    traced = gm.lab.trace_triton(kernels.matmul, (4,), [a, b, c, m, n, k], BM=64, BN=64, BK=32, GROUP=2)
+    traced = gm.lab.trace_triton(grouped_matmul, (4,), [a, b, c, m, n, k], BM=64, BN=64, BK=32, GROUP=2)
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3)
-    tile = by_line(traced)[line_of("a = tl.load(a_ptr"), False]
+    rows = open(gm.course.triton_matmul.__file__).read().splitlines()
+    tile = by_line(traced)[next(i for i, row in enumerate(rows, 1) if "a = tl.load(a_ptr" in row), False]
     assert tile.sectors == 4 * 2 * 64 * 2 and tile.ideal_sectors == tile.sectors  # 4 programs x 2 steps
     assert traced.dot_flops == 2 * m * n * k and traced.math == "fp16"
     work = traced.workload()
@@ -91,7 +94,7 @@ def test_the_grouped_matmuls_hbm_bytes_are_the_wave_models(gpu):
     got = {}
     for group in (1, 2, 4, 8):
         c = np.zeros((m, n), np.float32)
-        traced = gm.lab.trace_triton(kernels.matmul, (m // 64 * n // 64,), [a, b, c, m, n, k], BM=64, BN=64, BK=32,
+        traced = gm.lab.trace_triton(grouped_matmul, (m // 64 * n // 64,), [a, b, c, m, n, k], BM=64, BN=64, BK=32,
                                      GROUP=group)
         model = gm.waves.gemm_hbm(m, n, k, block=(64, 64), dtype="fp16", gpu=gpu, order="grouped", group=group)
         got[group] = traced.bytes_on(gpu)["hbm"]

@@ -32,27 +32,6 @@ def softmax_rows(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-           GROUP: tl.constexpr):
-    pid = tl.program_id(0)
-    across = tl.cdiv(N, BN)
-    per_group = GROUP * across
-    first = (pid // per_group) * GROUP
-    height = min(tl.cdiv(M, BM) - first, GROUP)
-    pm = first + (pid % per_group) % height
-    pn = (pid % per_group) // height
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
-        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
-        acc += tl.dot(a, b)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
-
-
-@triton.jit
 def copy_through_helper(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(y_ptr + offs, _load_block(x_ptr, offs, n), mask=offs < n)

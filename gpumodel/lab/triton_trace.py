@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _check
-from ..hardware import SECTOR_BYTES
+from ..hardware import REGISTER_BYTES_PER_FLOP, SECTOR_BYTES
 from ..model import predict
 from ..presets import gpu as preset, preset_names
 from ..published import expect
@@ -99,7 +99,7 @@ class TritonTrace(Trace):
         else the FP32 units)."""
         flops = self.dot_flops if flops is None else float(_check.amount("flops", flops))
         b = self.bytes if gpu is None else self.bytes_on(gpu)
-        registers = 0.0 if self.math != "fp32" else 12.0 * flops
+        registers = 0.0 if self.math != "fp32" else REGISTER_BYTES_PER_FLOP * flops
         return Workload(f"{self.kernel} (traced, Triton)", flops,
                         {"registers": registers, "smem": self.l1_path_bytes, "l2": b["l2"], "hbm": b["hbm"]},
                         math=self.math, note="bytes from Triton's interpreter on the CPU")
