@@ -65,10 +65,12 @@ lab: $(STAMP)
 	$(PY) -m pip install --quiet jupyterlab
 	$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) notebooks/
 
-## The slowest accepted call of every public function, then the model and each chapter, timed
+## The slowest accepted call of every public function, then the model and each chapter, timed,
+## then (where `make book` has built the site) each page's longest main-thread task on a phone
 ## (a benchmark, not a test).
 bench: $(STAMP)
 	$(PY) tests/benchmark.py
+	$(if $(wildcard _build/html/index.html),$(PY) tests/benchmark.py --site _build/html --repeats 3)
 
 ## Mutation testing (a benchmark, not part of `make test`): mutmut (pyproject's [tool.mutmut]) mutates
 ## the core modules, runs the fast tests that reach each mutant, and prints the score per module

@@ -15,7 +15,10 @@ within `BLOCK_RATIO`), and every trace the course and the capstone make (each ch
 starter and solution, each capstone task's starter and solution, the course kernels at the
 tests' sizes) and a templated 2D-blocktiling SGEMM at 256^3 (tests/lab_kernels/), each against
 the 10 s target.
-Run as `python tests/benchmark.py [--repeats N] [--calls-only | --lab-only] [--largest P]`;
+With `--site DIR` (a built book, `_build/html`), only each page's longest main-thread task as
+it loads at 390 px in headless Chromium, its first formula brought into view (median of the
+repeats, target `TASK_MS`).
+Run as `python tests/benchmark.py [--repeats N] [--calls-only | --lab-only | --site DIR] [--largest P]`;
 `tests/test_benchmark_sweep.py` runs the same sweep with sizes up to 2^12.
 """
 
@@ -23,13 +26,17 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
+import http.server
 import inspect
 import itertools
+import json
 import pathlib
 import re
 import resource
 import signal
 import statistics
+import threading
 import time
 import warnings
 
@@ -37,7 +44,9 @@ import nbformat
 import numpy as np
 from nbclient import NotebookClient
 
+import conftest
 import gpumodel as gm
+import test_browser as tb
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -330,6 +339,49 @@ TARGETS = {"predict": 0.1, "trace": 10.0, "chapter": 8.0}
 course-sized kernel under 10 s; each learners' notebook under 8 s, its kernel's start included."""
 
 
+TASK_MS = 200
+"""The most main-thread time one task of a page may take while it loads on a phone (ms)."""
+
+
+def longest_task_ms(browser, base: str, rel: str) -> float:
+    """The most time (ms) the main thread spent running one task while `rel` loaded at 390 px, its
+    first formula brought into view. The time is the thread's own (the trace's `tdur`), not the
+    wall time the Long Tasks API reports, which another busy process stretches."""
+    page, _, _ = tb.open_page(browser, f"{base}/{rel}", tb.PHONE, traced=True, wait_until="networkidle")
+    page.wait_for_timeout(300)  # the players draw their first frames
+    tb.read_math(page)
+    page.wait_for_timeout(300)
+    events = json.loads(browser.stop_tracing())["traceEvents"]
+    page.close()
+    main = {(e["pid"], e["tid"]) for e in events
+            if e.get("name") == "thread_name" and e["args"].get("name") == "CrRendererMain"}
+    tasks = [e["tdur"] / 1e3 for e in events
+             if e.get("name") == "ThreadControllerImpl::RunTask" and (e["pid"], e.get("tid")) in main and "tdur" in e]
+    if not tasks:
+        raise RuntimeError("Chromium's trace holds no timed task of a page's main thread")
+    return max(tasks)
+
+
+def report_site(html: pathlib.Path, repeats: int):
+    """Each page of the built book `html`: the median of its longest task over `repeats` loads."""
+    from playwright.sync_api import sync_playwright
+
+    handler = functools.partial(tb.QuietHandler, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=conftest.CHROMIUM, args=conftest.ARGS)
+        rows = [(rel, statistics.median(longest_task_ms(browser, base, rel) for _ in range(repeats)))
+                for rel in tb.pages(html)]
+        browser.close()
+    server.shutdown()
+    width = max(len(rel) for rel, _ in rows)
+    print(f"{'page (390 px)':<{width}}  {'longest task':>12}  {'target':>7}")
+    for rel, ms in rows:
+        print(f"{rel:<{width}}  {ms:>9.0f} ms  {TASK_MS:>4} ms{'  OVER' if ms >= TASK_MS else ''}")
+
+
 def run_chapter(path: pathlib.Path):
     """Execute one chapter's notebook (`notebooks/`, as the tests and Colab run it)."""
     nb = nbformat.read(path, as_version=4)
@@ -342,9 +394,12 @@ def main():
     parser.add_argument("--calls-only", action="store_true", help="only the slowest accepted call of each function")
     parser.add_argument("--lab-only", action="store_true", help="only the kernel lab's speed (accesses per CPU-second, "
                         "each trace's CPU time)")
+    parser.add_argument("--site", type=pathlib.Path, metavar="DIR", help="only the built book DIR's pages' longest tasks")
     parser.add_argument("--largest", type=int, default=LARGEST, choices=range(1, LARGEST + 1), metavar="P",
                         help=f"push sizes up to 2^P only (default {LARGEST}; below it, no edge calls)")
     args = parser.parse_args()
+    if args.site:
+        return report_site(args.site.resolve(), args.repeats)
     if args.lab_only:
         return report_lab()
     report_calls(args.largest)

@@ -3,7 +3,7 @@ loads with no JavaScript error and no request leaving localhost, every image has
 has alt text, math renders, every menu of a player changes its figure, the widget exercises
 judge answers as Python does, no page scrolls sideways on a phone, and search finds what
 the chapters teach; on a phone, that the drawers open, figures read, nothing is too wide,
-long tables keep their first column, no page weighs over MAX_PAGE_BYTES and no task blocks a page for 200 ms. Saves
+long tables keep their first column and no page weighs over MAX_PAGE_BYTES. Saves
 screenshots of what it checks to `_build/screenshots/` (or $SCREENSHOT_DIR), and with
 FULL_SCREENSHOTS=1 (`make screenshots`) every page whole at 390 and 1400 px and every figure as
 shown (a minute more). Builds the book itself, or tests the one that $BUILT_SITE names
@@ -385,8 +385,6 @@ MAX_PAGE_BYTES = 1_500_000
 """The heaviest page allowed (bytes, uncompressed, everything it loads): the target. With the
 formulas typeset by KaTeX at build time (no script) the heaviest, chapter 3 with its players and
 highlighted kernel source, weighs about 1.0 MB; the theme, trimmed, and KaTeX's fonts about 0.4 MB of it."""
-MAX_TASK_MS = 200
-"""The most main-thread time one task of a page may take while it loads (ms)."""
 LONG_TABLE_ROWS = 20
 
 # The smallest text (CSS px) of every SVG the article shows, as drawn: an SVG in an <img> is
@@ -512,23 +510,6 @@ FIGURES_WHOLE = """() => {
 
 
 
-def longest_task_ms(browser, page) -> float:
-    """The most time (ms) the main thread of `page` (opened `traced`) spent running one task
-    since it started loading, its first formula brought into view. The time is the thread's own
-    (the trace's `tdur`), not the wall time the Long Tasks API reports: on a shared machine the
-    other worker of `make test` stretches a task's wall time by as much again (measured here:
-    the same load of chapter 3 took 236 ms of wall time for 77 ms of its thread's)."""
-    read_math(page)
-    page.wait_for_timeout(300)
-    events = json.loads(browser.stop_tracing())["traceEvents"]
-    main = {(e["pid"], e["tid"]) for e in events
-            if e.get("name") == "thread_name" and e["args"].get("name") == "CrRendererMain"}
-    tasks = [e["tdur"] / 1e3 for e in events
-             if e.get("name") == "ThreadControllerImpl::RunTask" and (e["pid"], e.get("tid")) in main and "tdur" in e]
-    assert tasks, "Chromium's trace holds no timed task of a page's main thread"
-    return max(tasks)
-
-
 def figures_seen(page, rel: str, width: int) -> dict:
     """What FIGURES_WHOLE and SMALLEST_SVG_TEXT find on `page`, each visible figure saved as
     figure-WIDTH-PAGE-N.png where FULL_SHOTS."""
@@ -543,11 +524,12 @@ def figures_seen(page, rel: str, width: int) -> dict:
 
 
 def visit_phone(browser, base: str, rel: str) -> dict:
-    """One load of `rel` at 390 px: its longest task, its errors, width, figures, weight, and
+    """One load of `rel` at 390 px, its first formula brought into view: its errors, width, figures, weight, and
     where FULL_SHOTS a full-page screenshot (phone-PAGE.png)."""
-    page, errors, outside = open_page(browser, f"{base}/{rel}", PHONE, traced=True, wait_until="networkidle")
+    page, errors, outside = open_page(browser, f"{base}/{rel}", PHONE, wait_until="networkidle")
     page.wait_for_timeout(300)  # the players draw their first frames
-    seen = {"errors": errors, "outside": outside, "longest": longest_task_ms(browser, page), "weight": page.evaluate(PAGE_BYTES),
+    read_math(page)
+    seen = {"errors": errors, "outside": outside, "weight": page.evaluate(PAGE_BYTES),
             "wide": page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]"),
             "too_wide": page.evaluate(TOO_WIDE), "formulas": page.evaluate(WIDE_FORMULAS),
             "tables": page.evaluate(TABLES), "axe": axe_violations(page),
@@ -639,21 +621,18 @@ def test_on_a_phone_every_figure_is_readable_nothing_is_too_wide_and_no_page_is_
     (each is scaled to its column, test_every_figure_shows_whole), no element pokes out of the
     window unless a box of its own scrolls, no control is wider than its box, a page (with
     everything it loads, KaTeX's fonts included once a formula is in view) weighs
-    at most MAX_PAGE_BYTES, and no task takes MAX_TASK_MS or more of its main thread's time while it
-    loads and its formulas are drawn. Writes the smallest text, weight and longest task per page to
-    phone-report.txt beside the screenshots."""
+    at most MAX_PAGE_BYTES. Writes the smallest text and weight per page to phone-report.txt
+    beside the screenshots. (How long a page's main thread is busy is timed by `make bench`.)"""
     report, problems = [], []
     for rel, v in visits[PHONE["width"]].items():
-        smallest, weight, longest = v["smallest"], v["weight"], v["longest"]
+        smallest, weight = v["smallest"], v["weight"]
         problems += [f"{rel}: {what}" for what in v["too_wide"]]
         report.append(f"{rel}: smallest SVG text {'none' if smallest is None else f'{smallest[0]:.1f} px ({smallest[1]})'}; "
-                      f"{weight / 1e6:.2f} MB; longest task {longest:.0f} ms")
+                      f"{weight / 1e6:.2f} MB")
         if smallest is not None and smallest[0] < MIN_TEXT_PX - 0.05:
             problems.append(f"{rel}: SVG text {smallest[0]:.1f} px < {MIN_TEXT_PX} px at {smallest[1]}")
         if weight >= MAX_PAGE_BYTES:
             problems.append(f"{rel} weighs {weight / 1e6:.2f} MB, not under {MAX_PAGE_BYTES / 1e6} MB")
-        if longest >= MAX_TASK_MS:
-            problems.append(f"{rel}: a task took {longest:.0f} ms of the main thread (limit {MAX_TASK_MS} ms)")
     (SHOTS / "phone-report.txt").write_text("\n".join(report) + "\n")
     print("\n".join(report))
     assert problems == [], "\n".join(problems)

@@ -135,17 +135,17 @@ def test_a_widget_exercise_in_jupyterlab(lab, browser):
     block.select_option(label="128")
     thread.select_option(label="4")
     page.wait_for_function("(el) => el.innerText.includes('4 x 4 per thread on the A100-40GB')",
-                           arg=view.element_handle(), timeout=10_000)
+                           arg=view.element_handle(), timeout=60_000)
     assert "shared memory" in view.inner_text()
     answer, check, verdict = box.locator("input[type=text]"), box.locator("button", has_text="Check"), box.locator(
         ".widget-html").last
     answer.fill("4")
     check.click()
-    page.wait_for_function("(el) => el.innerText.includes('Not yet.')", arg=verdict.element_handle(), timeout=10_000)
+    page.wait_for_function("(el) => el.innerText.includes('Not yet.')", arg=verdict.element_handle(), timeout=60_000)
     assert "Too low" in verdict.inner_text()
     answer.fill("8")
     check.click()
-    page.wait_for_function("(el) => el.innerText.includes('Right.')", arg=verdict.element_handle(), timeout=10_000)
+    page.wait_for_function("(el) => el.innerText.includes('Right.')", arg=verdict.element_handle(), timeout=60_000)
     SHOTS.mkdir(parents=True, exist_ok=True)
     box.screenshot(path=str(SHOTS / "lab-03_tiling-exercise.png"))
 
