@@ -1,9 +1,11 @@
 """The book's configuration and the helpers the chapters use to show the model."""
 
+import math
 import pathlib
 import re
 
 import matplotlib
+import matplotlib.figure
 import matplotlib.pyplot
 import matplotlib.text
 import numpy as np
@@ -308,10 +310,10 @@ def test_every_figure_of_the_course_is_held_to_the_phone_rules():
 
 
 @pytest.mark.parametrize("name", FIGURES)
-def test_figure_text_is_never_below_the_smallest_size(name):
+def test_figure_text_is_never_below_the_smallest_size_nor_in_e_notation(name):
     """No text of a figure is smaller than plots.SMALL (pt) and none is wider than plots.WIDTH
     (inches): scaled to a 390 px phone's column every text is at least 9 CSS px, and nothing
-    scrolls; no text pokes out of the figure."""
+    scrolls; no text pokes out of the figure; no tick reads 1e+12 or 1e−02."""
     fig = FIGURES[name]()
     texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
     assert min(t.get_fontsize() for t in texts) >= gm.course.plots.SMALL, name
@@ -324,6 +326,25 @@ def test_figure_text_is_never_below_the_smallest_size(name):
     for t in texts:
         extent = t.get_window_extent(renderer)
         assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1, (name, t.get_text(), extent, box)
+    drawn = [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_visible()]
+    assert [t for t in drawn if re.search(r"\de[-+\u2212]\d", t)] == [], name
+
+
+@pytest.mark.parametrize("low, high, shown", [
+    (1e-3, 1e5, ["0.001", "0.01", "0.1", "1", "10", "100", "1000", "10000", "10⁵"]),
+    (1e9, 1e12, ["10⁹", "10¹⁰", "10¹¹", "10¹²"]),
+    (1e-9, 1e-6, ["10⁻⁹", "10⁻⁸", "10⁻⁷", "10⁻⁶"]),
+])
+def test_a_log_axis_labels_plain_numbers_and_beyond_them_powers(low, high, shown):
+    """plots.PlainLogFormatter: what LogFormatter writes as 1e-02 reads 0.01, as 1e+12 reads 10¹²."""
+    fig = matplotlib.figure.Figure()
+    ax = fig.add_subplot()
+    ax.set_xscale("log")
+    ax.set_xlim(low, high)
+    ax.xaxis.set_major_formatter(gm.course.plots.PlainLogFormatter(10))
+    fig.draw_without_rendering()
+    labels = {round(math.log10(t.get_position()[0])): t.get_text() for t in ax.get_xticklabels()}
+    assert [labels[p] for p in range(round(math.log10(low)), round(math.log10(high)) + 1)] == shown
 
 
 def test_the_progress_page_shows_glued_values_never_a_role_or_a_glue_name():

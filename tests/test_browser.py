@@ -246,7 +246,7 @@ def test_every_chapter_shows_published_measurements_beside_the_model(site):
     assert summary.count("<tr") > len(gm.published.records()) and "How good is the model?" in summary
 
 
-RAW = re.compile(r"\w\^[\w({]|\b\d(?:\.\d+)?e[+-]\d+\b|\{(?:glue|cite|term)[:\w]*\}`")
+RAW = re.compile(r"\w\^[\w({]|\b\d(?:\.\d+)?e[+\-\u2212]\d+\b|\{(?:glue|cite|term)[:\w]*\}`")
 """What a reader should never see as text: caret powers (4096^3, QK^T), e-notation (5.369e+08),
 a MyST role left unrendered."""
 
@@ -270,7 +270,8 @@ def strings(data) -> list:
 
 
 def test_no_page_shows_caret_powers_e_notation_or_a_raw_role(site):
-    """Nor does any answer box's feedback, nor a menu's label an identifier."""
+    """Nor does any answer box's feedback, any figure's text (a player's frames, the site's
+    images: ticks drawn 1e+12 or 1e−08), nor a menu's label an identifier."""
     html, _ = site
     found = {}
     for page in pages(html):
@@ -281,8 +282,15 @@ def test_no_page_shows_caret_powers_e_notation_or_a_raw_role(site):
         for box in re.findall(r'<div class="gm-question[^>]*>.*?<script type="application/json">(.*?)</script>', source, re.S):
             said = re.sub(r"`[^`]*`", " ", " ".join(strings(json.loads(box.replace("<\\/", "</")))))  # code spans are code
             hits += [f"answer feedback: {said[max(0, m.start() - 30):m.end() + 10]}" for m in RAW.finditer(said)]
+        for player in re.findall(r'<div class="gm-player[^>]*>.*?<script type="application/json">(.*?)</script>', source, re.S):
+            drawn = shown_text("".join(strings(json.loads(player.replace("<\\/", "</")))))
+            hits += [f"player: {drawn[max(0, m.start() - 30):m.end() + 10]}" for m in RAW.finditer(drawn)]
         if hits:
             found[page] = hits[:5]
+    for image in (html / "_images").glob("*.svg"):
+        drawn = shown_text(image.read_text())
+        if RAW.search(drawn):
+            found[image.name] = [drawn[max(0, m.start() - 30):m.end() + 10] for m in RAW.finditer(drawn)][:5]
     assert found == {}
     assert RAW.search(shown_text("<p>a 4096^3 GEMM, 5.369e+08 bytes</p><math>N^2</math>"))
 
@@ -313,7 +321,8 @@ def test_every_citation_reads_as_its_entry_on_the_references_page(site):
 
 def test_every_page_has_a_description_and_loads_the_courses_scripts_once_deferred(site):
     """A search engine's snippet is each page's first sentences of prose, never TeX or a cell's
-    output; widgets.js and phone.js hold up no first paint and run once."""
+    output; widgets.js and phone.js run once; no script loaded from a file holds up the first
+    paint (`site.UNDEFERRED` aside)."""
     html, _ = site
     problems = []
     for page in pages(html):
@@ -327,6 +336,9 @@ def test_every_page_has_a_description_and_loads_the_courses_scripts_once_deferre
             tags = re.findall(rf"<script[^>]*_static/{script}[^>]*>", text)
             if len(tags) != 1 or "defer" not in tags[0]:
                 problems.append(f"{page}: {script} as {tags}")
+        head = text.split("</head>", 1)[0]
+        problems += [f"{page}: {tag}" for tag in re.findall(r"<script[^>]* src=[^>]*>", head)
+                     if "defer" not in tag and not tag.split("?")[0].endswith(gm.book.site.UNDEFERRED)]
     assert problems == []
 
 

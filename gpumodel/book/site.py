@@ -17,8 +17,11 @@ letter where two would be alike (`presets.bibliography`), through a pybtex label
 registered here as `course` (`_config.yml`: `bibtex_default_style` and the `label` reference
 style), so "[Boehm 2022]" in the text is "[Boehm 2022]" in the list on the References page.
 
-Each page has a meta description, its first paragraph (`describe`), and the course's scripts
-are deferred (`_config.yml`).
+Each page has a meta description, its first paragraph (`describe`). The course's scripts are
+deferred (`_config.yml`), and so are the toolchain's (`defer_scripts`): each runs its work when
+the page has been read, so none needs to hold up the first paint, which on a phone on a slow
+network it did by a second and more (Lighthouse). `documentation_options.js` alone stays in
+place, a few hundred bytes that the page's inline scripts use as they are read.
 
 After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
 pages use, and the reference list loses a list role its entries do not fit (`drop_citation_list_role`).
@@ -145,6 +148,18 @@ def _ancestors(node):
         yield node
 
 
+UNDEFERRED = ("documentation_options.js",)
+"""Scripts that the page's inline scripts use as they are read, so they load in place."""
+
+
+def defer_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Every script loaded from a file is deferred but `UNDEFERRED` (see the module doc)."""
+    context["script_files"] = [
+        js if not js.filename or js.filename.endswith(UNDEFERRED) or "defer" in js.attributes
+        else type(js)(js.filename, priority=js.priority, **{**js.attributes, "defer": "defer"})
+        for js in context["script_files"]]
+
+
 def describe(app, pagename, templatename, context, doctree) -> None:
     """Give each page a meta description: its first paragraph of prose (none in a cell's output,
     a note or an admonition), as text, up to its first formula, cut at a word within
@@ -193,6 +208,7 @@ def setup(app):
     app.connect("config-inited", one_entry_per_script)
     app.connect("html-page-context", launch_notebooks, priority=502)  # after the theme adds them (501)
     app.connect("html-page-context", describe)
+    app.connect("html-page-context", defer_scripts, priority=900)  # after every extension's scripts
     app.connect("source-read", depend_on_the_package)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 

@@ -45,7 +45,7 @@ from .. import _check, kernel_info, presets
 from ..hardware import LEVELS, LINE_BYTES, SECTOR_BYTES, SMEM_BANKS, WARP
 from ..model import BOUNDS, predict
 from ..tiles import is_legal
-from ..units import LEVEL_NAMES, fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
+from ..units import LEVEL_NAMES, fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time, superscript
 from ..workloads import catalogue, gemm, seed_kernels, strided_read
 
 def _figure(nrows: int = 1, ncols: int = 1, *, figsize, **kwargs):
@@ -170,12 +170,29 @@ def pipes(kernel: str = "vector_add", gpu="A100-40GB", step: int = 0, steps: int
     return fig
 
 
+class PlainLogFormatter(LogFormatter):
+    """LogFormatter's tick labels without its e-notation: 1e-02 -> 0.01 and 3e+04 -> 30000,
+    and past them powers as a reader writes them: 1e+12 -> 10¹², 2e+06 -> 2 × 10⁶."""
+
+    E_NOTATION = re.compile(r"^([\d.]+)e([-+\u2212])0*(\d+)$")
+
+    def __call__(self, x, pos=None):
+        label = super().__call__(x, pos)
+        found = self.E_NOTATION.match(label)
+        if not found:
+            return label
+        if 1e-3 <= x < 1e5:
+            return f"{x:g}"
+        power = "10" + superscript(int(found[3]) * (1 if found[2] == "+" else -1))
+        return power if found[1] == "1" else f"{found[1]} × {power}"
+
+
 def _log(axis, base: float = 10) -> None:
     """Make `axis` (ax.xaxis or ax.yaxis) logarithmic, its ticks labelled as plain numbers
-    (60, not 6x10^1): text that reads on a phone."""
+    (60, not 6x10^1) and, past them, powers (10¹², never 1e+12): text that reads on a phone."""
     (axis.axes.set_xscale if axis is axis.axes.xaxis else axis.axes.set_yscale)("log", base=base)
-    axis.set_major_formatter(LogFormatter(base))
-    axis.set_minor_formatter(LogFormatter(base, labelOnlyBase=False))
+    axis.set_major_formatter(PlainLogFormatter(base))
+    axis.set_minor_formatter(PlainLogFormatter(base, labelOnlyBase=False))
 
 
 def _legend_below(ax) -> None:
@@ -346,6 +363,22 @@ def tile_traffic(gpus=("A100-40GB", "H100-SXM"), n: int = 4096, tiles=(8, 16, 32
     return fig
 
 
+PART_FLOOR_MS = 1e-2
+"""Where the axis of each part's time starts (ms): a part with no work is drawn as a sliver."""
+
+
+def _part_times_ms(p) -> list[float]:
+    """Each part's time of prediction `p` in ms, in BOUNDS order, a part with no work a sliver."""
+    return [max(float(p.times[part]) * 1e3, PART_FLOOR_MS / 10) for part in BOUNDS]
+
+
+def _part_times_axis(ax) -> None:
+    """`ax`'s x axis: each part's time in ms, logarithmic from PART_FLOOR_MS."""
+    _log(ax.xaxis)
+    ax.set_xlim(left=PART_FLOOR_MS)
+    ax.set_xlabel("time the part needs (ms)")
+
+
 def ladder(gpu="A100-40GB", n: int = 4096):
     """The model's time of each part (ALUs and the four levels) for each rung of the GEMM
     ladder on one GPU, log scale, the bound marked (the naive rung's loads charged at the
@@ -355,15 +388,12 @@ def ladder(gpu="A100-40GB", n: int = 4096):
              for k in kernel_info.GEMM_LADDER}
     fig, axes = _figure(len(preds), 1, figsize=(WIDTH, 0.6 + 1.3 * len(preds)), sharex=True, squeeze=False)
     for ax, (rung, p) in zip(axes[:, 0], preds.items()):
-        values = [max(float(p.times[part]) * 1e3, 1e-6) for part in BOUNDS]  # a part with no work: a sliver
-        ax.barh([PART_LABELS[part] for part in BOUNDS], values,
+        ax.barh([PART_LABELS[part] for part in BOUNDS], _part_times_ms(p),
                 color=["tab:red" if p.bound == part else "tab:blue" for part in BOUNDS])
         ax.invert_yaxis()
         ax.tick_params(axis="y", labelsize=SMALL)
         ax.set_title(f"{rung}\n{fmt_time(p.time)}, bound: {PART_LABELS[str(p.bound)]}", fontsize=SMALL)
-    _log(axes[-1, 0].xaxis)
-    axes[-1, 0].set_xlim(left=1e-2)
-    axes[-1, 0].set_xlabel("time the part needs (ms)")
+    _part_times_axis(axes[-1, 0])
     fig.suptitle(f"{n}³ FP32 GEMM on the {g.name}:\nthe bound (red) of each rung", fontsize=10)
     return fig
 
@@ -378,12 +408,10 @@ def gemm_levels(block: int = 128, thread: int = 8, gpu="A100-40GB", n: int = 409
                          f"{threads} threads per block (32 to {g.capability.max_threads_per_block} can), or "
                          "too much shared memory or too many registers")
     p = predict(gemm(n, n, n, block=(block, block), thread=(thread, thread)), g)
-    times = [max(float(p.times[part]), 1e-12) for part in BOUNDS]  # a part with no work: a sliver
     fig, ax = _figure(figsize=(WIDTH, 2.8))
     colors = ["tab:red" if part == p.bound else "tab:blue" for part in BOUNDS]
-    ax.barh([PART_LABELS[b] for b in BOUNDS][::-1], [t * 1e3 for t in times][::-1], color=colors[::-1])
-    _log(ax.xaxis)
-    ax.set_xlabel("time the part needs (ms)")
+    ax.barh([PART_LABELS[b] for b in BOUNDS][::-1], _part_times_ms(p)[::-1], color=colors[::-1])
+    _part_times_axis(ax)
     ax.tick_params(axis="y", labelsize=SMALL)
     ax.set_title(f"{block}x{block} tiles, {thread}x{thread} per thread, {g.name}:\n"
                  f"{fmt_time(p.time)}, bound: {PART_LABELS[str(p.bound)]}", fontsize=10)
