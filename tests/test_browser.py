@@ -497,7 +497,8 @@ def read_math(page):
 
 # Every figure of the article (a static figure, a player's frame, a lab trace's sites): where it
 # pokes out of its column (the cell's output or the player's box), which box of it scrolls
-# sideways, its size; and every control of a player, exercise or answer box under 44 px tall.
+# sideways, [its name, tag, width and the width its box lets it fill]; and every control of a player,
+# exercise or answer box under 44 px tall.
 FIGURES_WHOLE = """() => {
   const out = [], shown = [];
   const name = (el) => (el.closest("[id]") || {}).id + " " + el.tagName.toLowerCase();
@@ -511,7 +512,9 @@ FIGURES_WHOLE = """() => {
     for (let a = f.parentElement; a && !a.classList.contains("bd-article"); a = a.parentElement)
       if (a.scrollWidth > a.clientWidth + 1 && /auto|scroll/.test(getComputedStyle(a).overflowX))
         out.push(`${name(f)} scrolls sideways in ${a.tagName.toLowerCase()}.${a.className}`);
-    shown.push([name(f), Math.round(r.width), Math.round(r.height)]);
+    const box = f.parentElement, pad = getComputedStyle(box);  // the width it may fill: its box's content
+    shown.push([name(f), f.tagName.toLowerCase(), Math.round(r.width),
+                Math.round(box.clientWidth - parseFloat(pad.paddingLeft) - parseFloat(pad.paddingRight))]);
   }
   for (const c of document.querySelectorAll(".bd-article .gm-widget select, .bd-article .gm-widget button, .bd-article .gm-widget input")) {
     const r = c.getBoundingClientRect();
@@ -520,6 +523,11 @@ FIGURES_WHOLE = """() => {
   return [out, shown];
 }"""
 
+
+
+FIGURE_SCALE = 4 / 3
+"""How much larger than drawn (`plots.WIDTH` inches at 96 px an inch, its text 12 px) a figure is
+shown where the column has room: its text as large as the prose's 16 px (`_static/course.css`)."""
 
 
 def figures_seen(page, rel: str, width: int) -> dict:
@@ -672,7 +680,9 @@ def test_no_table_is_taller_than_a_phone_and_one_that_scrolls_takes_keyboard_foc
 @pytest.mark.parametrize("width", [390, 1400])
 def test_every_figure_shows_whole_its_text_readable_and_its_controls_a_finger_tall(visits, width):
     """At 390 and 1400 px every figure, player frame and lab trace's sites lies inside its
-    column, with no box of its own scrolling sideways, its smallest text at least 9 CSS px; every
+    column, with no box of its own scrolling sideways, its smallest text at least 9 CSS px; a
+    figure or player frame is FIGURE_SCALE times its drawn width where the column has room, else
+    the column's width; every
     control of a player, exercise or answer box is at least 44 px tall. With FULL_SCREENSHOTS=1
     each figure is saved as shown (figure-WIDTH-PAGE-N.png) beside the screenshots."""
     problems, counted = [], 0
@@ -680,6 +690,9 @@ def test_every_figure_shows_whole_its_text_readable_and_its_controls_a_finger_ta
         if not rel.startswith("chapters/"):
             continue
         problems += [f"{rel} at {width} px: {w}" for w in v["wrong"]]
+        problems += [f"{rel} at {width} px: {name} {shown} px wide in a {column} px column (expected {want:.0f})"
+                     for name, tag, shown, column in v["shown"] if tag == "img"
+                     and abs(shown - (want := min(column, FIGURE_SCALE * gm.course.plots.WIDTH * 96))) > 1.5]
         if v["smallest"] is not None and v["smallest"][0] < MIN_TEXT_PX - 0.05:
             problems.append(f"{rel} at {width} px: SVG text {v['smallest'][0]:.1f} px < {MIN_TEXT_PX} px at {v['smallest'][1]}")
         counted += len(v["shown"])
