@@ -9,6 +9,7 @@ installs it).
 
 import os
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
@@ -160,4 +161,13 @@ def test_a_widget_exercise_in_jupyterlab(lab, browser):
     trace.click()
     page.wait_for_function("(el) => el.innerText.includes('Right.')", arg=verdict.element_handle(), timeout=60_000)
     editor.screenshot(path=str(SHOTS / "lab-03_tiling-editor.png"))
+    # A compiler error: g++'s line in a listing, at the learner's line, one error a line.
+    source.fill(gm.course.tiling.LAB_STARTER.replace("__syncthreads();", "__syncthreads()", 1))
+    trace.click()
+    page.wait_for_function("(el) => el.innerText.includes('does not compile')", arg=verdict.element_handle(), timeout=60_000)
+    listing = verdict.locator("pre").first.inner_text()
+    line = 1 + gm.course.tiling.LAB_STARTER.split("__syncthreads();")[0].count("\n")
+    assert re.search(rf"^kernel\.cu:{line}:\d+: error: ", listing, re.M), listing
+    assert verdict.locator("pre").first.evaluate("(el) => getComputedStyle(el).fontFamily").lower().find("mono") >= 0
+    editor.screenshot(path=str(SHOTS / "lab-03_tiling-compiler-error.png"))
     page.close()
