@@ -295,6 +295,17 @@ def test_no_page_shows_caret_powers_e_notation_or_a_raw_role(site):
     assert RAW.search(shown_text("<p>a 4096^3 GEMM, 5.369e+08 bytes</p><math>N^2</math>"))
 
 
+def test_the_trimmed_theme_keeps_its_dark_mode_and_keyboard_focus_rings(site):
+    """What a selector-matching purge (PurgeCSS) loses: rules on the mode a script sets from the
+    reader's stored choice, and on :focus-visible; trim.py keeps every one the pages can meet."""
+    html, _ = site
+    trimmed = (html / "_static/styles/pydata-sphinx-theme.css").read_text()
+    for needed in ("html[data-theme=dark] .bd-content div.cell_output img", "html[data-theme=dark] img:not(.only-dark",
+                   "}:focus-visible{", "nav.bd-links li>a:focus-visible{"):
+        assert needed in trimmed, needed
+    assert trimmed.count("html[data-theme=dark]") >= 10 and trimmed.count(":focus-visible") >= 10
+
+
 def test_no_page_links_to_a_placeholder_repository(site):
     """Launch, Colab and repository links name the build's own repository or are left out."""
     html, _ = site

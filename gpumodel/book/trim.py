@@ -15,6 +15,12 @@ hook (`site.py`), on the site Sphinx has just written, so a rebuild trims again.
 - A page other than the search page does not load the search index and Sphinx's search
   scripts, which pydata-sphinx-theme puts on every page for a search-as-you-type the site does
   not turn on (its search box sends the reader to the search page).
+
+Why not PurgeCSS: tried on the built site (PurgeCSS 6.0.0, 2026-12-05), it dropped the theme's
+dark mode (`html[data-theme=dark] ...`: the mode is set by a script from the reader's stored
+choice, a word its extractor never sees in a page) and the keyboard focus rings
+(`:focus-visible`). Told to keep those, it left 110.8 kB of the theme's 396.7 kB stylesheet,
+where this module leaves 105.3 kB and keeps both (`tests/test_browser.py`).
 """
 
 from __future__ import annotations
