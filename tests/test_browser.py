@@ -301,7 +301,7 @@ def test_the_trimmed_theme_keeps_its_dark_mode_and_keyboard_focus_rings(site):
     html, _ = site
     trimmed = (html / "_static/styles/pydata-sphinx-theme.css").read_text()
     for needed in ("html[data-theme=dark] .bd-content div.cell_output img", "html[data-theme=dark] img:not(.only-dark",
-                   "}:focus-visible{", "nav.bd-links li>a:focus-visible{"):
+                   ".skip-link a:focus-visible{", "nav.bd-links li>a:focus-visible{"):
         assert needed in trimmed, needed
     assert trimmed.count("html[data-theme=dark]") >= 10 and trimmed.count(":focus-visible") >= 10
 
