@@ -319,6 +319,7 @@ def test_the_checkers_steps_refuse_what_no_checker_passes_them_by_name():
     (lambda v: gm.course.intensity.cp_roofline(intensity=v), -4.0, "intensity"),
     (lambda v: gm.course.intensity.cp_sectors(elem=v), 3, "elem"),
     (lambda v: gm.course.roofline_levels.cp_working_set(n=v), 0, "n"),
+    (lambda v: gm.course.roofline_levels.cp_triton_wave(group=v), 1, "group"),
     (lambda v: gm.course.tiling.cp_tile_intensity(b=v), -64, "b"),
 ])
 def test_a_checkpoint_is_never_built_from_a_number_no_question_asks(make, bad, name):

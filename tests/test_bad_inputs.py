@@ -543,6 +543,8 @@ SIGNATURES = {
         "gpu": ("A100-40GB", GPU), "threads": (256, SIZE), "registers": (128, SIZE)}),
     "course.roofline_levels.cp_l2_ridge": (course.roofline_levels.cp_l2_ridge, {"gpu": ("H100-SXM", GPU)}),
     "course.roofline_levels.cp_working_set": (course.roofline_levels.cp_working_set, {"n": (2**22, integer(1, 2**40))}),
+    "course.roofline_levels.cp_triton_wave": (course.roofline_levels.cp_triton_wave, {"group": (8, integer(2, 8))}),
+    "course.roofline_levels.first_wave_tiles": (course.roofline_levels.first_wave_tiles, {"group": (1, integer(1, 8))}),
     "course.flashattention.cp_scores": (course.flashattention.cp_scores, {
         "seq": (16384, integer(1, 2**24)), "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
     "course.flashattention.lab_qkv": (course.flashattention.lab_qkv, {

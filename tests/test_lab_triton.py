@@ -159,3 +159,16 @@ def test_chapter_4s_triton_lab_is_traced_here_and_its_record_is_current(monkeypa
     recorded = rl.triton_order()
     assert recorded["bytes"] == live["bytes"] and "pip install 'gpumodel[triton]'" in recorded["how"]
     assert rl.triton_source().startswith("@triton.jit\ndef grouped_matmul(")
+
+
+def test_the_first_wave_of_the_triton_lab_reads_the_tiles_counted_by_hand():
+    """8 x 16 tiles of C, 40 programs a wave on the T4. Row order (group 1): programs 0-39 take
+    rows 0-2 across all 16 columns, 3 + 16 = 19 tiles. Group 2 (32 programs a group): 0-31 take
+    rows 0-1 and all 16 columns, 32-39 rows 2-3 and columns 0-3: 4 + 16 = 20, one more than row
+    order. Group 4: rows 0-3 and columns 0-9: 14. Group 8: rows 0-7 and columns 0-4: 13."""
+    rl = gm.course.roofline_levels
+    assert [rl.first_wave_tiles(g) for g in (1, 2, 4, 8)] == [19, 20, 14, 13]
+    asked = rl.cp_triton_wave(8)
+    assert gm.course.checks.verdict(asked.rules, "13")
+    wrong = gm.course.checks.verdict(asked.rules, "19")
+    assert not wrong and "row order" in wrong.message

@@ -14,7 +14,7 @@ from .. import _check, presets
 from ..hardware import WAVEFRONT_BYTES
 from ..model import predict
 from ..units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_intensity, fmt_time
-from ..waves import gemm_hbm, warm_read_time
+from ..waves import block_coordinates, gemm_hbm, warm_read_time
 from ..workloads import gemm
 from .checks import BYTES, FLOPS_AND_BYTES, Feedback, bound_and_expected, check_number, lab_run, number_rules, units_as
 from .widgets import GPUS, Checkpoint, WidgetExercise, _power, asked, bars, upto
@@ -204,15 +204,46 @@ def cp_working_set(n: int = 2**22) -> Checkpoint:
         "working set")
 
 
-CHECKPOINTS = {"cp-levels-l2-ridge": cp_l2_ridge, "cp-levels-working-set": cp_working_set}
-"""This chapter's checkpoints, in the order it shows them."""
-
-
 TRITON_SHAPE = (512, 1024, 32)
 """M, N, K of chapter 4's Triton lab: 8 x 16 tiles of 64 x 64, one step of K (fp16 A and B, fp32 C)."""
 TRITON_TILE = (64, 64, 32)
 TRITON_GPU = "T4"
 """Its GPU: 40 SMs, so 128 programs run in waves of 40 and the order within a wave shows."""
+
+
+def first_wave_tiles(group: int) -> int:
+    """The distinct tiles of A and B (A's row tiles plus B's column tiles) that the first wave of
+    the Triton lab's programs reads on `TRITON_GPU`, one program per SM, in grouped order with
+    `group` rows of tiles (1: row order)."""
+    rows, cols = TRITON_SHAPE[0] // TRITON_TILE[0], TRITON_SHAPE[1] // TRITON_TILE[1]
+    group = _check.integer("group", group, 1, rows)
+    r, c = block_coordinates(rows, cols, "grouped", group)
+    wave = int(presets.gpu(TRITON_GPU).sms.value)
+    return len(set(r[:wave].tolist())) + len(set(c[:wave].tolist()))
+
+
+def cp_triton_wave(group: int = 8) -> Checkpoint:
+    """Chapter 4, "The same order in Triton": the tiles of A and B the first wave reads in groups of `group`."""
+    rows, cols = TRITON_SHAPE[0] // TRITON_TILE[0], TRITON_SHAPE[1] // TRITON_TILE[1]
+    group = _check.integer("group", group, 2, rows)
+    wave = int(presets.gpu(TRITON_GPU).sms.value)
+    return Checkpoint(
+        "cp-levels-triton-wave",
+        f"The Triton lab's product has {rows} x {cols} tiles of C, one program each, and K is one step, so a "
+        f"program reads one tile of A and one of B. The {TRITON_GPU} runs the first {wave} programs as one wave. "
+        f"With GROUP = {group}, how many distinct tiles of A and B together does that wave read?",
+        number_rules(float(first_wave_tiles(group)), "tiles", 0, whole=True,
+                     explain="Fewer distinct tiles per wave is fewer bytes that must come from HBM while the wave runs.",
+                     hint=f"Write out which (row, column) of C programs 0 to {wave - 1} take, then count the rows "
+                     "and the columns they touch.",
+                     mistakes=[(float(first_wave_tiles(1)), "That is row order (GROUP = 1): in groups the programs "
+                                "walk down a group's rows before moving a column.")]),
+        "tiles")
+
+
+CHECKPOINTS = {"cp-levels-l2-ridge": cp_l2_ridge, "cp-levels-triton-wave": cp_triton_wave,
+               "cp-levels-working-set": cp_working_set}
+"""This chapter's checkpoints, in the order it shows them."""
 TRITON_GROUPS = (1, 4, 8)
 TRITON_RECORD = presets.DATA / "triton_lab.json"
 """The lab's result as recorded (`python -m gpumodel.course.roofline_levels`), shown where Triton is not installed."""
