@@ -49,8 +49,9 @@
 
   // A table that scrolls in its own box (course.css: sideways when wide, and on a phone down
   // when long) takes keyboard focus, so that its arrows scroll it; one that fits does not.
-  // Checked again once the fonts and images have arrived (they widen a table's cells) and
-  // whenever the window's width changes.
+  // Checked once the page has loaded, again once the fonts have arrived (they widen a table's
+  // cells) and whenever the window's width changes: not while the page is still being read,
+  // where asking for a table's size makes the browser lay out the whole page an extra time.
   function scrollers() {
     document.querySelectorAll(".bd-article table.table").forEach(function (table) {
       var scrolls = table.scrollWidth > table.clientWidth + 1 || table.scrollHeight > table.clientHeight + 1;
@@ -59,12 +60,16 @@
     });
   }
 
+  function loaded() {
+    scrollers();
+    if (document.fonts) document.fonts.ready.then(scrollers);
+  }
+
   function start() {
     drawers();
-    scrollers();
     window.addEventListener("resize", scrollers);
-    window.addEventListener("load", scrollers);
-    if (document.fonts) document.fonts.ready.then(scrollers);
+    if (document.readyState === "complete") loaded();
+    else window.addEventListener("load", loaded);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -3,6 +3,7 @@
 import math
 import pathlib
 import re
+import sys
 
 import matplotlib
 import matplotlib.figure
@@ -189,6 +190,38 @@ def test_every_formula_is_typeset_by_katex():
         except ValueError as err:
             failed.setdefault(name, str(err))
     assert failed == {}
+
+
+SLOW_LISTENER = """import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])  # the socket's file exists from here
+time.sleep(0.5)      # and is refused until it listens
+s.listen()
+s.accept()[0].recv(1)
+"""
+
+
+def test_katex_is_connected_to_once_it_listens_not_when_its_socket_appears(tmp_path):
+    """A server that makes its socket a while before it listens (node does, for a moment that a
+    loaded machine stretches) is waited for; one that never comes up is a KaTeX error."""
+    from gpumodel.book import formulas
+
+    class Slow(formulas.PatientServer):
+        @classmethod
+        def build_command(cls, socket=None, port=None):
+            return [sys.executable, "-c", SLOW_LISTENER, str(socket)]
+
+    process, sock = Slow.start_server_process(tmp_path, 5.0)
+    sock.close()
+    process.wait(timeout=10)
+
+    class Dead(formulas.PatientServer):
+        @classmethod
+        def build_command(cls, socket=None, port=None):
+            return [sys.executable, "-c", "pass"]
+
+    with pytest.raises(formulas.KaTeXError, match="did not came up"):
+        Dead.start_server_process(tmp_path, 5.0)
 
 
 def test_katex_refuses_what_it_cannot_typeset():

@@ -15,12 +15,16 @@ wider than its column scrolls in its own box, which takes keyboard focus.
 
 from __future__ import annotations
 
+import os
 import pathlib
+import socket
+import subprocess
+import time
 
 from docutils import nodes
 from sphinx.locale import _
 from sphinx.util.math import get_node_equation_number
-from sphinxcontrib.katex import KaTeXError, render_latex
+from sphinxcontrib.katex import KaTeXError, KaTeXServer, render_latex
 
 NAME = "katex"
 """The math renderer's name, as `_config.yml`'s `html_math_renderer` gives it."""
@@ -29,11 +33,41 @@ VENDORED = pathlib.Path(__file__).parents[2] / "_vendor" / "katex"
 STYLESHEET = "katex.min.css"
 
 
+STARTUP_SECONDS = 60.0
+"""How long KaTeX's server in node may take to come up (sphinxcontrib-katex allows 5 s)."""
+
+
+class PatientServer(KaTeXServer):
+    """sphinxcontrib-katex's server, connected to once it listens. Its own start connects as
+    soon as the socket's file appears, which node makes a moment before it listens: on a loaded
+    machine a build was refused there (ConnectionRefusedError). This one tries again until
+    `STARTUP_SECONDS` have passed."""
+
+    @classmethod
+    def start_server_process(cls, rundir, timeout):
+        path = rundir / "katex.sock"
+        process = subprocess.Popen(cls.build_command(socket=path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=rundir)
+        deadline = time.monotonic() + max(timeout, STARTUP_SECONDS)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        while True:
+            try:
+                sock.connect(str(path))
+                return process, sock
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline or process.poll() is not None:
+                    process.kill()
+                    sock.close()
+                    raise cls.timeout_error(STARTUP_SECONDS) from None
+                time.sleep(0.01)
+
+
 def typeset(tex: str, display: bool = False) -> str:
     """KaTeX's HTML for one TeX formula (its display form where `display`). ValueError naming
     the formula where KaTeX cannot typeset it (an unknown macro, a brace left open)."""
     if not isinstance(tex, str):
         raise TypeError(f"tex must be a str of TeX, not {type(tex).__name__}")
+    if KaTeXServer.katex_server is None and os.name == "posix":  # elsewhere KaTeX uses a network socket and waits
+        KaTeXServer.katex_server = PatientServer.start()
     try:
         return render_latex(tex.strip(), {"displayMode": display, "throwOnError": True})
     except KaTeXError as err:
