@@ -207,6 +207,8 @@ def cp_working_set(n: int = 2**22) -> Checkpoint:
 TRITON_SHAPE = (512, 1024, 32)
 """M, N, K of chapter 4's Triton lab: 8 x 16 tiles of 64 x 64, one step of K (fp16 A and B, fp32 C)."""
 TRITON_TILE = (64, 64, 32)
+TRITON_TILES = (TRITON_SHAPE[0] // TRITON_TILE[0], TRITON_SHAPE[1] // TRITON_TILE[1])
+"""The rows and columns of tiles of C, one program each."""
 TRITON_GPU = "T4"
 """Its GPU: 40 SMs, so 128 programs run in waves of 40 and the order within a wave shows."""
 
@@ -215,7 +217,7 @@ def first_wave_tiles(group: int) -> int:
     """The distinct tiles of A and B (A's row tiles plus B's column tiles) that the first wave of
     the Triton lab's programs reads on `TRITON_GPU`, one program per SM, in grouped order with
     `group` rows of tiles (1: row order)."""
-    rows, cols = TRITON_SHAPE[0] // TRITON_TILE[0], TRITON_SHAPE[1] // TRITON_TILE[1]
+    rows, cols = TRITON_TILES
     group = _check.integer("group", group, 1, rows)
     r, c = block_coordinates(rows, cols, "grouped", group)
     wave = int(presets.gpu(TRITON_GPU).sms.value)
@@ -224,7 +226,7 @@ def first_wave_tiles(group: int) -> int:
 
 def cp_triton_wave(group: int = 8) -> Checkpoint:
     """Chapter 4, "The same order in Triton": the tiles of A and B the first wave reads in groups of `group`."""
-    rows, cols = TRITON_SHAPE[0] // TRITON_TILE[0], TRITON_SHAPE[1] // TRITON_TILE[1]
+    rows, cols = TRITON_TILES
     group = _check.integer("group", group, 2, rows)
     wave = int(presets.gpu(TRITON_GPU).sms.value)
     return Checkpoint(
@@ -244,6 +246,8 @@ def cp_triton_wave(group: int = 8) -> Checkpoint:
 CHECKPOINTS = {"cp-levels-l2-ridge": cp_l2_ridge, "cp-levels-triton-wave": cp_triton_wave,
                "cp-levels-working-set": cp_working_set}
 """This chapter's checkpoints, in the order it shows them."""
+
+
 TRITON_GROUPS = (1, 4, 8)
 TRITON_RECORD = presets.DATA / "triton_lab.json"
 """The lab's result as recorded (`python -m gpumodel.course.roofline_levels`), shown where Triton is not installed."""
