@@ -21,7 +21,8 @@ Each page has a meta description, its first paragraph (`describe`). The course's
 deferred (`_config.yml`), and so are the toolchain's (`defer_scripts`): each runs its work when
 the page has been read, so none needs to hold up the first paint, which on a phone on a slow
 network it did by a second and more (Lighthouse). `documentation_options.js` alone stays in
-place, a few hundred bytes that the page's inline scripts use as they are read.
+place, a few hundred bytes that the page's inline scripts use as they are read; the search
+page keeps its scripts in place (`defer_scripts`).
 
 After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
 pages use, and the reference list loses a list role its entries do not fit (`drop_citation_list_role`).
@@ -153,7 +154,11 @@ UNDEFERRED = ("documentation_options.js",)
 
 
 def defer_scripts(app, pagename, templatename, context, doctree) -> None:
-    """Every script loaded from a file is deferred but `UNDEFERRED` (see the module doc)."""
+    """Every script loaded from a file is deferred but `UNDEFERRED` (see the module doc), on
+    every page but the search page, whose template loads Sphinx's search scripts in place after
+    these, and they need doctools.js run first."""
+    if pagename == "search":
+        return
     context["script_files"] = [
         js if not js.filename or js.filename.endswith(UNDEFERRED) or "defer" in js.attributes
         else type(js)(js.filename, priority=js.priority, **{**js.attributes, "defer": "defer"})
