@@ -335,6 +335,18 @@ def test_a_cudamalloc_past_the_labs_memory_is_said_beside_the_programs_own_check
     assert done.returncode == 1 and done.output.strip() == "out of memory"
     assert done.unallocated == [(1 << 40, 4)]
     assert "cudaMalloc of 1.10 TB at line 4 failed (cudaErrorMemoryAllocation)" in done.report()
+    assert "pass run_program(..., memory=BYTES)" in done.report()
+
+
+def test_a_program_given_more_memory_allocates_what_the_default_refuses():
+    """llm.c's dev/cuda mains hold GPT-2's logits (B*T*V floats) and their host copies: more than
+    the default; `memory` raises the bound, never past the machine's."""
+    source = ('#include <cstdio>\nint main() {\n    char* d;\n    cudaError_t e = cudaMalloc(&d, 1200000000);\n'
+              '    printf("%s\\n", cudaGetErrorString(e));\n    return e != cudaSuccess;\n}\n')
+    assert run_program(source, memory=1.0e9).unallocated == [(1200000000, 4)]
+    assert run_program(source, memory=2.0e9).output.strip() == "no error"
+    with pytest.raises(ValueError, match=r"memory \(bytes, at most the machine's\) must be a finite number >= 1e\+09"):
+        run_program(source, memory=1e20)
 
 
 def test_cudamemcpy2d_copies_rows_between_pitches():
@@ -345,3 +357,109 @@ def test_cudamemcpy2d_copies_rows_between_pitches():
               '    printf("%g %g %g %g %g %g\\n", back[0][0], back[0][1], back[1][0], back[1][1], back[2][0], back[2][1]);\n'
               '    printf("%d\\n", (int)cudaMemcpy2D(d, 4, h, 16, 8, 1, cudaMemcpyHostToDevice));\n}\n')
     assert run_program(source).output.split("\n")[:2] == ["0 1 4 5 8 9", "1"]  # the first two of each row; too wide a row
+
+
+BENCHMARKED = r"""
+#include <cstdio>
+#include <type_traits>
+template <int Block, bool Twice>
+__global__ void bump(float* x, int n, std::bool_constant<Twice>) {  // unnamed, as llm.c's matmul_backward_bias
+    extern float __shared__ staged[];  // the type before __shared__, as cuda-samples' threadFenceReduction
+    int i = blockIdx.x * Block + threadIdx.x;
+    staged[threadIdx.x] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    if (i < n) x[i] = staged[threadIdx.x] + (Twice ? 2.0f : 1.0f);
+}
+int main(int argc, char** argv) {
+    int n = 1000, loops = argc > 1 ? atoi(argv[1]) : 50;
+    float* d;
+    cudaMalloc(&d, n * sizeof(float));
+    cudaMemset(d, 0, n * sizeof(float));
+    for (int r = 0; r < loops; ++r)  // a benchmark's loop of an in-place kernel
+        bump<128, true><<<(n + 127) / 128, 128, 128 * sizeof(float)>>>(d, n, std::bool_constant<true>{});
+    float h[1000];
+    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    printf("%g %g\n", h[0], h[n - 1]);
+    return 0;
+}
+"""
+
+
+def test_an_in_place_kernel_in_a_benchmark_loop_runs_every_time_unless_repeats_caps_it():
+    """Every run counts by default (50 loops add 100); with repeats=3 the lab runs the launch 3
+    times, counts the other 47 and says that memory is as its last run left it. The kernel's name
+    keeps its template arguments' space, its unnamed parameter is passed and its `extern float
+    __shared__` array is the launch's dynamic shared memory."""
+    every = run_program(BENCHMARKED)
+    assert every.output.split() == ["100", "100"] and every.capped == 0
+    assert every.launches[0].kernel == "bump<128, true>"
+    capped = run_program(BENCHMARKED, repeats=3)
+    assert capped.output.split() == ["6", "6"] and capped.capped == 47 and len(capped.launches) == 3
+    assert "47 not run because the same launch (kernel, configuration and arguments) had run 3 times" in capped.report()
+    with pytest.raises(ValueError, match=r"repeats \(None: every run\) must be an integer from 1"):
+        run_program(BENCHMARKED, repeats=0)
+
+
+def test_a_program_stopped_in_a_loop_of_one_launch_is_told_of_repeats():
+    line = line_of(BENCHMARKED, "bump<128, true><<<")
+    with pytest.raises(LabError, match=rf"ran past the time limit of 4 s.*Its launch of bump<128, true> at line {line} "
+                                       r"ran \d+ times or more.*repeats=3"):
+        run_program(BENCHMARKED, argv=("100000000",), timeout=4)
+
+
+ROUNDED = r"""
+#include <cstdio>
+__global__ void bounds(const float* x, float* out, int n) {  // an interval library's style: each result bracketed
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float a = x[2 * i], b = x[2 * i + 1];
+    float* o = out + 10 * i;
+    o[0] = __fadd_rd(a, b); o[1] = __fadd_ru(a, b); o[2] = __fmul_rd(a, b); o[3] = __fmul_ru(a, b);
+    o[4] = __fdiv_rd(a, b); o[5] = __fdiv_ru(a, b); o[6] = __fsqrt_rd(fabsf(a)); o[7] = __fsqrt_ru(fabsf(a));
+    o[8] = __fsub_rz(a, b); o[9] = __fadd_rn(a, b);
+}
+int main() {
+    const int n = 64;
+    float hx[2 * n], hout[10 * n], *x, *out;
+    unsigned s = 12345;
+    for (int i = 0; i < 2 * n; ++i) { s = s * 1664525u + 1013904223u; hx[i] = ((int)(s >> 8) - (1 << 23)) / 1021.0f; }
+    cudaMalloc(&x, sizeof hx);
+    cudaMallocAsync(&out, sizeof hout, 0);  // stream-ordered, as cuda-samples' streamOrderedAllocation
+    cudaMemcpy(x, hx, sizeof hx, cudaMemcpyHostToDevice);
+    bounds<<<1, n>>>(x, out, n);
+    cudaMemcpy(hout, out, sizeof hout, cudaMemcpyDeviceToHost);
+    cudaFreeAsync(out, 0);
+    for (int i = 0; i < 2 * n; ++i) printf("%a ", hx[i]);
+    printf("\n");
+    for (int i = 0; i < 10 * n; ++i) printf("%a ", hout[i]);
+    printf("\n");
+    return 0;
+}
+"""
+
+
+def test_the_directed_rounding_intrinsics_bracket_the_exact_result_by_one_float():
+    """_rd is the largest float at or below the exact sum, product, quotient or root, _ru the
+    smallest at or above, _rz the one of them nearer zero (checked in exact rationals), as
+    cuda-samples' interval arithmetic relies on."""
+    import fractions
+    import math
+
+    import numpy as np
+
+    program = run_program(ROUNDED)
+    inputs, outputs = ([float.fromhex(v) for v in row.split()] for row in program.output.splitlines())
+    up = lambda v: float(np.nextafter(np.float32(v), np.float32(np.inf)))
+    F = fractions.Fraction
+    inexact = 0
+    for i in range(len(inputs) // 2):
+        a, b = inputs[2 * i], inputs[2 * i + 1]
+        o = outputs[10 * i:10 * i + 10]
+        for (low, high), exact in zip([o[0:2], o[2:4], o[4:6]], [F(a) + F(b), F(a) * F(b), F(a) / F(b)]):
+            assert F(low) <= exact <= F(high) and (high == low == exact or up(low) == high)
+            inexact += high != low
+        root = math.sqrt(abs(a))  # double: exact enough to place a float's root between neighbours
+        assert o[6] <= root <= o[7] and (o[6] == o[7] or up(o[6]) == o[7]) and F(o[6]) ** 2 <= F(abs(a)) <= F(o[7]) ** 2
+        assert abs(F(o[8])) <= abs(F(a) - F(b)) < abs(F(o[8])) + F(abs(up(abs(o[8])) - abs(o[8])))
+        assert o[9] == float(np.float32(a) + np.float32(b))
+    assert inexact > 50  # the inputs exercise rounding, not only exact results

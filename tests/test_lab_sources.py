@@ -285,6 +285,33 @@ def test_a_file_with_tensor_core_kernels_traces_its_others_and_a_wmma_call_is_na
     assert "wmma::fill_fragment is not emulated" in str(err.value) and "tensor cores" in str(err.value)
 
 
+GRID = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void ranks(unsigned long long* y) {
+    cg::grid_group grid = cg::this_grid();
+    y[grid.thread_rank()] = grid.block_rank() * 1000 + grid.size();
+}
+__global__ void two_phases(float* y) {
+    cg::grid_group grid = cg::this_grid();
+    y[grid.thread_rank()] = 1.0f;
+    grid.sync();
+}
+"""
+
+
+def test_the_grid_group_gives_its_ranks_and_its_sync_is_refused_at_the_learners_line():
+    """reductionMultiBlockCG's style: this_grid()'s ranks run as CUDA numbers them; a grid-wide
+    sync, which the lab's one-block-after-another run cannot keep, is named where it is called."""
+    y = trace(GRID.replace("__global__ void two", "template <int N> __global__ void two"), "ranks", (2, 2), 32,
+              [np.zeros(128, np.uint64)]).arrays[0]
+    assert list(y) == [b * 1000 + 128 for b in range(4) for _ in range(32)]
+    with pytest.raises(LabError) as err:
+        trace(GRID, "two_phases", 2, 32, [np.zeros(64, np.float32)])
+    assert f"kernel.cu:{GRID.splitlines().index('    grid.sync();') + 1}:" in str(err.value)
+    assert "grid_group::sync is not emulated" in str(err.value)
+
+
 WARP_SUMS = r"""
 // A block's sum in the style of many public reductions: each warp's sum staged in a small
 // __shared__ array, then the first warp sums those. `LANES` lanes read it back: all 32 reads past

@@ -424,11 +424,20 @@ EMU_ATOMIC(atomicOr, old | value)
 EMU_ATOMIC(atomicXor, old ^ value)
 EMU_ATOMIC(atomicInc, old >= (T)value ? 0 : old + 1)
 EMU_ATOMIC(atomicDec, old == 0 || old > (T)value ? (T)value : old - 1)
-#undef EMU_ATOMIC
 template <class T, class C, class V>
 EMU_INLINE T atomicCAS(T* address, C compare, V value) {
     return emu_atomic(address, [=](T old) { return old == (T)compare ? (T)value : old; });
 }
+// The scoped atomics (atomicAdd_block, atomicAdd_system): one CPU runs every thread of every
+// block, so each scope is the plain atomic's.
+#define EMU_SCOPED(NAME) \
+    template <class T, class... V> EMU_INLINE T NAME##_block(T* a, V... v) { return NAME(a, v...); } \
+    template <class T, class... V> EMU_INLINE T NAME##_system(T* a, V... v) { return NAME(a, v...); }
+EMU_SCOPED(atomicAdd) EMU_SCOPED(atomicSub) EMU_SCOPED(atomicExch) EMU_SCOPED(atomicMin) EMU_SCOPED(atomicMax)
+EMU_SCOPED(atomicAnd) EMU_SCOPED(atomicOr) EMU_SCOPED(atomicXor) EMU_SCOPED(atomicInc) EMU_SCOPED(atomicDec)
+EMU_SCOPED(atomicCAS)
+#undef EMU_SCOPED
+#undef EMU_ATOMIC
 inline void __threadfence() {}
 inline void __threadfence_block() {}
 
@@ -443,6 +452,7 @@ inline void __threadfence_block() {}
 // (the gaps take address space only: .bss is not in the file).
 #define __shared__ static __attribute__((aligned(65536)))
 #define __launch_bounds__(...)
+#define __grid_constant__
 // __constant__ and __managed__ variables are statics in sections of their own, which the traced
 // run tells apart from shared memory (reader.for_gxx drops a `const` beside __constant__, which
 // would make a read-only section of it), and a whole program's run from each other (the host
@@ -463,16 +473,43 @@ inline float __cosf(float x) { return cosf(x); }
 inline float __powf(float x, float y) { return powf(x, y); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-// The rounding-mode intrinsics: round to nearest is C++'s own; _rz, _ru, _rd are not here.
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fdiv_rn(float a, float b) { return a / b; }
+// The rounding-mode intrinsics (_rn to nearest, _rz toward zero, _ru up, _rd down), exact: C++'s
+// result, rounded to nearest, moved one step where the exact error of the operation (TwoSum for a
+// sum, an fma for a product, a quotient's remainder or a root's) says the true value lies past it.
+// A result that overflows is infinite in every mode (a GPU's _rz and _rd give the largest float).
+enum emu_rounding { EMU_RN, EMU_RZ, EMU_RU, EMU_RD };
+template <class T> T emu_rounded(T r, T error, emu_rounding mode) {  // error: the sign of (exact - r)
+    if (mode == EMU_RN || error == 0 || !std::isfinite(r)) return r;
+    const bool down = error < 0 && (mode == EMU_RD || (mode == EMU_RZ && r > 0));
+    const bool up = error > 0 && (mode == EMU_RU || (mode == EMU_RZ && r < 0));
+    return down ? std::nextafter(r, -INFINITY) : up ? std::nextafter(r, INFINITY) : r;
+}
+template <class T> T emu_add(T a, T b, emu_rounding m) {
+    const T r = a + b, bb = r - a;
+    return emu_rounded(r, (a - (r - bb)) + (b - bb), m);
+}
+template <class T> T emu_mul(T a, T b, emu_rounding m) { const T r = a * b; return emu_rounded(r, std::fma(a, b, -r), m); }
+template <class T> T emu_div(T a, T b, emu_rounding m) {
+    const T r = a / b, rest = std::fma(-r, b, a);
+    return emu_rounded(r, b < 0 ? -rest : rest, m);
+}
+template <class T> T emu_sqrt(T a, emu_rounding m) { const T r = std::sqrt(a); return emu_rounded(r, std::fma(-r, r, a), m); }
+#define EMU_ROUNDING(S, M) \
+    inline float __fadd_##S(float a, float b) { return emu_add(a, b, M); } \
+    inline float __fsub_##S(float a, float b) { return emu_add(a, -b, M); } \
+    inline float __fmul_##S(float a, float b) { return emu_mul(a, b, M); } \
+    inline float __fdiv_##S(float a, float b) { return emu_div(a, b, M); } \
+    inline float __frcp_##S(float x) { return emu_div(1.0f, x, M); } \
+    inline float __fsqrt_##S(float x) { return emu_sqrt(x, M); } \
+    inline double __dadd_##S(double a, double b) { return emu_add(a, b, M); } \
+    inline double __dsub_##S(double a, double b) { return emu_add(a, -b, M); } \
+    inline double __dmul_##S(double a, double b) { return emu_mul(a, b, M); } \
+    inline double __ddiv_##S(double a, double b) { return emu_div(a, b, M); } \
+    inline double __drcp_##S(double x) { return emu_div(1.0, x, M); } \
+    inline double __dsqrt_##S(double x) { return emu_sqrt(x, M); }
+EMU_ROUNDING(rn, EMU_RN) EMU_ROUNDING(rz, EMU_RZ) EMU_ROUNDING(ru, EMU_RU) EMU_ROUNDING(rd, EMU_RD)
+#undef EMU_ROUNDING
 inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
-inline float __frcp_rn(float x) { return 1.0f / x; }
-inline float __fsqrt_rn(float x) { return sqrtf(x); }
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
 inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
 inline float __saturatef(float x) { return !(x > 0.0f) ? 0.0f : x > 1.0f ? 1.0f : x; }  // NaN to +0, as PTX .sat
 inline int __float_as_int(float x) { return std::bit_cast<int>(x); }

@@ -24,6 +24,11 @@ RUN_MEMORY = 2 * 10**9
 PROGRAM_MEMORY = 2 * RUN_MEMORY
 """Address space (bytes) a whole program may take: the traced run's, and as much again for the
 arrays it allocates itself."""
+def physical_memory() -> int:
+    """The bytes of memory this machine has (what run_program's `memory` may be at most)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
 OUTPUT_LIMIT = 10**6
 """Bytes read from a process's stdout or stderr each (the learner's printf, g++'s messages);
 past them it is stopped."""

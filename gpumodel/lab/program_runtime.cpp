@@ -8,13 +8,16 @@
 //
 // The environment names the files: GM_LAB_SPEC, whose lines are "max_threads N" (the most CUDA
 // threads traced per launch), "max_launches N" (the launches traced; later ones run untraced),
+// "max_repeats N" (where given, the runs of one launch, the same kernel, configuration and arguments;
+// later ones are not run),
 // "gap ARRAY FROM TO" (as trace_runtime.cpp's), "prop FIELD VALUE" (cudaGetDeviceProperties' fields
 // as the GPU's data file gives them; "name" takes the rest of the line); and GM_LAB_STATS, which gets per traced launch
 // "launch KERNEL LINE GX GY GZ BX BY BZ SHARED_MEM TRACED_BLOCKS", one "array I BYTES SITE FREED" per
 // cudaMalloc so far, the launch's rows as trace_runtime.cpp writes them and "end"; "refused KERNEL LINE GX GY GZ BX BY BZ
 // SHARED_MEM" for a launch CUDA would refuse (it returns cudaErrorInvalidConfiguration through
 // cudaGetLastError and runs nothing); "nomemory BYTES SITE" for a cudaMalloc past the lab's memory;
-// at exit "untraced N", "repeated N" (launches not run again) and "events N" (the events recorded).
+// at exit "untraced N", "repeated N" (launches not run again), "capped N" (launches past max_repeats)
+// and "events N" (the events recorded).
 // A fault is its "fault" line, as trace_runtime.cpp writes it, after the "launch" line of the launch it
 // stopped.
 #define GM_LAB_PROGRAM
@@ -34,6 +37,7 @@ namespace {
 struct Program {
     FILE* stats = nullptr;
     unsigned max_threads = 1 << 16, max_launches = 100, traced = 0, untraced = 0, events = 0, repeated = 0;
+    unsigned max_repeats = 0, capped = 0;  // 0: every run
     cudaDeviceProp prop{};
     cudaError_t last_error = cudaSuccess;
 };
@@ -47,6 +51,7 @@ Program program;
 // host's, a managed array, a __device__ variable written) or ran out of bounds is never one of these.
 struct Ran { std::vector<std::pair<size_t, uint64_t>> arrays; bool statics = false; uint64_t statics_version = 0; };
 std::map<std::string, Ran> ran;  // the launch's identity -> what it touched, at the versions it left
+std::map<std::string, unsigned> runs;  // the launch's identity -> how often it ran
 std::vector<uint64_t> versions;  // per array
 std::vector<bool> managed;       // per array: the host writes it without the runtime's calls
 uint64_t statics_version = 0;
@@ -72,8 +77,8 @@ bool unchanged(const Ran& r) {
 }
 
 void at_exit() {
-    std::fprintf(program.stats, "untraced %u\nrepeated %u\nevents %u\n", program.untraced, program.repeated,
-                 program.events);
+    std::fprintf(program.stats, "untraced %u\nrepeated %u\ncapped %u\nevents %u\n", program.untraced,
+                 program.repeated, program.capped, program.events);
     std::fflush(program.stats);
 }
 
@@ -103,6 +108,7 @@ __attribute__((constructor)) void start() {
         in >> key;
         if (key == "max_threads") in >> program.max_threads;
         else if (key == "max_launches") in >> program.max_launches;
+        else if (key == "max_repeats") in >> program.max_repeats;
         else if (key == "static") {
             uintptr_t from, bytes;
             in >> from >> bytes;
@@ -142,7 +148,7 @@ __attribute__((constructor)) void start() {
     p.maxThreadsDim[2] = 64;
     p.maxGridSize[0] = 0x7fffffff;
     p.maxGridSize[1] = p.maxGridSize[2] = 65535;
-    p.concurrentKernels = 1;
+    p.concurrentKernels = p.canMapHostMemory = p.unifiedAddressing = p.managedMemory = p.cooperativeLaunch = 1;
     std::atexit(at_exit);
 }
 
@@ -235,6 +241,11 @@ void emu_launch_config::launch(const char* kernel, unsigned line, void (*call)(v
             ++program.repeated;
             return;
         }
+        if (program.max_repeats && runs[identity] >= program.max_repeats) {
+            ++program.capped;
+            return;
+        }
+        ++runs[identity];
     }
     gridDim = grid;
     blockDim = block;
@@ -283,10 +294,18 @@ cudaError_t cudaFree(void* ptr) {
         }
     return program.last_error = cudaErrorInvalidDevicePointer;
 }
+cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned) { return cudaMallocHost(ptr, bytes); }
 cudaError_t cudaFreeHost(void* ptr) {
     std::free(ptr);
     return cudaSuccess;
 }
+cudaError_t cudaHostRegister(void* ptr, size_t, unsigned) { return ptr ? cudaSuccess : program.last_error = cudaErrorInvalidValue; }
+cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
+cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned) {
+    *device = host;
+    return cudaSuccess;
+}
+cudaError_t cudaSetDeviceFlags(unsigned) { return cudaSuccess; }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
     std::memmove(dst, src, bytes);
     host_wrote(dst, bytes);

@@ -126,8 +126,15 @@ def _declared(text: str) -> tuple:
     `float x[]` (a pointer), `int n = 16`."""
     text = _split(text, "=")[0]
     match = re.fullmatch(r"(.*?)(\w+)\s*((?:\[[^\]]*\]\s*)*)", text, re.S)
-    ctype = " ".join(match.group(1).replace("*", " * ").replace("&", " & ").split()) + " *" * match.group(3).count("[")
+    if match is None:  # unnamed, and not ending in a word: `std::bool_constant<Atomic>`, `const float*`
+        return _spaced(text), ""
+    ctype = _spaced(match.group(1)) + " *" * match.group(3).count("[")
     return (ctype, match.group(2)) if ctype.strip() else (match.group(2), "")
+
+
+def _spaced(ctype: str) -> str:
+    """A C type written with one space between its words, `*` and `&`: `const float *`."""
+    return " ".join(ctype.replace("*", " * ").replace("&", " & ").split())
 
 
 def declarations(source: str) -> list:
@@ -562,7 +569,9 @@ def launched(source: str, kernel: str, args, defines: dict | None = None, folder
 
 
 _ALIGNMENT = r"(?:__align__|alignas)\s*\((?:[^()]|\([^()]*\))*\)"
-_EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\s+((?:[^;\[\]{}()]|" + _ALIGNMENT + r")*?)\b(\w+)\s*\[\s*\]\s*;")
+_DECLARATOR = r"((?:[^;\[\]{}()]|" + _ALIGNMENT + r")*?)"
+_EXTERN_SHARED = re.compile(r"\bextern\s+" + _DECLARATOR + r"\b__shared__\s+" + _DECLARATOR + r"\b(\w+)\s*\[\s*\]\s*;")
+"""`extern __shared__ T name[];`, the type before or after `__shared__` (`extern float __shared__ s[];`)."""
 
 
 _STATIC_SHARED = re.compile(r"\bstatic(?=\s+(?:(?:volatile|const)\s+)*__shared__\b)")
@@ -630,8 +639,8 @@ def for_gxx(source: str, program: bool = False) -> str:
     `k<<<...>>>(args)` a plain call `k(args)`, so that the file's host code compiles (the lab
     never runs it), or, in a whole `program`, a launch the lab runs (`_run_launches`)."""
     def pointer(match):
-        ctype = re.sub(_ALIGNMENT, "", match.group(1)).strip()
-        return (f"{ctype}* const {match.group(2)} = reinterpret_cast<{ctype}*>(emu_dynamic_shared());"
+        ctype = re.sub(_ALIGNMENT, "", f"{match.group(1)} {match.group(2)}").strip()
+        return (f"{ctype}* const {match.group(3)} = reinterpret_cast<{ctype}*>(emu_dynamic_shared());"
                 + "\n" * match.group(0).count("\n"))
     source = (_run_launches(source) if program else
               _LAUNCH.sub(lambda m: "\n" * m.group(0).count("\n"), source))

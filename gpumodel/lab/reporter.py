@@ -43,7 +43,7 @@ from ..published import expect
 from ..units import fmt_bytes
 from ..workloads import Workload
 from .builder import build
-from .limits import PROGRAM_MEMORY
+from .limits import PROGRAM_MEMORY, physical_memory
 from .reader import ARCH, arch_number, compile_options, launched, source_line, where
 from .runner import MAX_THREADS, index, launch, printed, run_program_traced, run_traced
 
@@ -339,8 +339,9 @@ class Program:
     kernels', in the lab's order), its exit status, the launches run untraced past
     `runner.MAX_TRACED_LAUNCHES`, the launches not run again (`repeated`: each the same kernel,
     configuration and arguments as one that ran, with nothing it read or wrote written since, so
-    that what it would write is in memory already: a benchmark's loop), the cudaMalloc calls past
-    the lab's memory for a program (`unallocated`: (bytes, line) each), the launches CUDA would have refused ((kernel, line, grid,
+    that what it would write is in memory already: a benchmark's loop), the launches not run
+    because the same one had run `repeats` times (`capped`), the cudaMalloc calls past
+    the program's `memory` (bytes; `unallocated`: (bytes, line) each), the launches CUDA would have refused ((kernel, line, grid,
     block, shared_mem) each: cudaGetLastError returned cudaErrorInvalidConfiguration and nothing
     ran), whether it timed itself with events, and the `gpu` whose properties it was given."""
 
@@ -350,6 +351,9 @@ class Program:
     returncode: int
     untraced: int
     repeated: int
+    capped: int
+    repeats: int | None
+    memory: int
     unallocated: list
     refused: list
     timed: bool
@@ -365,6 +369,8 @@ class Program:
                + (f", {self.untraced} more run untraced" if self.untraced else "")
                + (f", {self.repeated} not run again (each the same launch as one before it, with nothing it read or "
                   "wrote changed since: its results were in memory already)" if self.repeated else "")
+               + (f", {self.capped} not run because the same launch (kernel, configuration and arguments) had run "
+                  f"{self.repeats} times (repeats={self.repeats}: memory is as its last run left it)" if self.capped else "")
                + f"; it ended with exit status {self.returncode}"]
         for i, (t, line) in enumerate(zip(self.launches, self.lines), 1):
             b, p = t.bytes, predict(t.workload(flops), self.gpu)
@@ -373,8 +379,9 @@ class Program:
                        f"{float(p.time) * 1e6:.2f} us, bound by {p.bound}" + ("; RACES" if t.races else ""))
         for size, line in self.unallocated:
             out.append(f"  cudaMalloc of {fmt_bytes(size)} at line {line} failed (cudaErrorMemoryAllocation): the lab "
-                       f"runs a program in {fmt_bytes(PROGRAM_MEMORY)} of the CPU's memory, its arrays included; a "
-                       "smaller size fits")
+                       f"ran the program in {fmt_bytes(self.memory)} of the CPU's memory, its arrays included (its "
+                       "host copies too); a smaller size fits, or pass run_program(..., memory=BYTES) where this "
+                       f"machine has more ({fmt_bytes(physical_memory())} in all)")
         for kernel, line, grid, block, shared_mem in self.refused:
             out.append(f"  refused at line {line}: {kernel}<<<{grid}, {block}, {shared_mem}>>>, a launch CUDA refuses "
                        "(cudaErrorInvalidConfiguration, returned by the next cudaGetLastError); nothing ran")
@@ -382,12 +389,13 @@ class Program:
         out.append(printed(self.output, OUTPUT_LINES) if self.output else "    (nothing)")
         if self.timed:
             out.append("Times it measured with cudaEvent calls are the CPU's, running the lab, not a GPU's"
-                       + (", and a launch not run again took none." if self.repeated else "."))
+                       + (", and a launch not run again took none." if self.repeated or self.capped else "."))
         return "\n".join(out)
 
 
 def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None = None, arch: str = ARCH,
-                timeout: float = 120.0, max_threads: int = MAX_THREADS) -> Program:
+                timeout: float = 120.0, max_threads: int = MAX_THREADS, repeats: int | None = None,
+                memory: float = PROGRAM_MEMORY) -> Program:
     """Build a whole CUDA C program (a str of source, or a path to a .cu file, whose folder is
     then on the include path) with its own `main`, and run it on the CPU with `argv` (strs):
     cudaMalloc, cudaMemcpy, cudaMemset, cudaMemcpyToSymbol and `__constant__`, cudaFree, events,
@@ -397,6 +405,10 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     its blocks traced, every block run, so the program's own checks see whole results). The
     program sees `gpu`'s properties (cudaGetDeviceProperties; by default the first preset of
     `arch`'s compute capability) and is compiled for `arch` with `options` as `trace` takes them.
+    `repeats` (for a benchmark's loop of an in-place kernel) runs each launch at most that many
+    times with the same kernel, configuration and arguments and counts the rest (None: all run).
+    `memory` is the address space in bytes the program may take, its arrays and host copies
+    included (more than the machine's memory is refused).
     It runs in a private temporary folder within `timeout` seconds. Raises `LabError` where it
     does not compile or link (a call into cuBLAS, say, is named), faults as `trace` names a
     kernel's faults (at the launch it stopped), or crashes in its host code; its exit status,
@@ -405,14 +417,18 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
         raise TypeError(f"argv must be a sequence of strs (the program's arguments after its name), got {argv!r}")
     shape = launch(1, 1, 0, timeout, max_threads)
+    if repeats is not None:
+        repeats = _check.integer("repeats (None: every run)", repeats, 1, 2**31 - 1)
+    memory = int(_check.real("memory (bytes, at most the machine's)", memory, PROGRAM_MEMORY // 4, physical_memory()))
     flags, _, _ = compile_options(tuple(options) + ((f"-I{folder}",) if folder else ()))
     device = preset(gpu) if gpu is not None else _gpu_of(arch)
     exe = build(source, arch=arch, options=flags, program=True)
-    done = run_program_traced(exe, name, source, tuple(argv), shape.timeout, shape.max_threads, _properties(device))
+    done = run_program_traced(exe, name, source, tuple(argv), shape.timeout, shape.max_threads, _properties(device),
+                              repeats, memory)
     traces = [_trace(source, one.kernel, one.shape, one.rows, done.where, done.calls, one.traced, [], "")
               for one in done.launches]
     return Program(traces, [one.line for one in done.launches], done.output, done.returncode, done.untraced,
-                   done.repeated, done.unallocated, done.refused, done.events > 0, device.name)
+                   done.repeated, done.capped, repeats, memory, done.unallocated, done.refused, done.events > 0, device.name)
 
 
 def _program_source(source_or_path) -> tuple:

@@ -11,6 +11,7 @@ builder's shared library loaded in this process, for the tests' and the CuPy sta
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import math
 import numbers
@@ -198,10 +199,14 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
 MAX_TRACED_LAUNCHES = 100
 """Launches of a whole program traced, each counted and reported; later ones run untraced."""
 
+REPEATED_LOOP, REPEATS_HINT = 10, 3
+"""A program stopped at its time limit in a launch traced `REPEATED_LOOP` times before at its line
+is advised to pass `repeats=REPEATS_HINT` (a benchmark's loop)."""
+
 
 @dataclass
 class ProgramLaunch:
-    """One traced launch of a whole program: the `kernel` expression as written (spaces left out),
+    """One traced launch of a whole program: the `kernel` expression as written (one space between words),
     the `line` it is launched at, its `shape`, how many blocks ran traced, the runtime's `rows`
     for it and the program's device `arrays` then ((name, bytes) each)."""
 
@@ -218,9 +223,10 @@ class ProgramRun:
     """A whole program that ran to its end: its traced `launches` in order, where each code
     offset they name is (`Run.where`, `Run.calls`), what it printed, its exit status, the
     launches past `MAX_TRACED_LAUNCHES` run untraced, the launches not run again (program_runtime.cpp:
-    each the same as one that ran, with nothing it read or wrote written since), the events it
+    each the same as one that ran, with nothing it read or wrote written since), the launches past
+    the `repeats` runs of the same kernel, configuration and arguments not run (`capped`), the events it
     recorded, the launches CUDA would have refused ((kernel, line, grid, block, shared_mem) each) and
-    the cudaMalloc calls past `PROGRAM_MEMORY` ((bytes, line) each)."""
+    the cudaMalloc calls past its memory ((bytes, line) each)."""
 
     launches: list
     where: dict
@@ -229,9 +235,14 @@ class ProgramRun:
     returncode: int
     untraced: int
     repeated: int
+    capped: int
     events: int
     refused: list
     unallocated: list
+
+
+_NUMBERS_AFTER_KERNEL = {"launch": 9, "refused": 8}
+"""How many numbers follow the kernel's name in program_runtime.cpp's "launch" and "refused" rows."""
 
 
 def _sections(text: str) -> tuple:
@@ -239,6 +250,8 @@ def _sections(text: str) -> tuple:
     with its rows, the last being the one a fault stopped where it has no "end"; the other rows)."""
     launches, other, current = [], [], None
     for row in (r.split() for r in text.splitlines() if r):
+        if row[0] in _NUMBERS_AFTER_KERNEL:  # the kernel's name may hold spaces: `k<128, true>`
+            row = [row[0], " ".join(row[1:-_NUMBERS_AFTER_KERNEL[row[0]]]), *row[-_NUMBERS_AFTER_KERNEL[row[0]]:]]
         if row[0] == "launch":
             current = {"kernel": row[1], "line": int(row[2]), "dims": [int(v) for v in row[3:10]],
                        "traced": int(row[10]), "rows": [], "arrays": [], "ended": False}
@@ -254,17 +267,29 @@ def _sections(text: str) -> tuple:
     return launches, other
 
 
+def _loop_hint(launches: list) -> str:
+    """Where one line's launch was traced `REPEATED_LOOP` times or more: a sentence on `repeats`."""
+    found = collections.Counter((s["kernel"], s["line"]) for s in launches).most_common(1)
+    if not found or found[0][1] < REPEATED_LOOP:
+        return ""
+    (kernel, line), runs = found[0]
+    return (f" Its launch of {kernel} at line {line} ran {runs} times or more: where that is a benchmark's loop, "
+            f"run_program(..., repeats={REPEATS_HINT}) runs each launch with the same arguments at most {REPEATS_HINT} "
+            "times and counts the rest.")
+
+
 def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, timeout: float, max_threads: int,
-                       properties: dict) -> ProgramRun:
+                       properties: dict, repeats: int | None = None, memory: int = PROGRAM_MEMORY) -> ProgramRun:
     """Run the whole program `exe` (built from `source` by `builder.build(program=True)`) as
-    `./name` with `argv` in a private temporary folder, within `timeout` seconds and `PROGRAM_MEMORY` bytes, each
+    `./name` with `argv` in a private temporary folder, within `timeout` seconds and `memory` bytes, each
     launch sampled to `max_threads` traced threads, `properties` what cudaGetDeviceProperties
-    gives (program_runtime.cpp's "prop" lines). LabError where it faults (named as
+    gives (program_runtime.cpp's "prop" lines), each launch run at most `repeats` times with the
+    same kernel, configuration and arguments (None: every time). LabError where it faults (named as
     `run_traced` names a kernel's faults, at the launch it stopped) or crashes in its host code."""
     with tempfile.TemporaryDirectory(prefix="gm-lab-") as tmp:
         tmp = pathlib.Path(tmp)
         gaps = shared_gaps(exe)
-        spec = [f"max_threads {max_threads}", f"max_launches {MAX_TRACED_LAUNCHES}",
+        spec = [f"max_threads {max_threads}", f"max_launches {MAX_TRACED_LAUNCHES}", f"max_repeats {repeats or 0}",
                 *(f"gap {lo} {start} {end}" for _, lo, _, start, end in gaps),
                 *(f"static {lo} {size}" for lo, size in device_statics(exe)),
                 *(f"prop {k} {v}" for k, v in properties.items())]
@@ -272,7 +297,7 @@ def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, t
         (tmp / "run").mkdir()  # its working folder, holding it under its own name (argv[0], as the learner runs it)
         (tmp / "run" / name).symlink_to(exe)
         done = run(["env", "-C", tmp / "run", f"GM_LAB_SPEC={tmp / 'spec'}", f"GM_LAB_STATS={tmp / 'stats'}", f"./{name}", *argv],
-                   timeout, PROGRAM_MEMORY)
+                   timeout, memory)
         text = (tmp / "stats").read_text(errors="replace") if (tmp / "stats").exists() else ""
         launches, other = _sections(text)
         running = launches[-1] if launches and not launches[-1]["ended"] else None
@@ -283,12 +308,13 @@ def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, t
                 raise LabError(f"the program ran past the time limit of {timeout:g} s"
                                + (f", in its launch of {running['kernel']} at line {running['line']}" if running else "")
                                + ": an endless loop, a barrier or shuffle not every thread reaches, or more work than "
-                               "the CPU does in that time (pass a larger timeout, or a smaller size through argv)?")
+                               "the CPU does in that time (pass a larger timeout, or a smaller size through argv)?"
+                               + ("" if repeats else _loop_hint(launches)))
             if done.stopped == "output":
                 raise LabError(f"the program printed more than the lab's output limit of {fmt_bytes(OUTPUT_LIMIT)} "
                                "and was stopped: a printf in a loop, or in every thread?")
             if done.returncode < 0 or any(r[0] == "fault" for r in other + (running["rows"] if running else [])):
-                _crashed(done, tmp / "stats", exe, kernel, *shape, source, PROGRAM_MEMORY)
+                _crashed(done, tmp / "stats", exe, kernel, *shape, source, memory)
             if done.returncode == 125:  # limits.run's shell could not bound the memory
                 raise LabError(done.stderr.strip())
             finished = [s for s in launches if s["ended"]]
@@ -312,12 +338,13 @@ def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, t
                 raise
             raise LabError(f"{error}\n\nWhat it printed before it failed (the lab's thread order, not a GPU's):\n\n"
                            + printed(done.stdout, FAILED_OUTPUT_LINES, last=True)) from None
-        numbers = {r[0]: int(r[1]) for r in other if r[0] in ("untraced", "repeated", "events")}
+        numbers = {r[0]: int(r[1]) for r in other if r[0] in ("untraced", "repeated", "capped", "events")}
         refused = [(r[1], int(r[2]), tuple(map(int, r[3:6])), tuple(map(int, r[6:9])), int(r[9]))
                    for r in other if r[0] == "refused"]
         unallocated = [(int(r[1]), where_of[r[2]][0]) for r in other if r[0] == "nomemory"]
         return ProgramRun(traced, where_of, calls, done.stdout, done.returncode, numbers.get("untraced", 0),
-                          numbers.get("repeated", 0), numbers.get("events", 0), refused, unallocated)
+                          numbers.get("repeated", 0), numbers.get("capped", 0), numbers.get("events", 0), refused,
+                          unallocated)
 
 
 def _faults(rows, where, kernel, shape: Launch, arrays: list, gaps: list, source: str) -> None:

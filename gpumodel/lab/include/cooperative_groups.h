@@ -1,4 +1,4 @@
-// The kernel lab's cooperative groups: the block (this_thread_block), its tiles
+// The kernel lab's cooperative groups: the grid (this_grid, without its sync), the block (this_thread_block), its tiles
 // (tiled_partition<N>, N a power of two up to 1024) and thread_group, which holds either, over cuda_emu.h's barrier, shuffles and
 // votes. A tile of a warp or less meets with its own lanes; a tile of several warps (CUDA 12's
 // multi-warp tiles, with their block_tile_memory) syncs with the block's barrier, so every tile
@@ -78,5 +78,26 @@ inline thread_group tiled_partition(const thread_group&, unsigned threads) {
     return thread_group(threads);
 }
 inline void sync(const thread_group& group) { group.sync(); }
+
+// The grid (this_grid): its ranks and sizes. Its sync is not emulated: the lab runs a grid's blocks
+// one after another, so no block could wait for a later one; a kernel that calls it is refused at
+// its line when it compiles.
+template <class...> constexpr bool emu_grid_sync = false;
+struct grid_group {
+    static bool is_valid() { return true; }
+    static unsigned long long num_blocks() { return (unsigned long long)gridDim.x * gridDim.y * gridDim.z; }
+    static unsigned long long block_rank() { return ((unsigned long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x; }
+    static unsigned long long size() { return num_blocks() * thread_block::size(); }
+    static unsigned long long num_threads() { return size(); }
+    static unsigned long long thread_rank() { return block_rank() * thread_block::size() + thread_block::thread_rank(); }
+    static dim3 dim_blocks() { return dim3(gridDim.x, gridDim.y, gridDim.z); }
+    static dim3 block_index() { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+    template <class G = void> static void sync() {
+        static_assert(emu_grid_sync<G>, "grid_group::sync is not emulated: the kernel lab runs a grid's blocks one "
+                                        "after another on the CPU, so a block cannot wait for the rest of the grid");
+    }
+};
+inline grid_group this_grid() { return {}; }
+template <class G = void> void sync(const grid_group&) { grid_group::sync<G>(); }
 
 }  // namespace cooperative_groups

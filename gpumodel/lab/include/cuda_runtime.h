@@ -18,7 +18,9 @@
 #define CUDART_VERSION 12040
 
 enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-                   cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevicePointer = 17, cudaErrorNotReady = 600,
+                   cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevicePointer = 17, cudaErrorNoDevice = 100,
+                   cudaErrorInvalidDevice = 101, cudaErrorNotReady = 600, cudaErrorIllegalAddress = 700,
+                   cudaErrorAssert = 710, cudaErrorLaunchFailure = 719, cudaErrorCooperativeLaunchTooLarge = 720,
                    cudaErrorNotSupported = 801 };
 typedef cudaError_t cudaError;
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice,
@@ -39,7 +41,8 @@ struct cudaDeviceProp {
     size_t totalGlobalMem, sharedMemPerBlock, sharedMemPerMultiprocessor, sharedMemPerBlockOptin, totalConstMem;
     int regsPerBlock, regsPerMultiprocessor, warpSize, maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3],
         multiProcessorCount, maxThreadsPerMultiProcessor, maxBlocksPerMultiProcessor, major, minor, l2CacheSize,
-        persistingL2CacheMaxSize, clockRate, memoryClockRate, memoryBusWidth, concurrentKernels, asyncEngineCount;
+        persistingL2CacheMaxSize, clockRate, memoryClockRate, memoryBusWidth, concurrentKernels, asyncEngineCount,
+        canMapHostMemory, unifiedAddressing, managedMemory, cooperativeLaunch, integrated, accessPolicyMaxWindowSize;
 };
 
 // An allocation is named by the line that asked for it (the return address of the call; the
@@ -54,6 +57,23 @@ cudaError_t cudaMallocHost(void** ptr, size_t bytes);
 template <class T> cudaError_t cudaMallocHost(T** ptr, size_t bytes) { return cudaMallocHost(reinterpret_cast<void**>(ptr), bytes); }
 cudaError_t cudaFree(void* ptr);
 cudaError_t cudaFreeHost(void* ptr);
+// Pinned and mapped host memory: on the CPU all memory is the host's, so pinning changes nothing and
+// a mapped array's device pointer is its host pointer.
+enum { cudaHostAllocDefault = 0, cudaHostAllocPortable = 1, cudaHostAllocMapped = 2, cudaHostAllocWriteCombined = 4 };
+enum { cudaHostRegisterDefault = 0, cudaHostRegisterPortable = 1, cudaHostRegisterMapped = 2 };
+enum { cudaDeviceScheduleAuto = 0, cudaDeviceScheduleSpin = 1, cudaDeviceScheduleYield = 2,
+       cudaDeviceScheduleBlockingSync = 4, cudaDeviceMapHost = 8 };
+cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned flags);
+template <class T> cudaError_t cudaHostAlloc(T** ptr, size_t bytes, unsigned flags) {
+    return cudaHostAlloc(reinterpret_cast<void**>(ptr), bytes, flags);
+}
+cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned flags);
+cudaError_t cudaHostUnregister(void* ptr);
+cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned flags);
+template <class T> cudaError_t cudaHostGetDevicePointer(T** device, void* host, unsigned flags) {
+    return cudaHostGetDevicePointer(reinterpret_cast<void**>(device), host, flags);
+}
+cudaError_t cudaSetDeviceFlags(unsigned flags);
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t height,
                          cudaMemcpyKind kind);
@@ -130,6 +150,35 @@ template <class F> cudaError_t cudaOccupancyMaxPotentialBlockSize(int* grid, int
     *grid = prop.multiProcessorCount * std::min(32, 2048 / *block);
     return cudaSuccess;
 }
+// Stream-ordered allocation: the stream's work is done when a launch returns, so it is cudaMalloc's
+// (the allocation named by its caller's line, as cudaMalloc's typed form is) and cudaFree's.
+[[gnu::always_inline]] inline cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) { return cudaMalloc(ptr, bytes); }
+template <class T> [[gnu::always_inline]] inline cudaError_t cudaMallocAsync(T** ptr, size_t bytes, cudaStream_t) {
+    return cudaMalloc(reinterpret_cast<void**>(ptr), bytes);
+}
+inline cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
+typedef struct CUmemPoolHandle_st* cudaMemPool_t;
+enum cudaMemPoolAttr { cudaMemPoolReuseFollowEventDependencies = 1, cudaMemPoolReuseAllowOpportunistic = 2,
+                       cudaMemPoolReuseAllowInternalDependencies = 3, cudaMemPoolAttrReleaseThreshold = 4 };
+inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int) { *pool = nullptr; return cudaSuccess; }
+inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
+// L2 persistence and the device's limits: hints a GPU's caches and stacks take; the lab models neither
+// on the CPU, so each is accepted and changes nothing.
+enum cudaLimit { cudaLimitStackSize = 0, cudaLimitPrintfFifoSize = 1, cudaLimitMallocHeapSize = 2,
+                 cudaLimitDevRuntimeSyncDepth = 3, cudaLimitDevRuntimePendingLaunchCount = 4,
+                 cudaLimitMaxL2FetchGranularity = 5, cudaLimitPersistingL2CacheSize = 6 };
+inline cudaError_t cudaDeviceSetLimit(cudaLimit, size_t) { return cudaSuccess; }
+enum cudaAccessProperty { cudaAccessPropertyNormal = 0, cudaAccessPropertyStreaming = 1, cudaAccessPropertyPersisting = 2 };
+struct cudaAccessPolicyWindow {
+    void* base_ptr;
+    size_t num_bytes;
+    float hitRatio;
+    cudaAccessProperty hitProp, missProp;
+};
+enum cudaStreamAttrID { cudaStreamAttributeAccessPolicyWindow = 1, cudaStreamAttributeSynchronizationPolicy = 3 };
+union cudaStreamAttrValue { cudaAccessPolicyWindow accessPolicyWindow; int syncPolicy; };
+inline cudaError_t cudaStreamSetAttribute(cudaStream_t, cudaStreamAttrID, const cudaStreamAttrValue*) { return cudaSuccess; }
+inline cudaError_t cudaCtxResetPersistingL2Cache() { return cudaSuccess; }
 cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
