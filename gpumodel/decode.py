@@ -171,6 +171,9 @@ MODELS = {
     "Llama-3-8B": Model("Llama-3-8B", 32, 32, 8, 128, 8.0e9, vocab=128000,
                         source="dubey2024llama3, Table 3 (8B: 32 layers, width 4096, 32 heads, 8 key-value heads, "
                         "vocabulary 128,000)"),
+    "Llama-3-70B": Model("Llama-3-70B", 80, 64, 8, 128, 70.55e9, hidden=8192, vocab=128000,
+                         source="dubey2024llama3, Table 3 (70B: 80 layers, width 8192, FFN width 28,672, 64 heads, "
+                         "8 key-value heads, vocabulary 128,000), whose weights add up to 70.55 B"),
     "DeepSeek-V2": Model("DeepSeek-V2", 60, 128, 1, 128, 236e9, latent=512, rope=64, hidden=5120, vocab=100000,
                          moe_layers=59, experts=160, active=6, expert_params=3 * 5120 * 1536,
                          source="deepseek2024v2, section 3.1.1 (a vocabulary of 100K) and 3.1.2 (60 layers, width "
@@ -178,8 +181,8 @@ MODELS = {
                          "layer of 2 shared and 160 routed experts of intermediate width 1536, 6 routed per "
                          "token; 236B in all, 21B activated per token)"),
 }
-"""The chapter's models: a dense MHA model, two GQA models (8 key-value heads), an MLA model that
-is a mixture of experts. Their embedding and LM head are separate tables (none is tied)."""
+"""The chapters' models: a dense MHA model, three GQA models (8 key-value heads; Llama-3-70B is
+chapter 10's), an MLA model that is a mixture of experts. Their embedding and LM head are separate tables (none is tied)."""
 
 KV_INT4 = (0.5, 32, 4)
 """An int4 cache: half a byte per element, and per group of 32 elements of a row an fp16 scale

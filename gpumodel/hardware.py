@@ -22,7 +22,7 @@ formula over other facts (`derived`)."""
 PLAUSIBLE = {
     # SI unit -> (least, most) a GPU's figure in it may be: a typo of a unit or a digit lands outside
     "SM": (1, 1024), "Hz": (1e8, 5e9), "B/clk": (16, 1e5), "B/s": (1e10, 1e15), "B": (2**20, 1e13),
-    "FLOP/s": (1e12, 1e17), "cycle": (1, 1e5), "W": (10, 1e4),
+    "FLOP/s": (1e12, 1e17), "cycle": (1, 1e5), "W": (10, 1e4), "s": (1e-8, 1e-2),
 }
 """The plausible range of a GPU's figure in each SI unit, in a GPU file (`gpumodel.presets`) or
 given to `GPU.at_clock`: clocks from 100 MHz to 5 GHz, up to 1024 SMs, capacities from 1 MiB to

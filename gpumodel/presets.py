@@ -37,7 +37,7 @@ UNITS = {
     "MHz": ("Hz", 1e6), "GHz": ("Hz", 1e9),
     "GB/s": ("B/s", 1e9), "TB/s": ("B/s", 1e12),
     "KiB": ("B", KIB), "MiB": ("B", KIB**2), "GB": ("B", 1e9),
-    "TFLOP/s": ("FLOP/s", 1e12), "W": ("W", 1),
+    "TFLOP/s": ("FLOP/s", 1e12), "W": ("W", 1), "us": ("s", 1e-6),
 }
 """The units a GPU file may use. Capacities on chip are binary (KiB, MiB), memory sizes decimal
 (GB), as the datasheets state them; rates are decimal."""

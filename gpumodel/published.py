@@ -15,9 +15,12 @@ preset's figure names that figure in `sets_preset` (its 100 % is by construction
 that set no preset and played no part in changing the model is marked `holdout`. A launch
 record (host time per kernel) is held against the published launch cost of its path on its
 GPU (`gpumodel.overhead`), the least that path costs. A decode record (tokens per second) is
-held against `gpumodel.decode.step` at its batch and context, as a time per step. Latency records are a cross-check of
-the presets' latencies, not a bound.
-Chapters 1 to 5, 7 and 9 and the appendix "How good is the model?".
+held against `gpumodel.decode.step` at its batch and context, as a time per step. A collective
+record (NCCL's tests' bus bandwidth) is held against its bytes over its link (`gpumodel.collectives`,
+no latency), and a tensor-parallel decode record against `gpumodel.parallel.step` without the
+link's latencies: both bounds; neither has an expected time (`record_expect` is for one GPU's
+kernels). Latency records are a cross-check of the presets' latencies, not a bound.
+Chapters 1 to 5, 7, 9 and 10 and the appendix "How good is the model?".
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import _check, decode, presets
+from . import _check, collectives, decode, links, parallel, presets
 from .expected import (CLASSES, ESTIMATES, REASONS, Expectation, Launch, dequantise_time, facts, gemm_launch, kernel_notes,
                        read_time, share_class)
 from .expected import expect as _expect
@@ -52,19 +55,24 @@ MOST = {"GB/s": 1e14, "TB/s": 1e14, "GFLOP/s": 1e17, "TFLOP/s": 1e17, "ms": 3600
 """The largest value a record may state in each unit, in SI: 100 TB/s, 100 PFLOP/s, an hour,
 100,000 cycles, a million tokens a second (each far above any single GPU's)."""
 UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attention": ("GFLOP/s", "TFLOP/s", "ms"),
-         "latency": ("cycles",), "launch": ("us",), "decode": ("tokens/s",)}
+         "latency": ("cycles",), "launch": ("us",), "decode": ("tokens/s",), "collective": ("GB/s",),
+         "parallel": ("tokens/s", "ms")}
 """The units each kind of run may be measured in."""
 RUN_KEYS = {"read": {"bytes", "chunk", "threads"}, "gemm": {"size", "dtype", "block", "thread", "layout", "ideal"},
             "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes", "block"},
             "latency": {"level"},
             "launch": {"path"},
-            "decode": {"model", "batch", "context", "weight", "kv"}}
+            "decode": {"model", "batch", "context", "weight", "kv"},
+            "collective": {"collective", "gpus", "message", "link", "algorithm"},
+            "parallel": {"model", "batch", "context", "weight", "kv", "gpus", "link"}}
 RUN_NEEDS = {"read": {"bytes"}, "gemm": {"size"}, "attention": {"batch", "heads", "seq", "head_dim", "attention", "passes"},
-             "latency": {"level"}, "launch": {"path"}, "decode": {"model", "batch", "context"}}
+             "latency": {"level"}, "launch": {"path"}, "decode": {"model", "batch", "context"},
+             "collective": {"collective", "gpus", "message", "link"}, "parallel": {"model", "batch", "context", "gpus", "link"}}
 """The keys each kind of run must have; the others of RUN_KEYS have defaults (dtype: fp32 for a
 GEMM, fp16 for attention; no block: the naive GEMM kernel, or the flash kernel's default tile;
 no thread: one result per thread; fp16 weights and cache for a decode step; no chunk and threads:
-a read whose blocks share no data, so no L1 reuse)."""
+a read whose blocks share no data, so no L1 reuse; a ring for a collective). A parallel run's
+`ms` is the time of one step (the inter-token latency), its `tokens/s` the batch's tokens per second."""
 RECORD_KEYS = {"gpu", "what", "where", "run", "value", "unit", "chapter", "reason", "violation", "sets_preset", "holdout",
                "also"}
 RUN_FIELDS = {
@@ -74,9 +82,11 @@ RUN_FIELDS = {
     "block": "tile", "thread": "tile", "ideal": "flag", "dtype": tuple(_check.DTYPE_BYTES), "layout": LAYOUTS,
     "attention": ("standard", "flash", "flash1"), "passes": ("forward", "forward+backward"), "level": LEVELS, "path": PATHS,
     "model": tuple(decode.MODELS), "context": "size", "weight": tuple(WEIGHT_BYTES), "kv": tuple(decode.KV_FORMATS),
+    "collective": collectives.COLLECTIVES, "gpus": "size", "message": "amount", "link": "link",
+    "algorithm": collectives.ALGORITHMS,
 }
 """What each field of a record's `run` holds."""
-CHAPTERS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 98, 99)
+CHAPTERS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 98, 99)
 """The chapters' numbers, as `chapters/NN_topic.md` number them (tests/test_published.py holds the
 two equal): a record's `chapter`, and the `chapter` that `comparisons` takes."""
 ALSO_UNITS = ("GB", "GFLOP")
@@ -226,6 +236,7 @@ def _field(where: str, value, wanted) -> None:
                 isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value),
                 "a list of 2 or 3 positive whole numbers"),
             "flag": (isinstance(value, bool), "true or false"),
+            "link": (isinstance(value, str) and value in links.links(), f"a link of data/links.toml, one of {tuple(links.links())}"),
         }[wanted]
     if not fine:
         raise DataError(f"{where} must be {accepted}, got {value!r}")
@@ -306,6 +317,18 @@ def compare(record: Record, rated: bool = False) -> Comparison:
     if run["kind"] == "launch":
         model = launch_cost(g, run["path"]).seconds
         return Comparison(record, "time", model, measured, model / measured, "overhead")
+    if run["kind"] == "collective":  # bus bandwidth against the bytes' own over the link
+        n, m, algorithm = run["gpus"], run["message"], run.get("algorithm", "ring")
+        seconds = collectives.collective_time(run["collective"], n, m, links.link(run["link"]).bandwidth,
+                                              algorithm=algorithm)
+        model = float(collectives.bus_bandwidth(run["collective"], n, m, seconds))
+        return Comparison(record, "bandwidth", model, measured, measured / model, "link")
+    if run["kind"] == "parallel":  # tokens/s or ms -> seconds per step of the batch
+        formats = {"weight": run.get("weight", "fp16"), "kv": run.get("kv", "fp16")}
+        p = parallel.step(run["model"], g, run["gpus"], run["batch"], run["context"], run["link"], latency=False,
+                          **formats)
+        step = measured if record.unit == "ms" else run["batch"] / measured
+        return Comparison(record, "time", p.time, step, p.time / step, p.bound)
     if run["kind"] == "decode":  # tokens/s -> seconds per step of the batch
         formats = {"weight": run.get("weight", "fp16"), "kv": run.get("kv", "fp16")}
         p = predict(decode.step(run["model"], run["batch"], run["context"], **formats), g)
@@ -396,15 +419,19 @@ def record_launch(record) -> Launch | None:
     return None
 
 
+BEYOND_ONE_GPU = ("collective", "parallel")
+"""The kinds of run past one GPU, held against their bound only (no expected time)."""
+
+
 def record_expect(record, share: bool = True) -> Expectation | None:
     """A published record's expected time on its GPU at the bound's rates (None for a latency
-    record): its workloads as `compare` charges them, with its `record_launch`; a decode step's
+    record and one of BEYOND_ONE_GPU): its workloads as `compare` charges them, with its `record_launch`; a decode step's
     dequantising (`dequantise_time`); a read's or a launch's: the bound, then the share; passes
     add up; at the shares of `data/expect_estimates.toml` when `share`."""
     share = _check.flag("share", share)
     g = presets.gpu(_record(record).gpu).bound()
     c = compare(record)
-    if c.quantity == "latency":
+    if c.quantity == "latency" or record.run["kind"] in BEYOND_ONE_GPU:
         return None
     bound = c.model if c.quantity == "time" else record.run["bytes"] / c.model
     launch = record_launch(record)
@@ -453,6 +480,9 @@ def measured_time(record) -> float:
     c = compare(_record(record))
     if c.quantity == "latency":
         raise ValueError(f"record must be a record of a time or a bandwidth, not of a latency, got {record.what!r}")
+    if record.run["kind"] == "collective":  # the message over the algorithm bandwidth, busbw / factor
+        run = record.run
+        return float(collectives.bus_bandwidth(run["collective"], run["gpus"], run["message"], 1.0)) / c.measured
     return c.measured if c.quantity == "time" else record.run["bytes"] / c.measured
 
 
@@ -526,7 +556,7 @@ def accuracy(which: str = "judge") -> dict:
     _check.choice("which", which, ("estimate", "judge"))
     by = {}
     for r in records():
-        if half(r) == which and r.run["kind"] != "latency":
+        if half(r) == which and r.run["kind"] != "latency" and r.run["kind"] not in BEYOND_ONE_GPU:
             ratio = measured_time(r) / record_expect(r).time
             by.setdefault(r.run["kind"], []).append(ratio)
             by.setdefault("all", []).append(ratio)

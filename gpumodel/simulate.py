@@ -513,3 +513,37 @@ def paged_decode_attention(q, k, v, page_tokens: int = 16, splits: int = 1, kv: 
     total = sum(run.parts.values())
     run.bytes = {"l2": total, "hbm": total}
     return run
+
+
+# A ring all-reduce among simulated GPUs (chapter 10; `gpumodel.collectives`).
+
+def ring_allreduce(x) -> Run:
+    """Sum the rows of `x` (one row per GPU: n x m, float32) as a ring all-reduce does: the row
+    cut into n chunks; n - 1 reduce-scatter steps, in each of which GPU g sends one chunk to GPU
+    g + 1, which adds it to its own; then n - 1 all-gather steps that pass the summed chunks on.
+    Every GPU's row ends as the sum (`result`, n x m). `parts["bytes sent by GPU g"]` counts what
+    each sent, `bytes["link"]` the most any GPU sent; `parts["steps"]` the exchanges, one after
+    another. Chunks differ by at most one element when n does not divide m. Chapter 10."""
+    shape = _check.shape("x", x)
+    if len(shape) != 2 or shape[0] < 2 or shape[1] < 1:
+        raise ValueError(f"x must be a 2-D array of one row per GPU, at least 2 rows and 1 column, got shape {shape}")
+    _check.work("x's elements times its GPUs", shape[0] * shape[0] * shape[1], MAX_WORK, "element moves")
+    rows = _check.array("x", x, float(np.finfo(np.float32).max)).astype(np.float32)
+    n, m = shape
+    cuts = np.linspace(0, m, n + 1).round().astype(int)
+    chunk = [slice(cuts[c], cuts[c + 1]) for c in range(n)]
+    run = Run(rows.copy())
+    sent = np.zeros(n)
+    for step in range(2 * (n - 1)):
+        gathering = step >= n - 1
+        # GPU g sends chunk (g - step) mod n: a partial sum while reducing, a finished one while gathering.
+        outgoing = [run.result[g, chunk[(g - step) % n]].copy() for g in range(n)]
+        for g in range(n):
+            to, c = (g + 1) % n, chunk[(g - step) % n]
+            run.result[to, c] = outgoing[g] if gathering else run.result[to, c] + outgoing[g]
+            sent[g] += outgoing[g].nbytes
+        run.add("steps", 1)
+    for g in range(n):
+        run.add(f"bytes sent by GPU {g}", float(sent[g]))
+    run.bytes = {"link": float(sent.max())}
+    return run

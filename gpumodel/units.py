@@ -126,9 +126,10 @@ LEVEL_NAMES = {"registers": "registers", "smem": "shared memory", "l2": "L2", "h
 
 def fmt_bound(bound) -> str:
     """A bound as prose names it: "smem" -> `shared memory`, "hbm" -> `HBM`, "sfu" -> `the
-    special-function units`; a sequence of kernels (chapter 7) is bound by "overhead" or "kernels"."""
+    special-function units`; a sequence of kernels (chapter 7) is bound by "overhead" or "kernels",
+    a step over several GPUs (chapter 10) by its "link"."""
     names = {"compute": "compute", "sfu": "the special-function units", "overhead": "launch overhead",
-             "kernels": "the kernels themselves", **LEVEL_NAMES}
+             "kernels": "the kernels themselves", "link": "the link between GPUs", **LEVEL_NAMES}
     if str(bound) not in names:
         raise ValueError(f"bound must be one of {tuple(names)}, got {bound!r}")
     return names[str(bound)]

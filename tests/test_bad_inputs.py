@@ -188,6 +188,18 @@ SIGNATURES = {
                                                              "pad": (1, integer(0, 2**20)),
                                                              "direction": ("column", choice(("row", "column"))),
                                                              "index": (3, integer(0, 31))}),
+    "simulate.ring_allreduce": (gm.simulate.ring_allreduce, {"x": (np.ones((4, 8)), ARRAY)}),
+    **{f"collectives.{f.__name__}": (f, {"collective": ("all-reduce", choice(gm.collectives.COLLECTIVES)),
+                                         "gpus": (8, SIZE), "algorithm": ("ring", choice(gm.collectives.ALGORITHMS))}
+                                     | ({} if f is gm.collectives.steps else {"message": (2.0**20, AMOUNT)}))
+       for f in (gm.collectives.bytes_sent, gm.collectives.steps)},
+    "collectives.collective_time": (gm.collectives.collective_time, {
+        "collective": ("all-reduce", choice(gm.collectives.COLLECTIVES)), "gpus": (8, SIZE), "message": (2.0**20, AMOUNT),
+        "bandwidth": (450e9, st.one_of(AMOUNT, st.sampled_from([0, 0.0]))), "latency": (3e-6, AMOUNT),
+        "base": (6e-6, AMOUNT), "algorithm": ("ring", choice(gm.collectives.ALGORITHMS))}),
+    "collectives.bus_bandwidth": (gm.collectives.bus_bandwidth, {
+        "collective": ("all-reduce", choice(gm.collectives.COLLECTIVES)), "gpus": (8, SIZE), "message": (2.0**20, AMOUNT),
+        "seconds": (1e-3, st.one_of(AMOUNT, st.sampled_from([0, 0.0])))}),
     "simulate.transpose": (gm.simulate.transpose, {"x": (np.ones((40, 40)), ARRAY), "padded": (True, FLAG)}),
     "simulate.standard_attention": (gm.simulate.standard_attention, {
         "q": (Q, ARRAY), "k": (Q, ARRAY), "v": (Q, ARRAY), "dtype": ("fp16", choice(("fp32", "fp16", "bf16")))}),
@@ -506,6 +518,20 @@ SIGNATURES = {
         "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS)))}),
     "decode.wave_splits": (gm.decode.wave_splits, {"gpu": ("H100-SXM", GPU), "batch": (1, SIZE), "kv_heads": (8, SIZE),
                                                    "chunks": (128, SIZE), "slots_per_sm": (1, SIZE)}),
+    "course.parallel.cp_ring": (course.parallel.cp_ring, {"gpus": (8, SIZE), "name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS)))}),
+    "course.parallel.cp_collectives": (course.parallel.cp_collectives, {"name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS)))}),
+    **{f"course.parallel.{f.__name__}": (f, {"name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))), "gpu": ("B200", GPU),
+                                             "link": ("NVLink 5", choice(tuple(gm.links.links()))), "batch": (1, SIZE),
+                                             "context": (4096, COUNT)} | ({"answer": (8.0, ANSWER)} if f is
+                                                                           course.parallel.check_best_gpus else {}))
+       for f in (course.parallel.best_gpus, course.parallel.check_best_gpus)},
+    "links.link": (gm.links.link, {"link": ("NVLink 4", choice(tuple(gm.links.links())))}),
+    "links.links_of": (gm.links.links_of, {"gpu": ("H100-SXM", GPU)}),
+    "parallel.step": (gm.parallel.step, {
+        "name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU), "gpus": (8, SIZE),
+        "batch": (1, SIZE), "context": (4096, COUNT), "link": ("NVLink 4", choice(tuple(gm.links.links()))),
+        "weight": ("fp16", choice(tuple(gm.tensor_cores.WEIGHT_BYTES))), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
+        "math": ("fp16", choice(MATH)), "algorithm": ("ring", choice(gm.collectives.ALGORITHMS)), "latency": (True, FLAG)}),
     "course.decode.cp_bytes": (course.decode.cp_bytes, {"name": ("Llama-2-7B", choice(tuple(gm.decode.MODELS))),
                                                         "context": (1024, SIZE)}),
     "course.decode.cp_gqa": (course.decode.cp_gqa, {"heads": (64, SIZE), "kv_heads": (8, SIZE)}),
@@ -593,10 +619,10 @@ EXCLUDED |= {
 RESULTS = {"overhead.LaunchCost", "overhead.Sequence", "model.Prediction", "simulate.Run", "occupancy.Occupancy", "waves.WaveTraffic", "hardware.Capability",
            "hardware.GPU", "tensor_cores.Pipeline", "tensor_cores.WaveQuantisation", "course.checks.Feedback", "published.Record",
            "published.Comparison", "presets.DataError", "course.capstone.Task", "expected.Expectation",
-           "decode.PagedKV", "decode.SplitKV"}
+           "decode.PagedKV", "decode.SplitKV", "links.Link", "parallel.ParallelStep"}
 """Records the package returns (and its error class), not built from a learner's values."""
 MODULES = ("workloads", "model", "expected", "simulate", "occupancy", "waves", "tiles", "hardware", "presets", "units", "tensor_cores",
-           "overhead", "blackwell", "low_precision", "decode",
+           "overhead", "blackwell", "low_precision", "decode", "collectives", "links", "parallel",
            "published", "kernel_info", "course.checks", *(f"course.{chapter}" for chapter in gm.course.CHAPTERS))
 
 

@@ -136,4 +136,4 @@ def test_every_reference_has_a_label_of_its_own_in_author_year_form():
     assert [v for v in labels.values() if "others" in v or "(" in v or not re.search(r" \d{4}[a-z]?$", v)] == []
     nvidia = sorted((t.lower(), labels[k]) for k, (label, t, _) in gm.presets.bibliography().items()
                     if label.startswith("NVIDIA Corporation 2025"))
-    assert [label[-1] for _, label in nvidia] == list("abcdefghijkl")[:len(nvidia)] and len(nvidia) > 2
+    assert [label[-1] for _, label in nvidia] == list("abcdefghijklmnopqrstuvwxyz")[:len(nvidia)] and len(nvidia) > 2

@@ -73,7 +73,8 @@ def test_the_l2_edge_points_are_compared_at_l2_and_hbm_together():
 def test_comparisons_are_computed_from_the_model():
     """A read is held against the preset's L2 or HBM bandwidth, a GEMM against `predict`."""
     h200 = gm.gpu("H200")
-    read = next(c for c in BOUNDED if c.record.gpu == "H200" and c.record.unit == "GB/s" and c.record.run["bytes"] > 10**8)
+    read = next(c for c in BOUNDED if c.record.gpu == "H200" and c.record.run["kind"] == "read" and c.record.unit == "GB/s"
+                and c.record.run["bytes"] > 10**8)
     nbytes = read.record.run["bytes"]
     assert read.bound == "l2+hbm"
     assert read.model == pytest.approx(h200.bandwidth("hbm") * nbytes / (nbytes - h200.capacity("l2")))
@@ -143,8 +144,8 @@ def _repeat_first_record(text):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace("chapter = 1", "chapter = 10", 1),
-     r"^gpu_benches.toml record 1.chapter must be a chapter's number, one of \(0, 1, .*, 98, 99\), got 10$"),
+    (lambda t: t.replace("chapter = 1", "chapter = 11", 1),
+     r"^gpu_benches.toml record 1.chapter must be a chapter's number, one of \(0, 1, .*, 98, 99\), got 11$"),
     (lambda t: t.replace("chapter = 1", 'chapter = "1"', 1), r"^gpu_benches.toml record 1.chapter must be .*, got '1'$"),
     (lambda t: t.replace("holdout = true", 'holdout = "yes"', 1),
      r"^gpu_benches.toml record \d+.holdout must be true or false, got 'yes'$"),
@@ -171,7 +172,7 @@ def test_a_record_names_a_chapter_of_the_book():
     """published.CHAPTERS are the numbers of chapters/NN_topic.md (the installed package has no chapters/)."""
     assert published.CHAPTERS == tuple(sorted(int(p.name[:2]) for p in gm.book.syllabus.CHAPTERS.glob("[0-9][0-9]_*.md")))
     with pytest.raises(ValueError, match=r"^chapter must be a chapter's number, one of \(0, 1, "):
-        published.comparisons(chapter=10)
+        published.comparisons(chapter=11)
 
 
 def test_tables_cite_each_source(monkeypatch):
@@ -357,3 +358,19 @@ def test_a_bad_decode_record_is_refused_naming_its_field(run, message, tmp_path,
 def test_every_unit_has_a_ceiling_above_every_record():
     assert set(published.MOST) == set(published.SCALE)
     assert all(r.value * published.SCALE[r.unit] <= published.MOST[r.unit] / 5 for r in published.records())
+
+
+def test_a_collective_is_held_against_its_links_bytes_and_a_parallel_step_against_one_gpus_share():
+    """NCCL's bus bandwidth against the rate the link carries for the algorithm it ran (a ring:
+    the link's; in-switch: 2(n - 1)/n of it); a tensor-parallel step against gm.parallel.step
+    without latencies, which is the step of one GPU's share of the weights plus the bytes of its
+    collectives over the link."""
+    ring = next(c for c in BOUNDED if c.record.run["kind"] == "collective" and c.record.run.get("algorithm", "ring") == "ring")
+    nvls = next(c for c in BOUNDED if c.record.run.get("algorithm") == "in-switch")
+    link = gm.links.link(ring.record.run["link"]).bandwidth
+    assert ring.model == pytest.approx(link) and nvls.model == pytest.approx(gm.links.link("NVLink 4").bandwidth * 1.75)
+    assert nvls.expected is None  # an expected time is one GPU's kernels'
+    tp = next(c for c in BOUNDED if c.record.run["kind"] == "parallel" and c.record.run["gpus"] == 8)
+    run = tp.record.run
+    alone = gm.predict(gm.decode.step(run["model"], 1, run["context"], run["weight"], run["kv"]), gm.gpu(tp.record.gpu).bound())
+    assert tp.model == pytest.approx(float(alone.time) / 8, rel=0.02) and tp.model > float(alone.time) / 8

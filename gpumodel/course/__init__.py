@@ -13,7 +13,7 @@ from .._lazy import submodules
 __getattr__ = submodules(__name__, __file__)
 
 CHAPTERS = ("programming_model", "hierarchy", "intensity", "tiling", "roofline_levels", "flashattention", "tensor_cores",
-            "blackwell_low_precision", "capstone", "decode", "model_vs_measurements", "appendix_presets")
+            "blackwell_low_precision", "capstone", "decode", "parallel", "model_vs_measurements", "appendix_presets")
 """The chapters' exercise modules, in reading order."""
 
 

@@ -1,0 +1,94 @@
+"""Chapter `10_parallel` (Past one GPU: links as levels, tensor-parallel decode): its
+checkpoints and its table of links.
+
+A checkpoint takes the learner's answer and returns `Feedback` (`checks.number_rules`)."""
+
+from __future__ import annotations
+
+from .. import _check, collectives, decode, links, parallel
+from ..units import fmt_bandwidth, fmt_time
+from .checks import Feedback, check_number, number_rules
+from .tables import citation, markdown_table
+from .widgets import Checkpoint
+
+# --- checkpoints, one per section ---------------------------------------------------------
+
+
+def cp_ring(gpus: int = 8, name: str = "Llama-3-70B") -> Checkpoint:
+    """Section "Collectives counted": the bytes each GPU sends to all-reduce one token's
+    activations (the model's width in 2-byte numbers) in a ring of `gpus`."""
+    gpus, m = _check.one("gpus", gpus), decode.model(name)
+    message = m.width * 2
+    sent = float(collectives.bytes_sent("all-reduce", gpus, message))
+    return Checkpoint(
+        "cp-parallel-ring",
+        f"After each layer, {gpus} GPUs all-reduce one token's activations of {name}: {m.width:,} numbers of 2 bytes "
+        f"({message:,} bytes). How many bytes does each GPU send in a ring all-reduce?",
+        number_rules(sent, "bytes", 0.01, units={"KiB": 1024, "kB": 1000},
+                     mistakes=[(float(message), "That is the message once; a ring sends a share of it in each of "
+                                "its steps, reducing and then gathering."),
+                               (float(2 * message), "That is twice the message: each GPU never sends its own share "
+                                "back to itself.")],
+                     explain=f"2(n - 1)/n of the message: {gpus - 1} steps of reduce-scatter and {gpus - 1} of "
+                     f"all-gather, each passing one {gpus}th of it on.",
+                     hint="A ring cuts the message into one share per GPU; count the shares each GPU passes on "
+                     "while reducing and while gathering."),
+        "bytes")
+
+
+def cp_collectives(name: str = "Llama-3-70B") -> Checkpoint:
+    """Section "A decode step over several GPUs": the collectives one token of a
+    tensor-parallel step waits for."""
+    m = decode.model(name)
+    count = 2 * m.layers + 1
+    return Checkpoint(
+        "cp-parallel-collectives",
+        f"{name} has {m.layers} layers. Split by tensor parallelism, how many collectives does one decode step wait "
+        "for, one after another?",
+        number_rules(float(count), "collectives", 0.001, whole=True,
+                     mistakes=[(float(m.layers), "One a layer misses the second: attention's output and the MLP's "
+                                "are each summed across the GPUs."),
+                               (float(2 * m.layers), "Close: the LM head's logits, split by vocabulary, are "
+                                "gathered once more.")],
+                     explain="Two all-reduces a layer (after attention and after the MLP) and one gather of the "
+                     "logits; each waits for the layer before it and the next layer waits for it.",
+                     hint="Which of a layer's matrix products end with each GPU holding only part of a sum?"),
+        "collectives")
+
+
+CHECKPOINTS = {"cp-parallel-ring": cp_ring, "cp-parallel-collectives": cp_collectives}
+"""This chapter's checkpoints, in the order it shows them."""
+WIDGET_EXERCISES = ()
+
+# --- end-of-chapter exercises -------------------------------------------------------------
+
+
+def best_gpus(name: str, gpu: str, link: str, batch: int, context: int) -> int:
+    """The number of GPUs (1 to the link's domain) on which the model's tensor-parallel step of
+    `name` at `batch` and `context` is fastest (`parallel.step`, with the link's latencies)."""
+    most = links.link(link).domain
+    return min(range(1, most + 1), key=lambda n: parallel.step(name, gpu, n, batch, context, link).time)
+
+
+def check_best_gpus(name: str, gpu: str, link: str, batch: int, context: int, answer) -> Feedback:
+    """Chapter 10: the GPUs on which a tensor-parallel decode step is fastest."""
+    best = best_gpus(name, gpu, link, batch, context)
+    most = links.link(link).domain
+    return check_number(answer, float(best), "GPUs", rtol=0, key=f"check_best_gpus({name}, {gpu}, {link}, {batch}, {context})",
+                        mistakes=[(float(most), "All of them is slower: each collective's fixed latency grows with "
+                                   "the ring while the weights' share shrinks.")],
+                        explain="Past it, the time the collectives add outgrows what the smaller share of the "
+                        "weights saves.",
+                        hint="Compute the step for each number of GPUs and take the fastest.")
+
+
+def links_table() -> str:
+    """Every link of `data/links.toml`: its bandwidth one way per GPU, NCCL's latencies for it,
+    the GPUs it joins and its source."""
+    rows = []
+    for link in links.links().values():
+        bw, lat, base = (link.facts[k] for k in ("bandwidth", "latency", "base"))
+        rows.append([link.name, ", ".join(link.gpus), f"{link.domain:,}" if link.domain < 1000 else "a network",
+                     fmt_bandwidth(bw.value), f"{fmt_time(lat.value)} a step, {fmt_time(base.value)} a collective",
+                     f"{citation(bw.source, textual=True)}, {bw.where}; latencies {citation(lat.source, textual=True)}"])
+    return markdown_table(["link", "GPUs", "GPUs joined", "each way per GPU", "latency (NCCL's tuner)", "source"], rows)
