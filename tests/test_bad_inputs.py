@@ -548,6 +548,8 @@ SIGNATURES = {
     "course.decode.throughput": (course.decode.throughput, {
         "question_gpu": ("B200", outside(course.decode.GPUS)), "question_batch": (8, outside(course.decode.BATCHES)),
         "question_context": (16384, outside(course.decode.CONTEXTS))}),
+    "course.parallel.steps": (course.parallel.steps, {
+        "question_batch": (1, outside(course.parallel.BATCHES)), "question_context": (4096, outside(course.parallel.CONTEXTS))}),
     "course.capstone.budget": (course.capstone.budget, {"task": ("softmax", choice(tuple(course.capstone.TASKS)))}),
     "course.capstone.check_gemm_l2_budget": (course.capstone.check_gemm_l2_budget, {
         "answer": (8650752, ANSWER), "size": (256, integer(16, 2**14))}),

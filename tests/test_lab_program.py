@@ -463,3 +463,71 @@ def test_the_directed_rounding_intrinsics_bracket_the_exact_result_by_one_float(
         assert abs(F(o[8])) <= abs(F(a) - F(b)) < abs(F(o[8])) + F(abs(up(abs(o[8])) - abs(o[8])))
         assert o[9] == float(np.float32(a) + np.float32(b))
     assert inexact > 50  # the inputs exercise rounding, not only exact results
+
+
+ZERO_COPY = r"""
+#include <cstdio>
+#include <cstdlib>
+__global__ void add(const float* a, const float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+int main() {
+    const int n = 1000;
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    if (!prop.canMapHostMemory) return 3;
+    cudaSetDeviceFlags(cudaDeviceMapHost);
+    float *a, *b, *c, *da, *db, *dc;
+    cudaHostAlloc(&a, n * sizeof(float), cudaHostAllocMapped);  // pinned and mapped, as simpleZeroCopy
+    cudaHostAlloc(&b, n * sizeof(float), cudaHostAllocMapped);
+    c = (float*)malloc(n * sizeof(float));
+    cudaHostRegister(c, n * sizeof(float), cudaHostRegisterMapped);  // the host's own memory, registered
+    for (int i = 0; i < n; ++i) { a[i] = i; b[i] = 2 * i; }
+    cudaHostGetDevicePointer(&da, a, 0);
+    cudaHostGetDevicePointer(&db, b, 0);
+    cudaHostGetDevicePointer(&dc, c, 0);
+    add<<<(n + 255) / 256, 256>>>(da, db, dc, n);
+    cudaDeviceSynchronize();
+    int wrong = 0;
+    for (int i = 0; i < n; ++i) wrong += c[i] != 3.0f * i;
+    cudaHostUnregister(c);
+    cudaFreeHost(a);
+    cudaFreeHost(b);
+    free(c);
+    printf("%d wrong\n", wrong);
+    return wrong != 0;
+}
+"""
+
+
+def test_mapped_and_registered_host_memory_is_an_array_a_kernel_reads_and_writes():
+    """cuda-samples' simpleZeroCopy: a kernel adds arrays the host allocated pinned and mapped
+    (cudaHostAlloc) into one it registered (cudaHostRegister); each is an array of the trace."""
+    program = run_program(ZERO_COPY)
+    assert program.output.strip() == "0 wrong" and program.returncode == 0
+    assert program.launches[0].bytes["hbm"] > 0 and not program.launches[0].races
+
+
+def test_system_wide_atomics_from_a_kernel_and_the_host_meet_in_mapped_memory():
+    """cuda-samples' systemWideAtomics: the kernel's *_system atomics and the host's __sync_*
+    builtins on one mapped array; and cudaEventCreateWithFlags, as its streams sample calls it."""
+    source = r"""
+#include <cstdio>
+__global__ void count(int* x) { atomicAdd_system(&x[0], 1); atomicMax_system(&x[1], (int)threadIdx.x); }
+int main() {
+    int* x;
+    cudaHostAlloc(&x, 2 * sizeof(int), cudaHostAllocMapped);
+    x[0] = x[1] = 0;
+    cudaEvent_t done;
+    cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    count<<<2, 64>>>(x);
+    cudaEventRecord(done);
+    cudaEventSynchronize(done);
+    __sync_fetch_and_add(&x[0], 10);
+    int old = __sync_val_compare_and_swap(&x[1], 63, 100);
+    printf("%d %d %d\n", x[0], x[1], old);
+    return 0;
+}
+"""
+    assert run_program(source).output.split() == ["138", "100", "63"]

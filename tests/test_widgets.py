@@ -125,6 +125,19 @@ def smallest(options, ok):
     return next(o for o in options if ok(o))
 
 
+def rack_step(n, batch=1, context=4096):
+    """Llama-3-70B's step on n B200s of an NVL72 rack by hand: each GPU reads 1/n of the weights
+    read (all but the input table's other rows, 2 bytes each) and the cache of 8/min(n, 8) of its
+    8 key-value heads over HBM; then 160 ring all-reduces of batch x 8192 x 2 bytes and a gather of
+    the 128,000 logits' 2 bytes, each 6.6 us + 0.6 us a step + its bytes at 900 GB/s."""
+    weights = (70.55e9 - 128000 * 8192 + batch * 8192) * 2
+    cache = batch * (context + 1) * 80 * 2 * 8 * 128 * 2
+    hbm = (weights / n + cache / min(n, 8)) / gm.gpu("B200").bandwidth("hbm")
+    reduce = 6.6e-6 + 2 * (n - 1) * 0.6e-6 + 2 * (n - 1) / n * batch * 8192 * 2 / 900e9
+    gather = 6.6e-6 + (n - 1) * 0.6e-6 + (n - 1) / n * batch * 128000 * 2 / 900e9
+    return hbm + 160 * reduce + gather
+
+
 ANSWERS = {
     "seed-bounds": lambda: sum(gm.predict(gm.seed_kernels()["gemm_reg128"], g).bound == "compute" for g in gm.course.widgets.GPUS),
     "littles-law": lambda: smallest(gm.course.hierarchy.LITTLE_WARPS, lambda w: w * 32 * 2 * 16 * gm.gpu("A100-40GB").sms.value
@@ -154,6 +167,7 @@ ANSWERS = {
                                      lambda n: 12 * n / gm.gpu("B200").bandwidth("hbm") >= 3.0e-6),  # 12 B per float, a 3 us launch
     "tile-ridge": lambda: smallest(gm.course.blackwell_low_precision.TILE_NS, lambda n: 128 * n / (128 + n) >= 64),
     "highest-ridge": lambda: max(gm.preset_names(), key=lambda g: gm.gpu(g).peak("fp16") / gm.gpu(g).bandwidth("hbm")),
+    "parallel-steps": lambda: rack_step(72) / rack_step(8),
 }
 EXERCISES = {make().key: make for make in gm.course.widget_exercises()}
 
@@ -254,6 +268,8 @@ READINGS = {
     "decode-throughput": lambda read: (quantity(caption(dict((s["model"], v) for s, v in read)["Llama-3-8B"])[0])
                                        / quantity(caption(dict((s["model"], v) for s, v in read)["Llama-2-7B"])[0])),
     "highest-ridge": lambda read: only(max)(read, "gpu", lambda view: quantity(caption(view)[0])),
+    "parallel-steps": lambda read: (quantity(caption(dict((s["gpus"], v) for s, v in read)[72])[0])
+                                    / quantity(caption(dict((s["gpus"], v) for s, v in read)[8])[0])),
 }
 
 

@@ -5,11 +5,11 @@ A checkpoint takes the learner's answer and returns `Feedback` (`checks.number_r
 
 from __future__ import annotations
 
-from .. import _check, collectives, decode, links, parallel
-from ..units import fmt_bandwidth, fmt_time
+from .. import _check, collectives, decode, links, parallel, presets
+from ..units import fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_time
 from .checks import Feedback, check_number, number_rules
 from .tables import citation, markdown_table
-from .widgets import Checkpoint
+from .widgets import Checkpoint, WidgetExercise, bars
 
 # --- checkpoints, one per section ---------------------------------------------------------
 
@@ -58,7 +58,52 @@ def cp_collectives(name: str = "Llama-3-70B") -> Checkpoint:
 
 CHECKPOINTS = {"cp-parallel-ring": cp_ring, "cp-parallel-collectives": cp_collectives}
 """This chapter's checkpoints, in the order it shows them."""
-WIDGET_EXERCISES = ()
+# --- the widget exercise -------------------------------------------------------------------
+
+SYSTEMS = {"H100-SXM": "NVLink 4", "B200": "NVL72"}
+"""The explorer's systems: each GPU with the link that joins it (an HGX H100 board, an NVL72 rack)."""
+GPU_COUNTS = (1, 2, 4, 8, 16, 36, 72)
+BATCHES = (1, 8, 64)
+CONTEXTS = (1024, 4096, 32768)
+MODEL = "Llama-3-70B"
+
+
+def steps(question_batch: int = 1, question_context: int = 4096) -> WidgetExercise:
+    """Chapter 10: Llama-3-70B's tensor-parallel step against GPUs, batch and context on 8 H100s
+    joined by NVLink 4 and on an NVL72 rack of B200s (`parallel.step`, latencies included); a
+    count past the link's domain, or a state whose weights and caches do not fit, is refused.
+    The question: how many times longer a step takes on all 72 of the rack's GPUs than on 8, at
+    the given batch and context."""
+    _check.member("question_batch", question_batch, BATCHES)
+    _check.member("question_context", question_context, CONTEXTS)
+
+    def view(gpu, gpus, batch, context):
+        link = links.link(SYSTEMS[gpu])
+        if gpus > link.domain:
+            raise ValueError(f"{link.name} joins at most {link.domain} {gpu} GPUs as one")
+        s = parallel.step(MODEL, gpu, gpus, batch, context, link.name)
+        if not s.fits:
+            raise ValueError(f"the weights and {batch} {'cache' if batch == 1 else 'caches'} of {context:,} tokens need {fmt_bytes(s.held)} on each GPU, "
+                             f"more than the {gpu}'s {fmt_capacity(presets.gpu(gpu).capacity('hbm'))}")
+        return bars(f"{MODEL} on {gpus} x {gpu} ({link.name}), batch {batch}, context {context:,}: <b>{fmt_time(s.time)}</b> "
+                    f"a step, {batch / s.time:,.0f} tokens/s, bound by <b>{fmt_bound(s.bound)}</b>",
+                    [("one GPU's share", s.gpu_time, fmt_time(s.gpu_time), s.bound != "link"),
+                     ("collectives", s.link_time, fmt_time(s.link_time), s.bound == "link")])
+
+    asks = tuple({"gpu": "B200", "gpus": n, "batch": question_batch, "context": question_context} for n in (72, 8))
+    t72, t8 = (parallel.step(MODEL, "B200", n, question_batch, question_context, SYSTEMS["B200"]).time for n in (72, 8))
+    return WidgetExercise(
+        "parallel-steps", {"gpu": list(SYSTEMS), "gpus": list(GPU_COUNTS), "batch": list(BATCHES), "context": list(CONTEXTS)},
+        view,
+        number_rules(t72 / t8, "times", 0.02,
+                     explain="The weights' share shrinks as 1/n, but every step waits for 161 collectives whose "
+                     "fixed latencies grow with the ring: past a few GPUs the link sets the step.",
+                     hint="Read the step's time on the B200 at 72 GPUs and at 8, at that batch and context, and divide."),
+        "ratio", asks=asks)
+
+
+WIDGET_EXERCISES = (steps,)
+"""This chapter's widget exercises, in the order it shows them."""
 
 # --- end-of-chapter exercises -------------------------------------------------------------
 

@@ -149,6 +149,8 @@ __attribute__((constructor)) void start() {
     p.maxGridSize[0] = 0x7fffffff;
     p.maxGridSize[1] = p.maxGridSize[2] = 65535;
     p.concurrentKernels = p.canMapHostMemory = p.unifiedAddressing = p.managedMemory = p.cooperativeLaunch = 1;
+    p.deviceOverlap = 1;
+    p.pageableMemoryAccess = 0;  // a kernel reads the host's memory only where it is mapped (cudaHostAlloc, cudaHostRegister)
     std::atexit(at_exit);
 }
 
@@ -281,9 +283,12 @@ cudaError_t cudaMallocManaged(void** ptr, size_t bytes, unsigned) {
     if (e == cudaSuccess) managed.back() = true;
     return e;
 }
+// Pinned host memory is a lab array the host writes without the runtime's calls (as a managed one):
+// a kernel may read it through a mapped pointer, which on the CPU is the same address.
 cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
-    *ptr = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-    return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
+    const cudaError_t e = allocate(ptr, bytes, (uintptr_t)__builtin_return_address(0));
+    if (e == cudaSuccess) managed.back() = true;
+    return e;
 }
 cudaError_t cudaFree(void* ptr) {
     if (!ptr) return cudaSuccess;
@@ -294,13 +299,22 @@ cudaError_t cudaFree(void* ptr) {
         }
     return program.last_error = cudaErrorInvalidDevicePointer;
 }
-cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned) { return cudaMallocHost(ptr, bytes); }
-cudaError_t cudaFreeHost(void* ptr) {
-    std::free(ptr);
+cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned) {
+    const cudaError_t e = allocate(ptr, bytes, (uintptr_t)__builtin_return_address(0));
+    if (e == cudaSuccess) managed.back() = true;
+    return e;
+}
+cudaError_t cudaFreeHost(void* ptr) { return cudaFree(ptr); }
+// A registered range of the host's memory becomes an array (no guard zones: the memory is the
+// program's), named by the line that registered it; unregistered, it is freed as the lab counts.
+cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned) {
+    if (!ptr || !bytes) return program.last_error = cudaErrorInvalidValue;
+    arrays.push_back({static_cast<char*>(ptr), bytes, "", (uintptr_t)__builtin_return_address(0) - 1 - (uintptr_t)__executable_start});
+    versions.push_back(0);
+    managed.push_back(true);
     return cudaSuccess;
 }
-cudaError_t cudaHostRegister(void* ptr, size_t, unsigned) { return ptr ? cudaSuccess : program.last_error = cudaErrorInvalidValue; }
-cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
+cudaError_t cudaHostUnregister(void* ptr) { return cudaFree(ptr); }
 cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned) {
     *device = host;
     return cudaSuccess;
@@ -387,6 +401,12 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
         case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
         case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
         case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p.sharedMemPerBlockOptin; break;
+        case cudaDevAttrGpuOverlap: case cudaDevAttrCanMapHostMemory: case cudaDevAttrConcurrentKernels:
+        case cudaDevAttrManagedMemory: case cudaDevAttrCooperativeLaunch: case cudaDevAttrMemoryPoolsSupported:
+            *value = 1;
+            break;
+        case cudaDevAttrPageableMemoryAccess: *value = p.pageableMemoryAccess; break;
+        case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; break;
         default: return cudaErrorInvalidValue;
     }
     return device == 0 ? cudaSuccess : cudaErrorInvalidValue;
@@ -405,6 +425,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
     *event = new CUevent_st;
     return cudaSuccess;
 }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { return cudaEventCreate(event); }
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
     delete event;
     return cudaSuccess;

@@ -640,10 +640,50 @@ GM_RANGE(__tsan_write_range, true)
         return *p;                                                                                     \
     }                                                                                                  \
     extern "C" void __tsan_atomic##BITS##_store(volatile uint##BITS##_t* p, uint##BITS##_t v, int) { *p = v; }
-GM_ATOMIC_HOOKS(8)
-GM_ATOMIC_HOOKS(16)
-GM_ATOMIC_HOOKS(32)
-GM_ATOMIC_HOOKS(64)
+// Read-modify-write atomics (a host's __sync_* and __atomic_* builtins, as cuda-samples'
+// systemWideAtomics checks with): recorded as the load is, then done in place (one OS thread).
+#define GM_ATOMIC_RMW(BITS, NAME, NEW)                                                                 \
+    extern "C" uint##BITS##_t __tsan_atomic##BITS##_##NAME(volatile uint##BITS##_t* p, uint##BITS##_t v, int) { \
+        record((void*)p, BITS / 8, true, __builtin_return_address(0), true);                           \
+        const uint##BITS##_t old = *p;                                                                 \
+        *p = NEW;                                                                                      \
+        return old;                                                                                    \
+    }
+#define GM_ATOMIC_CAS(BITS)                                                                            \
+    extern "C" uint##BITS##_t __tsan_atomic##BITS##_compare_exchange_val(volatile uint##BITS##_t* p,   \
+                                                                        uint##BITS##_t expected,       \
+                                                                        uint##BITS##_t v, int, int) {  \
+        record((void*)p, BITS / 8, true, __builtin_return_address(0), true);                           \
+        const uint##BITS##_t old = *p;                                                                 \
+        if (old == expected) *p = v;                                                                   \
+        return old;                                                                                    \
+    }                                                                                                  \
+    extern "C" int __tsan_atomic##BITS##_compare_exchange_strong(volatile uint##BITS##_t* p,           \
+                                                                uint##BITS##_t* expected,              \
+                                                                uint##BITS##_t v, int, int) {          \
+        const uint##BITS##_t want = *expected, old = __tsan_atomic##BITS##_compare_exchange_val(p, want, v, 0, 0); \
+        *expected = old;                                                                               \
+        return old == want;                                                                            \
+    }                                                                                                  \
+    extern "C" int __tsan_atomic##BITS##_compare_exchange_weak(volatile uint##BITS##_t* p,             \
+                                                              uint##BITS##_t* expected, uint##BITS##_t v, \
+                                                              int, int) {                              \
+        return __tsan_atomic##BITS##_compare_exchange_strong(p, expected, v, 0, 0);                    \
+    }
+#define GM_ATOMICS(BITS)                                                                               \
+    GM_ATOMIC_HOOKS(BITS)                                                                              \
+    GM_ATOMIC_RMW(BITS, exchange, v)                                                                   \
+    GM_ATOMIC_RMW(BITS, fetch_add, old + v)                                                            \
+    GM_ATOMIC_RMW(BITS, fetch_sub, old - v)                                                            \
+    GM_ATOMIC_RMW(BITS, fetch_and, old & v)                                                            \
+    GM_ATOMIC_RMW(BITS, fetch_or, old | v)                                                             \
+    GM_ATOMIC_RMW(BITS, fetch_xor, old ^ v)                                                            \
+    GM_ATOMIC_RMW(BITS, fetch_nand, ~(old & v))                                                        \
+    GM_ATOMIC_CAS(BITS)
+GM_ATOMICS(8)
+GM_ATOMICS(16)
+GM_ATOMICS(32)
+GM_ATOMICS(64)
 extern "C" void __tsan_func_entry(void*) {}
 extern "C" void __tsan_func_exit() {}
 extern "C" void __tsan_init() {}

@@ -27,9 +27,11 @@ enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDe
                       cudaMemcpyDefault };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8, cudaFuncAttributePreferredSharedMemoryCarveout = 9 };
 enum cudaDeviceAttr { cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMaxSharedMemoryPerBlock = 8, cudaDevAttrClockRate = 13,
-                      cudaDevAttrMultiProcessorCount = 16, cudaDevAttrIntegrated = 18, cudaDevAttrComputeMode = 20,
-                      cudaDevAttrComputeCapabilityMajor = 75, cudaDevAttrComputeCapabilityMinor = 76,
-                      cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
+                      cudaDevAttrGpuOverlap = 15, cudaDevAttrMultiProcessorCount = 16, cudaDevAttrIntegrated = 18,
+                      cudaDevAttrCanMapHostMemory = 19, cudaDevAttrComputeMode = 20, cudaDevAttrConcurrentKernels = 31,
+                      cudaDevAttrL2CacheSize = 38, cudaDevAttrComputeCapabilityMajor = 75, cudaDevAttrComputeCapabilityMinor = 76,
+                      cudaDevAttrManagedMemory = 83, cudaDevAttrPageableMemoryAccess = 88, cudaDevAttrCooperativeLaunch = 95,
+                      cudaDevAttrMaxSharedMemoryPerBlockOptin = 97, cudaDevAttrMemoryPoolsSupported = 115 };
 enum cudaComputeMode { cudaComputeModeDefault = 0, cudaComputeModeExclusive = 1, cudaComputeModeProhibited = 2,
                        cudaComputeModeExclusiveProcess = 3 };
 #define cudaStreamDefault 0x00
@@ -42,7 +44,8 @@ struct cudaDeviceProp {
     int regsPerBlock, regsPerMultiprocessor, warpSize, maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3],
         multiProcessorCount, maxThreadsPerMultiProcessor, maxBlocksPerMultiProcessor, major, minor, l2CacheSize,
         persistingL2CacheMaxSize, clockRate, memoryClockRate, memoryBusWidth, concurrentKernels, asyncEngineCount,
-        canMapHostMemory, unifiedAddressing, managedMemory, cooperativeLaunch, integrated, accessPolicyMaxWindowSize;
+        canMapHostMemory, unifiedAddressing, managedMemory, cooperativeLaunch, integrated, accessPolicyMaxWindowSize,
+        deviceOverlap, pageableMemoryAccess;
 };
 
 // An allocation is named by the line that asked for it (the return address of the call; the
@@ -54,17 +57,19 @@ template <class T> [[gnu::always_inline]] inline cudaError_t cudaMallocManaged(T
     return cudaMallocManaged(reinterpret_cast<void**>(ptr), bytes, flags);
 }
 cudaError_t cudaMallocHost(void** ptr, size_t bytes);
-template <class T> cudaError_t cudaMallocHost(T** ptr, size_t bytes) { return cudaMallocHost(reinterpret_cast<void**>(ptr), bytes); }
+template <class T> [[gnu::always_inline]] inline cudaError_t cudaMallocHost(T** ptr, size_t bytes) {
+    return cudaMallocHost(reinterpret_cast<void**>(ptr), bytes);
+}
 cudaError_t cudaFree(void* ptr);
 cudaError_t cudaFreeHost(void* ptr);
-// Pinned and mapped host memory: on the CPU all memory is the host's, so pinning changes nothing and
-// a mapped array's device pointer is its host pointer.
+// Pinned and mapped host memory: on the CPU all memory is the host's, so a mapped array's device
+// pointer is its host pointer; what is pinned or registered is an array a kernel may touch.
 enum { cudaHostAllocDefault = 0, cudaHostAllocPortable = 1, cudaHostAllocMapped = 2, cudaHostAllocWriteCombined = 4 };
 enum { cudaHostRegisterDefault = 0, cudaHostRegisterPortable = 1, cudaHostRegisterMapped = 2 };
 enum { cudaDeviceScheduleAuto = 0, cudaDeviceScheduleSpin = 1, cudaDeviceScheduleYield = 2,
-       cudaDeviceScheduleBlockingSync = 4, cudaDeviceMapHost = 8 };
+       cudaDeviceScheduleBlockingSync = 4, cudaDeviceBlockingSync = 4, cudaDeviceMapHost = 8 };
 cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned flags);
-template <class T> cudaError_t cudaHostAlloc(T** ptr, size_t bytes, unsigned flags) {
+template <class T> [[gnu::always_inline]] inline cudaError_t cudaHostAlloc(T** ptr, size_t bytes, unsigned flags) {
     return cudaHostAlloc(reinterpret_cast<void**>(ptr), bytes, flags);
 }
 cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned flags);
