@@ -60,7 +60,7 @@ CHECKPOINTS = {"cp-parallel-ring": cp_ring, "cp-parallel-collectives": cp_collec
 """This chapter's checkpoints, in the order it shows them."""
 # --- the widget exercise -------------------------------------------------------------------
 
-SYSTEMS = {"H100-SXM": "NVLink 4", "B200": "NVL72"}
+SYSTEMS = {"B200": "NVL72", "H100-SXM": "NVLink 4"}
 """The explorer's systems: each GPU with the link that joins it (an HGX H100 board, an NVL72 rack)."""
 GPU_COUNTS = (1, 2, 4, 8, 16, 36, 72)
 BATCHES = (1, 8, 64)

@@ -76,7 +76,7 @@ CONTROL_WORDS = {
     "elem": "element size", "ops": "steps in the chain", "width": "load width", "loads": "loads in flight",
     "kind": "attention", "drift": "drift in K", "dtype": "data type", "weight": "weights", "fused": "fusion",
     "block": "block tile", "thread": "thread tile", "group": "group size", "n": "size n",
-    "kernels": "kernels launched", "math": "math units",
+    "kernels": "kernels launched", "math": "math units", "gpus": "GPUs",
 }
 """The words a menu is labelled with, by control name, where the name is not itself a word."""
 
