@@ -531,3 +531,34 @@ int main() {
 }
 """
     assert run_program(source).output.split() == ["138", "100", "63"]
+
+
+def test_repeats_caps_a_benchmark_loop_but_never_a_check_that_resets_its_output_first():
+    """llm.c's dev/cuda mains check each launch after a cudaMemset of its output, then time the
+    same launch in a loop: with repeats=1 every checked launch still runs (the host wrote what
+    it touches since), and only the loop's repeats are counted instead."""
+    source = r"""
+#include <cstdio>
+__global__ void bump(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1.0f; }
+int main() {
+    const int n = 256;
+    float *d, h[n], *flush;
+    cudaMalloc(&d, sizeof h);
+    cudaMalloc(&flush, 1024);
+    int passed = 0;
+    for (int check = 0; check < 4; ++check) {
+        cudaMemset(d, 0, sizeof h);
+        bump<<<1, n>>>(d, n);
+        cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+        passed += h[0] == 1.0f && h[n - 1] == 1.0f;
+    }
+    for (int r = 0; r < 20; ++r) {  // the benchmark, an L2 flush between repeats as llm.c's
+        cudaMemset(flush, 0, 1024);
+        bump<<<1, n>>>(d, n);
+    }
+    printf("%d\n", passed);
+    return 0;
+}
+"""
+    program = run_program(source, repeats=1)
+    assert program.output.strip() == "4" and program.capped == 20  # the last check was its one run

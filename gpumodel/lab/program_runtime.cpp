@@ -51,7 +51,13 @@ Program program;
 // host's, a managed array, a __device__ variable written) or ran out of bounds is never one of these.
 struct Ran { std::vector<std::pair<size_t, uint64_t>> arrays; bool statics = false; uint64_t statics_version = 0; };
 std::map<std::string, Ran> ran;  // the launch's identity -> what it touched, at the versions it left
-std::map<std::string, unsigned> runs;  // the launch's identity -> how often it ran
+// With max_repeats, a launch's runs are counted since the host last wrote (cudaMemcpy, cudaMemset)
+// an array it touched: a check that resets its output before each launch runs every one; a
+// benchmark's loop, which writes only what the launch itself writes, is capped. A launch that
+// touched an array the host writes directly (managed, mapped) is never capped.
+struct Runs { unsigned count = 0; std::vector<std::pair<size_t, uint64_t>> host; };
+std::map<std::string, Runs> runs;  // the launch's identity -> its runs, and the host's writes it saw
+std::vector<uint64_t> host_versions;  // per array: raised by each host write to it
 std::vector<uint64_t> versions;  // per array
 std::vector<bool> managed;       // per array: the host writes it without the runtime's calls
 uint64_t statics_version = 0;
@@ -64,6 +70,7 @@ void host_wrote(const void* dst, size_t bytes) {  // the host wrote [dst, dst + 
         const auto lo = (uintptr_t)arrays[i].base;
         if (a < lo + arrays[i].bytes && a + bytes > lo) {
             ++versions[i];
+            ++host_versions[i];
             array = true;
         }
     }
@@ -154,6 +161,16 @@ __attribute__((constructor)) void start() {
     std::atexit(at_exit);
 }
 
+// What the host had written of the arrays the launch just run touched (runs[identity].host); an
+// array the host writes directly gets a version no later launch matches.
+void note_host(const std::string& identity) {
+    if (identity.empty()) return;
+    auto& host = runs[identity].host;
+    host.clear();
+    for (size_t i = 0; i < arrays.size(); ++i)
+        if (touched.read[i] || touched.written[i]) host.push_back({i, managed[i] ? ~host_versions[i] : host_versions[i]});
+}
+
 bool refused(dim3 grid, dim3 block, size_t shared_mem) {  // what CUDA refuses to launch
     const uint64_t threads = (uint64_t)block.x * block.y * block.z;
     return !grid.x || !grid.y || !grid.z || !threads || threads > 1024 || block.z > 64 || grid.y > 65535 ||
@@ -173,6 +190,7 @@ cudaError_t allocate(void** ptr, size_t bytes, uintptr_t site) {  // a device ar
     std::memset(mem, 0, padded);
     arrays.push_back({mem + GUARD, bytes, "", site - 1 - (uintptr_t)__executable_start});
     versions.push_back(0);
+    host_versions.push_back(0);
     managed.push_back(false);
     *ptr = mem + GUARD;
     return cudaSuccess;
@@ -243,11 +261,14 @@ void emu_launch_config::launch(const char* kernel, unsigned line, void (*call)(v
             ++program.repeated;
             return;
         }
-        if (program.max_repeats && runs[identity] >= program.max_repeats) {
+        Runs& r = runs[identity];
+        for (auto [i, version] : r.host)
+            if (host_versions[i] != version) r.count = 0;  // the host wrote what it touches: a new run
+        if (program.max_repeats && r.count >= program.max_repeats) {
             ++program.capped;
             return;
         }
-        ++runs[identity];
+        ++r.count;
     }
     gridDim = grid;
     blockDim = block;
@@ -256,6 +277,7 @@ void emu_launch_config::launch(const char* kernel, unsigned line, void (*call)(v
     if (program.traced >= program.max_launches) {
         ++program.untraced;
         run_launch(body, grid, block, identity, std::vector<bool>(blocks, false));
+        note_host(identity);
         return;
     }
     ++program.traced;
@@ -270,6 +292,7 @@ void emu_launch_config::launch(const char* kernel, unsigned line, void (*call)(v
     std::fflush(out);  // a fault in this launch follows its line
     reset_counts();
     run_launch(body, grid, block, identity, chosen);
+    note_host(identity);
     for (size_t i = 0; i < arrays.size(); ++i)
         std::fprintf(out, "array %zu %zu %lx %d\n", i, arrays[i].bytes, (unsigned long)arrays[i].site, (int)arrays[i].freed);
     write_stats(out);
@@ -311,6 +334,7 @@ cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned) {
     if (!ptr || !bytes) return program.last_error = cudaErrorInvalidValue;
     arrays.push_back({static_cast<char*>(ptr), bytes, "", (uintptr_t)__builtin_return_address(0) - 1 - (uintptr_t)__executable_start});
     versions.push_back(0);
+    host_versions.push_back(0);
     managed.push_back(true);
     return cudaSuccess;
 }

@@ -406,7 +406,9 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     program sees `gpu`'s properties (cudaGetDeviceProperties; by default the first preset of
     `arch`'s compute capability) and is compiled for `arch` with `options` as `trace` takes them.
     `repeats` (for a benchmark's loop of an in-place kernel) runs each launch at most that many
-    times with the same kernel, configuration and arguments and counts the rest (None: all run).
+    times with the same kernel, configuration and arguments since the host last wrote an array it
+    touches (a check that resets its output first runs every time), and counts the rest (None:
+    all run).
     `memory` is the address space in bytes the program may take, its arrays and host copies
     included (more than the machine's memory is refused).
     It runs in a private temporary folder within `timeout` seconds. Raises `LabError` where it
