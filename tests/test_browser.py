@@ -239,7 +239,7 @@ def test_every_chapter_shows_published_measurements_beside_the_model(site):
     the appendix page tabulates all of them."""
     html, _ = site
     for chapter in {r.chapter for r in gm.published.records()}:
-        (page,) = html.glob(f"chapters/0{chapter}_*.html")
+        (page,) = html.glob(f"chapters/{chapter:02d}_*.html")
         text = page.read_text()
         assert "of the bound" in text and "model (bound)" in text, page.name
     summary = (html / "chapters" / "98_model_vs_measurements.html").read_text()
