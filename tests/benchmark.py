@@ -11,7 +11,7 @@ second and the run's peak memory; built once before timing) and the execution of
 as a notebook, kernel start included; each beside its target (`TARGETS`), OVER where it misses.
 Then the kernel lab's speed in CPU seconds (the traced process and the tracer together): accesses
 per CPU-second at 64- and 1024-thread blocks (the cost of an access must not grow with the block:
-within `BLOCK_RATIO`), and every trace the course and the capstone make (each chapter lab's
+within `BLOCK_RATIO`), waits at __syncthreads() per CPU-second, and every trace the course and the capstone make (each chapter lab's
 starter and solution, each capstone task's starter and solution, the course kernels at the
 tests' sizes) and a templated 2D-blocktiling SGEMM at 256^3 (tests/lab_kernels/), each against
 the 10 s target.
@@ -117,6 +117,32 @@ def accesses_per_cpu_second(threads: int) -> float:
     return sum(s.lanes for s in done[0].sites) / seconds
 
 
+BLOCK_BARRIERS = r"""__global__ void passes(float* y) {
+    __shared__ float s[1024];
+    float v = threadIdx.x;
+    for (int r = 0; r < 64; ++r) {
+        s[threadIdx.x] = v;
+        __syncthreads();
+        v += s[(threadIdx.x + 1) % blockDim.x];
+        __syncthreads();
+    }
+    y[blockIdx.x * blockDim.x + threadIdx.x] = v;
+}"""
+"""Each thread 128 waits at __syncthreads(), over 2^16 threads in blocks of 1024: what a launch of a
+whole program spends on switching between its threads (each a fiber, cuda_emu.h)."""
+
+
+def barrier_waits_per_cpu_second() -> float:
+    """Waits at __syncthreads() the lab runs per CPU-second in BLOCK_BARRIERS (built before timing;
+    the median of 3 runs)."""
+    from gpumodel.lab import trace
+
+    def run():
+        trace(BLOCK_BARRIERS, "passes", 64, 1024, [np.zeros(2**16, np.float32)])
+    run()
+    return 128 * 2**16 / statistics.median(cpu_seconds(run) for _ in range(3))
+
+
 SOLUTIONS = re.compile(r"````\{solution-start\} (ex-[\w-]+)\n.*?```\{code-cell\} ipython3\n(.*?)\n```", re.S)
 
 
@@ -160,12 +186,14 @@ def lab_traces() -> list:
 
 
 def report_lab():
-    """Print the lab's accesses per CPU-second at 64- and 1024-thread blocks, then each trace's
+    """Print the lab's accesses per CPU-second at 64- and 1024-thread blocks and its waits at a
+    barrier per CPU-second, then each trace's
     CPU time (after a first call that builds it), slowest first."""
     small, large = accesses_per_cpu_second(64), accesses_per_cpu_second(1024)
     ratio = small / large
     print(f"lab: {small:,.0f} accesses per CPU-second at 64-thread blocks, {large:,.0f} at 1024-thread blocks: "
           f"{ratio:.2f}x (target: within {BLOCK_RATIO}x){'  OVER' if ratio > BLOCK_RATIO else ''}")
+    print(f"lab: {barrier_waits_per_cpu_second():,.0f} waits at __syncthreads() per CPU-second (1024-thread blocks)")
     rows = []
     for what, call in lab_traces():
         call()  # builds it

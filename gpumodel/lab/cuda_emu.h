@@ -1,5 +1,5 @@
 // A CPU stand-in for the parts of CUDA the course's kernels use, so their logic can be
-// tested without a GPU: every thread of a block is a fiber (its own stack, ucontext) and the
+// tested without a GPU: every thread of a block is a fiber (its own stack) and the
 // block's fibers take turns on one OS thread, each running until it waits at __syncthreads()
 // or at a warp shuffle, or returns; __shared__ arrays are statics (blocks run one after
 // another), `extern __shared__` ones point at one buffer of the launch's shared_mem bytes
@@ -75,10 +75,62 @@ inline thread_local int emu_lane = 0, emu_warp_id = 0;
 
 #if !defined(GM_LAB_TRACE) || defined(GM_LAB_RUNTIME)
 // One block's run: its fibers, whose turn it is, and whether anything moved in this round.
-struct emu_fiber { ucontext_t context; char* stack = nullptr; bool done = false; };
+//
+// A fiber's switch on x86-64 saves only the registers a call must keep (rbx, rbp, r12-r15; no fiber
+// changes the floating-point control words) on its own stack and changes the stack pointer: about a hundred times cheaper than
+// swapcontext, which also asks the kernel for the signal mask (a system call) at every switch, and
+// which a block of 1024 threads barrier after barrier spends most of a launch on. Elsewhere, ucontext.
+#if defined(__x86_64__)
+struct emu_context { void* sp = nullptr; };
+extern "C" void emu_switch(void** save, void* to);  // defined once below, weak: this header is in several files
+asm(R"(
+    .text
+    .weak emu_switch
+    .type emu_switch, @function
+emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size emu_switch, .-emu_switch
+)");
+inline void emu_context_switch(emu_context& from, emu_context& to) { emu_switch(&from.sp, to.sp); }
+// A fiber that will start in `entry` (which never returns) on the `size` bytes of stack at `stack`:
+// the frame emu_switch pops, its return address `entry`, above it a null return address for
+// `entry` itself, the stack aligned as at a call.
+inline void emu_context_start(emu_context& c, char* stack, size_t size, void (*entry)()) {
+    auto* top = reinterpret_cast<uint64_t*>(reinterpret_cast<uintptr_t>(stack + size) & ~uintptr_t(15));
+    uint64_t* frame = top - 8;
+    for (int r = 0; r < 6; ++r) frame[r] = 0;  // r15, r14, r13, r12, rbx, rbp
+    frame[6] = reinterpret_cast<uint64_t>(entry);
+    frame[7] = 0;
+    c.sp = frame;
+}
+#else
+struct emu_context { ucontext_t uc; };
+inline void emu_context_switch(emu_context& from, emu_context& to) { swapcontext(&from.uc, &to.uc); }
+inline void emu_context_start(emu_context& c, char* stack, size_t size, void (*entry)()) {
+    getcontext(&c.uc);
+    c.uc.uc_stack = {stack, 0, size};
+    c.uc.uc_link = nullptr;
+    makecontext(&c.uc, entry, 0);
+}
+#endif
+struct emu_fiber { emu_context context; char* stack = nullptr; bool done = false; };
 struct emu_block_run {
     std::vector<emu_fiber> fibers;
-    ucontext_t scheduler;
+    emu_context scheduler;
     unsigned current = 0;
     bool moved = false;  // a fiber arrived at a gate, a gate opened or a fiber returned
     const std::function<void(unsigned)>* body = nullptr;
@@ -86,7 +138,7 @@ struct emu_block_run {
 inline emu_block_run* emu_run = nullptr;
 constexpr size_t EMU_STACK = 1 << 18;  // bytes of stack per CUDA thread, below a guard page
 
-inline void emu_yield() { swapcontext(&emu_run->fibers[emu_run->current].context, &emu_run->scheduler); }
+inline void emu_yield() { emu_context_switch(emu_run->fibers[emu_run->current].context, emu_run->scheduler); }
 
 // A barrier that not every thread of the block reaches: `waited` of the block's `threads` waited
 // at the __syncthreads() that returns to `site`, the others returned without reaching it. The
@@ -190,12 +242,14 @@ struct emu_warp {
 };
 inline std::vector<emu_warp>* emu_block_warps = nullptr;
 
-inline void emu_fiber_main() {
+[[noreturn]] inline void emu_fiber_main() {
     const unsigned t = emu_run->current;
     (*emu_run->body)(t);
     (*emu_block_warps)[t / 32].drop(t % 32);  // nor its warp's shuffles
     emu_block_gate->arrive_and_drop();  // a finished thread no longer holds the block back
     emu_run->fibers[t].done = emu_run->moved = true;
+    emu_yield();  // for good: the scheduler never returns to a fiber that is done
+    std::abort();
 }
 
 // Run `body(t)` for t in [0, n), the threads of block `block` of a launch of `shape`, as fibers:
@@ -232,10 +286,9 @@ inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(
     for (unsigned t = 0; t < n; ++t) {
         emu_fiber& f = run.fibers[t];
         f.stack = stacks[t];
-        getcontext(&f.context);
-        f.context.uc_stack = {f.stack, 0, EMU_STACK};
-        f.context.uc_link = &run.scheduler;
-        makecontext(&f.context, emu_fiber_main, 0);
+        // Each top a cache line further down than the last (64 apart): tops a page-multiple apart would all
+        // fall in one set of the L1 cache and evict each other at every switch.
+        emu_context_start(f.context, f.stack, EMU_STACK - t % 64 * 64, emu_fiber_main);
     }
     blockIdx = block;
     for (unsigned live = n; live;) {
@@ -247,7 +300,7 @@ inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(
             emu_warp_id = t / 32;
             if (on_turn) on_turn(t);
             run.current = t;
-            swapcontext(&run.scheduler, &run.fibers[t].context);
+            emu_context_switch(run.scheduler, run.fibers[t].context);
             live -= run.fibers[t].done;
         }
         if (!run.moved && live) {
