@@ -562,3 +562,54 @@ int main() {
 """
     program = run_program(source, repeats=1)
     assert program.output.strip() == "4" and program.capped == 20  # the last check was its one run
+
+
+ASSERTS = r"""
+#include <cassert>
+#include <cstdio>
+#include <cuda_runtime.h>
+
+#define CHECK(call) do { cudaError_t e = (call); if (e != cudaSuccess) \
+    printf("error %s at %s:%d\n", cudaGetErrorName(e), __FILE__, __LINE__); } while (0)
+
+__global__ void bounded(int* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    assert(i < n);
+    out[i] = i;
+}
+
+int main() {
+    int* d;
+    CHECK(cudaMalloc(&d, 96 * sizeof(int)));
+    bounded<<<2, 32>>>(d, 64);
+    CHECK(cudaDeviceSynchronize());
+    printf("first launch ok\n");
+    bounded<<<3, 32>>>(d, 70);
+    cudaError_t e = cudaDeviceSynchronize();
+    printf("after: %s, %s\n", cudaGetErrorName(e), cudaGetErrorString(e));
+    bounded<<<1, 32>>>(d, 64);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemcpy(&e, d, sizeof(int), cudaMemcpyDeviceToHost));
+    return e == cudaErrorAssert ? 0 : 1;
+}
+"""
+
+
+def test_a_device_assert_stops_its_thread_and_loses_the_context_as_cuda_does(tmp_path):
+    """A failed assert in a kernel prints CUDA's line (the file's own name, the function, block
+    and thread), stops that thread and the launch's later blocks; every call after returns
+    cudaErrorAssert, and later launches do not run."""
+    path = tmp_path / "asserts.cu"
+    path.write_text(ASSERTS)
+    program = run_program(path)
+    line = line_of(ASSERTS, "assert(i < n)")
+    failed = [row for row in program.output.splitlines() if "Assertion" in row]
+    # Block 2 holds threads 64..95 of the second launch; threads 70.. fail, block 1 and the rest of 2 do not.
+    assert failed == [f"asserts.cu:{line}: void bounded(int*, int): block: [2,0,0], thread: [{t},0,0] "
+                      f"Assertion `i < n` failed." for t in range(6, 32)]
+    assert "first launch ok" in program.output
+    assert "after: cudaErrorAssert, device-side assert triggered" in program.output
+    check = line_of(ASSERTS, "CHECK(cudaGetLastError())")
+    assert f"error cudaErrorAssert at asserts.cu:{check}" in program.output
+    assert program.returncode == 0
+    assert len(program.launches) == 2 and program.lines == [line_of(ASSERTS, "bounded<<<2"), line_of(ASSERTS, "bounded<<<3")]

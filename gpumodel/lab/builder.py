@@ -385,12 +385,14 @@ def _runtime(folder: pathlib.Path, name: str = "trace_runtime") -> pathlib.Path:
     return obj
 
 
-def build(source: str, names: list | None = None, arch: str = ARCH, options: tuple = (), program: bool = False) -> pathlib.Path:
+def build(source: str, names: list | None = None, arch: str = ARCH, options: tuple = (), program: bool = False,
+          file_name: str = SOURCE_NAME) -> pathlib.Path:
     """The traced executable for the kernels `names` of `source` (`reader.entries`: those that
     are not templates, by default), compiled for `arch` with g++'s `options`
     (`reader.compile_options`), cached by content (a failed build too)
     and verified by its hash; for a whole `program`, the file with its own main and launches
-    (`reader.for_gxx`), linked with program_runtime.cpp. Raises `LabError` with g++'s messages
+    (`reader.for_gxx`), linked with program_runtime.cpp, its __FILE__ `file_name` (the learner's
+    file's, as nvcc gives it: error macros print it). Raises `LabError` with g++'s messages
     when the source does not compile or link."""
     if not shutil.which("g++"):
         raise LabError("the kernel lab needs g++ (C++20) on the machine, and there is none here")
@@ -403,18 +405,20 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
     headers = {name: path.read_text(errors="replace")
                for name, path in own_headers(source, [pathlib.Path(f[2:]) for f in options if f.startswith("-I")]).items()}
     rewritten = {name: for_gxx(text, program) for name, text in headers.items()}
-    key = digest((text + str(flags) + runtime.name + str(sorted(headers.items()))).encode()
+    # Only __FILE__ renamed (not the line table's file, nor g++'s messages), and not in the precompiled header's flags.
+    renamed = [f"-fmacro-prefix-map={SOURCE_NAME}={file_name}"] if file_name != SOURCE_NAME else []
+    key = digest((text + str(flags + renamed) + runtime.name + str(sorted(headers.items()))).encode()
                  + pathlib.Path(__file__).read_bytes())  # this file: its messages
 
     def make(exe):
         cpp, obj, copies = (exe.with_suffix(end) for end in (".cpp", ".o", ".headers"))
         cpp.write_text(text)
-        own_flags = flags
+        own_flags = [*renamed, *flags]
         if any(rewritten[name] != headers[name] for name in rewritten):  # an extern __shared__ or a launch in a header
             for name, header in rewritten.items():  # all of them, so that one includes the others' copies
                 create((copies / name).parent)
                 (copies / name).write_text(header)
-            own_flags = [f"-I{copies}", *flags]
+            own_flags = [f"-I{copies}", *own_flags]
         try:
             header = precompiled([f for f in flags if not f.startswith("-I") or f in own], traced=True)
             compile_with_header([*own_flags, "-c", str(cpp), "-o", str(obj)], header,

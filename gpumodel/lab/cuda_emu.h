@@ -242,14 +242,20 @@ struct emu_warp {
 };
 inline std::vector<emu_warp>* emu_block_warps = nullptr;
 
-[[noreturn]] inline void emu_fiber_main() {
+// The running thread ends (its kernel returned, or a device-side assert stopped it): it no longer
+// holds its warp's shuffles or the block's barrier back, and the scheduler never resumes it.
+[[noreturn]] inline void emu_thread_exit() {
     const unsigned t = emu_run->current;
-    (*emu_run->body)(t);
-    (*emu_block_warps)[t / 32].drop(t % 32);  // nor its warp's shuffles
-    emu_block_gate->arrive_and_drop();  // a finished thread no longer holds the block back
+    (*emu_block_warps)[t / 32].drop(t % 32);
+    emu_block_gate->arrive_and_drop();
     emu_run->fibers[t].done = emu_run->moved = true;
-    emu_yield();  // for good: the scheduler never returns to a fiber that is done
+    emu_yield();
     std::abort();
+}
+
+[[noreturn]] inline void emu_fiber_main() {
+    (*emu_run->body)(emu_run->current);
+    emu_thread_exit();
 }
 
 // Run `body(t)` for t in [0, n), the threads of block `block` of a launch of `shape`, as fibers:

@@ -23,6 +23,8 @@
 #define GM_LAB_PROGRAM
 #include "trace_runtime.cpp"
 
+#include <cassert>
+#include <cerrno>
 #include <chrono>
 #include <cstdarg>
 #include <map>
@@ -40,6 +42,7 @@ struct Program {
     unsigned max_repeats = 0, capped = 0;  // 0: every run
     cudaDeviceProp prop{};
     cudaError_t last_error = cudaSuccess;
+    cudaError_t lost = cudaSuccess;  // a device-side assert's cudaErrorAssert: every call's from then on
 };
 Program program;
 
@@ -179,6 +182,7 @@ bool refused(dim3 grid, dim3 block, size_t shared_mem) {  // what CUDA refuses t
 }
 
 cudaError_t allocate(void** ptr, size_t bytes, uintptr_t site) {  // a device array, 256-byte aligned, guarded
+    if (program.lost) return program.lost;
     if (!ptr) return cudaErrorInvalidValue;
     const size_t padded = (bytes + 2 * GUARD + 255) / 256 * 256;
     char* mem = static_cast<char*>(std::aligned_alloc(256, padded));
@@ -203,7 +207,8 @@ void run_launch(const std::function<void()>& body, dim3 grid, dim3 block, const 
     touched = {std::vector<uint8_t>(arrays.size()), std::vector<uint8_t>(arrays.size())};
     printed = false;
     touching = true;
-    for (unsigned b = 0; b < chosen.size(); ++b) (chosen[b] ? run_block : run_untraced_block)(body, grid, block, b);
+    for (unsigned b = 0; b < chosen.size() && !program.lost; ++b)
+        (chosen[b] ? run_block : run_untraced_block)(body, grid, block, b);
     touching = false;
     Ran r{{}, touched.statics_read, statics_version};
     bool again = !identity.empty() && !touched.other && !printed && !oob.count;
@@ -240,10 +245,28 @@ extern "C" int __wrap_putchar(int c) {
     return __real_putchar(c);
 }
 
+// A failed assert (<assert.h> calls glibc's __assert_fail, defined here instead). In a kernel, as
+// CUDA has it: the thread prints its file, line, function, block and thread and stops, the launch
+// runs no further block, and every call of the runtime from then on returns cudaErrorAssert (the
+// context is lost, "device-side assert triggered"). In host code, glibc's message and an abort.
+extern "C" void __assert_fail(const char* assertion, const char* file, unsigned line, const char* function) noexcept {
+    if (!emu_run) {
+        std::fprintf(stderr, "%s: %s:%u: %s: Assertion `%s' failed.\n", program_invocation_short_name, file, line, function,
+                     assertion);
+        std::abort();
+    }
+    std::printf("%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", file, line, function,
+                blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, assertion);
+    program.lost = cudaErrorAssert;
+    if (block_logs) settle(emu_run->current, true);
+    emu_thread_exit();
+}
+
 void emu_launch_config::launch(const char* kernel, unsigned line, void (*call)(void*), void* context,
                                const void* params, size_t bytes) const {
     const std::function<void()> body = [=] { call(context); };
     FILE* out = program.stats;
+    if (program.lost) return;
     if (refused(grid, block, shared_mem)) {
         std::fprintf(out, "refused %s %u %u %u %u %u %u %u %zu\n", kernel, line, grid.x, grid.y, grid.z, block.x,
                      block.y, block.z, shared_mem);
@@ -345,6 +368,7 @@ cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned) {
 }
 cudaError_t cudaSetDeviceFlags(unsigned) { return cudaSuccess; }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+    if (program.lost) return program.lost;
     std::memmove(dst, src, bytes);
     host_wrote(dst, bytes);
     return cudaSuccess;
@@ -369,14 +393,15 @@ cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t) { return cudaMemset(ptr, value, bytes); }
-cudaError_t cudaDeviceSynchronize() { return program.last_error; }  // every launch has finished already
+cudaError_t cudaDeviceSynchronize() { return program.lost ? program.lost : program.last_error; }  // every launch has finished already
 cudaError_t cudaDeviceReset() { return cudaSuccess; }
 cudaError_t cudaGetLastError() {
+    if (program.lost) return program.lost;
     const cudaError_t e = program.last_error;
     program.last_error = cudaSuccess;
     return e;
 }
-cudaError_t cudaPeekAtLastError() { return program.last_error; }
+cudaError_t cudaPeekAtLastError() { return program.lost ? program.lost : program.last_error; }
 const char* cudaGetErrorName(cudaError_t error) {
     switch (error) {
         case cudaSuccess: return "cudaSuccess";
@@ -385,6 +410,7 @@ const char* cudaGetErrorName(cudaError_t error) {
         case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
         case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
         case cudaErrorNotReady: return "cudaErrorNotReady";
+        case cudaErrorAssert: return "cudaErrorAssert";
         default: return "cudaErrorNotSupported";
     }
 }
@@ -396,6 +422,7 @@ const char* cudaGetErrorString(cudaError_t error) {
         case cudaErrorInvalidConfiguration: return "invalid configuration argument";
         case cudaErrorInvalidDevicePointer: return "invalid device pointer";
         case cudaErrorNotReady: return "device not ready";
+        case cudaErrorAssert: return "device-side assert triggered";
         default: return "operation not supported";
     }
 }
@@ -444,7 +471,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     delete stream;
     return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return program.last_error; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaDeviceSynchronize(); }
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
     *event = new CUevent_st;
     return cudaSuccess;
@@ -459,7 +486,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
     ++program.events;
     return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return program.lost; }
 cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }  // every launch has finished when it returns
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
     *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();

@@ -415,7 +415,8 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     does not compile or link (a call into cuBLAS, say, is named), faults as `trace` names a
     kernel's faults (at the launch it stopped), or crashes in its host code; its exit status,
     whatever it is, is the result's. Chapter 8's lab ("Whole programs")."""
-    source, folder, name = _program_source(source_or_path)
+    source, folder, file = _program_source(source_or_path)
+    name = file.rsplit(".", 1)[0]
     if isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
         raise TypeError(f"argv must be a sequence of strs (the program's arguments after its name), got {argv!r}")
     shape = launch(1, 1, 0, timeout, max_threads)
@@ -424,7 +425,7 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     memory = int(_check.real("memory (bytes, at most the machine's)", memory, PROGRAM_MEMORY // 4, physical_memory()))
     flags, _, _ = compile_options(tuple(options) + ((f"-I{folder}",) if folder else ()))
     device = preset(gpu) if gpu is not None else _gpu_of(arch)
-    exe = build(source, arch=arch, options=flags, program=True)
+    exe = build(source, arch=arch, options=flags, program=True, file_name=file)
     done = run_program_traced(exe, name, source, tuple(argv), shape.timeout, shape.max_threads, _properties(device),
                               repeats, memory)
     traces = [_trace(source, one.kernel, one.shape, one.rows, done.where, done.calls, one.traced, [], "")
@@ -434,18 +435,18 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
 
 
 def _program_source(source_or_path) -> tuple:
-    """(the program's source, the folder of its file or None, its name: the file's stem or "program")
+    """(the program's source, the folder of its file or None, its file's name or "program.cu")
     from `run_program`'s first argument."""
     if isinstance(source_or_path, pathlib.Path) or (isinstance(source_or_path, str) and "\n" not in source_or_path
                                                     and source_or_path.endswith((".cu", ".cpp", ".cuh"))):
         path = pathlib.Path(source_or_path)
         if not path.is_file():
             raise ValueError(f"source_or_path names no file: {str(path)!r} (give a .cu file's path or its source)")
-        return path.read_text(), path.resolve().parent, path.stem
+        return path.read_text(), path.resolve().parent, path.name
     if not isinstance(source_or_path, str):
         raise TypeError(f"source_or_path must be a program's CUDA C source (a str) or a path to a .cu file, got "
                         f"{type(source_or_path).__name__}")
-    return source_or_path, None, "program"
+    return source_or_path, None, "program.cu"
 
 
 def _gpu_of(arch: str):
