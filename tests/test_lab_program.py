@@ -613,3 +613,40 @@ def test_a_device_assert_stops_its_thread_and_loses_the_context_as_cuda_does(tmp
     assert f"error cudaErrorAssert at asserts.cu:{check}" in program.output
     assert program.returncode == 0
     assert len(program.launches) == 2 and program.lines == [line_of(ASSERTS, "bounded<<<2"), line_of(ASSERTS, "bounded<<<3")]
+
+
+READS = r"""
+#include <cstdio>
+__global__ void twice(float* v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) v[i] *= 2.0f;
+}
+int main() {
+    float h[4];
+    FILE* in = fopen("./data/signal.txt", "r");
+    if (!in) { printf("no input\n"); return 1; }
+    for (int i = 0; i < 4; ++i) fscanf(in, "%f", &h[i]);
+    fclose(in);
+    float* d;
+    cudaMalloc(&d, sizeof h);
+    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+    twice<<<1, 32>>>(d, 4);
+    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    FILE* out = fopen("result.txt", "w");
+    for (int i = 0; i < 4; ++i) fprintf(out, "%g\n", h[i]);
+    fclose(out);
+    printf("%g %g %g %g\n", h[0], h[1], h[2], h[3]);
+}
+"""
+
+
+def test_a_program_reads_the_files_beside_it_and_what_it_writes_stays_private(tmp_path):
+    """The program runs where it sees its folder's files (cuda-samples read ./data/), and a file it
+    writes anew is written in its temporary folder, not beside the source."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "signal.txt").write_text("1 2.5 -3 4\n")
+    (tmp_path / "reads.cu").write_text(READS)
+    program = run_program(tmp_path / "reads.cu")
+    assert program.output.strip() == "2 5 -6 8" and program.returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "reads.cu"]
+    assert run_program(READS).output.strip() == "no input"

@@ -411,7 +411,8 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     all run).
     `memory` is the address space in bytes the program may take, its arrays and host copies
     included (more than the machine's memory is refused).
-    It runs in a private temporary folder within `timeout` seconds. Raises `LabError` where it
+    It runs in a private temporary folder, which shows the files beside a file's (its input
+    files, a data folder: what it writes anew stays in the temporary folder), within `timeout` seconds. Raises `LabError` where it
     does not compile or link (a call into cuBLAS, say, is named), faults as `trace` names a
     kernel's faults (at the launch it stopped), or crashes in its host code; its exit status,
     whatever it is, is the result's. Chapter 8's lab ("Whole programs")."""
@@ -427,7 +428,7 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     device = preset(gpu) if gpu is not None else _gpu_of(arch)
     exe = build(source, arch=arch, options=flags, program=True, file_name=file)
     done = run_program_traced(exe, name, source, tuple(argv), shape.timeout, shape.max_threads, _properties(device),
-                              repeats, memory)
+                              repeats, memory, folder)
     traces = [_trace(source, one.kernel, one.shape, one.rows, done.where, done.calls, one.traced, [], "")
               for one in done.launches]
     return Program(traces, [one.line for one in done.launches], done.output, done.returncode, done.untraced,

@@ -279,9 +279,11 @@ def _loop_hint(launches: list) -> str:
 
 
 def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, timeout: float, max_threads: int,
-                       properties: dict, repeats: int | None = None, memory: int = PROGRAM_MEMORY) -> ProgramRun:
+                       properties: dict, repeats: int | None = None, memory: int = PROGRAM_MEMORY,
+                       folder: pathlib.Path | None = None) -> ProgramRun:
     """Run the whole program `exe` (built from `source` by `builder.build(program=True)`) as
-    `./name` with `argv` in a private temporary folder, within `timeout` seconds and `memory` bytes, each
+    `./name` with `argv` in a private temporary folder (where the source's `folder`, if any, holds
+    files, links to them: its input files, a data folder), within `timeout` seconds and `memory` bytes, each
     launch sampled to `max_threads` traced threads, `properties` what cudaGetDeviceProperties
     gives (program_runtime.cpp's "prop" lines), each launch run at most `repeats` times with the
     same kernel, configuration and arguments (None: every time). LabError where it faults (named as
@@ -296,6 +298,9 @@ def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, t
         (tmp / "spec").write_text("\n".join(spec) + "\n")
         (tmp / "run").mkdir()  # its working folder, holding it under its own name (argv[0], as the learner runs it)
         (tmp / "run" / name).symlink_to(exe)
+        for entry in sorted(folder.iterdir()) if folder else ():
+            if entry.name != name:
+                (tmp / "run" / entry.name).symlink_to(entry)
         done = run(["env", "-C", tmp / "run", f"GM_LAB_SPEC={tmp / 'spec'}", f"GM_LAB_STATS={tmp / 'stats'}", f"./{name}", *argv],
                    timeout, memory)
         text = (tmp / "stats").read_text(errors="replace") if (tmp / "stats").exists() else ""
