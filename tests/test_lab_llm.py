@@ -472,3 +472,72 @@ def test_libcuxx_functional_objects_work_with_cub_as_vllm_writes_them():
     out = np.zeros_like(x)
     trace(source, "rms_norm_kernel<float>", 2, 64, [out, x, w, 1e-6, 96])
     np.testing.assert_allclose(out, x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6), rtol=1e-5)
+
+
+COALESCED = r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+// cuda-samples' warpAggregatedAtomicsCG style: one atomic per group of lanes that come together
+__device__ int aggregated_increment(int* counter, int* groups) {
+    cg::coalesced_group active = cg::coalesced_threads();
+    int first = 0;
+    if (active.thread_rank() == 0) {
+        first = atomicAdd(counter, active.size());
+        atomicAdd(groups, 1);
+    }
+    return active.shfl(first, 0) + active.thread_rank();
+}
+__global__ void keep_positive(const int* src, int* dst, int* counter, int* groups, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && src[i] > 0) dst[aggregated_increment(counter, groups)] = src[i];
+}
+// binaryPartitionCG's style: a warp split by parity, each part summed by cg::reduce
+__global__ void parity_sums(const int* v, int* sums, int* parts, int n) {
+    auto warp = cg::tiled_partition<32>(cg::this_thread_block());
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int x = i < n ? v[i] : 0;
+    auto part = cg::binary_partition(warp, x & 1);
+    int s = cg::reduce(part, x, cg::plus<int>());
+    if (part.thread_rank() == 0) {
+        atomicAdd(&sums[x & 1], s);
+        atomicAdd(&parts[x & 1], 1);
+    }
+}
+// labeled_partition: the lanes with one label count themselves once
+__global__ void bucket_counts(const int* v, int* counts, unsigned* ballots, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        cg::coalesced_group active = cg::coalesced_threads();
+        auto same = cg::labeled_partition(active, v[i] & 3);
+        if (same.thread_rank() == 0) atomicAdd(&counts[v[i] & 3], same.size());
+        const unsigned even = active.ballot(v[i] % 2 == 0);
+        if (active.thread_rank() == 0) ballots[i / 32] = even;
+    }
+}
+"""
+
+
+def test_coalesced_groups_gather_the_lanes_that_come_together_as_warp_aggregated_atomics_need():
+    """coalesced_threads() groups the lanes of a warp that reach it in step (one group per warp,
+    so one atomic per warp), binary_partition and labeled_partition split a group by a vote or a
+    label, and cg::reduce sums a part; each result against NumPy."""
+    rng = np.random.default_rng(3)
+    src = rng.integers(-5, 6, 200).astype(np.int32)
+    dst, counter, groups = np.zeros(200, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
+    trace(COALESCED, "keep_positive", 2, 128, [src, dst, counter, groups, 200])
+    kept = src[src > 0]
+    assert counter[0] == len(kept) and sorted(dst[:len(kept)]) == sorted(kept)
+    warps_with_any = sum(bool((src[w * 32:w * 32 + 32] > 0).any()) for w in range(7))
+    assert groups[0] == warps_with_any  # every lane of a warp that passes the test comes in step
+    sums, parts = np.zeros(2, np.int32), np.zeros(2, np.int32)
+    trace(COALESCED, "parity_sums", 2, 128, [src, sums, parts, 200])
+    padded = np.concatenate([src, np.zeros(56, np.int32)])
+    assert list(sums) == [padded[padded % 2 == 0].sum(), padded[padded % 2 == 1].sum()]
+    warps = padded.reshape(8, 32) % 2
+    assert list(parts) == [int((warps == 0).any(1).sum()), int((warps == 1).any(1).sum())]
+    counts, ballots = np.zeros(4, np.int32), np.zeros(7, np.uint32)
+    trace(COALESCED, "bucket_counts", 2, 128, [src, counts, ballots, 200])
+    assert list(counts) == [int(((src & 3) == b).sum()) for b in range(4)]
+    expected = [sum(1 << lane for lane, x in enumerate(src[w * 32:w * 32 + 32]) if x % 2 == 0) for w in range(7)]
+    assert list(ballots) == expected

@@ -131,7 +131,7 @@ struct emu_fiber { emu_context context; char* stack = nullptr; bool done = false
 struct emu_block_run {
     std::vector<emu_fiber> fibers;
     emu_context scheduler;
-    unsigned current = 0;
+    unsigned current = 0, round = 0;  // whose turn it is; the scheduler's rounds so far
     bool moved = false;  // a fiber arrived at a gate, a gate opened or a fiber returned
     const std::function<void(unsigned)>* body = nullptr;
 };
@@ -215,8 +215,12 @@ struct emu_warp {
     unsigned wanted[32] = {};  // the lanes each waiting lane meets with (its mask, itself included)
     unsigned left[32] = {};  // per lane, the meetings it has left
     unsigned generation = 0;  // meetings opened, of any lanes: the race checker's warp-level syncs
+    // Per lane, at coalesced_threads(): where it waits (null: nowhere), the round it came, and its group once formed.
+    const void* coalescing[32] = {};
+    unsigned since[32] = {}, coalesced[32] = {};
     void open_ready() {
-        for (int lane = 0; lane < lanes; ++lane) {
+        for (unsigned waiting = arrived; waiting; waiting &= waiting - 1) {  // each lane waiting at a meeting
+            const int lane = std::countr_zero(waiting);
             const unsigned need = wanted[lane] & live;
             if ((arrived >> lane & 1u) && (arrived & need) == need) {
                 for (int l = 0; l < lanes; ++l) left[l] += need >> l & 1u;
@@ -299,6 +303,7 @@ inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(
     blockIdx = block;
     for (unsigned live = n; live;) {
         run.moved = false;
+        ++run.round;
         for (unsigned t = 0; t < n; ++t) {
             if (run.fibers[t].done) continue;
             threadIdx = {t % shape.x, t / shape.x % shape.y, t / (shape.x * shape.y)};
@@ -330,6 +335,8 @@ enum emu_shuffle_kind { EMU_SHFL_IDX, EMU_SHFL_XOR, EMU_SHFL_DOWN, EMU_SHFL_UP }
 uint64_t emu_shuffle(uint64_t bits, emu_shuffle_kind kind, int lane, int width, unsigned mask);
 unsigned emu_ballot(bool predicate, unsigned mask);
 unsigned emu_activemask();
+unsigned emu_match_any(uint64_t bits, unsigned mask);
+unsigned emu_coalesce(const void* site);
 void emu_syncwarp(unsigned mask);
 char* emu_dynamic_shared();
 #else
@@ -371,6 +378,42 @@ EMU_RUNTIME unsigned emu_ballot(bool predicate, unsigned mask) {
     const unsigned live = emu_activemask();
     w.meet(mask);
     return votes & mask & live;
+}
+// The lanes of `mask` (live when they met) whose `bits` equal this lane's: __match_any_sync.
+EMU_RUNTIME unsigned emu_match_any(uint64_t bits, unsigned mask) {
+    emu_warp& w = (*emu_block_warps)[emu_warp_id];
+    w.values[emu_lane] = bits;
+    w.meet(mask);
+    unsigned same = 0;
+    for (int lane = 0; lane < w.lanes; ++lane) same |= unsigned(w.values[lane] == bits) << lane;
+    const unsigned live = emu_activemask();
+    w.meet(mask);
+    return same & mask & live;
+}
+// coalesced_threads() called at `site`: the lanes of this warp that come to it together. A lane waits
+// one round of the scheduler (every other lane of the warp has had its turn: those that run in step
+// with it have come too, the others wait elsewhere or have returned), then the first of them to
+// run again forms the group of every lane at `site`. Lanes that diverged and came later form their
+// own, as a GPU since Volta may also have them do (CUDA C++ Programming Guide, Independent Thread Scheduling).
+EMU_RUNTIME unsigned emu_coalesce(const void* site) {
+    emu_warp& w = (*emu_block_warps)[emu_warp_id];
+    const int lane = emu_lane;
+    w.coalescing[lane] = site;
+    w.since[lane] = emu_run->round;
+    w.coalesced[lane] = 0;
+    emu_run->moved = true;
+    while (!w.coalesced[lane]) {
+        if (emu_run->round != w.since[lane]) {
+            unsigned group = 0;
+            for (int l = 0; l < w.lanes; ++l) group |= unsigned(w.coalescing[l] == site) << l;
+            for (int l = 0; l < w.lanes; ++l)
+                if (group >> l & 1u) w.coalesced[l] = group, w.coalescing[l] = nullptr;
+            emu_run->moved = true;
+        } else {
+            emu_yield();
+        }
+    }
+    return w.coalesced[lane];
 }
 EMU_RUNTIME void emu_syncwarp(unsigned mask) { (*emu_block_warps)[emu_warp_id].meet(mask); }
 // The launch's dynamic shared memory: mapped once at one address (an `extern __shared__` array
@@ -434,6 +477,11 @@ inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask,
 // All: no lane of the meeting votes against (the live mask read after it would miss lanes that have since returned).
 inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, !predicate) == 0; }
 inline void __syncwarp(unsigned mask = 0xffffffff) { emu_syncwarp(mask); }
+template <class T>
+EMU_INLINE unsigned __match_any_sync(unsigned mask, T value) {
+    static_assert(std::is_integral_v<T> || std::is_floating_point_v<T>, "__match_any_sync compares a 32- or 64-bit value");
+    return emu_match_any(std::bit_cast<emu_bits<sizeof(T)>>(value), mask);
+}
 // __reduce_*_sync: the values of the lanes of `mask` that have not returned, read lane by lane.
 template <class T, class Op>
 EMU_INLINE T emu_reduce(unsigned mask, T value, Op op) {

@@ -237,9 +237,15 @@ void touch(uintptr_t a, uint32_t size, bool write, bool atomic) {
     if (a >= (uintptr_t)__data_start && a < (uintptr_t)_end) return;  // a __shared__ array, blockDim, gridDim
     const auto stack = (uintptr_t)emu_run->fibers[emu_run->current].stack;
     if (a >= stack && a < stack + EMU_STACK) return;  // the thread's local memory
-    for (size_t i = 0; i < arrays.size(); ++i) {
+    static size_t last = 0;  // the array the last access was in: the next is most often in it too
+    const auto inside = [&](size_t i) {
         const auto lo = (uintptr_t)arrays[i].base;
-        if (!arrays[i].freed && a >= lo && a + size <= lo + arrays[i].bytes) {
+        return !arrays[i].freed && a >= lo && a + size <= lo + arrays[i].bytes;
+    };
+    for (size_t k = 0; k < arrays.size(); ++k) {
+        const size_t i = k ? k - (k <= last) : last;  // `last` first, then the others in order
+        if (inside(i)) {
+            last = i;
             if (write || atomic) touched.written[i] = 1;
             if (!write || atomic) touched.read[i] = 1;
             return;

@@ -1,5 +1,6 @@
 // The kernel lab's cooperative groups: the grid (this_grid, without its sync), the block (this_thread_block), its tiles
-// (tiled_partition<N>, N a power of two up to 1024) and thread_group, which holds either, over cuda_emu.h's barrier, shuffles and
+// (tiled_partition<N>, N a power of two up to 1024), thread_group, which holds either, and a warp's
+// coalesced groups (coalesced_threads, binary_partition, labeled_partition), over cuda_emu.h's barrier, shuffles and
 // votes. A tile of a warp or less meets with its own lanes; a tile of several warps (CUDA 12's
 // multi-warp tiles, with their block_tile_memory) syncs with the block's barrier, so every tile
 // of the block must sync together, as the programs that use them do. cg::reduce and its
@@ -78,6 +79,64 @@ inline thread_group tiled_partition(const thread_group&, unsigned threads) {
     return thread_group(threads);
 }
 inline void sync(const thread_group& group) { group.sync(); }
+
+// The lanes of one warp that run together (CUDA's coalesced_group): those that came to
+// coalesced_threads() in step (cuda_emu.h's emu_coalesce), or a partition of a tile or of such a
+// group (binary_partition, labeled_partition). Its ranks run in lane order.
+class coalesced_group {
+    unsigned mask_;  // its lanes in the warp
+    static unsigned lane() { return thread_block::thread_rank() % 32; }
+  public:
+    explicit coalesced_group(unsigned lanes) : mask_(lanes) {}
+    unsigned emu_mask() const { return mask_; }
+    unsigned size() const { return __popc(mask_); }
+    unsigned num_threads() const { return size(); }
+    unsigned thread_rank() const { return __popc(mask_ & ((1u << lane()) - 1)); }
+    static unsigned meta_group_rank() { return 0; }
+    static unsigned meta_group_size() { return 1; }
+    bool is_valid() const { return mask_ != 0; }
+    void sync() const { __syncwarp(mask_); }
+    unsigned lane_of(unsigned rank) const {  // the warp lane of this group's `rank`
+        unsigned m = mask_;
+        for (; rank && m; --rank) m &= m - 1;
+        return m ? __ffs((int)m) - 1 : lane();
+    }
+    template <class T> T shfl(T value, unsigned rank) const {
+        return emu_shuffled_any(value, EMU_SHFL_IDX, (int)lane_of(rank), 32, mask_);
+    }
+    template <class T> T shfl_down(T value, unsigned delta) const {  // past the last rank: its own
+        const unsigned from = thread_rank() + delta;
+        return emu_shuffled_any(value, EMU_SHFL_IDX, (int)(from < size() ? lane_of(from) : lane()), 32, mask_);
+    }
+    template <class T> T shfl_up(T value, unsigned delta) const {
+        const unsigned rank = thread_rank();
+        return emu_shuffled_any(value, EMU_SHFL_IDX, (int)(delta <= rank ? lane_of(rank - delta) : lane()), 32, mask_);
+    }
+    unsigned ballot(int predicate) const {  // bit r: rank r's vote
+        const unsigned votes = __ballot_sync(mask_, predicate);
+        unsigned ranks = 0, r = 0;
+        for (unsigned l = 0; l < 32; ++l)
+            if (mask_ >> l & 1u) ranks |= (votes >> l & 1u) << r++;
+        return ranks;
+    }
+    bool any(int predicate) const { return ballot(predicate) != 0; }
+    bool all(int predicate) const { return ballot(predicate) == (size() == 32 ? ~0u : (1u << size()) - 1); }
+};
+// Not inlined: its return address names the call, so that lanes at two calls form two groups.
+__attribute__((noinline)) inline coalesced_group coalesced_threads() {
+    return coalesced_group(emu_coalesce(__builtin_return_address(0)));
+}
+// The lanes of `parent` (a warp's tile or a coalesced group) whose `predicate` is this lane's.
+template <class Parent>
+coalesced_group binary_partition(const Parent& parent, bool predicate) {
+    const unsigned lanes = parent.emu_mask(), votes = __ballot_sync(lanes, predicate);
+    return coalesced_group(predicate ? votes : lanes & ~votes);
+}
+// The lanes of `parent` whose `label` is this lane's.
+template <class Parent, class Label>
+coalesced_group labeled_partition(const Parent& parent, Label label) {
+    return coalesced_group(__match_any_sync(parent.emu_mask(), label));
+}
 
 // The grid (this_grid): its ranks and sizes. Its sync is not emulated: the lab runs a grid's blocks
 // one after another, so no block could wait for a later one; a kernel that calls it is refused at

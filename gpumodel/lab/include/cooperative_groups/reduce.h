@@ -29,4 +29,11 @@ T reduce(const thread_block_tile<N>& tile, T value, Op op) {
         return value;
     }
 }
+// A coalesced group's values, combined by `op` in rank order (each rank's value shuffled to every lane).
+template <class T, class Op>
+T reduce(const coalesced_group& group, T value, Op op) {
+    T result = group.shfl(value, 0);
+    for (unsigned rank = 1; rank < group.size(); ++rank) result = op(result, group.shfl(value, rank));
+    return result;
+}
 }  // namespace cooperative_groups
