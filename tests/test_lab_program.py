@@ -650,3 +650,30 @@ def test_a_program_reads_the_files_beside_it_and_what_it_writes_stays_private(tm
     assert program.output.strip() == "2 5 -6 8" and program.returncode == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "reads.cu"]
     assert run_program(READS).output.strip() == "no input"
+
+
+OPENMP = r"""
+#include <cstdio>
+#include <omp.h>
+__global__ void fill(int* v, int value) { v[threadIdx.x] = value; }
+int main() {
+    int* d;
+    cudaMalloc(&d, 32 * sizeof(int));
+    omp_set_num_threads(4);
+    int regions = 0;
+#pragma omp parallel
+    {
+        fill<<<1, 32>>>(d, omp_get_thread_num() + 10 * omp_get_num_threads());
+        regions++;
+    }
+    int h[32];
+    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    printf("%d %d\n", regions, h[31]);
+}
+"""
+
+
+def test_an_openmp_program_runs_its_parallel_region_once_on_one_thread():
+    """cuda-samples' cudaOpenMP style: the lab's omp.h answers for one host thread, and the
+    region (its pragma ignored) runs once."""
+    assert run_program(OPENMP).output.split() == ["1", "10"]
