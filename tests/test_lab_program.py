@@ -677,3 +677,125 @@ def test_an_openmp_program_runs_its_parallel_region_once_on_one_thread():
     """cuda-samples' cudaOpenMP style: the lab's omp.h answers for one host thread, and the
     region (its pragma ignored) runs once."""
     assert run_program(OPENMP).output.split() == ["1", "10"]
+
+
+GRAPHS = r"""
+#include <cstdio>
+#include <cstring>
+#include <cuda_runtime.h>
+
+__global__ void scale(float* v, float by, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) v[i] *= by;
+}
+__global__ void total(const float* v, double* sum, int n) {
+    if (threadIdx.x == 0) for (int i = 0; i < n; ++i) *sum += v[i];
+}
+struct Seen { double* sum; int calls; };
+void CUDART_CB report(void* data) {
+    Seen* seen = (Seen*)data;
+    seen->calls++;
+    printf("sum %g\n", *seen->sum);
+}
+
+int main() {
+    const int n = 100;
+    float h[n];
+    for (int i = 0; i < n; ++i) h[i] = i;
+    float* v;
+    double *sum, h_sum = 0;
+    cudaMalloc(&v, sizeof h);
+    cudaMalloc(&sum, sizeof(double));
+    Seen seen = {&h_sum, 0};
+
+    // Built by hand: copy in, clear the sum, scale, total, copy out, report.
+    cudaGraph_t graph;
+    cudaGraphCreate(&graph, 0);
+    cudaGraphNode_t copy_in, clear, k1, k2, copy_out, host;
+    cudaMemcpy3DParms in = {0};
+    in.srcPtr = make_cudaPitchedPtr(h, sizeof h, n, 1);
+    in.dstPtr = make_cudaPitchedPtr(v, sizeof h, n, 1);
+    in.extent = make_cudaExtent(sizeof h, 1, 1);
+    in.kind = cudaMemcpyHostToDevice;
+    cudaGraphAddMemcpyNode(&copy_in, graph, NULL, 0, &in);
+    cudaMemsetParams zero = {0};
+    zero.dst = sum; zero.elementSize = 4; zero.width = 2; zero.height = 1;
+    cudaGraphAddMemsetNode(&clear, graph, NULL, 0, &zero);
+    float by = 2.0f;
+    int count = n;
+    void* scale_args[] = {&v, &by, &count};
+    cudaKernelNodeParams kp = {0};
+    kp.func = (void*)scale; kp.gridDim = dim3(4); kp.blockDim = dim3(32); kp.kernelParams = scale_args;
+    cudaGraphAddKernelNode(&k1, graph, &copy_in, 1, &kp);
+    by = 100.0f;  // the node copied its arguments when it was added
+    void* total_args[] = {&v, &sum, &count};
+    kp.func = (void*)total; kp.gridDim = dim3(1); kp.kernelParams = total_args;
+    cudaGraphNode_t before[] = {k1, clear};
+    cudaGraphAddKernelNode(&k2, graph, before, 2, &kp);
+    cudaMemcpy3DParms out = {0};
+    out.srcPtr = make_cudaPitchedPtr(sum, sizeof(double), 1, 1);
+    out.dstPtr = make_cudaPitchedPtr(&h_sum, sizeof(double), 1, 1);
+    out.extent = make_cudaExtent(sizeof(double), 1, 1);
+    out.kind = cudaMemcpyDeviceToHost;
+    cudaGraphAddMemcpyNode(&copy_out, graph, &k2, 1, &out);
+    cudaHostNodeParams hp = {report, &seen};
+    cudaGraphAddHostNode(&host, graph, &copy_out, 1, &hp);
+    size_t nodes = 0;
+    cudaGraphGetNodes(graph, NULL, &nodes);
+    printf("nodes %zu\n", nodes);
+    cudaGraphExec_t exec;
+    cudaGraphInstantiate(&exec, graph, NULL, NULL, 0);
+    for (int i = 0; i < 2; ++i) cudaGraphLaunch(exec, 0);
+
+    // Captured from two streams, forked and joined through events.
+    cudaStream_t s1, s2;
+    cudaStreamCreate(&s1);
+    cudaStreamCreate(&s2);
+    cudaEvent_t fork, join;
+    cudaEventCreate(&fork);
+    cudaEventCreate(&join);
+    cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal);
+    cudaMemcpyAsync(v, h, sizeof h, cudaMemcpyHostToDevice, s1);
+    cudaEventRecord(fork, s1);
+    cudaStreamWaitEvent(s2, fork, 0);
+    cudaMemsetAsync(sum, 0, sizeof(double), s2);
+    cudaEventRecord(join, s2);
+    scale<<<4, 32, 0, s1>>>(v, 3.0f, n);
+    cudaStreamWaitEvent(s1, join, 0);
+    void* args[] = {&v, &sum, &count};
+    cudaLaunchKernel((void*)total, dim3(1), dim3(32), args, 0, s1);
+    cudaMemcpyAsync(&h_sum, sum, sizeof(double), cudaMemcpyDeviceToHost, s1);
+    cudaLaunchHostFunc(s1, report, &seen);
+    cudaGraph_t captured;
+    cudaStreamEndCapture(s1, &captured);
+    printf("ran while capturing: %d\n", seen.calls);
+    cudaGraphGetNodes(captured, NULL, &nodes);
+    printf("nodes %zu\n", nodes);
+    cudaGraph_t clone;
+    cudaGraphClone(&clone, captured);
+    cudaGraphExec_t exec2;
+    cudaGraphInstantiate(&exec2, clone, 0);
+    cudaGraphLaunch(exec2, s1);
+    cudaStreamSynchronize(s1);
+    printf("calls %d\n", seen.calls);
+    cudaGraphExecDestroy(exec);
+    cudaGraphExecDestroy(exec2);
+    cudaGraphDestroy(graph);
+    cudaGraphDestroy(captured);
+    cudaGraphDestroy(clone);
+    return 0;
+}
+"""
+
+
+def test_a_graph_built_by_hand_or_captured_from_streams_runs_its_nodes_in_order():
+    """simpleCudaGraphs' style: a graph of copies, a set, kernels (named by their addresses, their
+    arguments copied when added) and a host function, launched twice; then the same work captured
+    from two streams forked and joined by events (nothing runs while capturing: the host function has run twice, not three times), cloned and launched."""
+    program = run_program(GRAPHS)
+    assert program.returncode == 0, program.output
+    first, tripled = 2.0 * sum(range(100)), 3.0 * sum(range(100))
+    assert program.output.split("\n")[:-1] == [
+        "nodes 6", f"sum {first:g}", f"sum {first:g}", "ran while capturing: 2", "nodes 6", f"sum {tripled:g}", "calls 3"]
+    line = line_of(GRAPHS, "cudaLaunchKernel((void*)total")
+    assert program.lines[-1] == line and len(program.launches) == 6

@@ -28,13 +28,23 @@
 #include <chrono>
 #include <cstdarg>
 #include <map>
+#include <set>
 #include "cublasLt.h"
 #include <cmath>
 
-struct CUevent_st { std::chrono::steady_clock::time_point at; };
+struct CUevent_st {
+    std::chrono::steady_clock::time_point at;
+    bool captured = false;  // recorded on a capturing stream: a stream that waits on it joins the capture
+};
+// A graph's node: what it runs. A graph's nodes, in the order added; an instantiated graph's, copied.
+struct CUgraphNode_st { std::function<void()> run; };
+struct CUgraph_st { std::vector<std::unique_ptr<CUgraphNode_st>> nodes; };
+struct CUgraphExec_st { std::vector<std::function<void()>> runs; };
 struct CUstream_st {};
 
 namespace {
+
+cudaError_t captured(cudaStream_t stream, std::function<void()> run);  // below, with the graphs
 
 struct Program {
     FILE* stats = nullptr;
@@ -373,7 +383,8 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind)
     host_wrote(dst, bytes);
     return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+    if (emu_capturing(stream)) return captured(stream, [=] { cudaMemcpy(dst, src, bytes, kind); });
     return cudaMemcpy(dst, src, bytes, kind);
 }
 cudaError_t cudaMemcpy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t height,
@@ -392,7 +403,10 @@ cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
     host_wrote(ptr, bytes);
     return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t) { return cudaMemset(ptr, value, bytes); }
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream) {
+    if (emu_capturing(stream)) return captured(stream, [=] { cudaMemset(ptr, value, bytes); });
+    return cudaMemset(ptr, value, bytes);
+}
 cudaError_t cudaDeviceSynchronize() { return program.lost ? program.lost : program.last_error; }  // every launch has finished already
 cudaError_t cudaDeviceReset() { return cudaSuccess; }
 cudaError_t cudaGetLastError() {
@@ -481,7 +495,8 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
     delete event;
     return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+    event->captured = emu_capturing(stream);
     event->at = std::chrono::steady_clock::now();
     ++program.events;
     return cudaSuccess;
@@ -490,6 +505,175 @@ cudaError_t cudaEventSynchronize(cudaEvent_t) { return program.lost; }
 cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }  // every launch has finished when it returns
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
     *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
+    return cudaSuccess;
+}
+
+// Stream capture: the graph being built and the streams whose work it records (the one that began
+// it, and each that waited on an event one of them recorded).
+namespace {
+struct Capture {
+    cudaGraph_t graph = nullptr;
+    std::set<cudaStream_t> streams;
+};
+Capture capture;
+std::map<const void*, emu_pointer_kernel>& pointer_kernels() {  // filled as the program starts: a function's static
+    static std::map<const void*, emu_pointer_kernel> kernels;
+    return kernels;
+}
+cudaGraphNode_t add_node(cudaGraph_t graph, std::function<void()> run) {
+    graph->nodes.push_back(std::make_unique<CUgraphNode_st>(CUgraphNode_st{std::move(run)}));
+    return graph->nodes.back().get();
+}
+cudaError_t captured(cudaStream_t, std::function<void()> run) {  // issued to a capturing stream: recorded
+    add_node(capture.graph, std::move(run));
+    return cudaSuccess;
+}
+std::function<void()> owned(emu_work* work) {  // a node that runs `work`, shared by the graph's copies
+    std::shared_ptr<emu_work> shared(work);
+    return [shared] { shared->run(); };
+}
+// A node's launch of `kernel` (registered by its address) with the arguments `args` point at, copied now.
+cudaError_t bind(const void* kernel, dim3 grid, dim3 block, size_t shared_mem, void** args, unsigned line,
+                 emu_work** work) {
+    const auto found = pointer_kernels().find(kernel);
+    if (found == pointer_kernels().end()) {
+        std::fprintf(stderr, "the kernel lab knows no kernel at the address this launch (line %u) names: only a "
+                     "kernel of the program's own file that is no template is launched by its address\n", line);
+        return program.last_error = cudaErrorInvalidDeviceFunction;
+    }
+    *work = found->second.bind(args, emu_launch_config(grid, block, shared_mem), found->second.name, line);
+    return cudaSuccess;
+}
+}  // namespace
+
+bool emu_capturing(cudaStream_t stream) { return capture.graph && capture.streams.count(stream); }
+void emu_capture(cudaStream_t, emu_work* work) { add_node(capture.graph, owned(work)); }
+void emu_capture_refused(const char* kernel, unsigned line) {
+    std::fprintf(stderr, "the kernel lab cannot capture the launch of %s at line %u in a graph (a template whose "
+                 "arguments are deduced): launch it outside the capture\n", kernel, line);
+    program.last_error = cudaErrorStreamCaptureUnsupported;
+}
+void emu_register(const void* kernel, emu_pointer_kernel how) { pointer_kernels()[kernel] = how; }
+
+cudaError_t cudaLaunchKernel(const void* kernel, dim3 grid, dim3 block, void** args, size_t shared_mem,
+                             cudaStream_t stream, unsigned line) {
+    emu_work* work = nullptr;
+    if (const cudaError_t e = bind(kernel, grid, block, shared_mem, args, line, &work)) return e;
+    if (emu_capturing(stream)) return emu_capture(stream, work), cudaSuccess;
+    work->run();
+    delete work;
+    return cudaSuccess;
+}
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* data) {
+    if (emu_capturing(stream)) return captured(stream, [fn, data] { fn(data); });
+    fn(data);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+    if (capture.graph && event->captured) capture.streams.insert(stream);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+    if (!stream || capture.graph) return program.last_error = cudaErrorStreamCaptureUnsupported;  // CUDA's rule; one at a time
+    capture.graph = new CUgraph_st;
+    capture.streams = {stream};
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+    if (!capture.graph || !capture.streams.count(stream)) return program.last_error = cudaErrorInvalidValue;
+    *graph = capture.graph;
+    capture = {};
+    return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+    *status = emu_capturing(stream) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned) {
+    *graph = new CUgraph_st;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t*, size_t,
+                                   const cudaKernelNodeParams* p, unsigned line) {
+    emu_work* work = nullptr;
+    if (const cudaError_t e = bind(p->func, p->gridDim, p->blockDim, p->sharedMemBytes, p->kernelParams, line, &work))
+        return e;
+    *node = add_node(graph, owned(work));
+    return cudaSuccess;
+}
+cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t*, size_t,
+                                   const cudaMemcpy3DParms* p) {
+    if (p->srcArray || p->dstArray) return program.last_error = cudaErrorNotSupported;  // CUDA arrays (textures)
+    const cudaMemcpy3DParms copy = *p;
+    *node = add_node(graph, [copy] {  // row by row: each row `width` bytes, rows `pitch` apart, slices `ysize` rows apart
+        const cudaExtent e = copy.extent;
+        for (size_t z = 0; z < std::max<size_t>(e.depth, 1); ++z)
+            for (size_t y = 0; y < std::max<size_t>(e.height, 1); ++y) {
+                const auto at = [&](const cudaPitchedPtr& ptr, const cudaPos& pos) {
+                    return (char*)ptr.ptr + ((pos.z + z) * ptr.ysize + pos.y + y) * ptr.pitch + pos.x;
+                };
+                cudaMemcpy(at(copy.dstPtr, copy.dstPos), at(copy.srcPtr, copy.srcPos), e.width, copy.kind);
+            }
+    });
+    return cudaSuccess;
+}
+cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t*, size_t,
+                                   const cudaMemsetParams* p) {
+    if (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) return program.last_error = cudaErrorInvalidValue;
+    const cudaMemsetParams set = *p;
+    *node = add_node(graph, [set] {  // `height` rows of `width` elements, `pitch` bytes apart
+        for (size_t row = 0; row < std::max<size_t>(set.height, 1); ++row) {
+            char* at = (char*)set.dst + row * set.pitch;
+            for (size_t i = 0; i < set.width; ++i) std::memcpy(at + i * set.elementSize, &set.value, set.elementSize);
+            host_wrote(at, set.width * set.elementSize);
+        }
+    });
+    return cudaSuccess;
+}
+cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t*, size_t,
+                                 const cudaHostNodeParams* p) {
+    const cudaHostNodeParams host = *p;
+    *node = add_node(graph, [host] { host.fn(host.userData); });
+    return cudaSuccess;
+}
+cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t*, size_t) {
+    *node = add_node(graph, [] {});
+    return cudaSuccess;
+}
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
+    if (nodes)
+        for (size_t i = 0; i < std::min(*count, graph->nodes.size()); ++i) nodes[i] = graph->nodes[i].get();
+    else
+        *count = graph->nodes.size();
+    return cudaSuccess;
+}
+cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t graph) {
+    *clone = new CUgraph_st;
+    for (auto& node : graph->nodes) add_node(*clone, node->run);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+    *exec = new CUgraphExec_st;
+    for (auto& node : graph->nodes) (*exec)->runs.push_back(node->run);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaGraphNode_t*, char*, size_t) {
+    return cudaGraphInstantiate(exec, graph, 0ull);
+}
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags) {
+    return cudaGraphInstantiate(exec, graph, flags);
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+    if (emu_capturing(stream)) return program.last_error = cudaErrorStreamCaptureUnsupported;
+    for (auto& run : exec->runs) run();
+    return program.lost;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+    delete exec;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+    delete graph;
     return cudaSuccess;
 }
 

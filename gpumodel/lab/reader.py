@@ -137,9 +137,13 @@ def _spaced(ctype: str) -> str:
     return " ".join(ctype.replace("*", " * ").replace("&", " & ").split())
 
 
-def declarations(source: str) -> list:
-    """The `__global__` functions `source` defines or declares, as `Kernel`s, each once, in order."""
-    code, found = _code(source), {}
+_FUNCTION_NAME = re.compile(r"\b(?!return\b)\w+[\s*&>]+(\w+)\s*\(")
+"""The name a function's declaration or definition gives (and a call's after a type or a cast)."""
+
+
+def _globals(code: str):
+    """(where `__global__` starts, the function's name, the index of its parameter list's opening
+    bracket) for each `__global__` function of `code` (`_code`'s)."""
     for match in re.finditer(r"\b__global__\b", code):
         at, word = match.end(), None
         while (token := _TOKEN.match(code, at)) is not None:
@@ -147,16 +151,40 @@ def declarations(source: str) -> list:
             if tok == "(" and word in _ATTRIBUTES:  # __launch_bounds__((BM * BN) / (TM * TN), 1)
                 at, word = _closing(code, token.start(1)), None
             elif tok == "(":
-                inside = code[at:_closing(code, token.start(1)) - 1]
-                parts = [p for p in _split(inside) if _declared(p) != ("void", "")]
-                defaults = tuple((_split(p, "=")[1:] or [None])[0] for p in parts)
-                found.setdefault(word, Kernel(word, _template(code, match.start()), tuple(map(_declared, parts)), defaults))
+                yield match.start(), word, token.start(1)
                 break
             elif re.fullmatch(r"\w+", tok):
                 word = tok
             elif tok not in ("*", "&", "::"):
                 break  # not a function
+
+
+def declarations(source: str) -> list:
+    """The `__global__` functions `source` defines or declares, as `Kernel`s, each once, in order."""
+    code, found = _code(source), {}
+    for start, word, opening in _globals(code):
+        inside = code[opening + 1:_closing(code, opening) - 1]
+        parts = [p for p in _split(inside) if _declared(p) != ("void", "")]
+        defaults = tuple((_split(p, "=")[1:] or [None])[0] for p in parts)
+        found.setdefault(word, Kernel(word, _template(code, start), tuple(map(_declared, parts)), defaults))
     return list(found.values())
+
+
+def _registered(source: str) -> str:
+    """`source` with each kernel that is no template and has a name of its own registered by its
+    address after its body, on the body's last line (include/cuda_runtime.h's `emu_register_kernel`),
+    so that cudaLaunchKernel and a graph's kernel node, which name it by a `void*`, launch it."""
+    code = _code(source)
+    names = collections.Counter(_FUNCTION_NAME.findall(code))
+    ends = []
+    for start, word, opening in _globals(code):
+        body = re.compile(r"\s*\{").match(code, _closing(code, opening))
+        if body and names[word] <= 1 and not _template(code, start):
+            ends.append((_closing(code, body.end() - 1), word))
+    for end, word in reversed(ends):
+        source = (f"{source[:end]} static const bool emu_registered_{word} = emu_register_kernel<&{word}>(\"{word}\");"
+                  f"{source[end:]}")
+    return source
 
 
 def _template(code: str, at: int) -> tuple:
@@ -609,7 +637,7 @@ def _run_launches(source: str) -> str:
     types, whose bytes tell one launch from another."""
     code = _code(source)
     known = {k.name: k for k in declarations(source)}
-    declared = collections.Counter(re.findall(r"\b(?!return\b)\w+[\s*&>]+(\w+)\s*\(", code))  # kernels and host functions
+    declared = collections.Counter(_FUNCTION_NAME.findall(code))  # kernels and host functions
     for m in reversed(list(_LAUNCH.finditer(code))):
         start = _launcher(code, m.start())
         opening = m.end() + len(code[m.end():]) - len(code[m.end():].lstrip())
@@ -642,7 +670,7 @@ def for_gxx(source: str, program: bool = False) -> str:
         ctype = re.sub(_ALIGNMENT, "", f"{match.group(1)} {match.group(2)}").strip()
         return (f"{ctype}* const {match.group(3)} = reinterpret_cast<{ctype}*>(emu_dynamic_shared());"
                 + "\n" * match.group(0).count("\n"))
-    source = (_run_launches(source) if program else
+    source = (_run_launches(_registered(source)) if program else
               _LAUNCH.sub(lambda m: "\n" * m.group(0).count("\n"), source))
     source = _CONST_CONSTANT.sub("__constant__", source)
     return _STATIC_SHARED.sub("", _EXTERN_SHARED.sub(pointer, source))

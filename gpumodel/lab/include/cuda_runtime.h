@@ -21,7 +21,8 @@ enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAl
                    cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevicePointer = 17, cudaErrorNoDevice = 100,
                    cudaErrorInvalidDevice = 101, cudaErrorNotReady = 600, cudaErrorIllegalAddress = 700,
                    cudaErrorAssert = 710, cudaErrorLaunchFailure = 719, cudaErrorCooperativeLaunchTooLarge = 720,
-                   cudaErrorNotSupported = 801 };
+                   cudaErrorInvalidDeviceFunction = 98, cudaErrorNotSupported = 801,
+                   cudaErrorStreamCaptureUnsupported = 900 };
 typedef cudaError_t cudaError;
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice,
                       cudaMemcpyDefault };
@@ -212,20 +213,146 @@ template <class... P> std::tuple<P...> emu_params(void (*)(P...));  // the param
 template <class K, class T, size_t... I> EMU_UNTRACED void emu_apply(K k, T& params, std::index_sequence<I...>) {
     k(std::get<I>(params)...);
 }
+// A launch (or copy, set, host function) that a capturing stream records for its graph to run later.
+struct emu_work {
+    virtual void run() = 0;
+    virtual ~emu_work() = default;
+};
+bool emu_capturing(cudaStream_t stream);  // a stream whose work a capture records (program_runtime.cpp)
+void emu_capture(cudaStream_t stream, emu_work* work);  // the capture's graph takes `work`
+void emu_capture_refused(const char* kernel, unsigned line);  // a launch whose arguments it cannot keep
+
 struct emu_launch_config {
     dim3 grid, block;
     size_t shared_mem;
-    emu_launch_config(dim3 g, dim3 b, size_t s = 0, cudaStream_t = 0) : grid(g), block(b), shared_mem(s) {}
+    cudaStream_t stream;
+    emu_launch_config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : grid(g), block(b), shared_mem(s), stream(st) {}
     // Every thread of the launch calls `call(body)` (program_runtime.cpp); no std::function, whose
     // code, instantiated here, would be instrumented. `params`: the bytes of its arguments (null
     // where they are not known).
     void launch(const char* kernel, unsigned line, void (*call)(void*), void* body, const void* params,
                 size_t bytes) const;
     template <class F> void run(const char* kernel, unsigned line, F body) const {
+        if (emu_capturing(stream)) return emu_capture_refused(kernel, line);
         launch(kernel, line, &emu_call_body<F>, &body, nullptr, 0);
     }
-    template <class K, class... P> void run(const char* kernel, unsigned line, K k, std::tuple<P...> params) const {
-        auto body = [&]() EMU_UNTRACED { emu_apply(k, params, std::index_sequence_for<P...>{}); };
-        launch(kernel, line, &emu_call_body<decltype(body)>, &body, &params, sizeof params);
+    template <class K, class... P> void run(const char* kernel, unsigned line, K k, std::tuple<P...> params) const;
+};
+// A captured launch: its configuration (on no stream: a graph's launch runs it), kernel and a copy of its arguments.
+template <class K, class... P> struct emu_captured_launch : emu_work {
+    emu_launch_config config;
+    const char* kernel;
+    unsigned line;
+    K k;
+    std::tuple<P...> params;
+    emu_captured_launch(emu_launch_config c, const char* name, unsigned at, K f, std::tuple<P...> p)
+        : config(c.grid, c.block, c.shared_mem), kernel(name), line(at), k(f), params(p) {}
+    void run() override { config.run(kernel, line, k, params); }
+};
+template <class K, class... P>
+void emu_launch_config::run(const char* kernel, unsigned line, K k, std::tuple<P...> params) const {
+    if (emu_capturing(stream)) return emu_capture(stream, new emu_captured_launch<K, P...>(*this, kernel, line, k, params));
+    auto body = [&]() EMU_UNTRACED { emu_apply(k, params, std::index_sequence_for<P...>{}); };
+    launch(kernel, line, &emu_call_body<decltype(body)>, &body, &params, sizeof params);
+}
+
+// A kernel named by its address (cudaLaunchKernel, a graph's kernel node): reader.for_gxx registers
+// each of a program's kernels that is no template after its body, with how to copy its arguments
+// from an array of pointers to them (CUDA's `void** args`) and to launch it with that copy.
+struct emu_pointer_kernel {
+    const char* name;
+    emu_work* (*bind)(void** args, const emu_launch_config& config, const char* name, unsigned line);
+};
+void emu_register(const void* kernel, emu_pointer_kernel how);
+template <class... P> struct emu_kernel_args {
+    template <class K, size_t... I>
+    static emu_work* bind(K k, void** args, const emu_launch_config& config, const char* name, unsigned line,
+                          std::index_sequence<I...>) {
+        return new emu_captured_launch<K, P...>(config, name, line, k, std::tuple<P...>(*static_cast<P*>(args[I])...));
     }
 };
+template <class... P> emu_kernel_args<P...> emu_args_of(void (*)(P...));  // never called
+template <auto K> emu_work* emu_bind(void** args, const emu_launch_config& config, const char* name, unsigned line) {
+    using Args = decltype(emu_args_of(K));
+    return Args::bind(K, args, config, name, line, std::make_index_sequence<std::tuple_size_v<decltype(emu_params(K))>>{});
+}
+template <auto K> bool emu_register_kernel(const char* name) {
+    emu_register(reinterpret_cast<const void*>(K), {name, &emu_bind<K>});
+    return true;
+}
+// The launch as CUDA's runtime API takes it, the line it is written at (a whole program's report names it).
+cudaError_t cudaLaunchKernel(const void* kernel, dim3 grid, dim3 block, void** args, size_t shared_mem = 0,
+                             cudaStream_t stream = 0, unsigned line = __builtin_LINE());
+template <class T>
+cudaError_t cudaLaunchKernel(T* kernel, dim3 grid, dim3 block, void** args, size_t shared_mem = 0, cudaStream_t stream = 0,
+                             unsigned line = __builtin_LINE()) {
+    return cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args, shared_mem, stream, line);
+}
+// A cooperative launch: its blocks run one after another as any launch's do (grid_group::sync does not compile).
+template <class T>
+cudaError_t cudaLaunchCooperativeKernel(T* kernel, dim3 grid, dim3 block, void** args, size_t shared_mem = 0,
+                                        cudaStream_t stream = 0, unsigned line = __builtin_LINE()) {
+    return cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args, shared_mem, stream, line);
+}
+
+// Graphs: a graph holds its nodes in the order they were added (each after the nodes it depends
+// on, so that order keeps every dependency), and a launch of it runs them one after another. While
+// a stream captures (cudaStreamBeginCapture), what is issued to it, or to a stream that waited on an
+// event it recorded, is added to its graph instead of run: launches, async copies and sets, host functions.
+struct CUgraph_st;
+struct CUgraphExec_st;
+struct CUgraphNode_st;
+typedef CUgraph_st* cudaGraph_t;
+typedef CUgraphExec_st* cudaGraphExec_t;
+typedef CUgraphNode_st* cudaGraphNode_t;
+typedef void (*cudaHostFn_t)(void* data);
+#define CUDART_CB
+enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed };
+enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone, cudaStreamCaptureStatusActive, cudaStreamCaptureStatusInvalidated };
+struct cudaArray;
+typedef cudaArray* cudaArray_t;
+struct cudaPos { size_t x, y, z; };
+struct cudaExtent { size_t width, height, depth; };
+struct cudaPitchedPtr { void* ptr; size_t pitch, xsize, ysize; };
+inline cudaPos make_cudaPos(size_t x, size_t y, size_t z) { return {x, y, z}; }
+inline cudaExtent make_cudaExtent(size_t width, size_t height, size_t depth) { return {width, height, depth}; }
+inline cudaPitchedPtr make_cudaPitchedPtr(void* ptr, size_t pitch, size_t xsize, size_t ysize) {
+    return {ptr, pitch, xsize, ysize};
+}
+struct cudaMemcpy3DParms {
+    cudaArray_t srcArray;
+    cudaPos srcPos;
+    cudaPitchedPtr srcPtr;
+    cudaArray_t dstArray;
+    cudaPos dstPos;
+    cudaPitchedPtr dstPtr;
+    cudaExtent extent;
+    cudaMemcpyKind kind;
+};
+struct cudaMemsetParams { void* dst; size_t pitch; unsigned value, elementSize; size_t width, height; };
+struct cudaHostNodeParams { cudaHostFn_t fn; void* userData; };
+struct cudaKernelNodeParams { void* func; dim3 gridDim, blockDim; unsigned sharedMemBytes; void** kernelParams; void** extra; };
+cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned flags);
+cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies, size_t count,
+                                   const cudaKernelNodeParams* params, unsigned line = __builtin_LINE());
+cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies, size_t count,
+                                   const cudaMemcpy3DParms* params);
+cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies, size_t count,
+                                   const cudaMemsetParams* params);
+cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies, size_t count,
+                                 const cudaHostNodeParams* params);
+cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies, size_t count);
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count);
+cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t graph);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaGraphNode_t* error_node, char* log,
+                                 size_t log_bytes);
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* data);
