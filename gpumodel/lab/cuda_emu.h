@@ -127,7 +127,7 @@ inline void emu_context_start(emu_context& c, char* stack, size_t size, void (*e
     makecontext(&c.uc, entry, 0);
 }
 #endif
-struct emu_fiber { emu_context context; char* stack = nullptr; bool done = false; };
+struct emu_fiber { emu_context context; char* stack = nullptr; unsigned slot = 0; bool done = false; };
 struct emu_block_run {
     std::vector<emu_fiber> fibers;
     emu_context scheduler;
@@ -262,6 +262,13 @@ inline std::vector<emu_warp>* emu_block_warps = nullptr;
     emu_thread_exit();
 }
 
+// The index after `at` in a block of `shape`, x fastest.
+inline emu_index emu_next(emu_index at, dim3 shape) {
+    if (++at.x < shape.x) return at;
+    if (++at.y < shape.y) return {0, at.y, at.z};
+    return {0, 0, at.z + 1};
+}
+
 // Run `body(t)` for t in [0, n), the threads of block `block` of a launch of `shape`, as fibers:
 // in turns, thread 0 first, each until it waits or returns, until all have returned.
 // `on_barrier` runs each time every live thread has reached __syncthreads (and at none else);
@@ -269,16 +276,29 @@ inline std::vector<emu_warp>* emu_block_warps = nullptr;
 // (threads waiting at different barriers): reported, and the process aborts.
 inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(unsigned)>& body,
                           void (*on_barrier)() = nullptr, void (*on_turn)(unsigned) = nullptr) {
-    static std::vector<char*> stacks;  // one per thread, kept for the next block
+    // Stacks are mapped as threads first need them and kept for the next block. A thread takes one at its
+    // first turn, the one its predecessor left if that returned without waiting: a kernel without
+    // barriers runs its threads one after another on one stack, which stays in the cache.
+    static std::vector<char*> stacks;
+    std::vector<unsigned> free_stacks;  // this block's stacks no thread holds, the one freed last at the back
+    unsigned taken = 0;  // stacks[0, taken) are this block's
+    const auto take_stack = [&]() -> unsigned {
+        if (!free_stacks.empty()) {
+            const unsigned slot = free_stacks.back();
+            free_stacks.pop_back();
+            return slot;
+        }
+        if (taken == stacks.size()) {
+            const size_t page = 4096;
+            void* mem = mmap(nullptr, EMU_STACK + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                             -1, 0);
+            if (mem == MAP_FAILED) { std::fprintf(stderr, "the emulator could not map a thread's stack\n"); std::abort(); }
+            mprotect(mem, page, PROT_NONE);  // an overflowing stack faults here rather than corrupt its neighbour
+            stacks.push_back(static_cast<char*>(mem) + page);
+        }
+        return taken++;
+    };
     const unsigned n = shape.x * shape.y * shape.z;
-    const size_t page = 4096;
-    while (stacks.size() < n) {
-        void* mem = mmap(nullptr, EMU_STACK + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                         -1, 0);
-        if (mem == MAP_FAILED) { std::fprintf(stderr, "the emulator could not map a thread's stack\n"); std::abort(); }
-        mprotect(mem, page, PROT_NONE);  // an overflowing stack faults here rather than corrupt its neighbour
-        stacks.push_back(static_cast<char*>(mem) + page);
-    }
     emu_block_run run;
     run.fibers.resize(n);
     run.body = &body;
@@ -293,26 +313,31 @@ inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(
     emu_run = &run;
     emu_block_gate = &gate;
     emu_block_warps = &warps;
-    for (unsigned t = 0; t < n; ++t) {
-        emu_fiber& f = run.fibers[t];
-        f.stack = stacks[t];
-        // Each top a cache line further down than the last (64 apart): tops a page-multiple apart would all
-        // fall in one set of the L1 cache and evict each other at every switch.
-        emu_context_start(f.context, f.stack, EMU_STACK - t % 64 * 64, emu_fiber_main);
-    }
     blockIdx = block;
     for (unsigned live = n; live;) {
         run.moved = false;
         ++run.round;
-        for (unsigned t = 0; t < n; ++t) {
-            if (run.fibers[t].done) continue;
-            threadIdx = {t % shape.x, t / shape.x % shape.y, t / (shape.x * shape.y)};
+        emu_index at{0, 0, 0};  // thread t's index in the block
+        for (unsigned t = 0; t < n; ++t, at = emu_next(at, shape)) {
+            emu_fiber& f = run.fibers[t];
+            if (f.done) continue;
+            if (!f.stack) {
+                f.slot = take_stack();
+                f.stack = stacks[f.slot];
+                // Each top a cache line further down than the last (64 apart): tops a page-multiple apart would
+                // all fall in one set of the L1 cache and evict each other at every switch.
+                emu_context_start(f.context, f.stack, EMU_STACK - f.slot % 64 * 64, emu_fiber_main);
+            }
+            threadIdx = at;
             emu_lane = t % 32;
             emu_warp_id = t / 32;
             if (on_turn) on_turn(t);
             run.current = t;
-            emu_context_switch(run.scheduler, run.fibers[t].context);
-            live -= run.fibers[t].done;
+            emu_context_switch(run.scheduler, f.context);
+            if (f.done) {
+                --live;
+                free_stacks.push_back(f.slot);
+            }
         }
         if (!run.moved && live) {
             std::fprintf(stderr, "deadlock: the threads of block (%u, %u, %u) wait at different barriers or shuffles\n",
