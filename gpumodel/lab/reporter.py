@@ -45,7 +45,7 @@ from ..workloads import Workload
 from .builder import build
 from .limits import PROGRAM_MEMORY, physical_memory
 from .reader import ARCH, arch_number, compile_options, launched, source_line, where
-from .runner import MAX_THREADS, index, launch, printed, run_program_traced, run_traced
+from .runner import MAX_THREADS, PROGRAM_THREADS, index, launch, printed, run_program_traced, run_traced
 
 OUTPUT_LINES = 40
 """Lines of the kernel's printf output `Trace.report` shows (the first; the rest counted)."""
@@ -394,7 +394,7 @@ class Program:
 
 
 def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None = None, arch: str = ARCH,
-                timeout: float = 120.0, max_threads: int = MAX_THREADS, repeats: int | None = None,
+                timeout: float = 120.0, max_threads: int = PROGRAM_THREADS, repeats: int | None = None,
                 memory: float = PROGRAM_MEMORY) -> Program:
     """Build a whole CUDA C program (a str of source, or a path to a .cu file, whose folder is
     then on the include path) with its own `main`, and run it on the CPU with `argv` (strs):

@@ -35,6 +35,10 @@ from .reader import (MAX_DYNAMIC_SHARED, arguments, device_statics, entries, ins
 MAX_THREADS = 2**16
 """The most CUDA threads a trace runs; a larger launch runs an evenly spaced sample of its
 blocks and scales the counts."""
+PROGRAM_THREADS = 2**13
+"""The most CUDA threads each launch of a whole program traces (an evenly spaced sample of its
+blocks, the counts scaled; every block runs): a program makes many launches, each as large as
+its author's GPU takes, and its first run should take seconds, not minutes."""
 MAX_LAUNCH_BLOCKS = 2**32 - 1
 """The most blocks a traced launch may have: the runtime numbers a block in 32 bits (CUDA
 allows more, up to `MAX_GRID_DIM`'s product)."""

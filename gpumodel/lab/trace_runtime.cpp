@@ -69,7 +69,19 @@ struct Access {
 constexpr size_t MAX_RECORDS = 1 << 23;  // accesses held at once, in one block between two barriers
 struct Log {
     std::vector<Access> accesses;  // since the last barrier
-    std::unordered_map<uintptr_t, uint32_t> runs;  // times this thread has run each access site
+    // Times this thread has run each access site: a kernel has few, so a list, searched from the last one
+    // found (the sites of a loop's body come round in order), costs less than a hash per access.
+    std::vector<std::pair<uintptr_t, uint32_t>> runs;
+    size_t last_run = 0;
+    uint32_t next_run(uintptr_t site) {  // this run's number at `site`, counted
+        for (size_t k = 0; k < runs.size(); ++k) {
+            const size_t i = (last_run + k) % runs.size();
+            if (runs[i].first == site) return last_run = i, runs[i].second++;
+        }
+        last_run = runs.size();
+        runs.push_back({site, 1});
+        return 0;
+    }
     uint64_t local = 0;
     uintptr_t stack_lo = 0, stack_hi = 0;
     size_t cap = MAX_RECORDS;
@@ -273,7 +285,7 @@ void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
                 out_of_bounds(at, a, write, -3 - (int)i, (long)(a - shared_gaps[i].array));
                 return;
             }
-        const uint32_t k = log->runs[at]++;
+        const uint32_t k = log->next_run(at);
         const unsigned t = emu_run->current;
         check_race(a, size, write, atomic, {t, at, k, (*emu_block_warps)[t / WARP].generation});
         log->accesses.push_back({at, a, k, (uint8_t)size, write, -1});
@@ -283,7 +295,7 @@ void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
         const auto lo = (uintptr_t)arrays[i].base;
         if (arrays[i].freed || a + size <= lo - GUARD || a >= lo + arrays[i].bytes + GUARD) continue;
         if (a >= lo && a + size <= lo + arrays[i].bytes) {
-            log->accesses.push_back({at, a, log->runs[at]++, (uint8_t)size, write, (int16_t)i});
+            log->accesses.push_back({at, a, log->next_run(at), (uint8_t)size, write, (int16_t)i});
             return;
         }
         out_of_bounds(at, a, write, (int)i, (long)(a - lo));
