@@ -535,8 +535,9 @@ int main() {
 
 def test_repeats_caps_a_benchmark_loop_but_never_a_check_that_resets_its_output_first():
     """llm.c's dev/cuda mains check each launch after a cudaMemset of its output, then time the
-    same launch in a loop: with repeats=1 every checked launch still runs (the host wrote what
-    it touches since), and only the loop's repeats are counted instead."""
+    same launch in a loop: with repeats=1 every check still sees its launch's result (run, the host
+    having written what it touches, or copied in from a run on the same contents), and only the
+    loop's repeats are counted instead."""
     source = r"""
 #include <cstdio>
 __global__ void bump(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1.0f; }
@@ -561,7 +562,10 @@ int main() {
 }
 """
     program = run_program(source, repeats=1)
-    assert program.output.strip() == "4" and program.capped == 20  # the last check was its one run
+    # Checks 1 and 2 run; 3 and 4 start from the contents 2 started from, so its result is copied in.
+    # The loop's first launch starts from the 1s the last check left: it runs, the other 19 are capped.
+    assert program.output.strip() == "4" and (program.repeated, program.capped) == (2, 19)
+    assert run_program(source).output.strip() == "4"
 
 
 ASSERTS = r"""
@@ -799,3 +803,45 @@ def test_a_graph_built_by_hand_or_captured_from_streams_runs_its_nodes_in_order(
         "nodes 6", f"sum {first:g}", f"sum {first:g}", "ran while capturing: 2", "nodes 6", f"sum {tripled:g}", "calls 3"]
     line = line_of(GRAPHS, "cudaLaunchKernel((void*)total")
     assert program.lines[-1] == line and len(program.launches) == 6
+
+
+CLEARED_LOOP = r"""
+#include <cstdio>
+__global__ void accumulate(const float* x, float* sum, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(sum, x[i]);
+}
+int main() {
+    const int n = 4096;
+    float h[n], *x, *sum, got;
+    for (int i = 0; i < n; ++i) h[i] = i % 7;
+    cudaMalloc(&x, sizeof h);
+    cudaMalloc(&sum, sizeof(float));
+    cudaMemcpy(x, h, sizeof h, cudaMemcpyHostToDevice);
+    for (int r = 0; r < 50; ++r) {  // llm.c's style: clear, launch, time
+        cudaMemset(sum, 0, sizeof(float));
+        accumulate<<<n / 256, 256>>>(x, sum, n);
+    }
+    cudaMemcpy(&got, sum, sizeof got, cudaMemcpyDeviceToHost);
+    printf("%g\n", got);
+    h[5] = 100;  // new contents: run again, not copied
+    cudaMemcpy(x, h, sizeof h, cudaMemcpyHostToDevice);
+    cudaMemset(sum, 0, sizeof(float));
+    accumulate<<<n / 256, 256>>>(x, sum, n);
+    cudaMemcpy(&got, sum, sizeof got, cudaMemcpyDeviceToHost);
+    printf("%g\n", got);
+    for (int r = 0; r < 3; ++r) accumulate<<<n / 256, 256>>>(x, sum, n);  // in place: each adds again
+    cudaMemcpy(&got, sum, sizeof got, cudaMemcpyDeviceToHost);
+    printf("%g\n", got);
+}
+"""
+
+
+def test_a_launch_on_contents_it_ran_on_before_is_copied_in_not_run_again():
+    """A benchmark's loop that clears its output before each launch: from the third run on, the
+    result of the second (same kernel, configuration, arguments and contents) is copied in; new
+    contents run again, and an in-place launch whose output it reads runs each time."""
+    program = run_program(CLEARED_LOOP)
+    base = sum(i % 7 for i in range(4096))
+    assert program.output.split() == [f"{base:g}", f"{base + 95:g}", f"{4 * (base + 95):g}"]
+    assert program.repeated == 48

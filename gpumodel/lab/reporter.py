@@ -339,7 +339,8 @@ class Program:
     kernels', in the lab's order), its exit status, the launches run untraced past
     `runner.MAX_TRACED_LAUNCHES`, the launches not run again (`repeated`: each the same kernel,
     configuration and arguments as one that ran, with nothing it read or wrote written since, so
-    that what it would write is in memory already: a benchmark's loop), the launches not run
+    that what it would write is in memory already, or on the same contents of what it touched, so
+    that what it wrote then is copied in: a benchmark's loop), the launches not run
     because the same one had run `repeats` times (`capped`), the cudaMalloc calls past
     the program's `memory` (bytes; `unallocated`: (bytes, line) each), the launches CUDA would have refused ((kernel, line, grid,
     block, shared_mem) each: cudaGetLastError returned cudaErrorInvalidConfiguration and nothing
@@ -367,8 +368,8 @@ class Program:
         out = [f"the program ran on the CPU as on one {self.gpu}: {len(self.launches)} "
                + ("launch" if len(self.launches) == 1 else "launches") + " traced"
                + (f", {self.untraced} more run untraced" if self.untraced else "")
-               + (f", {self.repeated} not run again (each the same launch as one before it, with nothing it read or "
-                  "wrote changed since: its results were in memory already)" if self.repeated else "")
+               + (f", {self.repeated} not run again (each the same launch as one before it on the same contents of "
+                  "what it reads and writes: its results were in memory already, or copied in)" if self.repeated else "")
                + (f", {self.capped} not run because the same launch (kernel, configuration and arguments) had run "
                   f"{self.repeats} times (repeats={self.repeats}: memory is as its last run left it)" if self.capped else "")
                + f"; it ended with exit status {self.returncode}"]

@@ -227,7 +227,7 @@ class ProgramRun:
     """A whole program that ran to its end: its traced `launches` in order, where each code
     offset they name is (`Run.where`, `Run.calls`), what it printed, its exit status, the
     launches past `MAX_TRACED_LAUNCHES` run untraced, the launches not run again (program_runtime.cpp:
-    each the same as one that ran, with nothing it read or wrote written since), the launches past
+    each the same as one that ran, on the same contents of what it touched), the launches past
     the `repeats` runs of the same kernel, configuration and arguments not run (`capped`), the events it
     recorded, the launches CUDA would have refused ((kernel, line, grid, block, shared_mem) each) and
     the cudaMalloc calls past its memory ((bytes, line) each)."""
