@@ -1,4 +1,4 @@
-"""A decode step split over GPUs (tensor parallelism, Megatron-LM's split): each of n GPUs holds
+"""A decode step split over GPUs. Tensor parallelism (Megatron-LM's split, `step`): each of n GPUs holds
 1/n of every weight matrix and the key-value heads of its query heads, and reads them from its
 own HBM; after each layer's attention and after its MLP the GPUs all-reduce the batch's
 activations (batch x width numbers of 2 bytes), and the LM head's logits, split by vocabulary,
@@ -11,6 +11,8 @@ each collective waits for the layer before it and the next layer waits for it, s
 add to the step's. A GPU holds ceil(kv_heads / n) key-value heads where n <= kv_heads; past that
 each head is kept on n / kv_heads GPUs (the cache no longer shrinks). The link's latency per
 step is the data's where one is published (0 otherwise: then the link term is a bound too).
+Expert parallelism for a mixture of experts (`expert_step`): each GPU holds 1/n of the routed
+experts, and two all-to-alls per MoE layer carry the tokens to their experts and back.
 """
 
 from __future__ import annotations
@@ -67,13 +69,9 @@ def _share(name, gpus: int, batch, context, weight: str, kv: str, math: str) -> 
     return share, held
 
 
-def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: str = "fp16", math: str = "fp16",
-         algorithm: str = "ring", latency: bool = True) -> ParallelStep:
-    """One decode step of `batch` sequences with `context` cached tokens of model `name` split
-    over `gpus` GPUs of `gpu` joined by `link` (a name of `links.links()`), its all-reduces by
-    `algorithm` (collectives.ALGORITHMS), each collective paying the link's latencies (NCCL's
-    tuner's estimates) or, without `latency`, its bytes alone: then the step's time is a bound.
-    See the module doc. Chapter 10."""
+def _setup(name, gpu, gpus, batch, context, link: str, latency: bool) -> tuple:
+    """(model, GPU, gpus, batch, context, Link, latency per step, base) checked: `link` one `gpu`
+    has, `gpus` within its domain; without `latency`, no latency and no base."""
     m, device = decode.model(name), preset(gpu)
     n = _check.one("gpus", gpus, collectives.MOST_GPUS)
     b = _check.one("batch", batch, decode.MOST_BATCH)
@@ -84,6 +82,17 @@ def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: s
     lat, base = (joined.latency, joined.base) if _check.flag("latency", latency) else (0.0, 0.0)
     if n > joined.domain:
         raise ValueError(f"gpus must be at most {joined.domain}, the GPUs {joined.name} joins in one domain, got {gpus!r}")
+    return m, device, n, b, c, joined, lat, base
+
+
+def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: str = "fp16", math: str = "fp16",
+         algorithm: str = "ring", latency: bool = True) -> ParallelStep:
+    """One decode step of `batch` sequences with `context` cached tokens of model `name` split
+    over `gpus` GPUs of `gpu` joined by `link` (a name of `links.links()`), its all-reduces by
+    `algorithm` (collectives.ALGORITHMS), each collective paying the link's latencies (NCCL's
+    tuner's estimates) or, without `latency`, its bytes alone: then the step's time is a bound.
+    See the module doc. Chapter 10."""
+    m, device, n, b, c, joined, lat, base = _setup(name, gpu, gpus, batch, context, link, latency)
     share, held = _share(m, n, b, c, weight, kv, math)
     alone = predict(share, device)
     count = 2 * m.layers + 1
@@ -97,3 +106,42 @@ def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: s
     gpu_time = float(alone.time)
     return ParallelStep(n, gpu_time + link_time, gpu_time, str(alone.bound), link_time, count if n > 1 else 0,
                         held, held <= device.capacity("hbm"))
+
+
+def expert_step(name, gpu, gpus, batch, context, link: str, weight: str = "fp8", kv: str = "fp16", math: str = "fp16",
+                latency: bool = True) -> ParallelStep:
+    """One decode step of a mixture of experts `name` split over `gpus` GPUs by expert
+    parallelism (as DeepSeek-V3 serves its decode): each GPU holds 1/n of every MoE layer's routed
+    experts and a whole copy of the rest (attention, shared experts, embedding, LM head), and runs
+    attention for its ceil(batch / n) of the sequences. In each MoE layer an all-to-all sends each
+    of its tokens' hidden vectors (width x 2 bytes) to the GPUs of the `active` experts it is
+    routed to, and another brings the results back: 2 x moe_layers all-to-alls a step, over `link`.
+    Each GPU reads its experts that the whole batch touches (`decode.experts_touched`, 1/n of them
+    in expectation) and the whole of the rest; it computes 1/n of the batch's expert flops. The
+    step's time adds the GPU's bound and the collectives' times, as `step`'s. Chapter 10."""
+    m, device, n, b, c, joined, lat, base = _setup(name, gpu, gpus, batch, context, link, latency)
+    if not m.experts:
+        moe = [k for k, v in decode.MODELS.items() if v.experts]
+        raise ValueError(f"name must be a mixture of experts (one of {moe}), got {name!r}, a dense model")
+    if n > m.experts:
+        raise ValueError(f"gpus must be at most {m.experts}, {m.name}'s routed experts per layer, got {gpus!r}")
+    mine = -(-b // n)  # sequences on the busiest GPU
+    s_w = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
+    cache = mine * (c + 1) * decode.kv_bytes_per_token(m, kv)
+    rest = m.params - m.routed  # every weight but the routed experts': each GPU holds them all
+    table = 0.0 if m.tied else m.embedding - mine * m.width  # of the embedding, its sequences' rows
+    experts_read = m.moe_layers * m.expert_params * float(decode.experts_touched(m.experts, m.active, b)) / n
+    hbm = (rest - table + experts_read) * s_w + cache
+    dense_flops = 2 * (m.active_params - m.moe_layers * m.active * m.expert_params) * mine
+    flops = dense_flops + 2 * m.moe_layers * m.active * m.expert_params * b / n + mine * c * m.attention_flops
+    share = Workload(f"decode step ({m.name}, {weight} weights, {kv} cache), one of {n} GPUs by experts",
+                     flops=flops, bytes={"registers": 0.0, "smem": 0.0, "l2": hbm, "hbm": hbm}, math=math)
+    alone = predict(share, device)
+    count = 2 * m.moe_layers if n > 1 else 0
+    dispatch = mine * m.active * m.width * ACTIVATION_BYTES  # the hidden vectors this GPU's tokens send out
+    link_time = (count * float(collectives.collective_time("all-to-all", n, dispatch, joined.bandwidth, lat, base))
+                 if n > 1 else 0.0)
+    held = (rest + m.routed / n) * s_w + cache
+    gpu_time = float(alone.time)
+    return ParallelStep(n, gpu_time + link_time, gpu_time, str(alone.bound), link_time, count, held,
+                        held <= device.capacity("hbm"))

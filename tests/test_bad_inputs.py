@@ -532,6 +532,11 @@ SIGNATURES = {
         "batch": (1, SIZE), "context": (4096, COUNT), "link": ("NVLink 4", choice(tuple(gm.links.links()))),
         "weight": ("fp16", choice(tuple(gm.tensor_cores.WEIGHT_BYTES))), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
         "math": ("fp16", choice(MATH)), "algorithm": ("ring", choice(gm.collectives.ALGORITHMS)), "latency": (True, FLAG)}),
+    "parallel.expert_step": (gm.parallel.expert_step, {
+        "name": ("DeepSeek-V2", choice(("DeepSeek-V2",))), "gpu": ("H100-SXM", GPU), "gpus": (8, SIZE),
+        "batch": (1, SIZE), "context": (4096, COUNT), "link": ("NVLink 4", choice(tuple(gm.links.links()))),
+        "weight": ("fp8", choice(tuple(gm.tensor_cores.WEIGHT_BYTES))), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
+        "math": ("fp16", choice(MATH)), "latency": (True, FLAG)}),
     "course.decode.cp_bytes": (course.decode.cp_bytes, {"name": ("Llama-2-7B", choice(tuple(gm.decode.MODELS))),
                                                         "context": (1024, SIZE)}),
     "course.decode.cp_gqa": (course.decode.cp_gqa, {"heads": (64, SIZE), "kv_heads": (8, SIZE)}),
