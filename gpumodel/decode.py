@@ -180,9 +180,15 @@ MODELS = {
                          "5120, 128 heads of 128, d_c = 512, d_h^R = 64; every FFN but the first layer's an MoE "
                          "layer of 2 shared and 160 routed experts of intermediate width 1536, 6 routed per "
                          "token; 236B in all, 21B activated per token)"),
+    "DeepSeek-V3": Model("DeepSeek-V3", 61, 128, 1, 128, 671e9, latent=512, rope=64, hidden=7168, vocab=128000,
+                         moe_layers=58, experts=256, active=8, expert_params=3 * 7168 * 2048,
+                         source="deepseek2024v3, section 4.1 (a vocabulary of 128K) and 4.2 (61 layers, width 7168, "
+                         "128 heads of 128, d_c = 512, d_h^R = 64; every FFN but the first three layers' an MoE layer "
+                         "of 1 shared and 256 routed experts of intermediate width 2048, 8 routed per token; 671B in "
+                         "all, 37B activated per token)"),
 }
 """The chapters' models: a dense MHA model, three GQA models (8 key-value heads; Llama-3-70B is
-chapter 10's), an MLA model that is a mixture of experts. Their embedding and LM head are separate tables (none is tied)."""
+chapter 10's), two MLA models that are mixtures of experts (DeepSeek-V3 is chapter 10's). Their embedding and LM head are separate tables (none is tied)."""
 
 KV_INT4 = (0.5, 32, 4)
 """An int4 cache: half a byte per element, and per group of 32 elements of a row an fp16 scale
@@ -242,23 +248,50 @@ def weights_read(name, batch):
     return _check.as_output(m.params - table - untouched)
 
 
-def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16") -> Workload:
-    """One decode step of `batch` sequences, each with `context` cached tokens: the weights the
-    step reads (`weights_read`; `weight`, WEIGHT_BYTES each), each sequence's cache read and its
-    new token's row written (`kv`); 2 flops per active weight (`Model.active_params`) per
-    sequence and `Model.attention_flops` per token of context, on the `math` units. Activations
-    and the softmax's exponentials are left out (a few kilobytes per sequence). HBM and L2 carry
-    the same bytes. Chapter 9."""
+def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16", queries=1) -> Workload:
+    """One decode step of `batch` sequences, each with `context` cached tokens and `queries` new
+    tokens (1; more where a speculative step checks drafted tokens, `speculative_speedup`): the
+    weights the step reads (`weights_read` for batch x queries tokens; `weight`, WEIGHT_BYTES
+    each), each sequence's cache read once and its new tokens' rows written (`kv`); 2 flops per
+    active weight (`Model.active_params`) per token and `Model.attention_flops` per token of
+    context per query, on the `math` units. Activations and the softmax's exponentials are left
+    out (a few kilobytes per sequence). HBM and L2 carry the same bytes. Chapter 9."""
     m = model(name)
     b, c = _check.size("batch", batch, MOST_BATCH), _check.count("context", context, MOST_CONTEXT)
-    _check.broadcast(("batch", b), ("context", c))
+    q = _check.size("queries", queries, MOST_WIDTH)
+    _check.broadcast(("batch", b), ("context", c), ("queries", q))
     b_w = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
     per_token = kv_bytes_per_token(m, kv)
-    nbytes = weights_read(m, b) * b_w + b * (c + 1) * per_token
-    flops = 2 * m.active_params * b + b * c * m.attention_flops
+    nbytes = weights_read(m, b * q) * b_w + b * (c + q) * per_token
+    flops = 2 * m.active_params * b * q + b * q * c * m.attention_flops
     return Workload(f"decode step ({m.name}, {weight} weights, {kv} cache)", flops=flops,
                     bytes={"registers": 0 * flops, "smem": 0 * flops, "l2": nbytes, "hbm": nbytes}, math=math,
                     note="the weights a step reads once per step, each cache once per sequence")
+
+
+def expected_tokens(drafted, acceptance):
+    """Tokens a speculative step yields per sequence, in expectation, when `drafted` tokens are
+    drafted and each is accepted with probability `acceptance` (independently, given the ones
+    before it were): (1 - a^(k + 1)) / (1 - a), k + 1 where a = 1 (leviathan2023speculative,
+    section 3.3, equation 1). Chapter 10."""
+    k = _check.count("drafted", drafted, MOST_WIDTH)
+    a = _check.amount("acceptance (a probability, 0 to 1)", acceptance, 1.0)
+    _check.broadcast(("drafted", k), ("acceptance", a))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _check.as_output(np.where(a < 1, (1 - a ** (k + 1)) / np.where(a < 1, 1 - a, 1), k + 1.0))
+
+
+def speculative_speedup(name, gpu, batch, context, drafted, acceptance, weight: str = "fp16", kv: str = "fp16",
+                        math: str = "fp16"):
+    """How many times more tokens per second a speculative step gives than a plain one: the
+    target model checks `drafted` tokens and the next in one step of drafted + 1 queries per
+    sequence (`step`), yielding `expected_tokens` of them. The draft's own cost is left out (a
+    multi-token-prediction module is one layer; a separate draft model adds its steps), so this
+    is at most what a run gains. Chapter 10."""
+    plain = predict(step(name, batch, context, weight, kv, math), gpu).time
+    k = _check.count("drafted", drafted, MOST_WIDTH)
+    checked = predict(step(name, batch, context, weight, kv, math, queries=k + 1), gpu).time
+    return _check.as_output(expected_tokens(k, acceptance) * np.asarray(plain) / np.asarray(checked))
 
 
 def step_time(name, gpu, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16"):

@@ -125,6 +125,8 @@ SHARES = st.sampled_from([[], "sm", {"sm": 0}, {"sm": -0.5}, {"sm": 1.5}, {"sm":
 """Not a table of share class to share in (0, 1]."""
 FRACTION = st.one_of(REAL, st.floats(max_value=0), st.floats(min_value=1.0001))
 """Not a share in (0, 1]."""
+PROBABILITY = st.one_of(AMOUNT, st.floats(min_value=1.0001, allow_nan=False, allow_infinity=False))
+"""Not a probability in [0, 1]."""
 EXERCISE = WidgetExercise("test", {"x": [1]}, lambda x: "", gm.course.checks.number_rules(3.0, "ms"), "Time:")
 
 A, B = np.ones((16, 8)), np.ones((8, 16))
@@ -501,8 +503,14 @@ SIGNATURES = {
     **{f"decode.{f.__name__}": (f, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "batch": (8, SIZE),
                                     "context": (1024, COUNT), "weight": ("int8", choice(tc.WEIGHT_BYTES)),
                                     "kv": ("fp8", choice(tuple(gm.decode.KV_FORMATS))), "math": ("fp16", choice(MATH)),
-                                    **({} if f is gm.decode.step else {"gpu": ("H100-SXM", GPU)})})
+                                    **({"queries": (2, SIZE)} if f is gm.decode.step else {"gpu": ("H100-SXM", GPU)})})
        for f in (gm.decode.step, gm.decode.step_time, gm.decode.tokens_per_second)},
+    "decode.expected_tokens": (gm.decode.expected_tokens, {"drafted": (2, COUNT), "acceptance": (0.8, PROBABILITY)}),
+    "decode.speculative_speedup": (gm.decode.speculative_speedup, {
+        "name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU), "batch": (8, SIZE),
+        "context": (1024, COUNT), "drafted": (2, COUNT), "acceptance": (0.8, PROBABILITY),
+        "weight": ("fp8", choice(tc.WEIGHT_BYTES)), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
+        "math": ("fp16", choice(MATH))}),
     "decode.critical_batch": (gm.decode.critical_batch, {
         "name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU), "context": (1024, COUNT),
         "weight": ("fp16", choice(tc.WEIGHT_BYTES)), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),

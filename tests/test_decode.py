@@ -248,3 +248,30 @@ def test_prefix_cache_bytes_by_hand():
         dc.prefix_cache_bytes("Llama-3-8B", 4, 10, 0)
     step = dc.step("Llama-3-8B", 4, 10)
     assert float(step.bytes["hbm"]) == pytest.approx(2 * float(dc.weights_read("Llama-3-8B", 4)) + 44 * k)
+
+
+def test_a_speculative_step_yields_the_expected_tokens_of_leviathan_et_al():
+    """(1 - a^(k+1)) / (1 - a) tokens a step: 1 with nothing drafted, k + 1 when every draft is
+    accepted, 1 + a for one draft; and the series summed term by term."""
+    assert float(dc.expected_tokens(0, 0.7)) == pytest.approx(1.0)
+    assert float(dc.expected_tokens(3, 1.0)) == 4.0
+    assert float(dc.expected_tokens(1, 0.85)) == pytest.approx(1.85)
+    a, k = 0.6, 5
+    assert float(dc.expected_tokens(k, a)) == pytest.approx(sum(a ** i for i in range(k + 1)))
+    with pytest.raises(ValueError, match="acceptance"):
+        dc.expected_tokens(1, 1.5)
+
+
+def test_checking_drafts_costs_a_dense_model_little_and_a_mixture_of_experts_its_extra_experts():
+    """A step of k + 1 queries reads each sequence's cache once and the weights its tokens touch:
+    a dense model's step barely grows at batch 1, while DeepSeek-V3's second token reads 8 more
+    experts a layer; at a large batch both gain nearly the expected tokens."""
+    one, two = (dc.step("DeepSeek-V3", 1, 4096, weight="fp8", queries=q) for q in (1, 2))
+    m = dc.model("DeepSeek-V3")
+    extra = m.moe_layers * m.expert_params * (float(dc.experts_touched(256, 8, 2)) - 8) + m.width  # + an embedding row
+    cache = dc.kv_bytes_per_token(m)
+    assert float(two.bytes["hbm"]) - float(one.bytes["hbm"]) == pytest.approx(extra + cache, rel=1e-9)
+    dense = float(dc.speculative_speedup("Llama-3-70B", "H200", 1, 4096, 1, 0.85, weight="fp8"))
+    moe = float(dc.speculative_speedup("DeepSeek-V3", "H200", 1, 4096, 1, 0.85, weight="fp8"))
+    assert moe < 1.3 < 1.8 < dense <= 1.85
+    assert 1.8 < float(dc.speculative_speedup("DeepSeek-V3", "H200", 256, 4096, 1, 0.85, weight="fp8")) <= 1.85
