@@ -845,3 +845,11 @@ def test_a_launch_on_contents_it_ran_on_before_is_copied_in_not_run_again():
     base = sum(i % 7 for i in range(4096))
     assert program.output.split() == [f"{base:g}", f"{base + 95:g}", f"{4 * (base + 95):g}"]
     assert program.repeated == 48
+
+
+def test_a_file_that_does_not_compile_is_named_in_g_plus_plus_messages_by_its_own_name(tmp_path):
+    """g++ compiles the program as the lab's kernel.cu; its messages say the learner's file."""
+    (tmp_path / "broken.cu").write_text("__global__ void k(float* x) { x[0] = undeclared; }\nint main() {}\n")
+    with pytest.raises(LabError) as err:
+        run_program(tmp_path / "broken.cu")
+    assert "broken.cu:1:" in str(err.value) and "kernel.cu" not in str(err.value)

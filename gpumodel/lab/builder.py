@@ -435,6 +435,10 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
             shutil.rmtree(copies, ignore_errors=True)
     try:
         return cached(folder, f"{'program' if program else 'trace'}-{key}", make)
+    except LabError as err:  # g++'s messages name the learner's file as it is called, not as the lab compiled it
+        if file_name == SOURCE_NAME:
+            raise
+        raise type(err)(str(err).replace(f"{SOURCE_NAME}:", f"{file_name}:")) from None
     finally:
         prune(folder, "program-" if program else "trace-", CACHE_KEEP)  # the least recently used beyond CACHE_KEEP
 
