@@ -853,3 +853,41 @@ def test_a_file_that_does_not_compile_is_named_in_g_plus_plus_messages_by_its_ow
     with pytest.raises(LabError) as err:
         run_program(tmp_path / "broken.cu")
     assert "broken.cu:1:" in str(err.value) and "kernel.cu" not in str(err.value)
+
+
+SCRATCH_LOOP = r"""
+#include <cstdio>
+__global__ void partial(const float* x, float* scratch, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&scratch[i % 4], x[i]);
+    if (i < 4) atomicAdd(out, 0.0f);
+}
+__global__ void finish(const float* scratch, float* out) { if (threadIdx.x == 0) *out = scratch[0] + scratch[1] + scratch[2] + scratch[3]; }
+void step(const float* x, float* out, int n) {  // llm.c's layernorm_backward2 style: scratch allocated around each launch
+    float* scratch;
+    cudaMalloc(&scratch, 4 * sizeof(float));
+    cudaMemset(scratch, 0, 4 * sizeof(float));
+    partial<<<n / 128, 128>>>(x, scratch, out, n);
+    finish<<<1, 32>>>(scratch, out);
+    cudaFree(scratch);
+}
+int main() {
+    const int n = 1024;
+    float h[n], *x, *out, got;
+    for (int i = 0; i < n; ++i) h[i] = i % 5;
+    cudaMalloc(&x, sizeof h);
+    cudaMalloc(&out, sizeof(float));
+    cudaMemcpy(x, h, sizeof h, cudaMemcpyHostToDevice);
+    for (int r = 0; r < 20; ++r) step(x, out, n);
+    cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost);
+    printf("%g\n", got);
+}
+"""
+
+
+def test_scratch_freed_and_allocated_again_in_its_place_is_the_same_array_to_a_launch():
+    """llm.c's style: a scratch array cudaMalloc'd, cleared and freed around each launch lands where
+    the last one was; the launch on the same contents is copied in, and the result is the sum."""
+    program = run_program(SCRATCH_LOOP)
+    assert program.output.strip() == f"{sum(i % 5 for i in range(1024)):g}"
+    assert program.repeated >= 2 * 17  # both launches, from their third run on

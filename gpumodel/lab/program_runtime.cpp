@@ -98,12 +98,15 @@ void host_wrote(const void* dst, size_t bytes) {  // the host wrote [dst, dst + 
 // remembered at its second run (its first names the arrays it touches), and again after it ran on other contents, where it touched nothing
 // but cudaMalloc's arrays (as `ran` requires, though it may write what it read), while the copies
 // stay within MEMO_BYTES. The kernels run on one CPU thread, so the same contents give the same result.
+// An array is known here by where it lies and its size: one freed and allocated again in its place
+// (llm.c's scratch, cudaMalloc'd and freed around each launch) is the same array to a launch.
+using Span = std::pair<uintptr_t, size_t>;
 struct Memo {
-    std::vector<std::pair<size_t, uint64_t>> before;  // each array it touched: its contents' hash as it began
-    std::vector<std::pair<size_t, std::string>> after;  // each array it wrote: its bytes as it ended
+    std::vector<std::pair<Span, uint64_t>> before;  // each array it touched: its contents' hash as it began
+    std::vector<std::pair<Span, std::string>> after;  // each array it wrote: its bytes as it ended
 };
 std::map<std::string, Memo> memos;
-std::map<std::string, std::vector<size_t>> touches;  // identity -> the arrays its last run touched
+std::map<std::string, std::vector<Span>> touches;  // identity -> the arrays its last run touched
 size_t memo_bytes = 0;
 constexpr size_t MEMO_BYTES = size_t(1) << 28;
 std::vector<std::pair<uint64_t, uint64_t>> hashes;  // per array: (its version + 1, its contents' hash); 0: none yet
@@ -118,22 +121,34 @@ uint64_t contents(size_t i) {  // array i's contents' hash
     return hash;
 }
 
-std::vector<std::pair<size_t, uint64_t>> hashed(const std::vector<size_t>& which) {
-    std::vector<std::pair<size_t, uint64_t>> h;
-    for (size_t i : which) h.push_back({i, arrays[i].freed ? 0 : contents(i)});
+long live(Span span) {  // the array not freed that lies at `span`, or -1
+    for (size_t i = arrays.size(); i-- > 0;)
+        if (!arrays[i].freed && (uintptr_t)arrays[i].base == span.first && arrays[i].bytes == span.second) return (long)i;
+    return -1;
+}
+
+std::vector<std::pair<Span, uint64_t>> hashed(const std::vector<Span>& which) {
+    std::vector<std::pair<Span, uint64_t>> h;
+    for (Span span : which) {
+        const long i = live(span);
+        h.push_back({span, i < 0 ? 0 : contents(i)});
+    }
     return h;
 }
 
 bool replayed(const std::string& identity) {  // the launch's result copied in, where it is known
     const auto found = memos.find(identity);
     if (found == memos.end()) return false;
-    for (auto [i, hash] : found->second.before)
-        if (arrays[i].freed || contents(i) != hash) {  // other contents: run, and remembered anew at its next run
-            for (auto& [j, bytes] : found->second.after) memo_bytes -= bytes.size();
+    for (auto [span, hash] : found->second.before) {
+        const long i = live(span);
+        if (i < 0 || contents(i) != hash) {  // other contents: run, and remembered anew at its next run
+            for (auto& [at, bytes] : found->second.after) memo_bytes -= bytes.size();
             memos.erase(found);
             return false;
         }
-    for (auto& [i, bytes] : found->second.after) {
+    }
+    for (auto& [span, bytes] : found->second.after) {
+        const long i = live(span);
         std::memcpy(arrays[i].base, bytes.data(), bytes.size());
         ++versions[i];
     }
@@ -241,11 +256,19 @@ bool refused(dim3 grid, dim3 block, size_t shared_mem) {  // what CUDA refuses t
            (uint64_t)grid.x * grid.y * grid.z > 0xffffffffull;  // the lab numbers a block in 32 bits
 }
 
+// The memory of freed arrays allocate() made, by size, for the next allocation of that size, as CUDA's
+// allocator hands freed memory out again (a scratch array cudaMalloc'd and freed around each launch
+// lands where the last one was); memory the host registered stays the host's.
+std::map<const char*, size_t> made;  // an array's base -> its memory's size, for the arrays allocate() made
+std::multimap<size_t, char*> spare;
+
 cudaError_t allocate(void** ptr, size_t bytes, uintptr_t site) {  // a device array, 256-byte aligned, guarded
     if (program.lost) return program.lost;
     if (!ptr) return cudaErrorInvalidValue;
     const size_t padded = (bytes + 2 * GUARD + 255) / 256 * 256;
-    char* mem = static_cast<char*>(std::aligned_alloc(256, padded));
+    const auto reused = spare.find(padded);
+    char* mem = reused != spare.end() ? reused->second : static_cast<char*>(std::aligned_alloc(256, padded));
+    if (reused != spare.end()) spare.erase(reused);
     if (!mem) {  // past the lab's memory for a program: said beside the program's own message
         std::fprintf(program.stats, "nomemory %zu %lx\n", bytes, (unsigned long)(site - 1 - (uintptr_t)__executable_start));
         std::fflush(program.stats);
@@ -253,6 +276,7 @@ cudaError_t allocate(void** ptr, size_t bytes, uintptr_t site) {  // a device ar
     }
     std::memset(mem, 0, padded);
     arrays.push_back({mem + GUARD, bytes, "", site - 1 - (uintptr_t)__executable_start});
+    made[mem + GUARD] = padded;
     versions.push_back(0);
     host_versions.push_back(0);
     managed.push_back(false);
@@ -265,7 +289,7 @@ cudaError_t allocate(void** ptr, size_t bytes, uintptr_t site) {  // a device ar
 void run_launch(const std::function<void()>& body, dim3 grid, dim3 block, const std::string& identity,
                 const std::vector<bool>& chosen) {
     const auto known = identity.empty() || memos.count(identity) ? touches.end() : touches.find(identity);
-    const auto before = known != touches.end() ? hashed(known->second) : std::vector<std::pair<size_t, uint64_t>>{};
+    const auto before = known != touches.end() ? hashed(known->second) : std::vector<std::pair<Span, uint64_t>>{};
     touched = {std::vector<uint8_t>(arrays.size()), std::vector<uint8_t>(arrays.size())};
     printed = false;
     touching = true;
@@ -282,23 +306,27 @@ void run_launch(const std::function<void()>& body, dim3 grid, dim3 block, const 
     if (touched.other) ++statics_version;
     if (again) ran[identity] = r;
     else ran.erase(identity);
-    std::vector<size_t> these;
+    std::vector<size_t> mine;
+    std::vector<Span> these;
     bool plain = !identity.empty() && !touched.other && !touched.statics_read && !printed && !oob.count && !program.lost;
     for (size_t i = 0; i < arrays.size(); ++i)
         if (touched.written[i] || touched.read[i]) {
-            these.push_back(i);
+            mine.push_back(i);
+            these.push_back({(uintptr_t)arrays[i].base, arrays[i].bytes});
             plain = plain && !managed[i];
         }
     if (!plain) return (void)touches.erase(identity);
     if (known != touches.end() && known->second == these) {
         Memo memo{before, {}};
         size_t bytes = 0;
-        for (size_t i : these)
+        for (size_t i : mine)
             if (touched.written[i]) bytes += arrays[i].bytes;
         try {
             if (memo_bytes + bytes <= MEMO_BYTES) {
-                for (size_t i : these)
-                    if (touched.written[i]) memo.after.push_back({i, std::string(arrays[i].base, arrays[i].bytes)});
+                for (size_t i : mine)
+                    if (touched.written[i])
+                        memo.after.push_back({{(uintptr_t)arrays[i].base, arrays[i].bytes},
+                                              std::string(arrays[i].base, arrays[i].bytes)});
                 memos[identity] = std::move(memo);
                 memo_bytes += bytes;
             }
@@ -425,7 +453,9 @@ cudaError_t cudaFree(void* ptr) {
     if (!ptr) return cudaSuccess;
     for (auto& a : arrays)
         if (a.base == ptr && !a.freed) {
-            a.freed = true;  // kept, so that a later access names it; its memory goes back at exit
+            a.freed = true;  // kept, so that a later access names it, until an allocation of its size takes its memory
+            const auto mine = made.find(a.base);
+            if (mine != made.end()) spare.insert({mine->second, a.base - GUARD});
             return cudaSuccess;
         }
     return program.last_error = cudaErrorInvalidDevicePointer;
