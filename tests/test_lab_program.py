@@ -3,6 +3,7 @@
 
 import shutil
 
+import numpy as np
 import pytest
 
 from gpumodel.lab import LabError, run_program
@@ -891,3 +892,164 @@ def test_scratch_freed_and_allocated_again_in_its_place_is_the_same_array_to_a_l
     program = run_program(SCRATCH_LOOP)
     assert program.output.strip() == f"{sum(i % 5 for i in range(1024)):g}"
     assert program.repeated >= 2 * 17  # both launches, from their third run on
+
+
+COOPERATIVE = r"""
+#include <cstdio>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+// reductionMultiBlockCG's style, in two grid-wide phases: each block's sum of its stride into
+// partial[block]; the grid waits; the first thread adds the partials; the grid waits; every
+// thread divides its stride by the total. `early` blocks return before the first wait.
+__global__ void normalise(float* x, float* partial, int n, int early) {
+    cg::grid_group grid = cg::this_grid();
+    __shared__ float sums[128];
+    if (blockIdx.x < early) return;
+    float mine = 0.0f;
+    for (unsigned long long i = grid.thread_rank(); i < n; i += grid.size()) mine += x[i];
+    sums[threadIdx.x] = mine;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s /= 2) {
+        if (threadIdx.x < s) sums[threadIdx.x] += sums[threadIdx.x + s];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[blockIdx.x] = sums[0];
+    grid.sync();
+    if (grid.thread_rank() == 0) {
+        float total = 0.0f;
+        for (int b = 0; b < gridDim.x; ++b) total += partial[b];
+        partial[0] = total;
+    }
+    cg::sync(grid);
+    for (unsigned long long i = grid.thread_rank(); i < n; i += grid.size()) x[i] /= partial[0];
+}
+
+int main(int argc, char** argv) {
+    const int n = 5000, early = argc > 1 ? atoi(argv[1]) : 0;
+    float *x, *partial;
+    cudaMallocManaged(&x, n * sizeof(float));
+    cudaMalloc(&partial, 4096 * sizeof(float));
+    for (int i = 0; i < n; ++i) x[i] = 1 + i % 7;
+    int per_sm = 0, sms = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, normalise, 128, 0);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    void* args[] = {&x, &partial, (void*)&n, (void*)&early};
+    cudaError_t fits = cudaLaunchCooperativeKernel((void*)normalise, dim3(sms), dim3(128), args);
+    cudaDeviceSynchronize();
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += x[i];
+    cudaError_t too_many = cudaLaunchCooperativeKernel((void*)normalise, dim3(sms * per_sm + 1), dim3(128), args);
+    printf("%s %.5f %s\n", cudaGetErrorName(fits), sum, cudaGetErrorName(too_many));
+}
+"""
+
+
+def test_a_cooperative_launch_waits_at_the_grids_barrier_and_a_block_that_skips_it_is_named():
+    """Every block's partial is in place before the first thread adds them (a block's __shared__
+    sums kept while the others run), so the normalised array sums to 1; a grid larger than the
+    GPU holds at once is refused as CUDA refuses it; blocks that return before grid.sync() while
+    the rest wait are a deadlock, named at the learner's line."""
+    program = run_program(COOPERATIVE)
+    status, total, refused = program.output.split()
+    assert (status, refused) == ("cudaSuccess", "cudaErrorCooperativeLaunchTooLarge")
+    assert float(total) == pytest.approx(1.0, abs=1e-4)
+    assert program.cooperative == 1 and "1 cooperative launch run untraced" in program.report()
+    with pytest.raises(LabError) as err:
+        run_program(COOPERATIVE, argv=("3",))
+    line = COOPERATIVE.splitlines().index("    grid.sync();") + 1
+    assert f"at line {line} (`grid.sync();`)" in str(err.value) and "105 of its 108 blocks wait" in str(err.value)
+
+
+ASYNC_COPY = r"""
+#include <cstdio>
+#include <cuda/barrier>
+#include <cuda/pipeline>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+// globalToShmemAsyncCopy's styles: a tile staged by memcpy_async and summed by the block, once
+// through a barrier of the whole block, once through each thread's own pipeline (two stages in
+// turn), once through a pipeline the block shares, its last warp the producer.
+__global__ void by_barrier(const float4* x, float* out) {
+    __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+    __shared__ alignas(16) float4 tile[64];
+    if (threadIdx.x == 0) init(&bar, blockDim.x);
+    __syncthreads();
+    cuda::memcpy_async(&tile[threadIdx.x], &x[blockIdx.x * 64 + threadIdx.x], cuda::aligned_size_t<16>(16), bar);
+    bar.arrive_and_wait();
+    float4 v = tile[(threadIdx.x + 1) % 64];
+    out[blockIdx.x * 64 + threadIdx.x] = v.x + v.y + v.z + v.w;
+}
+
+__global__ void by_pipeline(const float* x, float* out, int steps) {
+    __shared__ float stage[2][64];
+    cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
+    float total = 0;
+    pipe.producer_acquire();
+    cuda::memcpy_async(&stage[0][threadIdx.x], &x[threadIdx.x], sizeof(float), pipe);
+    pipe.producer_commit();
+    for (int s = 0; s < steps; ++s) {
+        pipe.producer_acquire();
+        if (s + 1 < steps) cuda::memcpy_async(&stage[(s + 1) % 2][threadIdx.x], &x[(s + 1) * 64 + threadIdx.x], sizeof(float), pipe);
+        pipe.producer_commit();
+        pipe.consumer_wait();
+        total += stage[s % 2][threadIdx.x];
+        pipe.consumer_release();
+    }
+    out[threadIdx.x] = total;
+}
+
+__global__ void by_shared_pipeline(const float* x, float* out, int steps) {
+    __shared__ float stage[2][64];
+    __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, 2> state;
+    auto block = cg::this_thread_block();
+    const bool producer = threadIdx.x >= 64;
+    auto pipe = cuda::make_pipeline(block, &state, producer ? cuda::pipeline_role::producer : cuda::pipeline_role::consumer);
+    float total = 0;
+    for (int s = 0; s < steps; ++s) {
+        if (producer) {
+            pipe.producer_acquire();
+            for (int i = threadIdx.x - 64; i < 64; i += 32) cuda::memcpy_async(&stage[s % 2][i], &x[s * 64 + i], sizeof(float), pipe);
+            pipe.producer_commit();
+        } else {
+            pipe.consumer_wait();
+            total += stage[s % 2][threadIdx.x];
+            pipe.consumer_release();
+        }
+    }
+    if (!producer) out[threadIdx.x] = total;
+}
+
+int main() {
+    const int steps = 9;
+    float *x, *out;
+    cudaMallocManaged(&x, 64 * steps * sizeof(float));
+    cudaMallocManaged(&out, 64 * steps * sizeof(float));
+    for (int i = 0; i < 64 * steps; ++i) x[i] = i % 13;
+    by_barrier<<<2, 64>>>((const float4*)x, out);
+    cudaDeviceSynchronize();
+    double barrier_sum = 0;
+    for (int i = 0; i < 128; ++i) barrier_sum += out[i];
+    by_pipeline<<<1, 64>>>(x, out, steps);
+    cudaDeviceSynchronize();
+    double own = 0;
+    for (int i = 0; i < 64; ++i) own += out[i];
+    by_shared_pipeline<<<1, 96>>>(x, out, steps);
+    cudaDeviceSynchronize();
+    double shared = 0;
+    for (int i = 0; i < 64; ++i) shared += out[i];
+    printf("%g %g %g\n", barrier_sum, own, shared);
+}
+"""
+
+
+def test_memcpy_async_through_a_barrier_a_threads_pipeline_and_a_shared_pipeline_stages_every_tile():
+    """Each staging gives the sums NumPy gives; the barrier's copy is one 16-byte access a thread
+    (cp.async's widest), as the kernel asked with cuda::aligned_size_t<16>."""
+    x = np.arange(64 * 9) % 13
+    program = run_program(ASYNC_COPY)
+    assert [float(v) for v in program.output.split()] == [x[:512].sum(), x.sum(), x.sum()]
+    barrier = program.launches[0]
+    loads = [s for s in barrier.sites if s.space == "global" and not s.write]
+    assert {s.size for s in loads} == {16} and barrier.bytes["l1"] >= 2 * 64 * 16

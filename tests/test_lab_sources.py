@@ -300,16 +300,18 @@ __global__ void two_phases(float* y) {
 """
 
 
-def test_the_grid_group_gives_its_ranks_and_its_sync_is_refused_at_the_learners_line():
+def test_the_grid_group_gives_its_ranks_and_its_sync_outside_a_cooperative_launch_is_named_at_its_line():
     """reductionMultiBlockCG's style: this_grid()'s ranks run as CUDA numbers them; a grid-wide
-    sync, which the lab's one-block-after-another run cannot keep, is named where it is called."""
+    sync in a launch that is not cooperative (a kernel traced alone is launched as <<<>>> is) is
+    named where it is called, with where such a launch runs."""
     y = trace(GRID.replace("__global__ void two", "template <int N> __global__ void two"), "ranks", (2, 2), 32,
               [np.zeros(128, np.uint64)]).arrays[0]
     assert list(y) == [b * 1000 + 128 for b in range(4) for _ in range(32)]
     with pytest.raises(LabError) as err:
         trace(GRID, "two_phases", 2, 32, [np.zeros(64, np.float32)])
-    assert f"kernel.cu:{GRID.splitlines().index('    grid.sync();') + 1}:" in str(err.value)
-    assert "grid_group::sync is not emulated" in str(err.value)
+    assert f"at line {GRID.splitlines().index('    grid.sync();') + 1} (`grid.sync();`)" in str(err.value)
+    assert "not cooperative" in str(err.value) and "cudaLaunchCooperativeKernel" in str(err.value)
+    assert "run_program" in str(err.value)
 
 
 WARP_SUMS = r"""

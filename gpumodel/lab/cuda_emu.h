@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -72,6 +73,8 @@ inline thread_local emu_index threadIdx, blockIdx;  // the running fiber's, set 
 alignas(65536) inline dim3 blockDim;
 alignas(65536) inline dim3 gridDim;
 inline thread_local int emu_lane = 0, emu_warp_id = 0;
+inline size_t emu_dynamic_shared_bytes = 0;  // this launch's shared_mem
+char* emu_dynamic_shared();  // the launch's dynamic shared memory, defined below
 
 #if !defined(GM_LAB_TRACE) || defined(GM_LAB_RUNTIME)
 // One block's run: its fibers, whose turn it is, and whether anything moved in this round.
@@ -117,6 +120,7 @@ inline void emu_context_start(emu_context& c, char* stack, size_t size, void (*e
     frame[7] = 0;
     c.sp = frame;
 }
+inline char* emu_context_sp(const emu_context& c) { return static_cast<char*>(c.sp); }
 #else
 struct emu_context { ucontext_t uc; };
 inline void emu_context_switch(emu_context& from, emu_context& to) { swapcontext(&from.uc, &to.uc); }
@@ -126,6 +130,7 @@ inline void emu_context_start(emu_context& c, char* stack, size_t size, void (*e
     c.uc.uc_link = nullptr;
     makecontext(&c.uc, entry, 0);
 }
+inline char* emu_context_sp(const emu_context&) { return nullptr; }  // not known here: a fiber's whole stack is kept
 #endif
 struct emu_fiber { emu_context context; char* stack = nullptr; unsigned slot = 0; bool done = false; };
 struct emu_block_run {
@@ -133,6 +138,7 @@ struct emu_block_run {
     emu_context scheduler;
     unsigned current = 0, round = 0;  // whose turn it is; the scheduler's rounds so far
     bool moved = false;  // a fiber arrived at a gate, a gate opened or a fiber returned
+    unsigned at_grid = 0;  // fibers waiting at the grid's barrier
     const std::function<void(unsigned)>* body = nullptr;
 };
 inline emu_block_run* emu_run = nullptr;
@@ -158,6 +164,17 @@ void emu_barrier_sites(unsigned waited, unsigned threads, const void* site, cons
     std::abort();
 }
 inline void emu_barrier_sites(unsigned, unsigned, const void*, const void*) {}
+#endif
+// A grid barrier that cannot open, at the grid.sync() that returns to `site`: `waited` of the
+// launch's `blocks` wait there and the others returned; `blocks` 0: a launch that is not cooperative.
+#ifdef GM_LAB_RUNTIME
+[[noreturn]] void emu_grid_fault(const void* site, unsigned waited, unsigned blocks);
+#else
+[[noreturn]] inline void emu_grid_fault(const void*, unsigned waited, unsigned blocks) {
+    if (blocks) std::fprintf(stderr, "deadlock: %u of the grid's %u blocks wait at grid.sync(), the others returned\n", waited, blocks);
+    else std::fprintf(stderr, "grid.sync() in a launch that is not cooperative (cudaLaunchCooperativeKernel)\n");
+    std::abort();
+}
 #endif
 
 // A barrier for `expected` fibers: the last to arrive opens it (running `on_open` first, as
@@ -262,6 +279,19 @@ inline std::vector<emu_warp>* emu_block_warps = nullptr;
     emu_thread_exit();
 }
 
+
+// The grid's barrier (cg::this_grid().sync()): only a cooperative launch's blocks may wait for each other
+// ("grid.sync() ... requires the kernel to be launched via cudaLaunchCooperativeKernel", CUDA C++
+// Programming Guide, Cooperative Groups, Grid Synchronization; references.bib: nvidia_cuda_guide).
+// Its blocks run as any launch's do, one after another, until every live thread of a block waits at
+// the grid's barrier: the block is put aside (its threads' stacks and its shared memory kept) and the
+// next one runs; when every block waits, the barrier opens and each is brought back in turn.
+inline bool emu_cooperative = false;  // the running launch is cooperative
+inline unsigned emu_grid_generation = 0;  // grid barriers opened in this launch
+inline const void* emu_grid_site = nullptr;  // where the grid's barrier was last waited at
+// The __shared__ arrays a block put aside keeps, (where, bytes) each; the launch's dynamic shared
+// memory is kept besides. A whole program's runtime lists them (program_runtime.cpp).
+inline std::vector<std::pair<char*, size_t>> emu_shared_arrays;
 // The index after `at` in a block of `shape`, x fastest.
 inline emu_index emu_next(emu_index at, dim3 shape) {
     if (++at.x < shape.x) return at;
@@ -269,92 +299,174 @@ inline emu_index emu_next(emu_index at, dim3 shape) {
     return {0, 0, at.z + 1};
 }
 
-// Run `body(t)` for t in [0, n), the threads of block `block` of a launch of `shape`, as fibers:
-// in turns, thread 0 first, each until it waits or returns, until all have returned.
-// `on_barrier` runs each time every live thread has reached __syncthreads (and at none else);
-// `on_turn(t)` before each turn of thread t. A round in which no thread moves is a deadlock
-// (threads waiting at different barriers): reported, and the process aborts.
-inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(unsigned)>& body,
-                          void (*on_barrier)() = nullptr, void (*on_turn)(unsigned) = nullptr) {
-    // Stacks are mapped as threads first need them and kept for the next block. A thread takes one at its
-    // first turn, the one its predecessor left if that returned without waiting: a kernel without
-    // barriers runs its threads one after another on one stack, which stays in the cache.
-    static std::vector<char*> stacks;
+// Stacks are mapped as threads first need them and kept for the next block. A thread takes one at its
+// first turn, the one its predecessor left if that returned without waiting: a kernel without
+// barriers runs its threads one after another on one stack, which stays in the cache. Every block
+// takes the same stacks; one put aside at a grid barrier copies out the part its threads use.
+inline std::vector<char*> emu_stacks;
+
+// One block's threads, `body(t)` for t in [0, n), as fibers: `resume` runs them in turns, thread 0
+// first, each until it waits or returns, until all have returned (false) or every live thread waits
+// at the grid's barrier (true). `on_barrier` runs each time every live thread has reached
+// __syncthreads (and at none else); `on_turn(t)` before each turn of thread t. A round in which no
+// thread moves is a deadlock (threads waiting at different barriers): reported, and the process aborts.
+struct emu_block_exec {
+    dim3 shape;
+    emu_index block;
+    unsigned n, live;
+    emu_block_run run;
+    emu_gate gate;
+    std::vector<emu_warp> warps;
+    void (*on_turn)(unsigned);
     std::vector<unsigned> free_stacks;  // this block's stacks no thread holds, the one freed last at the back
-    unsigned taken = 0;  // stacks[0, taken) are this block's
-    const auto take_stack = [&]() -> unsigned {
+    unsigned taken = 0;  // emu_stacks[0, taken) are this block's
+    std::vector<std::string> kept;  // while put aside: per thread, its stack from its stack pointer up
+    std::string kept_shared;  // and its shared memory
+
+    emu_block_exec(dim3 shape_, emu_index block_, const std::function<void(unsigned)>& body, void (*on_barrier)(),
+                   void (*turn)(unsigned))
+        : shape(shape_), block(block_), n(shape_.x * shape_.y * shape_.z), live(n), warps((n + 31) / 32), on_turn(turn) {
+        run.fibers.resize(n);
+        run.body = &body;
+        gate.expected = gate.whole = n;
+        gate.on_open = on_barrier;
+        for (unsigned w = 0; w < warps.size(); ++w) {
+            warps[w].lanes = std::min(32u, n - w * 32);
+            warps[w].live = warps[w].lanes == 32 ? ~0u : (1u << warps[w].lanes) - 1;
+        }
+    }
+    unsigned take_stack() {
         if (!free_stacks.empty()) {
             const unsigned slot = free_stacks.back();
             free_stacks.pop_back();
             return slot;
         }
-        if (taken == stacks.size()) {
+        if (taken == emu_stacks.size()) {
             const size_t page = 4096;
             void* mem = mmap(nullptr, EMU_STACK + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                              -1, 0);
             if (mem == MAP_FAILED) { std::fprintf(stderr, "the emulator could not map a thread's stack\n"); std::abort(); }
             mprotect(mem, page, PROT_NONE);  // an overflowing stack faults here rather than corrupt its neighbour
-            stacks.push_back(static_cast<char*>(mem) + page);
+            emu_stacks.push_back(static_cast<char*>(mem) + page);
         }
         return taken++;
-    };
-    const unsigned n = shape.x * shape.y * shape.z;
-    emu_block_run run;
-    run.fibers.resize(n);
-    run.body = &body;
-    emu_gate gate;
-    gate.expected = gate.whole = n;
-    gate.on_open = on_barrier;
-    std::vector<emu_warp> warps((n + 31) / 32);
-    for (unsigned w = 0; w < warps.size(); ++w) {
-        warps[w].lanes = std::min(32u, n - w * 32);
-        warps[w].live = warps[w].lanes == 32 ? ~0u : (1u << warps[w].lanes) - 1;
     }
-    emu_run = &run;
-    emu_block_gate = &gate;
-    emu_block_warps = &warps;
-    blockIdx = block;
-    for (unsigned live = n; live;) {
-        run.moved = false;
-        ++run.round;
-        emu_index at{0, 0, 0};  // thread t's index in the block
-        for (unsigned t = 0; t < n; ++t, at = emu_next(at, shape)) {
-            emu_fiber& f = run.fibers[t];
-            if (f.done) continue;
-            if (!f.stack) {
-                f.slot = take_stack();
-                f.stack = stacks[f.slot];
-                // Each top a cache line further down than the last (64 apart): tops a page-multiple apart would
-                // all fall in one set of the L1 cache and evict each other at every switch.
-                emu_context_start(f.context, f.stack, EMU_STACK - f.slot % 64 * 64, emu_fiber_main);
+    // The top of thread t's stack: each a cache line further down than the last (64 apart), since tops
+    // a page-multiple apart would all fall in one set of the L1 cache and evict each other at every switch.
+    char* top(unsigned t) const { return run.fibers[t].stack + EMU_STACK - run.fibers[t].slot % 64 * 64; }
+    bool resume() {
+        emu_run = &run;
+        emu_block_gate = &gate;
+        emu_block_warps = &warps;
+        blockIdx = block;
+        while (live) {
+            run.moved = false;
+            ++run.round;
+            emu_index at{0, 0, 0};  // thread t's index in the block
+            for (unsigned t = 0; t < n; ++t, at = emu_next(at, shape)) {
+                emu_fiber& f = run.fibers[t];
+                if (f.done) continue;
+                if (!f.stack) {
+                    f.slot = take_stack();
+                    f.stack = emu_stacks[f.slot];
+                    emu_context_start(f.context, f.stack, top(t) - f.stack, emu_fiber_main);
+                }
+                threadIdx = at;
+                emu_lane = t % 32;
+                emu_warp_id = t / 32;
+                if (on_turn) on_turn(t);
+                run.current = t;
+                emu_context_switch(run.scheduler, f.context);
+                if (f.done) {
+                    --live;
+                    free_stacks.push_back(f.slot);
+                }
             }
-            threadIdx = at;
-            emu_lane = t % 32;
-            emu_warp_id = t / 32;
-            if (on_turn) on_turn(t);
-            run.current = t;
-            emu_context_switch(run.scheduler, f.context);
-            if (f.done) {
-                --live;
-                free_stacks.push_back(f.slot);
+            if (!run.moved && live) {
+                if (run.at_grid == live) break;
+                std::fprintf(stderr, "deadlock: the threads of block (%u, %u, %u) wait at different barriers or shuffles\n",
+                             block.x, block.y, block.z);
+                std::abort();
             }
         }
-        if (!run.moved && live) {
-            std::fprintf(stderr, "deadlock: the threads of block (%u, %u, %u) wait at different barriers or shuffles\n",
-                         block.x, block.y, block.z);
-            std::abort();
+        emu_run = nullptr;
+        return live;
+    }
+    // Copy out what another block's run would overwrite: the live threads' stacks, the shared memory.
+    void put_aside() {
+        kept.assign(n, {});
+        for (unsigned t = 0; t < n; ++t)
+            if (run.fibers[t].stack && !run.fibers[t].done) {
+                char* sp = emu_context_sp(run.fibers[t].context);
+                if (!sp) sp = run.fibers[t].stack;
+                kept[t].assign(sp, top(t));
+            }
+        kept_shared.clear();
+        for (auto [at, bytes] : emu_shared_arrays) kept_shared.append(at, bytes);
+        kept_shared.append(emu_dynamic_shared(), emu_dynamic_shared_bytes);
+    }
+    void bring_back() {
+        for (unsigned t = 0; t < n; ++t)
+            if (!kept[t].empty()) std::copy(kept[t].begin(), kept[t].end(), top(t) - kept[t].size());
+        size_t from = 0;
+        for (auto [at, bytes] : emu_shared_arrays) from += kept_shared.copy(at, bytes, from);
+        kept_shared.copy(emu_dynamic_shared(), emu_dynamic_shared_bytes, from);
+        kept.clear();
+        kept_shared.clear();
+        run.at_grid = 0;
+    }
+};
+
+// A block of a launch that is not cooperative, run to its end.
+inline void emu_run_block(dim3 shape, emu_index block, const std::function<void(unsigned)>& body,
+                          void (*on_barrier)() = nullptr, void (*on_turn)(unsigned) = nullptr) {
+    emu_block_exec(shape, block, body, on_barrier, on_turn).resume();
+}
+
+// A cooperative launch's `blocks` (block_index(b) the index of the b-th), each block of `shape`, its
+// threads running `body`, `on_block(b)` before each turn of block b.
+template <class Index>
+void emu_run_grid(unsigned blocks, Index block_index, dim3 shape, const std::function<void(unsigned)>& body,
+                  void (*on_block)(unsigned)) {
+    emu_cooperative = true;
+    emu_grid_generation = 0;
+    std::vector<std::pair<unsigned, std::unique_ptr<emu_block_exec>>> waiting, next;
+    unsigned running = blocks;  // blocks that have not returned
+    for (unsigned b = 0; b < blocks; ++b) {
+        auto e = std::make_unique<emu_block_exec>(shape, block_index(b), body, nullptr, nullptr);
+        if (on_block) on_block(b);
+        if (e->resume()) {
+            e->put_aside();
+            waiting.emplace_back(b, std::move(e));
         }
     }
-    emu_run = nullptr;
+    while (!waiting.empty()) {
+        if (waiting.size() < running) emu_grid_fault(emu_grid_site, waiting.size(), running);
+        running = waiting.size();
+        ++emu_grid_generation;
+        for (auto& [b, e] : waiting) {
+            e->bring_back();
+            if (on_block) on_block(b);
+            if (e->resume()) {
+                e->put_aside();
+                next.emplace_back(b, std::move(e));
+            }
+        }
+        waiting.swap(next);
+        next.clear();
+    }
+    emu_cooperative = false;
 }
 #endif
 
-inline size_t emu_dynamic_shared_bytes = 0;  // this launch's shared_mem
 constexpr size_t EMU_DYNAMIC_SHARED_MAX = 227 * 1024;  // the most a launch may ask for (reader.MAX_DYNAMIC_SHARED)
 
 // The traced kernel only declares the warp's gates and the dynamic shared memory: instantiated
 // there, their code would be instrumented, so trace_runtime.cpp (GM_LAB_RUNTIME, not
 // instrumented) defines them once.
+// A barrier of libcu++'s (cuda::barrier, <cuda/barrier>) for other than every thread of the block:
+// `pending` arrivals before its phase completes, `expected` at the start of each; in the kernel's memory.
+struct emu_phase_barrier { unsigned expected = 0, pending = 0, phase = 0; };
 enum emu_shuffle_kind { EMU_SHFL_IDX, EMU_SHFL_XOR, EMU_SHFL_DOWN, EMU_SHFL_UP };
 #if defined(GM_LAB_TRACE) && !defined(GM_LAB_RUNTIME)
 uint64_t emu_shuffle(uint64_t bits, emu_shuffle_kind kind, int lane, int width, unsigned mask);
@@ -364,6 +476,10 @@ unsigned emu_match_any(uint64_t bits, unsigned mask);
 unsigned emu_coalesce(const void* site);
 void emu_syncwarp(unsigned mask);
 char* emu_dynamic_shared();
+void emu_grid_sync();
+bool emu_cooperative_launch();
+unsigned emu_barrier_arrive(emu_phase_barrier* b, unsigned count);
+void emu_barrier_wait(const emu_phase_barrier* b, unsigned phase);
 #else
 #ifdef GM_LAB_RUNTIME
 #define EMU_RUNTIME
@@ -441,6 +557,29 @@ EMU_RUNTIME unsigned emu_coalesce(const void* site) {
     return w.coalesced[lane];
 }
 EMU_RUNTIME void emu_syncwarp(unsigned mask) { (*emu_block_warps)[emu_warp_id].meet(mask); }
+EMU_RUNTIME bool emu_cooperative_launch() { return emu_cooperative; }
+// Arrive `count` times at `b`: the phase arrived at; the last arrival completes it.
+EMU_RUNTIME unsigned emu_barrier_arrive(emu_phase_barrier* b, unsigned count) {
+    const unsigned phase = b->phase;
+    emu_run->moved = true;
+    if ((b->pending -= std::min(count, b->pending)) == 0) {
+        ++b->phase;
+        b->pending = b->expected;
+    }
+    return phase;
+}
+EMU_RUNTIME void emu_barrier_wait(const emu_phase_barrier* b, unsigned phase) {
+    while (b->phase == phase) emu_yield();
+}
+EMU_RUNTIME __attribute__((noinline)) void emu_grid_sync() {
+    if (!emu_cooperative) emu_grid_fault(__builtin_return_address(0), 0, 0);
+    emu_grid_site = __builtin_return_address(0);
+    const unsigned generation_now = emu_grid_generation;
+    emu_block_gate->arrive_and_wait(__builtin_return_address(0));  // the grid's barrier is also the block's
+    ++emu_run->at_grid;
+    emu_run->moved = true;
+    while (emu_grid_generation == generation_now) emu_yield();
+}
 // The launch's dynamic shared memory: mapped once at one address (an `extern __shared__` array
 // declared at namespace scope points there too), outside the executable's statics, so an access
 // past the launch's shared_mem bytes is none of the kernel's memory.

@@ -51,6 +51,7 @@ struct Program {
     FILE* stats = nullptr;
     unsigned max_threads = 1 << 16, max_launches = 100, traced = 0, untraced = 0, events = 0, repeated = 0;
     unsigned max_repeats = 0, capped = 0;  // 0: every run
+    unsigned cooperative = 0;  // cooperative launches run (untraced)
     cudaDeviceProp prop{};
     cudaError_t last_error = cudaSuccess;
     cudaError_t lost = cudaSuccess;  // a device-side assert's cudaErrorAssert: every call's from then on
@@ -162,8 +163,8 @@ bool unchanged(const Ran& r) {
 }
 
 void at_exit() {
-    std::fprintf(program.stats, "untraced %u\nrepeated %u\ncapped %u\nevents %u\n", program.untraced,
-                 program.repeated, program.capped, program.events);
+    std::fprintf(program.stats, "untraced %u\nrepeated %u\ncapped %u\nevents %u\ncooperative %u\n", program.untraced,
+                 program.repeated, program.capped, program.events, program.cooperative);
     std::fflush(program.stats);
 }
 
@@ -198,6 +199,11 @@ __attribute__((constructor)) void start() {
             uintptr_t from, bytes;
             in >> from >> bytes;
             device_statics.push_back({base + from, base + from + bytes});
+        }
+        else if (key == "shared") {
+            uintptr_t at, bytes;
+            in >> at >> bytes;
+            emu_shared_arrays.push_back({reinterpret_cast<char*>(base + at), bytes});
         }
         else if (key == "gap") {
             Gap g;
@@ -287,13 +293,14 @@ cudaError_t allocate(void** ptr, size_t bytes, uintptr_t site) {  // a device ar
 // Run every block of the launch, traced or not; what it touched versioned, and kept as `ran` where
 // running it again could change nothing.
 void run_launch(const std::function<void()>& body, dim3 grid, dim3 block, const std::string& identity,
-                const std::vector<bool>& chosen) {
+                const std::vector<bool>& chosen, bool cooperative) {
     const auto known = identity.empty() || memos.count(identity) ? touches.end() : touches.find(identity);
     const auto before = known != touches.end() ? hashed(known->second) : std::vector<std::pair<Span, uint64_t>>{};
     touched = {std::vector<uint8_t>(arrays.size()), std::vector<uint8_t>(arrays.size())};
     printed = false;
     touching = true;
-    for (unsigned b = 0; b < chosen.size() && !program.lost; ++b)
+    if (cooperative) run_cooperative(body, grid, block);
+    for (unsigned b = 0; b < chosen.size() && !program.lost && !cooperative; ++b)
         (chosen[b] ? run_block : run_untraced_block)(body, grid, block, b);
     touching = false;
     Ran r{{}, touched.statics_read, statics_version};
@@ -410,9 +417,9 @@ void emu_launch_config::launch(const char* kernel, unsigned line, void (*call)(v
     blockDim = block;
     emu_dynamic_shared_bytes = shared_mem;
     const unsigned threads = block.x * block.y * block.z, blocks = grid.x * grid.y * grid.z;
-    if (program.traced >= program.max_launches) {
-        ++program.untraced;
-        run_launch(body, grid, block, identity, std::vector<bool>(blocks, false));
+    if (cooperative || program.traced >= program.max_launches) {
+        ++(cooperative ? program.cooperative : program.untraced);
+        run_launch(body, grid, block, identity, std::vector<bool>(blocks, false), cooperative);
         note_host(identity);
         return;
     }
@@ -427,7 +434,7 @@ void emu_launch_config::launch(const char* kernel, unsigned line, void (*call)(v
                  block.z, shared_mem, traced);
     std::fflush(out);  // a fault in this launch follows its line
     reset_counts();
-    run_launch(body, grid, block, identity, chosen);
+    run_launch(body, grid, block, identity, chosen, false);
     note_host(identity);
     for (size_t i = 0; i < arrays.size(); ++i)
         std::fprintf(out, "array %zu %zu %lx %d\n", i, arrays[i].bytes, (unsigned long)arrays[i].site, (int)arrays[i].freed);
@@ -530,6 +537,7 @@ const char* cudaGetErrorName(cudaError_t error) {
         case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
         case cudaErrorNotReady: return "cudaErrorNotReady";
         case cudaErrorAssert: return "cudaErrorAssert";
+        case cudaErrorCooperativeLaunchTooLarge: return "cudaErrorCooperativeLaunchTooLarge";
         default: return "cudaErrorNotSupported";
     }
 }
@@ -542,6 +550,7 @@ const char* cudaGetErrorString(cudaError_t error) {
         case cudaErrorInvalidDevicePointer: return "invalid device pointer";
         case cudaErrorNotReady: return "device not ready";
         case cudaErrorAssert: return "device-side assert triggered";
+        case cudaErrorCooperativeLaunchTooLarge: return "too many blocks in cooperative launch";
         default: return "operation not supported";
     }
 }
@@ -639,14 +648,16 @@ std::function<void()> owned(emu_work* work) {  // a node that runs `work`, share
 }
 // A node's launch of `kernel` (registered by its address) with the arguments `args` point at, copied now.
 cudaError_t bind(const void* kernel, dim3 grid, dim3 block, size_t shared_mem, void** args, unsigned line,
-                 emu_work** work) {
+                 emu_work** work, bool cooperative = false) {
     const auto found = pointer_kernels().find(kernel);
     if (found == pointer_kernels().end()) {
         std::fprintf(stderr, "the kernel lab knows no kernel at the address this launch (line %u) names: only a "
                      "kernel of the program's own file that is no template is launched by its address\n", line);
         return program.last_error = cudaErrorInvalidDeviceFunction;
     }
-    *work = found->second.bind(args, emu_launch_config(grid, block, shared_mem), found->second.name, line);
+    emu_launch_config config(grid, block, shared_mem);
+    config.cooperative = cooperative;
+    *work = found->second.bind(args, config, found->second.name, line);
     return cudaSuccess;
 }
 }  // namespace
@@ -662,8 +673,17 @@ void emu_register(const void* kernel, emu_pointer_kernel how) { pointer_kernels(
 
 cudaError_t cudaLaunchKernel(const void* kernel, dim3 grid, dim3 block, void** args, size_t shared_mem,
                              cudaStream_t stream, unsigned line) {
+    return emu_launch_kernel(kernel, grid, block, args, shared_mem, stream, line, false);
+}
+// A cooperative launch: CUDA refuses one whose blocks could not all be resident on the GPU at once
+// (cudaErrorCooperativeLaunchTooLarge; the lab's occupancy: cudaOccupancyMaxActiveBlocksPerMultiprocessor).
+cudaError_t emu_launch_kernel(const void* kernel, dim3 grid, dim3 block, void** args, size_t shared_mem,
+                              cudaStream_t stream, unsigned line, bool cooperative) {
+    if (cooperative && (unsigned long long)grid.x * grid.y * grid.z >
+                           (unsigned long long)program.prop.multiProcessorCount * emu_blocks_per_sm(block.x * block.y * block.z))
+        return program.last_error = cudaErrorCooperativeLaunchTooLarge;
     emu_work* work = nullptr;
-    if (const cudaError_t e = bind(kernel, grid, block, shared_mem, args, line, &work)) return e;
+    if (const cudaError_t e = bind(kernel, grid, block, shared_mem, args, line, &work, cooperative)) return e;
     if (emu_capturing(stream)) return emu_capture(stream, work), cudaSuccess;
     work->run();
     delete work;

@@ -603,6 +603,9 @@ _EXTERN_SHARED = re.compile(r"\bextern\s+" + _DECLARATOR + r"\b__shared__\s+" + 
 
 
 _STATIC_SHARED = re.compile(r"\bstatic(?=\s+(?:(?:volatile|const)\s+)*__shared__\b)")
+_SHARED_ALIGNAS = re.compile(r"\b__shared__\s+(alignas\s*\((?:[^()]|\([^()]*\))*\))")
+"""`__shared__ alignas(16) T a[n];`, as nvcc takes it: g++ takes the standard attribute only before
+cuda_emu.h's `static` that `__shared__` stands for (`alignas(16) __shared__ T a[n];`)."""
 
 
 _LAUNCH = re.compile(r"<<<(?:[^;<>]|<(?!<<)|>(?!>>))*>>>")
@@ -673,6 +676,7 @@ def for_gxx(source: str, program: bool = False) -> str:
     source = (_run_launches(_registered(source)) if program else
               _LAUNCH.sub(lambda m: "\n" * m.group(0).count("\n"), source))
     source = _CONST_CONSTANT.sub("__constant__", source)
+    source = _SHARED_ALIGNAS.sub(r"\1 __shared__", source)
     return _STATIC_SHARED.sub("", _EXTERN_SHARED.sub(pointer, source))
 
 

@@ -344,7 +344,9 @@ class Program:
     because the same one had run `repeats` times (`capped`), the cudaMalloc calls past
     the program's `memory` (bytes; `unallocated`: (bytes, line) each), the launches CUDA would have refused ((kernel, line, grid,
     block, shared_mem) each: cudaGetLastError returned cudaErrorInvalidConfiguration and nothing
-    ran), whether it timed itself with events, and the `gpu` whose properties it was given."""
+    ran), whether it timed itself with events, the `gpu` whose properties it was given, and the
+    cooperative launches (`cooperative`: run untraced, since their blocks take turns at the grid's
+    barrier while the lab counts one block's accesses at a time)."""
 
     launches: list
     lines: list
@@ -359,6 +361,7 @@ class Program:
     refused: list
     timed: bool
     gpu: str
+    cooperative: int
 
     def report(self, flops: float = 0.0) -> str:
         """The text a learner reads: each traced launch with its blocks, its bytes per level and
@@ -368,6 +371,9 @@ class Program:
         out = [f"the program ran on the CPU as on one {self.gpu}: {len(self.launches)} "
                + ("launch" if len(self.launches) == 1 else "launches") + " traced"
                + (f", {self.untraced} more run untraced" if self.untraced else "")
+               + (f", {self.cooperative} cooperative " + ("launch" if self.cooperative == 1 else "launches")
+                  + " run untraced (their blocks wait for each other at the grid's barrier; the lab counts one block "
+                  "at a time)" if self.cooperative else "")
                + (f", {self.repeated} not run again (each the same launch as one before it on the same contents of "
                   "what it reads and writes: its results were in memory already, or copied in)" if self.repeated else "")
                + (f", {self.capped} not run because the same launch (kernel, configuration and arguments) had run "
@@ -433,7 +439,8 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     traces = [_trace(source, one.kernel, one.shape, one.rows, done.where, done.calls, one.traced, [], "")
               for one in done.launches]
     return Program(traces, [one.line for one in done.launches], done.output, done.returncode, done.untraced,
-                   done.repeated, done.capped, repeats, memory, done.unallocated, done.refused, done.events > 0, device.name)
+                   done.repeated, done.capped, repeats, memory, done.unallocated, done.refused, done.events > 0, device.name,
+                   done.cooperative)
 
 
 def _program_source(source_or_path) -> tuple:

@@ -229,8 +229,8 @@ class ProgramRun:
     launches past `MAX_TRACED_LAUNCHES` run untraced, the launches not run again (program_runtime.cpp:
     each the same as one that ran, on the same contents of what it touched), the launches past
     the `repeats` runs of the same kernel, configuration and arguments not run (`capped`), the events it
-    recorded, the launches CUDA would have refused ((kernel, line, grid, block, shared_mem) each) and
-    the cudaMalloc calls past its memory ((bytes, line) each)."""
+    recorded, the launches CUDA would have refused ((kernel, line, grid, block, shared_mem) each),
+    the cudaMalloc calls past its memory ((bytes, line) each) and the cooperative launches (run untraced)."""
 
     launches: list
     where: dict
@@ -243,6 +243,7 @@ class ProgramRun:
     events: int
     refused: list
     unallocated: list
+    cooperative: int
 
 
 _NUMBERS_AFTER_KERNEL = {"launch": 9, "refused": 8}
@@ -297,6 +298,7 @@ def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, t
         gaps = shared_gaps(exe)
         spec = [f"max_threads {max_threads}", f"max_launches {MAX_TRACED_LAUNCHES}", f"max_repeats {repeats or 0}",
                 *(f"gap {lo} {start} {end}" for _, lo, _, start, end in gaps),
+                *(f"shared {lo} {size}" for lo, size in sorted({(lo, size) for _, lo, size, _, _ in gaps})),
                 *(f"static {lo} {size}" for lo, size in device_statics(exe)),
                 *(f"prop {k} {v}" for k, v in properties.items())]
         (tmp / "spec").write_text("\n".join(spec) + "\n")
@@ -347,13 +349,13 @@ def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, t
                 raise
             raise LabError(f"{error}\n\nWhat it printed before it failed (the lab's thread order, not a GPU's):\n\n"
                            + printed(done.stdout, FAILED_OUTPUT_LINES, last=True)) from None
-        numbers = {r[0]: int(r[1]) for r in other if r[0] in ("untraced", "repeated", "capped", "events")}
+        numbers = {r[0]: int(r[1]) for r in other if r[0] in ("untraced", "repeated", "capped", "events", "cooperative")}
         refused = [(r[1], int(r[2]), tuple(map(int, r[3:6])), tuple(map(int, r[6:9])), int(r[9]))
                    for r in other if r[0] == "refused"]
         unallocated = [(int(r[1]), where_of[r[2]][0]) for r in other if r[0] == "nomemory"]
         return ProgramRun(traced, where_of, calls, done.stdout, done.returncode, numbers.get("untraced", 0),
                           numbers.get("repeated", 0), numbers.get("capped", 0), numbers.get("events", 0), refused,
-                          unallocated)
+                          unallocated, numbers.get("cooperative", 0))
 
 
 def _faults(rows, where, kernel, shape: Launch, arrays: list, gaps: list, source: str) -> None:
@@ -399,6 +401,17 @@ def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source, memory
     if row and row[1] == "barrier":
         waited, threads, site, block_id = int(row[2], 16), int(row[3], 16), row[4], int(row[5], 16)
         _barrier_error(kernel, waited, threads, index(block_id, grid), lines(exe, [site])[site], None, source)
+    if row and row[1] == "grid":
+        line, column = lines(exe, [row[2]])[row[2]]
+        text = source_line(source, line)
+        at = f"grid.sync() at {where(line, column)}" + (f" (`{text}`)" if text else "")
+        waited, blocks = int(row[3], 16), int(row[4], 16)
+        if not blocks:
+            raise LabError(f"{kernel} waits at {at}, but its launch is not cooperative: a grid's blocks may wait for "
+                           "each other only in a launch by cudaLaunchCooperativeKernel (every block resident at once), "
+                           "which the lab runs in a whole program (gm.lab.run_program).")
+        raise LabError(f"{kernel} never finishes: {waited} of its {blocks} blocks wait at {at} while the others "
+                       "returned without reaching it; every block of the grid must reach each grid.sync().")
     if row and row[1] == "memory":
         who = "the lab itself" if row[2] == "-" else (f"thread {index(int(row[2], 16), block)} of block "
                                                       f"{index(int(row[3], 16), grid)}")

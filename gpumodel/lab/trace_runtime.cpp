@@ -557,17 +557,28 @@ void run_block(const std::function<void()>& body, dim3 grid, dim3 block, unsigne
     block_logs = nullptr;  // a block run untraced next has none
 }
 
-// The same block run, nothing recorded (a whole program's blocks outside the traced sample).
-void run_untraced_block(const std::function<void()>& body, dim3 grid, dim3 block, unsigned linear) {
-    current_block = linear;
-    const auto thread = [&](unsigned) {
+// A thread of a block run untraced: `body`, a failed allocation in it reported.
+std::function<void(unsigned)> untraced_thread(const std::function<void()>& body) {
+    return [&body](unsigned) {
         try {
             body();
         } catch (const std::bad_alloc&) {
             memory_fault(emu_run->current);
         }
     };
-    emu_run_block(block, block_index(grid, linear), thread);
+}
+
+// The same block run, nothing recorded (a whole program's blocks outside the traced sample).
+void run_untraced_block(const std::function<void()>& body, dim3 grid, dim3 block, unsigned linear) {
+    current_block = linear;
+    emu_run_block(block, block_index(grid, linear), untraced_thread(body));
+}
+
+// A cooperative launch's blocks, nothing recorded: they take turns between the grid's barriers
+// (cuda_emu.h's emu_run_grid), which the lab's counts, one block's at a time, cannot follow.
+void run_cooperative(const std::function<void()>& body, dim3 grid, dim3 block) {
+    emu_run_grid(grid.x * grid.y * grid.z, [grid](unsigned b) { return block_index(grid, b); }, block,
+                 untraced_thread(body), [](unsigned b) { current_block = b; });
 }
 
 // Every count back to nothing: the next launch of a whole program starts afresh.
@@ -623,6 +634,12 @@ void emu_barrier_fault(unsigned waited, unsigned threads, const void* site) {
     FaultLine line;
     fault(line << "fault barrier " << (uint64_t)waited << " " << (uint64_t)threads << " "
                << (uint64_t)((uintptr_t)site - 1 - (uintptr_t)__executable_start) << " " << (uint64_t)current_block);
+}
+
+void emu_grid_fault(const void* site, unsigned waited, unsigned blocks) {
+    FaultLine line;
+    fault(line << "fault grid " << (uint64_t)((uintptr_t)site - 1 - (uintptr_t)__executable_start) << " "
+               << (uint64_t)waited << " " << (uint64_t)blocks);
 }
 
 void emu_barrier_sites(unsigned waited, unsigned threads, const void* site, const void* other) {

@@ -1,4 +1,4 @@
-// The kernel lab's cooperative groups: the grid (this_grid, without its sync), the block (this_thread_block), its tiles
+// The kernel lab's cooperative groups: the grid (this_grid), the block (this_thread_block), its tiles
 // (tiled_partition<N>, N a power of two up to 1024), thread_group, which holds either, and a warp's
 // coalesced groups (coalesced_threads, binary_partition, labeled_partition), over cuda_emu.h's barrier, shuffles and
 // votes. A tile of a warp or less meets with its own lanes; a tile of several warps (CUDA 12's
@@ -138,12 +138,10 @@ coalesced_group labeled_partition(const Parent& parent, Label label) {
     return coalesced_group(__match_any_sync(parent.emu_mask(), label));
 }
 
-// The grid (this_grid): its ranks and sizes. Its sync is not emulated: the lab runs a grid's blocks
-// one after another, so no block could wait for a later one; a kernel that calls it is refused at
-// its line when it compiles.
-template <class...> constexpr bool emu_grid_sync = false;
+// The grid (this_grid): its ranks and sizes, and its barrier (cuda_emu.h's emu_grid_sync), which only a
+// cooperative launch's blocks may wait at.
 struct grid_group {
-    static bool is_valid() { return true; }
+    static bool is_valid() { return emu_cooperative_launch(); }
     static unsigned long long num_blocks() { return (unsigned long long)gridDim.x * gridDim.y * gridDim.z; }
     static unsigned long long block_rank() { return ((unsigned long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x; }
     static unsigned long long size() { return num_blocks() * thread_block::size(); }
@@ -151,12 +149,9 @@ struct grid_group {
     static unsigned long long thread_rank() { return block_rank() * thread_block::size() + thread_block::thread_rank(); }
     static dim3 dim_blocks() { return dim3(gridDim.x, gridDim.y, gridDim.z); }
     static dim3 block_index() { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
-    template <class G = void> static void sync() {
-        static_assert(emu_grid_sync<G>, "grid_group::sync is not emulated: the kernel lab runs a grid's blocks one "
-                                        "after another on the CPU, so a block cannot wait for the rest of the grid");
-    }
+    static void sync() { emu_grid_sync(); }
 };
 inline grid_group this_grid() { return {}; }
-template <class G = void> void sync(const grid_group&) { grid_group::sync<G>(); }
+inline void sync(const grid_group&) { emu_grid_sync(); }
 
 }  // namespace cooperative_groups

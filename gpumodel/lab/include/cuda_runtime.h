@@ -142,8 +142,9 @@ cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(
     void* pointers[] = {const_cast<void*>(static_cast<const void*>(&args))..., nullptr};
     return cudaLaunchKernelExC(config, reinterpret_cast<const void*>(kernel), pointers);
 }
+inline int emu_blocks_per_sm(int threads) { return threads > 0 ? std::min(32, 2048 / threads) : 0; }
 template <class F> cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F*, int threads, size_t) {
-    *blocks = threads > 0 ? std::min(32, 2048 / threads) : 0;
+    *blocks = emu_blocks_per_sm(threads);
     return cudaSuccess;
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
@@ -153,7 +154,7 @@ template <class F> cudaError_t cudaOccupancyMaxPotentialBlockSize(int* grid, int
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     *block = limit > 0 ? std::min(limit, 1024) : 1024;
-    *grid = prop.multiProcessorCount * std::min(32, 2048 / *block);
+    *grid = prop.multiProcessorCount * emu_blocks_per_sm(*block);
     return cudaSuccess;
 }
 // Stream-ordered allocation: the stream's work is done when a launch returns, so it is cudaMalloc's
@@ -226,6 +227,7 @@ struct emu_launch_config {
     dim3 grid, block;
     size_t shared_mem;
     cudaStream_t stream;
+    bool cooperative = false;  // cudaLaunchCooperativeKernel's: its blocks may wait at the grid's barrier
     emu_launch_config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : grid(g), block(b), shared_mem(s), stream(st) {}
     // Every thread of the launch calls `call(body)` (program_runtime.cpp); no std::function, whose
     // code, instantiated here, would be instrumented. `params`: the bytes of its arguments (null
@@ -246,7 +248,9 @@ template <class K, class... P> struct emu_captured_launch : emu_work {
     K k;
     std::tuple<P...> params;
     emu_captured_launch(emu_launch_config c, const char* name, unsigned at, K f, std::tuple<P...> p)
-        : config(c.grid, c.block, c.shared_mem), kernel(name), line(at), k(f), params(p) {}
+        : config(c.grid, c.block, c.shared_mem), kernel(name), line(at), k(f), params(p) {
+        config.cooperative = c.cooperative;
+    }
     void run() override { config.run(kernel, line, k, params); }
 };
 template <class K, class... P>
@@ -288,11 +292,13 @@ cudaError_t cudaLaunchKernel(T* kernel, dim3 grid, dim3 block, void** args, size
                              unsigned line = __builtin_LINE()) {
     return cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args, shared_mem, stream, line);
 }
-// A cooperative launch: its blocks run one after another as any launch's do (grid_group::sync does not compile).
+// A cooperative launch: its blocks may wait for each other at the grid's barrier (cg::this_grid().sync()).
+cudaError_t emu_launch_kernel(const void* kernel, dim3 grid, dim3 block, void** args, size_t shared_mem,
+                              cudaStream_t stream, unsigned line, bool cooperative);
 template <class T>
 cudaError_t cudaLaunchCooperativeKernel(T* kernel, dim3 grid, dim3 block, void** args, size_t shared_mem = 0,
                                         cudaStream_t stream = 0, unsigned line = __builtin_LINE()) {
-    return cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args, shared_mem, stream, line);
+    return emu_launch_kernel(reinterpret_cast<const void*>(kernel), grid, block, args, shared_mem, stream, line, true);
 }
 
 // Graphs: a graph holds its nodes in the order they were added (each after the nodes it depends
