@@ -172,3 +172,84 @@ def test_the_first_wave_of_the_triton_lab_reads_the_tiles_counted_by_hand():
     assert gm.course.checks.verdict(asked.rules, "13")
     wrong = gm.course.checks.verdict(asked.rules, "19")
     assert not wrong and "row order" in wrong.message
+
+
+def test_a_kernel_from_a_source_string_runs_with_its_own_lines_and_its_errors_named():
+    """An editor's text is a kernel: its sites at the text's lines; a source that does not run,
+    or names no such kernel, is a LabError that says which line or what it defines instead."""
+    from gpumodel.course import intensity
+
+    kernel = gm.lab.triton_kernel(intensity.TRITON_SOFTMAX_STARTER, "softmax")
+    x = np.ones((2, 8), np.float32)
+    traced = gm.lab.trace_triton(kernel, (2,), [x, np.zeros_like(x), np.zeros_like(x), 8], BLOCK=8)
+    rows = intensity.TRITON_SOFTMAX_STARTER.splitlines()
+    assert {s.line for s in traced.sites} == {i for i, row in enumerate(rows, 1) if "tl.load" in row or "tl.store" in row}
+    with pytest.raises(LabError, match=r"SyntaxError: .*\(line 2\)"):
+        gm.lab.triton_kernel("import triton\ndef softmax(:\n", "softmax")
+    with pytest.raises(LabError, match="ZeroDivisionError: division by zero \\(line 2\\)"):
+        gm.lab.triton_kernel("import triton\nx = 1 / 0\n", "softmax")
+    with pytest.raises(LabError, match="no @triton.jit kernel named 'soft'; it defines softmax"):
+        gm.lab.triton_kernel(intensity.TRITON_SOFTMAX_STARTER, "soft")
+    with pytest.raises(TypeError, match="name the name of its @triton.jit kernel"):
+        gm.lab.triton_kernel(intensity.TRITON_SOFTMAX_STARTER, "not a name")
+
+
+def chapter_solution(chapter: str, label: str) -> str:
+    from test_lab import chapter_solution as solution_of
+
+    return solution_of(chapter, label)
+
+
+def test_chapter_2s_triton_softmax_lab_scores_the_starter_and_the_solution():
+    """The starter's exponentials pass through global memory (x, e and y through L2: 1.5 times
+    the compulsory, e's load served with its store); the chapter's solution keeps them in the
+    program's registers; a wrong softmax is caught before its bytes."""
+    from gpumodel.course import intensity
+
+    rows, cols = intensity.SOFTMAX_ROWS, intensity.SOFTMAX_COLS
+    starter = intensity.check_triton_softmax(intensity.TRITON_SOFTMAX_STARTER)
+    assert not starter and f"{3 * 4 * rows * cols:,} B through L2 where {2 * 4 * rows * cols:,} B would do" in starter.message
+    solution = chapter_solution("02_intensity", "ex-intensity-lab-triton-softmax")
+    assert intensity.check_triton_softmax(solution)
+    wrong = intensity.check_triton_softmax(solution.replace("e / tl.sum", "e * tl.sum"))
+    assert not wrong and "each row of y must be softmax(x)" in wrong.message
+
+
+def test_chapter_4s_triton_order_lab_wants_the_fewest_hbm_bytes_of_any_group():
+    """Row order reads what the wave model says of group 1; the chapter's grouped order at the
+    group the model finds best reads exactly that best, and at group 4 more."""
+    from gpumodel.course import roofline_levels as rl
+
+    m, n, k = rl.TRITON_SHAPE
+    model = {g: gm.waves.gemm_hbm(m, n, k, block=(64, 64), dtype="fp16", gpu="T4", order="grouped", group=g).hbm - 2 * m * n
+             for g in range(1, 9)}
+    best = min(model, key=model.get)
+    assert rl.fewest_hbm_bytes() == (best, model[best])
+    starter = rl.check_triton_order(rl.TRITON_ORDER_STARTER, GROUP=best)
+    assert not starter and f"{gm.fmt_bytes(model[1])} of A and B from HBM on the T4, where the best grouped order reads " \
+        f"{gm.fmt_bytes(model[best])}" in starter.message
+    solution = chapter_solution("04_roofline_levels", "ex-levels-lab-triton-order")
+    assert rl.check_triton_order(solution, GROUP=best)
+    assert not rl.check_triton_order(solution, GROUP=4)
+    wrong = rl.check_triton_order(solution.replace("pn = (pid % per_group) // height", "pn = 0"), GROUP=best)
+    assert not wrong and "C must be A B" in wrong.message
+
+
+def test_chapter_5s_triton_attention_lab_wants_the_scores_out_of_global_memory():
+    """The starter stores its 64 x 64 FP32 scores and reads them back: twice the compulsory Q, K,
+    V and O; the chapter's online softmax moves the compulsory bytes only; without the running
+    maximum the lab's large scores overflow, and the NaN is named, not warned about."""
+    import warnings
+
+    from gpumodel.course import flashattention as fa
+
+    compulsory = 4 * 4 * fa.LAB_N * fa.LAB_D
+    starter = fa.check_triton_flash(fa.TRITON_LAB_STARTER)
+    assert not starter and f"{gm.fmt_bytes(compulsory + 4 * fa.LAB_N ** 2)} from HBM where the compulsory " \
+        f"{gm.fmt_bytes(compulsory)} would do" in starter.message
+    solution = chapter_solution("05_flashattention", "ex-flash-lab-triton")
+    assert fa.check_triton_flash(solution)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wrong = fa.check_triton_flash(solution.replace("tl.exp(s - m_new[:, None])", "tl.exp(s)"))
+    assert not wrong and "O must be softmax(Q Kᵀ scale) V" in wrong.message and "nan" in wrong.message

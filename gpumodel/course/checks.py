@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _check
-from ..lab import LabError, trace
+from ..lab import LabError, trace, trace_triton, triton_kernel
 from ..published import expect
 from ..units import fmt_bound, fmt_exact, fmt_time
 from . import progress_file
@@ -490,14 +490,32 @@ def lab_run(source: str, kernel: str, grid, block, args: list, out: int, want, r
         more = f" ({others} more {'hazard' if others == 1 else 'hazards'} in the report)" if others else ""
         return Feedback(False, f"Not scored: the kernel's result depends on which thread runs first. The "
                         f"{traced.races[0].message}{more}")
-    got = args[out]
+    return _compared(traced, args[out], want, rule, "do grid x block threads cover every element?")
+
+
+def lab_run_triton(source: str, kernel: str, grid, args: list, out: int, want, rule: str, **meta):
+    """`lab_run` for a Triton kernel: `kernel` of the learner's Python `source` (`gm.lab.triton_kernel`)
+    run over `grid` programs with `args` and the meta-parameters `meta` in Triton's interpreter
+    (`gm.lab.trace_triton`), then `args[out]` compared with `want`. The `Trace`, or a `Feedback`
+    that says what went wrong. Chapters 2, 4 and 5's Triton labs."""
+    try:
+        with np.errstate(all="ignore"):  # a NaN or inf in the result is said by the comparison below
+            traced = trace_triton(triton_kernel(source, kernel), grid, args, **meta)
+    except (LabError, ValueError, TypeError) as error:
+        return Feedback(False, str(error))
+    LAB_TRACE.set(traced)
+    return _compared(traced, args[out], want, rule, "do the programs' blocks cover every element?")
+
+
+def _compared(traced, got, want, rule: str, cover: str):
+    """`traced`, or the `Feedback` that names the first element of `got` that differs from `want`
+    (to 1e-4) and `rule`; `cover` asks what to check where the wrong ones are all still 0."""
     wrong = np.argwhere(~np.isclose(got, want, rtol=1e-4, atol=1e-5))
     if len(wrong):
         at = tuple(int(i) for i in wrong[0])
         where = ", ".join(map(str, at))
         unwritten = bool(np.all(got[tuple(wrong.T)] == 0))
-        why = (" They are all still 0, as if never written: do grid x block threads cover every element?"
-               if unwritten else "")
+        why = f" They are all still 0, as if never written: {cover}" if unwritten else ""
         return Feedback(False, f"{rule}: element [{where}] is {got[at]:g}, not {want[at]:g} "
                         f"({len(wrong):,} elements wrong).{why} Correctness first, then bytes.")
     return traced

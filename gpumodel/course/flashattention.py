@@ -12,7 +12,7 @@ from ..model import predict
 from ..blackwell import tensor_per_exp
 from ..units import fmt_bytes, fmt_capacity
 from ..workloads import attention, attention_memory, flash_block
-from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, lab_run, number_rules, units_as
+from .checks import BYTES, FLOPS_AND_BYTES, Feedback, check_number, lab_run, lab_run_triton, number_rules, units_as
 from .widgets import GPUS, Checkpoint, WidgetExercise, _power, asked, bars, prediction_view, upto
 
 
@@ -77,6 +77,66 @@ __global__ void attention(const float* Q, const float* K, const float* V, float*
 """
 
 
+TRITON_LAB_BLOCK = 16
+"""The Triton attention lab's blocks: a program per 16 query rows, keys 16 at a time (`LAB_N`
+queries and keys of `LAB_D` values, as the CUDA lab's)."""
+TRITON_LAB_STARTER = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def attention(q_ptr, k_ptr, v_ptr, o_ptr, s_ptr, n, scale, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)  # this program's query rows
+    d = tl.arange(0, D)
+    q = tl.load(q_ptr + rows[:, None] * D + d[None, :])
+    m = tl.full((BM,), -float("inf"), tl.float32)
+    for j in range(0, n, BN):  # the scores, a block of keys at a time, to global memory
+        cols = j + tl.arange(0, BN)
+        k = tl.load(k_ptr + cols[:, None] * D + d[None, :])
+        s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale
+        tl.store(s_ptr + rows[:, None] * n + cols[None, :], s)
+        m = tl.maximum(m, tl.max(s, axis=1))
+    total = tl.zeros((BM,), tl.float32)
+    acc = tl.zeros((BM, D), tl.float32)
+    for j in range(0, n, BN):  # and back: the softmax's weights times V
+        cols = j + tl.arange(0, BN)
+        p = tl.exp(tl.load(s_ptr + rows[:, None] * n + cols[None, :]) - m[:, None])
+        total += tl.sum(p, axis=1)
+        acc += tl.dot(p, tl.load(v_ptr + cols[:, None] * D + d[None, :]), input_precision="ieee")
+    tl.store(o_ptr + rows[:, None] * D + d[None, :], acc / total[:, None])
+"""
+"""Chapter 5's Triton lab's starter: the CUDA lab's standard attention, a program per block of
+query rows, its scores through `s_ptr` in global memory (FP32 dots, `input_precision="ieee"`:
+TF32 would round the lab's large scores)."""
+
+
+def _attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """softmax(Q Kᵀ / sqrt(d)) V in float64, the labs' reference."""
+    scores = q.astype(np.float64) @ k.T / np.sqrt(q.shape[1])
+    p = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return (p / p.sum(axis=1, keepdims=True)) @ v
+
+
+def check_triton_flash(source: str, kernel: str = "attention") -> Feedback:
+    """Chapter 5's Triton lab: `kernel(q, k, v, o, s, n, scale, D, BM, BN)` of the Python `source`,
+    a program per `TRITON_LAB_BLOCK` query rows of the CUDA lab's inputs (`lab_qkv`), must compute
+    O = softmax(Q Kᵀ scale) V while its traced HBM bytes stay at the compulsory ones (Q, K, V read
+    once, O written once): the scores never reach global memory."""
+    q, k, v = lab_qkv(LAB_N, LAB_D)
+    args = [q, k, v, np.zeros_like(q), np.zeros((LAB_N, LAB_N), np.float32), LAB_N, float(1 / np.sqrt(LAB_D))]
+    traced = lab_run_triton(source, kernel, (LAB_N // TRITON_LAB_BLOCK,), args, 3, _attention_reference(q, k, v),
+                            "O must be softmax(Q Kᵀ scale) V", D=LAB_D, BM=TRITON_LAB_BLOCK, BN=TRITON_LAB_BLOCK)
+    if isinstance(traced, Feedback):
+        return traced
+    got, compulsory = traced.bytes["hbm"], float(sum(a.nbytes for a in (q, k, v, q)))
+    if got <= compulsory:
+        return Feedback(True, f"{fmt_bytes(got)} from HBM, the compulsory {fmt_bytes(compulsory)}: each block of "
+                        "scores lived only in the program's registers.")
+    return Feedback(False, f"{fmt_bytes(got)} from HBM where the compulsory {fmt_bytes(compulsory)} would do (worst: "
+                    f"line {traced.hottest().line}). What must a program keep of the scores it has seen, if each "
+                    "block of keys is folded in as it arrives?")
+
+
 OVERFLOW_SCORE = 100.0
 """What the labs' attention inputs add to every score: exp(100), about 2.7e43, overflows FP32
 (largest 3.4e38), so a softmax that does not subtract the row's maximum gets inf, then NaN."""
@@ -104,12 +164,9 @@ def check_flash_kernel(source: str, kernel: str = "attention") -> Feedback:
     `S`, a scratch array, never reach global memory. Every score is raised by `OVERFLOW_SCORE`
     (`lab_qkv`): a softmax without the row's maximum overflows."""
     q, k, v = lab_qkv(LAB_N, LAB_D)
-    scale = 1 / np.sqrt(LAB_D)
-    scores = q.astype(np.float64) @ k.T * scale
-    p = np.exp(scores - scores.max(axis=1, keepdims=True))
-    want = (p / p.sum(axis=1, keepdims=True)) @ v
-    args = [q, k, v, np.zeros_like(q), np.zeros((LAB_N, LAB_N), np.float32), LAB_N, float(scale)]
-    traced = lab_run(source, kernel, LAB_N // LAB_BLOCK, LAB_BLOCK, args, 3, want, "O must be softmax(Q Kᵀ scale) V")
+    args = [q, k, v, np.zeros_like(q), np.zeros((LAB_N, LAB_N), np.float32), LAB_N, float(1 / np.sqrt(LAB_D))]
+    traced = lab_run(source, kernel, LAB_N // LAB_BLOCK, LAB_BLOCK, args, 3, _attention_reference(q, k, v),
+                     "O must be softmax(Q Kᵀ scale) V")
     if isinstance(traced, Feedback):
         return traced
     got = traced.bytes["hbm"]

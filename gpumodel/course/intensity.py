@@ -11,7 +11,7 @@ from .. import _check, presets
 from ..model import predict
 from ..units import fmt_bandwidth, fmt_flops, fmt_percent
 from ..workloads import elementwise_chain, seed_kernels, warp_sectors
-from .checks import FLOPS_AND_BYTES, Feedback, check_number, lab_run, number_rules
+from .checks import FLOPS_AND_BYTES, Feedback, check_number, lab_run, lab_run_triton, number_rules
 from .widgets import GPUS, Checkpoint, WidgetExercise, asked, bars, prediction_view, upto
 
 
@@ -96,6 +96,50 @@ def check_fused_chain(source: str, kernel: str = "chain") -> Feedback:
     return Feedback(False, f"{got:,.0f} B through L2 where {compulsory:,} B would do ({got / compulsory:.2g}x; worst: "
                     f"line {traced.hottest().line}). Which of these loads and stores carry a value that never needs "
                     "to leave the thread?")
+
+
+SOFTMAX_ROWS, SOFTMAX_COLS, SOFTMAX_BLOCK = 32, 200, 256
+"""Chapter 2's Triton lab: a softmax over each row of a 32 x 200 FP32 matrix, a program per row,
+its row in one block of 256 lanes (the last 56 masked off)."""
+
+TRITON_SOFTMAX_STARTER = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax(x_ptr, e_ptr, y_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)  # one program per row
+    lanes = tl.arange(0, BLOCK)
+    keep = lanes < cols
+    at = row * cols + lanes
+    x = tl.load(x_ptr + at, mask=keep, other=-float("inf"))
+    tl.store(e_ptr + at, tl.exp(x - tl.max(x, axis=0)), mask=keep)  # the exponentials, to global memory
+    e = tl.load(e_ptr + at, mask=keep, other=0.0)  # and back
+    tl.store(y_ptr + at, e / tl.sum(e, axis=0), mask=keep)
+"""
+
+
+def check_triton_softmax(source: str, kernel: str = "softmax") -> Feedback:
+    """Chapter 2's Triton lab: `kernel(x, e, y, cols, BLOCK)` of the Python `source`, a program
+    per row of a `SOFTMAX_ROWS` x `SOFTMAX_COLS` FP32 matrix, must compute each row's softmax into
+    y and move no more bytes through L2 than the compulsory ones, x read once and y written once
+    (`e` is scratch it may leave unused)."""
+    x = (np.random.default_rng(2).standard_normal((SOFTMAX_ROWS, SOFTMAX_COLS)) * 4).astype(np.float32)
+    shifted = np.exp(x - x.max(axis=1, keepdims=True))
+    want = shifted / shifted.sum(axis=1, keepdims=True)
+    args = [x, np.zeros_like(x), np.zeros_like(x), SOFTMAX_COLS]
+    traced = lab_run_triton(source, kernel, (SOFTMAX_ROWS,), args, 2, want, "each row of y must be softmax(x)",
+                            BLOCK=SOFTMAX_BLOCK)
+    if isinstance(traced, Feedback):
+        return traced
+    got, compulsory = traced.bytes["l2"], 2 * x.nbytes
+    if got <= compulsory:
+        return Feedback(True, f"{got:,.0f} B through L2, the compulsory {compulsory:,} B: each row read once and "
+                        "written once, its exponentials kept in the program's registers.")
+    lines = sorted({s.line for s in traced.sites})
+    return Feedback(False, f"{got:,.0f} B through L2 where {compulsory:,} B would do ({got / compulsory:.2g}x). A "
+                    "program holds its whole row as a block of values: which of its loads and stores (lines "
+                    f"{', '.join(map(str, lines))}) only carry a value it already has?")
 
 
 STRIDES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)

@@ -16,7 +16,8 @@ from ..model import predict
 from ..units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_intensity, fmt_time
 from ..waves import block_coordinates, gemm_hbm, warm_read_time
 from ..workloads import gemm
-from .checks import BYTES, FLOPS_AND_BYTES, Feedback, bound_and_expected, check_number, lab_run, number_rules, units_as
+from .checks import (BYTES, FLOPS_AND_BYTES, Feedback, bound_and_expected, check_number, lab_run, lab_run_triton,
+                     number_rules, units_as)
 from .widgets import GPUS, Checkpoint, WidgetExercise, _power, asked, bars, upto
 
 L2_TILES = (16, 32, 64, 128, 256, 512)
@@ -287,6 +288,69 @@ def triton_order(record: bool = False) -> dict:
                 f"gpumodel.course.roofline_levels`; to trace it here, {INSTALL}")
         TRITON_RECORD.write_text(json.dumps({**result, "how": note}, indent=1) + "\n")
     return result
+
+
+TRITON_ORDER_STARTER = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+           GROUP: tl.constexpr):
+    pid = tl.program_id(0)
+    across = tl.cdiv(N, BN)
+    pm = pid // across  # row order: a row of tiles of C, column after column
+    pn = pid % across
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+"""
+"""Chapter 4's Triton lab's starter: the section's product with its programs in row order, GROUP unused."""
+
+
+def fewest_hbm_bytes() -> tuple:
+    """(the group size, the HBM bytes of A and B) of the grouped order that reads the fewest on
+    `TRITON_GPU`, in the wave model (`gemm_hbm`), over every group size from 1 to the rows of tiles."""
+    m, n, k = TRITON_SHAPE
+    bytes_by_group = {g: gemm_hbm(m, n, k, block=TRITON_TILE[:2], dtype="fp16", gpu=TRITON_GPU, order="grouped",
+                                  group=g).hbm - 2 * m * n for g in range(1, TRITON_TILES[0] + 1)}
+    best = min(bytes_by_group, key=bytes_by_group.get)
+    return best, bytes_by_group[best]
+
+
+def check_triton_order(source: str, GROUP: int = 1, kernel: str = "matmul") -> Feedback:  # noqa: N803 (Triton's name)
+    """Chapter 4's Triton lab: `kernel(a, b, c, M, N, K, BM, BN, BK, GROUP)` of the Python `source`,
+    a program per 64 x 64 tile of C over the `TRITON_SHAPE` product (fp16 A and B, fp32 C), must
+    compute C = A B (against NumPy first), and its loads of A and B must ask no more of HBM on
+    `TRITON_GPU`, in the wave model of its programs in launch order (`TritonTrace.bytes_on`), than
+    the best grouped order does (`fewest_hbm_bytes`). `GROUP` is passed to it as a meta-parameter."""
+    m, n, k = TRITON_SHAPE
+    bm, bn, bk = TRITON_TILE
+    rng = np.random.default_rng(0)
+    a = rng.integers(-2, 3, (m, k)).astype(np.float16)  # small integers: every sum is exact
+    b = rng.integers(-2, 3, (k, n)).astype(np.float16)
+    args = [a, b, np.zeros((m, n), np.float32), m, n, k]
+    traced = lab_run_triton(source, kernel, (TRITON_TILES[0] * TRITON_TILES[1],), args, 2,
+                            a.astype(np.float32) @ b.astype(np.float32), "C must be A B",
+                            BM=bm, BN=bn, BK=bk, GROUP=_check.one("GROUP", GROUP))
+    if isinstance(traced, Feedback):
+        return traced
+    got = traced.bytes_on(TRITON_GPU)["hbm"] - 4 * m * n  # C's writes left out: every order writes them once
+    group, fewest = fewest_hbm_bytes()
+    if got <= fewest:
+        return Feedback(True, f"{fmt_bytes(got)} of A and B from HBM on the {TRITON_GPU}, as few as the best grouped "
+                        f"order reads (GROUP = {group}): each wave of {int(presets.gpu(TRITON_GPU).sms.value)} programs "
+                        "shares its tiles of A and B.")
+    return Feedback(False, f"{fmt_bytes(got)} of A and B from HBM on the {TRITON_GPU}, where the best grouped order "
+                    f"reads {fmt_bytes(fewest)}. Which tiles does the first wave of "
+                    f"{int(presets.gpu(TRITON_GPU).sms.value)} programs read, and how could the order of `pid` make "
+                    "it read fewer distinct ones?")
 
 
 def triton_source() -> str:

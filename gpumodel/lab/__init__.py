@@ -14,8 +14,8 @@ from .._lazy import submodules
 from .limits import LabError
 from .measure import LabRun, run
 from .reporter import Program, Race, Trace, run_program, trace
-from .triton_trace import TritonTrace, trace_triton
+from .triton_trace import TritonTrace, trace_triton, triton_kernel
 
-__all__ = ["LabError", "LabRun", "Program", "Race", "Trace", "TritonTrace", "run", "run_program", "trace", "trace_triton"]
+__all__ = ["LabError", "LabRun", "Program", "Race", "Trace", "TritonTrace", "run", "run_program", "trace", "trace_triton", "triton_kernel"]
 
 __getattr__ = submodules(__name__, __file__)

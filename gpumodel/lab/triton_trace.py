@@ -26,9 +26,12 @@ optional dependency (`pip install 'gpumodel[triton]'`); nothing else of the pack
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import linecache
 import math
 import os
 import sys
+import traceback
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -121,6 +124,38 @@ class TritonTrace(Trace):
             lines.append(f"  {gpu:14} hbm {self.bytes_on(gpu)['hbm']:12,.0f} B; {float(p.time) * 1e6:10.2f} us at "
                          f"best, bound by {p.bound}; expected {e.time * 1e6:10.2f} us, held by {e.limiter}")
         return "\n".join(lines)
+
+
+def triton_kernel(source: str, name: str):
+    """The `@triton.jit` kernel `name` that the Python `source` defines (a lab editor's text:
+    `source` imports triton and triton.language itself), its lines those of `source`. Triton
+    reads a kernel's source through Python's line cache, where `source` is put under a name of
+    its own (nothing is written to disk). LabError where Triton is not installed, `source` does
+    not run (its line named) or defines no such kernel."""
+    if not isinstance(source, str) or not isinstance(name, str) or not name.isidentifier():
+        raise TypeError("source must be a Python source as a string and name the name of its @triton.jit kernel, got "
+                        f"{type(source).__name__} and {name!r}")
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        raise LabError(f"Triton kernels need Triton, which is not installed: {INSTALL}.") from None
+    file = f"<triton kernel {hashlib.sha256(source.encode()).hexdigest()[:16]}>"
+    linecache.cache[file] = (len(source), None, source.splitlines(keepends=True), file)
+    space = {"__name__": "gm_triton_lab"}
+    try:
+        exec(compile(source, file, "exec"), space)
+    except Exception as error:  # the learner's Python: any error it raises is theirs to read
+        line = next((f.lineno for f in reversed(traceback.extract_tb(error.__traceback__)) if f.filename == file),
+                    getattr(error, "lineno", None))
+        said = error.msg if isinstance(error, SyntaxError) else error
+        raise LabError(f"the kernel's source does not run: {type(error).__name__}: {said}"
+                       + (f" (line {line})" if line else "")) from None
+    kernel = space.get(name)
+    if kernel is None or not hasattr(kernel, "fn"):
+        kernels = sorted(k for k, v in space.items() if hasattr(v, "fn") and callable(getattr(v, "fn")))
+        raise LabError(f"the source defines no @triton.jit kernel named {name!r}" +
+                       (f"; it defines {', '.join(kernels)}" if kernels else "; decorate it with @triton.jit"))
+    return kernel
 
 
 def _python_function(kernel):
