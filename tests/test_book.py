@@ -299,6 +299,43 @@ def test_the_built_site_is_trimmed_to_what_its_pages_use(tmp_path):
             and (site / "page.html").read_text().endswith('<span class="n">x</span>'))  # outside a listing: kept
 
 
+def test_a_pages_stylesheets_are_one_file_and_its_repeated_style_blocks_one(tmp_path):
+    """bundle.bundle: a page's stylesheet links (one @importing another, url()s relative to their
+    own folders) become one link to one file in their order, its url()s resolving to the same
+    files from _static; a link with a media query and a sheet on another site stay; a repeated
+    inline <style> is kept once, and one inside a script's JSON is left alone."""
+    from gpumodel.book import bundle
+
+    site = tmp_path / "html"
+    (site / "_static/styles").mkdir(parents=True)
+    (site / "_static/fonts").mkdir()
+    (site / "_static/fonts/f.woff2").write_bytes(b"font")
+    (site / "_static/basic.css").write_text(".basic{x:0}")
+    (site / "_static/styles/theme.css").write_text('@charset "utf-8";@import "../basic.css";.theme{src:url(../fonts/f.woff2?v=1)}'
+                                                  '.icon{background:url("data:image/svg+xml,%3Csvg%3E")}\n/*# sourceMappingURL=theme.css.map */')
+    (site / "_static/course.css").write_text(".course{src:url('fonts/f.woff2')}")
+    (site / "chapters").mkdir()
+    links = ('<link href="../_static/styles/theme.css?digest=1" rel="stylesheet" />\n'
+             '<link rel="stylesheet" href="https://example.org/x.css" />\n'
+             '<link rel="stylesheet" media="print" href="../_static/basic.css" />\n'
+             '<link rel="stylesheet" type="text/css" href="../_static/course.css?v=2" />\n')
+    style = "<style>.pygments{x:1}</style>\n"
+    json = '<script type="application/json">{"p":["<style type=\\"text/css\\">*{x:2}","<\\/style>"]}</script>'
+    (site / "chapters/one.html").write_text(f"<html><head>{links}</head><body>{style}<pre>a</pre>{style}{json}</body></html>")
+    (site / "index.html").write_text('<head><link rel="stylesheet" href="_static/course.css" /></head>')
+    bundle.bundle(site)
+    page = (site / "chapters/one.html").read_text()
+    (one,) = re.findall(r'<link rel="stylesheet" href="\.\./_static/(bundle\.[0-9a-f]{10}\.css)" />', page)
+    assert "https://example.org/x.css" in page and 'media="print"' in page and "theme.css" not in page
+    css = (site / "_static" / one).read_text()
+    assert css.index(".basic{x:0}") < css.index(".theme") < css.index(".course")
+    assert "@import" not in css and "@charset" not in css and "sourceMappingURL" not in css and "data:image/svg+xml" in css
+    refs = re.findall(r"url\((['\"]?)([^'\")]+)\1\)", css)
+    assert [r for _, r in refs if not r.startswith("data:")] == ["fonts/f.woff2?v=1", "fonts/f.woff2"]
+    assert page.count(".pygments{x:1}") == 1 and json in page
+    assert re.search(r'href="_static/bundle\.[0-9a-f]{10}\.css"', (site / "index.html").read_text())
+
+
 def _trace():
     t = gm.course.capstone.TASKS["softmax"]
     return gm.lab.trace(t.starter, t.kernel, t.grid, t.block, t.make()[0])

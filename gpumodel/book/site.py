@@ -25,7 +25,8 @@ place, a few hundred bytes that the page's inline scripts use as they are read; 
 page keeps its scripts in place (`defer_scripts`).
 
 After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
-pages use, and the reference list loses a list role its entries do not fit (`drop_citation_list_role`).
+pages use, `bundle` makes each page's stylesheets one file, and the reference list loses a list
+role its entries do not fit (`drop_citation_list_role`).
 
 The repository button and the launch buttons follow the course's repository
 (`notebooks.repository`: `GITHUB_REPOSITORY` on GitHub Actions, else the setting
@@ -49,7 +50,7 @@ from pybtex.style.formatting.alpha import Style as AlphaStyle
 from pybtex.style.labels import BaseLabelStyle
 
 from .. import presets
-from . import notebooks, trim
+from . import bundle, notebooks, trim
 
 THEBE_EVENTS = ("env-before-read-docs", "doctree-resolved")
 """The events at which sphinx-thebe adds its scripts to pages."""
@@ -97,6 +98,7 @@ def finish(app, exception) -> None:
     drop_fontawesome(out)
     drop_citation_list_role(out)
     trim.trim(out)
+    bundle.bundle(out)
 
 
 CHAPTER_SOURCE = re.compile(r"chapters/(\w+)\.md")
