@@ -269,6 +269,24 @@ def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str
                     note="the weights a step reads once per step, each cache once per sequence")
 
 
+LOGIT_BYTES = 4
+"""Bytes of a logit as a sampler reads it: FP32, the LM head's output as the softmax takes it."""
+
+
+def lm_head(name, batch, weight: str = "fp16") -> dict:
+    """The bytes of a decode step of `batch` sequences that end in the vocabulary: `"weights"`,
+    the LM head's vocab x width weights (`weight`, WEIGHT_BYTES each; in `step`'s weights, as
+    every matrix is), and `"logits"`, the batch's batch x vocab logits written once by the head and
+    read once by the sampler (LOGIT_BYTES each: the least a sampler moves; `step` leaves them out
+    with the other activations). Chapter 9."""
+    m = model(name)
+    b = _check.size("batch", batch, MOST_BATCH)
+    if not m.vocab:
+        raise ValueError(f"name must be a model whose vocabulary is known, got {m.name!r}")
+    head = m.vocab * m.width * WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
+    return {"weights": float(head), "logits": _check.as_output(2 * LOGIT_BYTES * m.vocab * np.asarray(b, float))}
+
+
 def expected_tokens(drafted, acceptance):
     """Tokens a speculative step yields per sequence, in expectation, when `drafted` tokens are
     drafted and each is accepted with probability `acceptance` (independently, given the ones

@@ -275,3 +275,17 @@ def test_checking_drafts_costs_a_dense_model_little_and_a_mixture_of_experts_its
     moe = float(dc.speculative_speedup("DeepSeek-V3", "H200", 1, 4096, 1, 0.85, weight="fp8"))
     assert moe < 1.3 < 1.8 < dense <= 1.85
     assert 1.8 < float(dc.speculative_speedup("DeepSeek-V3", "H200", 256, 4096, 1, 0.85, weight="fp8")) <= 1.85
+
+
+def test_the_lm_head_and_its_logits_by_hand():
+    """Llama-3-8B's head is 128,000 x 4,096 weights, 2 bytes each in fp16 and 1 in fp8; its
+    logits 128,000 FP32 values per sequence, written and read once; the head is part of what a
+    step reads, so its share of a step of one sequence at 4,096 tokens is four times Llama-2-7B's
+    (whose vocabulary is a quarter as large, at the same width)."""
+    head = gm.decode.lm_head("Llama-3-8B", 3)
+    assert head["weights"] == 128_000 * 4096 * 2 and head["logits"] == 3 * 128_000 * 4 * 2
+    assert gm.decode.lm_head("Llama-3-8B", 1, weight="fp8")["weights"] == 128_000 * 4096
+    assert list(gm.decode.lm_head("Llama-2-7B", np.array([1, 2]))["logits"]) == [256_000, 512_000]
+    shares = [gm.decode.lm_head(n, 1)["weights"] / float(gm.decode.step(n, 1, 4096).bytes["hbm"])
+              for n in ("Llama-2-7B", "Llama-3-8B")]
+    assert 3.5 < shares[1] / shares[0] < 4.5

@@ -140,9 +140,14 @@ def test_bad_input_is_refused_by_name_and_the_interpreter_is_left_as_found():
 
 
 def test_without_triton_the_lab_says_how_to_install_it(monkeypatch):
+    """trace_triton, and a chapter's Triton lab in its editor, say how to install Triton."""
+    from gpumodel.course import intensity
+
     monkeypatch.setitem(sys.modules, "triton", None)
     with pytest.raises(LabError, match=r"pip install 'gpumodel\[triton\]'"):
         gm.lab.trace_triton(kernels.add, (1,), [np.ones(4, np.float32)] * 3 + [4], BLOCK=4)
+    verdict = intensity.check_triton_softmax(intensity.TRITON_SOFTMAX_STARTER)
+    assert not verdict and "pip install 'gpumodel[triton]'" in verdict.message
 
 
 def test_chapter_4s_triton_lab_is_traced_here_and_its_record_is_current(monkeypatch):
@@ -253,3 +258,61 @@ def test_chapter_5s_triton_attention_lab_wants_the_scores_out_of_global_memory()
         warnings.simplefilter("error")
         wrong = fa.check_triton_flash(solution.replace("tl.exp(s - m_new[:, None])", "tl.exp(s)"))
     assert not wrong and "O must be softmax(Q Kᵀ scale) V" in wrong.message and "nan" in wrong.message
+
+
+def test_a_layernorm_in_chunks_by_hand():
+    """16 rows of 300 floats in chunks of 128 (the last 44 wide), three passes over x: a row
+    starts 1,200 B after the last, so odd rows start half way into a sector and their two full
+    chunks straddle one sector more each; each chunk's sectors counted by hand from its byte range."""
+    rows, cols, block = 16, 300, 128
+    rng = np.random.default_rng(3)
+    x, w, b = rng.random((rows, cols), dtype=np.float32), rng.random(cols, dtype=np.float32), rng.random(cols, dtype=np.float32)
+    y = np.zeros_like(x)
+    traced = gm.lab.trace_triton(kernels.layernorm_rows, (rows,), [x, w, b, y, cols, 1e-5], BLOCK=block)
+    want = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5) * w + b
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+
+    def sectors(lo, hi):  # the 32-byte sectors the bytes [lo, hi) touch
+        return (hi - 1) // 32 - lo // 32 + 1
+
+    chunks = [(c, min(c + block, cols)) for c in range(0, cols, block)]
+    per_pass = sum(sectors(4 * (r * cols + lo), 4 * (r * cols + hi)) for r in range(rows) for lo, hi in chunks)
+    assert per_pass == rows * 38 + rows // 2 * 2  # an even row's chunks 16 + 16 + 6 sectors; an odd row's first two 17
+    loads = [s for s in traced.sites if not s.write and s.line in {line_of("total += tl.load"), line_of("x = tl.load(start"),
+                                                                   line_of("        x = tl.load(start + offs, mask=keep")}]
+    assert sorted(s.sectors for s in loads) == [per_pass] * 3
+    store = by_line(traced)[line_of("(x - mean) * rstd * w + b"), True]
+    assert store.sectors == per_pass and store.lanes == rows * cols
+
+
+def test_a_transposed_load_costs_the_sectors_of_its_tile():
+    """A 64 x 96 matrix transposed in 32 x 32 tiles: a program's transposed load reads 32 rows of
+    128 B, 4 sectors each, as a straight load of the same tile would (a coalesced layout reaches
+    the same sectors; the compiler's layout could only touch more), and its store as many."""
+    m, n, b = 64, 96, 32
+    x, y = np.arange(m * n, dtype=np.float32).reshape(m, n), np.zeros((n, m), np.float32)
+    traced = gm.lab.trace_triton(kernels.transpose_tile, (m // b, n // b), [x, y, m, n], B=b)
+    np.testing.assert_array_equal(y, x.T)
+    load = by_line(traced)[line_of("tile = tl.load("), False]
+    store = by_line(traced)[line_of("tl.store(y_ptr + c[:, None] * M"), True]
+    programs = (m // b) * (n // b)
+    assert load.sectors == store.sectors == programs * b * (b * 4 // 32) == load.ideal_sectors
+
+
+def test_atomics_are_charged_as_stores_of_their_sectors_and_a_failure_names_its_line():
+    """A histogram of 1,000 values in 8 bins: each program's atomic_add touches the one sector of
+    the 8 counts; a lock taken with atomic_cas and given back with atomic_xchg is two accesses a
+    program; a kernel that fails in the interpreter is named at its line."""
+    x = (np.arange(1000) % 8).astype(np.int32)
+    counts = np.zeros(8, np.int32)
+    traced = gm.lab.trace_triton(kernels.histogram, (4,), [x, counts, 1000], BLOCK=256)
+    np.testing.assert_array_equal(counts, np.bincount(x, minlength=8))
+    add = by_line(traced)[line_of("tl.atomic_add(counts_ptr"), True]
+    assert add.sectors == 4 and add.size == 4
+    lock, out = np.zeros(1, np.int32), np.zeros(3, np.float32)
+    spun = gm.lab.trace_triton(kernels.spin_once, (3,), [lock, out])
+    assert list(out) == [1.0] * 3 and lock[0] == 0
+    assert by_line(spun)[line_of("while tl.atomic_cas(lock_ptr"), True].sectors == 3
+    assert by_line(spun)[line_of("tl.atomic_xchg(lock_ptr"), True].sectors == 3
+    with pytest.raises(LabError, match=f"failed in Triton's interpreter at line {line_of('BLOCK // 0')}"):
+        gm.lab.trace_triton(kernels.divides_by_zero_index, (1,), [np.zeros(8, np.float32), np.zeros(8, np.float32)], BLOCK=8)

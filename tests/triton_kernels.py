@@ -46,3 +46,60 @@ def _load_block(ptr, offs, n):
 def past_the_end(x_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(y_ptr + offs, tl.load(x_ptr + offs + 1000))
+
+
+@triton.jit
+def layernorm_rows(x_ptr, w_ptr, b_ptr, y_ptr, cols, eps, BLOCK: tl.constexpr):
+    # a row per program, in chunks of BLOCK: the mean, the variance, then the normalised row
+    row = tl.program_id(0)
+    start = x_ptr + row * cols
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    for c in range(0, cols, BLOCK):
+        offs = c + tl.arange(0, BLOCK)
+        total += tl.load(start + offs, mask=offs < cols, other=0.0)
+    mean = tl.sum(total, axis=0) / cols
+    spread = tl.zeros((BLOCK,), dtype=tl.float32)
+    for c in range(0, cols, BLOCK):
+        offs = c + tl.arange(0, BLOCK)
+        x = tl.load(start + offs, mask=offs < cols, other=0.0)
+        spread += tl.where(offs < cols, (x - mean) * (x - mean), 0.0)
+    rstd = 1 / tl.sqrt(tl.sum(spread, axis=0) / cols + eps)
+    for c in range(0, cols, BLOCK):
+        offs = c + tl.arange(0, BLOCK)
+        keep = offs < cols
+        x = tl.load(start + offs, mask=keep, other=0.0)
+        w = tl.load(w_ptr + offs, mask=keep)
+        b = tl.load(b_ptr + offs, mask=keep)
+        tl.store(y_ptr + row * cols + offs, (x - mean) * rstd * w + b, mask=keep)
+
+
+@triton.jit
+def transpose_tile(x_ptr, y_ptr, M, N, B: tl.constexpr):
+    # program (i, j) reads the B x B tile at rows i*B, columns j*B of the M x N x and writes it transposed
+    i, j = tl.program_id(0), tl.program_id(1)
+    r = i * B + tl.arange(0, B)
+    c = j * B + tl.arange(0, B)
+    tile = tl.load(x_ptr + c[:, None] + r[None, :] * N)  # element (c, r): x[r, c], a transposed load
+    tl.store(y_ptr + c[:, None] * M + r[None, :], tile)
+
+
+@triton.jit
+def histogram(x_ptr, counts_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    keep = offs < n
+    bins = tl.load(x_ptr + offs, mask=keep, other=0)
+    tl.atomic_add(counts_ptr + bins, 1, mask=keep)
+
+
+@triton.jit
+def spin_once(lock_ptr, out_ptr):
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(out_ptr + tl.program_id(0), 1.0)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+@triton.jit
+def divides_by_zero_index(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs), mask=offs < BLOCK // 0)

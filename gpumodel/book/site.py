@@ -98,7 +98,13 @@ def finish(app, exception) -> None:
     drop_fontawesome(out)
     drop_citation_list_role(out)
     trim.trim(out)
-    bundle.bundle(out)
+
+
+def bundle_sheets(app, exception) -> None:
+    """Each page's stylesheets as one file (`bundle`), once every other handler has written its
+    sheets (pydata-sphinx-theme rewrites pygments.css with its light and dark styles)."""
+    if exception is None and app.builder.format == "html":
+        bundle.bundle(pathlib.Path(app.outdir))
 
 
 CHAPTER_SOURCE = re.compile(r"chapters/(\w+)\.md")
@@ -211,6 +217,7 @@ def setup(app):
         listeners = app.events.listeners.get(event, [])
         listeners[:] = [ls for ls in listeners if not ls.handler.__module__.startswith("sphinx_thebe")]
     app.connect("build-finished", finish)
+    app.connect("build-finished", bundle_sheets, priority=900)  # after the theme rewrites pygments.css (500)
     app.connect("config-inited", configure)
     app.connect("config-inited", one_entry_per_script)
     app.connect("html-page-context", launch_notebooks, priority=502)  # after the theme adds them (501)

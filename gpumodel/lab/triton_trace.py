@@ -15,7 +15,9 @@ programs in launch order (`program_id(0)` fastest) in waves of one per SM, HBM s
 sector a wave reads once while the wave's distinct sectors fit the GPU's L2 (a share
 L2 / working set of the reuse otherwise), nothing kept from one wave to the next, every
 sector written once. A `tl.dot` is charged 2MNK flops on the tensor cores of its inputs'
-precision (fp32 inputs: TF32, Triton's default). Nothing else is counted: the shared memory a
+precision (fp32 inputs: TF32, Triton's default). An atomic (`tl.atomic_add`, `tl.atomic_cas`
+...) is charged as a store of the sectors it touches: it is done at L2, its sector written
+there. Nothing else is counted: the shared memory a
 dot's operands cross is the compiler's, left out; the L1/shared-memory data path carries the
 global requests, as for a CUDA kernel.
 
@@ -33,6 +35,7 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -245,7 +248,8 @@ def _interpreted(fn, record_access, record_dot):
     from triton.runtime.jit import JITFunction
 
     builder = interpreter.InterpreterBuilder
-    kept = {name: builder.__dict__[name] for name in ("create_masked_load", "create_masked_store", "create_dot")}
+    kept = {name: builder.__dict__[name] for name in ("create_masked_load", "create_masked_store", "create_dot",
+                                                      "create_atomic_rmw", "create_atomic_cas")}
 
     def load(self, ptrs, mask, other, *rest):
         record_access(self.grid_idx, ptrs, mask, False)
@@ -258,6 +262,15 @@ def _interpreted(fn, record_access, record_dot):
     def dot(self, a, b, *rest):
         record_dot(a, b)
         return kept["create_dot"](self, a, b, *rest)
+
+    def atomic_rmw(self, op, ptrs, value, mask, *rest):  # an atomic's element: its value's (a bare pointer has no type)
+        record_access(self.grid_idx, ptrs, mask, True, np.asarray(value.data).itemsize)
+        return kept["create_atomic_rmw"](self, op, ptrs, value, mask, *rest)
+
+    def atomic_cas(self, ptrs, compare, value, *rest):
+        every = SimpleNamespace(data=np.ones_like(ptrs.data, dtype=bool))  # a compare-and-swap has no mask
+        record_access(self.grid_idx, ptrs, every, True, np.asarray(value.data).itemsize)
+        return kept["create_atomic_cas"](self, ptrs, compare, value, *rest)
 
     spaces = [fn.__globals__] + [m.__dict__ for name, m in list(sys.modules.items())
                                  if m is not None and name.split(".")[:2] == ["triton", "language"]]
@@ -279,6 +292,7 @@ def _interpreted(fn, record_access, record_dot):
         for space, key, value in swapped:
             space[key] = interpreted[id(value)]
         builder.create_masked_load, builder.create_masked_store, builder.create_dot = load, store, dot
+        builder.create_atomic_rmw, builder.create_atomic_cas = atomic_rmw, atomic_cas
         yield interpreter
     finally:
         for name, method in kept.items():
@@ -334,9 +348,9 @@ def trace_triton(kernel, grid, args, *, num_warps: int = 4, **meta) -> TritonTra
             frame = frame.f_back
         return inner, (outer if outer and outer != inner else 0)
 
-    def record_access(grid_idx, ptrs, mask, write):
+    def record_access(grid_idx, ptrs, mask, write, size=None):
         addresses = np.asarray(ptrs.data).astype(np.int64).ravel()
-        size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+        size = size or max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
         on = np.broadcast_to(np.asarray(mask.data, bool), np.asarray(ptrs.data).shape).ravel()
         live = addresses[on]
         gpu_like = np.full(live.shape, -1, np.int64)
@@ -362,7 +376,10 @@ def trace_triton(kernel, grid, args, *, num_warps: int = 4, **meta) -> TritonTra
             raise
         except Exception as err:  # the interpreter wraps the kernel's own error
             cause = err.__cause__ or err
-            raise LabError(f"the kernel failed in Triton's interpreter: {type(cause).__name__}: {cause}") from None
+            frames = traceback.extract_tb(cause.__traceback__) + traceback.extract_tb(err.__traceback__)
+            line = next((f.lineno for f in reversed(frames) if f.filename == code_file), 0)
+            raise LabError(f"the kernel failed in Triton's interpreter" + (f" at line {line}" if line else "")
+                           + f": {type(cause).__name__}: {cause}") from None
     return _build(fn, dims, num_warps, accesses, dots, code_file)
 
 
