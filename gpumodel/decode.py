@@ -269,6 +269,21 @@ def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str
                     note="the weights a step reads once per step, each cache once per sequence")
 
 
+MMA_ROWS = 16
+"""Rows of the A operand of the smallest tensor-core MMA for 16-bit inputs, mma.m16n8k16 (PTX ISA,
+warp-level matrix multiply-accumulate; references.bib: nvidia_ptx_isa)."""
+
+
+def mma_fill(name, queries=1):
+    """The share of an MMA's MMA_ROWS rows that one sequence's queries fill when a decode kernel
+    packs the query heads that share a key-value head (`Model.group`, all heads for MLA's one
+    latent) into its rows, each head with `queries` new tokens (1; more in a speculative step):
+    group x queries / MMA_ROWS, at most 1 (a larger group fills several MMAs). Chapter 9."""
+    m = model(name)
+    q = _check.size("queries", queries, MOST_WIDTH)
+    return _check.as_output(np.minimum(1.0, m.group * np.asarray(q, float) / MMA_ROWS))
+
+
 LOGIT_BYTES = 4
 """Bytes of a logit as a sampler reads it: FP32, the LM head's output as the softmax takes it."""
 

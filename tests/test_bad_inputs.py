@@ -506,6 +506,8 @@ SIGNATURES = {
                                     **({"queries": (2, SIZE)} if f is gm.decode.step else {"gpu": ("H100-SXM", GPU)})})
        for f in (gm.decode.step, gm.decode.step_time, gm.decode.tokens_per_second)},
     "decode.expected_tokens": (gm.decode.expected_tokens, {"drafted": (2, COUNT), "acceptance": (0.8, PROBABILITY)}),
+    "decode.mma_fill": (gm.decode.mma_fill, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))),
+                                             "queries": (2, SIZE)}),
     "decode.lm_head": (gm.decode.lm_head, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "batch": (8, SIZE),
                                            "weight": ("fp8", choice(tc.WEIGHT_BYTES))}),
     "decode.speculative_speedup": (gm.decode.speculative_speedup, {

@@ -289,3 +289,13 @@ def test_the_lm_head_and_its_logits_by_hand():
     shares = [gm.decode.lm_head(n, 1)["weights"] / float(gm.decode.step(n, 1, 4096).bytes["hbm"])
               for n in ("Llama-2-7B", "Llama-3-8B")]
     assert 3.5 < shares[1] / shares[0] < 4.5
+
+
+def test_a_groups_queries_fill_an_mmas_rows_by_hand():
+    """16 rows an MMA: Llama-2-7B's one head per key-value head fills 1 of them, Llama-3-8B's group
+    of 4 fills 4, two queries a head 8; Llama-3-70B's 8 with two queries all 16; MLA's 128 heads
+    more than one MMA (at most all of its rows)."""
+    fill = gm.decode.mma_fill
+    assert (fill("Llama-2-7B"), fill("Llama-3-8B"), fill("Llama-3-8B", 2)) == (1 / 16, 4 / 16, 8 / 16)
+    assert fill("Llama-3-70B", 2) == 1.0 and fill("DeepSeek-V3") == 1.0
+    assert list(fill("Llama-3-8B", np.array([1, 3, 5]))) == [0.25, 0.75, 1.0]

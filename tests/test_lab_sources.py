@@ -516,3 +516,43 @@ def test_a_race_between_lanes_of_one_warp_asks_for_a_syncwarp_and_one_between_wa
     races = [r for r in trace(racy, "last_warp", 1, 64, args).races if r.hazard != "uninitialized read"]
     assert races and not any(r.one_warp for r in races)
     assert all("Missing: a __syncthreads()" in r.message for r in races)
+
+
+SPECIAL_REGISTERS = r"""
+// CUB's style: a warp's lane and the lanes below it read from PTX's special registers.
+__device__ unsigned lane_id() { unsigned lane; asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane)); return lane; }
+__device__ unsigned lanes_below() { unsigned m; asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m)); return m; }
+__global__ void compact(const int* x, int* out, int* count, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    bool keep = i < n && x[i] > 0;
+    unsigned votes = __ballot_sync(0xffffffff, keep);
+    int base = 0;
+    if (lane_id() == 0) base = atomicAdd(count, __popc(votes));
+    base = __shfl_sync(0xffffffff, base, 0);
+    if (keep) out[base + __popc(votes & lanes_below())] = x[i];
+}
+__global__ void who(unsigned* lanes, unsigned* warps, unsigned* masks) {
+    unsigned t = threadIdx.y * blockDim.x + threadIdx.x, w, ge;
+    asm("mov.u32 %0, %%warpid;" : "=r"(w));
+    asm("mov.u32 %0, %%lanemask_ge;" : "=r"(ge));
+    lanes[t] = lane_id();
+    warps[t] = w;
+    masks[t] = ge;
+}
+"""
+
+
+def test_inline_ptx_that_reads_a_special_register_runs_as_the_register_reads():
+    """A warp-aggregated compaction (one atomic per warp, each lane's slot from the lanes below it
+    that keep): the positive values, each once; in a 16 x 4 block a thread's lane, warp and
+    lanemask_ge are those of its linear index."""
+    x = np.array([(-1) ** i * (i % 7) for i in range(200)], np.int32)
+    out, count = np.zeros(200, np.int32), np.zeros(1, np.int32)
+    traced = trace(SPECIAL_REGISTERS, "compact", 2, 128, [x, out, count, 200])
+    keep = x[x > 0]
+    assert int(traced.arrays[2][0]) == len(keep) and sorted(traced.arrays[1][:len(keep)]) == sorted(keep)
+    lanes, warps, masks = (np.zeros(64, np.uint32) for _ in range(3))
+    got = trace(SPECIAL_REGISTERS, "who", 1, (16, 4), [lanes, warps, masks]).arrays
+    t = np.arange(64)
+    assert list(got[0]) == list(t % 32) and list(got[1]) == list(t // 32)
+    assert list(got[2]) == [(0xFFFFFFFF << (i % 32)) & 0xFFFFFFFF for i in t]

@@ -636,6 +636,18 @@ EMU_INLINE T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = 
 }
 // Votes: a lane of `mask` that has returned votes no.
 inline unsigned __activemask() { return emu_activemask(); }
+// PTX's special registers as inline assembly reads them, `asm("mov.u32 %0, %%laneid;" : "=r"(lane))`
+// (reader.py rewrites such a statement into a call of these; PTX ISA, "Special Registers"):
+// the thread's lane, its warp in the block, and the masks of the lanes below, at or above it
+// (from the thread's index in the block, which the traced build reads as none of the kernel's memory).
+inline unsigned emu_thread_rank() { return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x; }
+inline unsigned emu_sreg_laneid() { return emu_thread_rank() % 32; }
+inline unsigned emu_sreg_warpid() { return emu_thread_rank() / 32; }
+inline unsigned emu_sreg_lanemask_eq() { return 1u << emu_sreg_laneid(); }
+inline unsigned emu_sreg_lanemask_lt() { return emu_sreg_lanemask_eq() - 1; }
+inline unsigned emu_sreg_lanemask_le() { return emu_sreg_lanemask_lt() | emu_sreg_lanemask_eq(); }
+inline unsigned emu_sreg_lanemask_gt() { return ~emu_sreg_lanemask_le(); }
+inline unsigned emu_sreg_lanemask_ge() { return ~emu_sreg_lanemask_lt(); }
 inline unsigned __ballot_sync(unsigned mask, int predicate) { return emu_ballot(predicate, mask); }
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
 // All: no lane of the meeting votes against (the live mask read after it would miss lanes that have since returned).

@@ -611,6 +611,11 @@ cuda_emu.h's `static` that `__shared__` stands for (`alignas(16) __shared__ T a[
 _LAUNCH = re.compile(r"<<<(?:[^;<>]|<(?!<<)|>(?!>>))*>>>")
 """A host launch's configuration, `<<<grid, block[, shared_mem[, stream]]>>>`."""
 _CONST_CONSTANT = re.compile(r"\b__constant__\s+const\b|\bconst\s+__constant__\b")
+SPECIAL_REGISTERS = ("laneid", "warpid", "lanemask_eq", "lanemask_lt", "lanemask_le", "lanemask_gt", "lanemask_ge")
+"""PTX special registers that a kernel's inline assembly may read (cuda_emu.h's `emu_sreg_*`)."""
+_SPECIAL_REGISTER = re.compile(r"\basm\s*(?:volatile\s*|__volatile__\s*)?\(\s*\"mov\.u32\s+%0\s*,\s*%%("
+                               + "|".join(SPECIAL_REGISTERS) + r")\s*;\s*\"\s*:\s*\"=r\"\s*\(\s*([^()]+?)\s*\)\s*\)")
+"""`asm("mov.u32 %0, %%laneid;" : "=r"(lane))`, the one statement of inline PTX the lab reads: a special register copied out."""
 
 
 def _launcher(code: str, at: int) -> int:
@@ -666,7 +671,9 @@ def for_gxx(source: str, program: bool = False) -> str:
     """`source` as g++ compiles it, its lines kept: each `extern __shared__ T name[];` a
     `T* const name` at the launch's dynamic shared memory (`emu_dynamic_shared`, sized by its
     shared_mem); `static __shared__` (legal CUDA: cuda_emu.h's `__shared__` is itself static)
-    plain `__shared__`; `__constant__ const` plain `__constant__` (cuda_emu.h); each host launch
+    plain `__shared__`; `__constant__ const` plain `__constant__` (cuda_emu.h); inline PTX that
+    reads a special register (`asm("mov.u32 %0, %%laneid;" : "=r"(lane))`) a call that reads it
+    (`SPECIAL_REGISTERS`); each host launch
     `k<<<...>>>(args)` a plain call `k(args)`, so that the file's host code compiles (the lab
     never runs it), or, in a whole `program`, a launch the lab runs (`_run_launches`)."""
     def pointer(match):
@@ -676,6 +683,7 @@ def for_gxx(source: str, program: bool = False) -> str:
     source = (_run_launches(_registered(source)) if program else
               _LAUNCH.sub(lambda m: "\n" * m.group(0).count("\n"), source))
     source = _CONST_CONSTANT.sub("__constant__", source)
+    source = _SPECIAL_REGISTER.sub(r"(\2 = emu_sreg_\1())", source)
     source = _SHARED_ALIGNAS.sub(r"\1 __shared__", source)
     return _STATIC_SHARED.sub("", _EXTERN_SHARED.sub(pointer, source))
 

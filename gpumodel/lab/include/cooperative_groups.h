@@ -10,7 +10,7 @@ namespace cooperative_groups {
 
 struct thread_block {
     static void sync() { __syncthreads(); }
-    static unsigned thread_rank() { return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x; }
+    static unsigned thread_rank() { return emu_thread_rank(); }
     static unsigned size() { return blockDim.x * blockDim.y * blockDim.z; }
     static unsigned num_threads() { return size(); }
     static dim3 group_index() { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
