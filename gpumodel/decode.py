@@ -302,6 +302,52 @@ def lm_head(name, batch, weight: str = "fp16") -> dict:
     return {"weights": float(head), "logits": _check.as_output(2 * LOGIT_BYTES * m.vocab * np.asarray(b, float))}
 
 
+def chunked_step(name, batch, context, chunk, prefix=0, weight: str = "fp16", kv: str = "fp16",
+                 math: str = "fp16") -> Workload:
+    """A step of continuous batching with a chunked prefill (agrawal2024sarathi): `batch` sequences
+    decoding, `context` cached tokens each, and `chunk` tokens of one prompt whose first `prefix`
+    tokens are cached already. The weights are read once for all batch + chunk tokens
+    (`weights_read`); each decoding cache is read and its new row written, and the prompt's
+    cached prefix is read and its chunk's rows written (attention within the chunk stays on chip,
+    as FlashAttention keeps it); 2 flops per active weight per token, and per token the attention
+    over what it sees: a decoding token its context, a chunk's token the prefix and the chunk's
+    tokens up to it (causal, (chunk + 1) / 2 on average). `chunk` 0 is `step`. Chapter 10."""
+    m = model(name)
+    b, c = _check.count("batch", batch, MOST_BATCH), _check.count("context", context, MOST_CONTEXT)
+    n, p = _check.count("chunk", chunk, MOST_CONTEXT), _check.count("prefix", prefix, MOST_CONTEXT)
+    _check.broadcast(("batch", b), ("context", c), ("chunk", n), ("prefix", p))
+    if np.any(np.asarray(b) + np.asarray(n) == 0):
+        raise ValueError("batch and chunk must not both be 0: a step has at least one token")
+    b_w = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
+    per_token = kv_bytes_per_token(m, kv)
+    nbytes = weights_read(m, b + n) * b_w + (b * (c + 1) + p + n) * per_token
+    flops = 2 * m.active_params * (b + n) + (b * c + n * (p + (n + 1) / 2)) * m.attention_flops
+    return Workload(f"decode step with a prefill chunk ({m.name})", flops=flops,
+                    bytes={"registers": 0 * flops, "smem": 0 * flops, "l2": nbytes, "hbm": nbytes}, math=math,
+                    note="the weights once, each decoding cache and the prompt's cached prefix once")
+
+
+def free_chunk(name, gpu, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16") -> int:
+    """The most prompt tokens (a chunk with no cached prefix) that a decode step of `batch`
+    sequences at `context` takes along on `gpu` while HBM still binds it (0 where the decode
+    step alone is not HBM's): Sarathi-Serve's token budget where the chunk costs the step only
+    its bytes. Chapter 10."""
+    b, c = _check.integer("batch", batch, 1, MOST_BATCH), _check.integer("context", context, 0, MOST_CONTEXT)
+
+    def hbm_bound(n: int) -> bool:
+        return predict(chunked_step(name, b, c, n, 0, weight, kv, math), gpu).bound == "hbm"
+
+    if not hbm_bound(0):
+        return 0
+    low, high = 0, 1
+    while high <= MOST_CONTEXT and hbm_bound(high):
+        low, high = high, 2 * high
+    while high - low > 1:  # hbm_bound(low) holds, hbm_bound(high) does not
+        middle = (low + high) // 2
+        low, high = (middle, high) if hbm_bound(middle) else (low, middle)
+    return low
+
+
 def expected_tokens(drafted, acceptance):
     """Tokens a speculative step yields per sequence, in expectation, when `drafted` tokens are
     drafted and each is accepted with probability `acceptance` (independently, given the ones

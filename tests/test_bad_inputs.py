@@ -506,6 +506,14 @@ SIGNATURES = {
                                     **({"queries": (2, SIZE)} if f is gm.decode.step else {"gpu": ("H100-SXM", GPU)})})
        for f in (gm.decode.step, gm.decode.step_time, gm.decode.tokens_per_second)},
     "decode.expected_tokens": (gm.decode.expected_tokens, {"drafted": (2, COUNT), "acceptance": (0.8, PROBABILITY)}),
+    "decode.chunked_step": (gm.decode.chunked_step, {
+        "name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "batch": (8, COUNT), "context": (1024, COUNT),
+        "chunk": (256, COUNT), "prefix": (0, COUNT), "weight": ("fp16", choice(tc.WEIGHT_BYTES)),
+        "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))), "math": ("fp16", choice(MATH))}),
+    "decode.free_chunk": (gm.decode.free_chunk, {
+        "name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU),
+        "batch": (8, integer(1, 2**20)), "context": (1024, integer(0, 2**24)), "weight": ("fp16", choice(tc.WEIGHT_BYTES)),
+        "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))), "math": ("fp16", choice(MATH))}),
     "decode.mma_fill": (gm.decode.mma_fill, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))),
                                              "queries": (2, SIZE)}),
     "decode.lm_head": (gm.decode.lm_head, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "batch": (8, SIZE),

@@ -299,3 +299,23 @@ def test_a_groups_queries_fill_an_mmas_rows_by_hand():
     assert (fill("Llama-2-7B"), fill("Llama-3-8B"), fill("Llama-3-8B", 2)) == (1 / 16, 4 / 16, 8 / 16)
     assert fill("Llama-3-70B", 2) == 1.0 and fill("DeepSeek-V3") == 1.0
     assert list(fill("Llama-3-8B", np.array([1, 3, 5]))) == [0.25, 0.75, 1.0]
+
+
+def test_a_prefill_chunk_shares_the_steps_read_of_the_weights():
+    """chunked_step with no chunk is step; a chunk of n tokens on a cached prefix of p adds its
+    (p + n) cache rows and, while HBM binds, nothing else; its flops by hand: 2 per active weight
+    per token, a decoding token's attention over its context, a chunk token's over the prefix and
+    the chunk up to it; free_chunk is the last chunk the step takes along HBM-bound."""
+    dc = gm.decode
+    m, k = dc.model("Llama-3-8B"), dc.kv_bytes_per_token("Llama-3-8B")
+    plain, mixed = dc.step(m, 8, 4096), dc.chunked_step(m, 8, 4096, 256, prefix=1024)
+    assert float(dc.chunked_step(m, 8, 4096, 0).bytes["hbm"]) == float(plain.bytes["hbm"])
+    extra = 2 * (float(dc.weights_read(m, 8 + 256)) - float(dc.weights_read(m, 8)))  # the chunk's embedding rows
+    assert float(mixed.bytes["hbm"]) == pytest.approx(float(plain.bytes["hbm"]) + (1024 + 256) * k + extra)
+    a = m.attention_flops
+    assert mixed.flops == pytest.approx(2 * m.active_params * 264 + (8 * 4096 + 256 * (1024 + 257 / 2)) * a)
+    n = dc.free_chunk(m, "H100-SXM", 32, 4096)
+    bound = [gm.predict(dc.chunked_step(m, 32, 4096, c), "H100-SXM").bound for c in (n, n + 1)]
+    assert bound == ["hbm", "compute"]
+    with pytest.raises(ValueError, match="batch and chunk must not both be 0"):
+        dc.chunked_step(m, 0, 4096, 0)
