@@ -13,6 +13,8 @@ sequence's KV cache once for that sequence alone. So:
 - the step as a `Workload` (`step`) that the model times (`gm.predict`): its tokens per second
   (`tokens_per_second`), the batch at which it leaves HBM's bound (`critical_batch`, chapter 6's
   critical batch with the cache), the batches whose caches fit (`max_batch`);
+- quantised weights with their groups' scales (`weight_bytes`), and the step's time with the
+  instructions that unpack them (`quantised_step`);
 - a prefix shared by the batch, read once (`prefix_cache_bytes`);
 - the cache in pages (`paged_kv`: sectors read, the page table, the memory a last page wastes);
 - split-KV ("flash-decoding", `split_kv`): blocks of heads x splits against the SMs, and the
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _check, low_precision, presets
+from .expected import dequantise_time
 from .hardware import SECTOR_BYTES
 from .model import TIE_RTOL, predict
 from .tensor_cores import WEIGHT_BYTES
@@ -248,11 +251,29 @@ def weights_read(name, batch):
     return _check.as_output(m.params - table - untouched)
 
 
-def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16", queries=1) -> Workload:
+def weight_bytes(weights, weight: str = "fp16", group: int = 0, scale_bytes: float = 0.0):
+    """Bytes of `weights` weights stored as `weight` (WEIGHT_BYTES each) with `scale_bytes` of
+    scale (and zero point) for each group of `group` weights that share them (0: no groups, or
+    one scale an output channel, a few bytes a row, left out): what a quantised kernel reads.
+    gpt-fast's int4 keeps a bf16 scale and zero point a group of 32 (0.625 B a weight);
+    Marlin's an fp16 scale a group of 128 (0.515625 B). Chapter 9."""
+    w = _check.amount("weights", weights, MOST_PARAMS)
+    per = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
+    g = _check.count("group", group, MOST_WIDTH)
+    s = _check.amount("scale_bytes", scale_bytes, 64.0)
+    if np.any((g == 0) & (s > 0)):
+        raise ValueError(f"scale_bytes {scale_bytes} needs a group of weights to share them: give group > 0")
+    _check.broadcast(("weights", w), ("group", g), ("scale_bytes", s))
+    return _check.as_output(w * (per + np.divide(s, g, out=np.zeros(np.broadcast(s, g).shape), where=g > 0)))
+
+
+def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16", queries=1,
+         group: int = 0, scale_bytes: float = 0.0) -> Workload:
     """One decode step of `batch` sequences, each with `context` cached tokens and `queries` new
     tokens (1; more where a speculative step checks drafted tokens, `speculative_speedup`): the
     weights the step reads (`weights_read` for batch x queries tokens; `weight`, WEIGHT_BYTES
-    each), each sequence's cache read once and its new tokens' rows written (`kv`); 2 flops per
+    each, and `scale_bytes` a `group` of them, `weight_bytes`), each sequence's cache read once
+    and its new tokens' rows written (`kv`); 2 flops per
     active weight (`Model.active_params`) per token and `Model.attention_flops` per token of
     context per query, on the `math` units. Activations and the softmax's exponentials are left
     out (a few kilobytes per sequence). HBM and L2 carry the same bytes. Chapter 9."""
@@ -260,9 +281,8 @@ def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str
     b, c = _check.size("batch", batch, MOST_BATCH), _check.count("context", context, MOST_CONTEXT)
     q = _check.size("queries", queries, MOST_WIDTH)
     _check.broadcast(("batch", b), ("context", c), ("queries", q))
-    b_w = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
     per_token = kv_bytes_per_token(m, kv)
-    nbytes = weights_read(m, b * q) * b_w + b * (c + q) * per_token
+    nbytes = weight_bytes(weights_read(m, b * q), weight, group, scale_bytes) + b * (c + q) * per_token
     flops = 2 * m.active_params * b * q + b * q * c * m.attention_flops
     return Workload(f"decode step ({m.name}, {weight} weights, {kv} cache)", flops=flops,
                     bytes={"registers": 0 * flops, "smem": 0 * flops, "l2": nbytes, "hbm": nbytes}, math=math,
@@ -371,6 +391,21 @@ def speculative_speedup(name, gpu, batch, context, drafted, acceptance, weight: 
     k = _check.count("drafted", drafted, MOST_WIDTH)
     checked = predict(step(name, batch, context, weight, kv, math, queries=k + 1), gpu).time
     return _check.as_output(expected_tokens(k, acceptance) * np.asarray(plain) / np.asarray(checked))
+
+
+def quantised_step(name, gpu, batch, context, weight: str, group: int, scale_bytes: float, kv: str = "fp16") -> dict:
+    """Seconds of one decode step on `gpu` whose weights are stored as `weight` with
+    `scale_bytes` a `group` (`weight_bytes`): "packed", the bound on the packed weights alone
+    (as `step` counts a format with no groups); "scaled", the bound with the scales read too;
+    "dequantise", the lanes issuing the instructions that unpack every weight read
+    (`expected.dequantise_time`, an estimate per weight); "overlapped", the longer of the scaled
+    read and the unpacking (a kernel that unpacks one tile while the next loads); "in_turn",
+    their sum (a kernel that waits for its loads, then unpacks). Chapter 9."""
+    packed = float(step_time(name, gpu, batch, context, weight, kv))
+    scaled = float(predict(step(name, batch, context, weight, kv, group=group, scale_bytes=scale_bytes), gpu).time)
+    unpack = dequantise_time(float(weights_read(name, batch)), weight, gpu)
+    return {"packed": packed, "scaled": scaled, "dequantise": unpack, "overlapped": max(scaled, unpack),
+            "in_turn": scaled + unpack}
 
 
 def step_time(name, gpu, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16"):

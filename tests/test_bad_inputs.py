@@ -503,7 +503,8 @@ SIGNATURES = {
     **{f"decode.{f.__name__}": (f, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "batch": (8, SIZE),
                                     "context": (1024, COUNT), "weight": ("int8", choice(tc.WEIGHT_BYTES)),
                                     "kv": ("fp8", choice(tuple(gm.decode.KV_FORMATS))), "math": ("fp16", choice(MATH)),
-                                    **({"queries": (2, SIZE)} if f is gm.decode.step else {"gpu": ("H100-SXM", GPU)})})
+                                    **({"queries": (2, SIZE), "group": (32, COUNT), "scale_bytes": (4.0, AMOUNT)}
+                                       if f is gm.decode.step else {"gpu": ("H100-SXM", GPU)})})
        for f in (gm.decode.step, gm.decode.step_time, gm.decode.tokens_per_second)},
     "decode.expected_tokens": (gm.decode.expected_tokens, {"drafted": (2, COUNT), "acceptance": (0.8, PROBABILITY)}),
     "decode.chunked_step": (gm.decode.chunked_step, {
@@ -514,6 +515,12 @@ SIGNATURES = {
         "name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU),
         "batch": (8, integer(1, 2**20)), "context": (1024, integer(0, 2**24)), "weight": ("fp16", choice(tc.WEIGHT_BYTES)),
         "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))), "math": ("fp16", choice(MATH))}),
+    "decode.weight_bytes": (gm.decode.weight_bytes, {"weights": (1e9, AMOUNT), "weight": ("int4", choice(tc.WEIGHT_BYTES)),
+                                                     "group": (32, COUNT), "scale_bytes": (4.0, AMOUNT)}),
+    "decode.quantised_step": (gm.decode.quantised_step, {
+        "name": ("Llama-2-7B", choice(tuple(gm.decode.MODELS))), "gpu": ("A100-80GB", GPU), "batch": (1, SIZE),
+        "context": (128, COUNT), "weight": ("int4", choice(tc.WEIGHT_BYTES)), "group": (32, COUNT),
+        "scale_bytes": (4.0, AMOUNT), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS)))}),
     "decode.mma_fill": (gm.decode.mma_fill, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))),
                                              "queries": (2, SIZE)}),
     "decode.lm_head": (gm.decode.lm_head, {"name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "batch": (8, SIZE),
@@ -565,6 +572,8 @@ SIGNATURES = {
     "course.decode.cp_paged": (course.decode.cp_paged, {"context": (1000, SIZE), "page_tokens": (16, SIZE), "row": (256, SIZE)}),
     "course.decode.cp_split": (course.decode.cp_split, {"gpu": ("H100-SXM", GPU), "batch": (1, SIZE), "kv_heads": (8, SIZE)}),
     "course.decode.cp_quant": (course.decode.cp_quant, {"elements": (128, SIZE)}),
+    "course.decode.cp_weights": (course.decode.cp_weights, {"group": (64, SIZE), "scale_bytes": (2, SIZE)}),
+    "course.decode.trace_int4_gemv": (course.decode.trace_int4_gemv, {"rows": (64, SIZE), "width": (2048, SIZE)}),
     "course.decode.check_kv_bytes": (course.decode.check_kv_bytes, {
         "layers": (32, SIZE), "kv_heads": (8, SIZE), "head_dim": (128, SIZE),
         "kv": ("int4", choice(tuple(gm.decode.KV_FORMATS))), "answer": (131072 * 1.0, ANSWER)}),

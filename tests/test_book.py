@@ -288,6 +288,7 @@ def test_the_built_site_is_trimmed_to_what_its_pages_use(tmp_path):
     search = '<script src="_static/searchtools.js"></script><script src="searchindex.js"></script>'
     (site / "page.html").write_text(f'<head>{search}</head><i class="fa-solid fa-magnifying-glass"></i>{listing}<span class="n">x</span>')
     (site / "search.html").write_text(f"<head>{search}</head>")
+    trim.unwrap_plain_tokens(site)  # as the site's hook calls it, on the theme's pygments.css
     trim.trim(site)
     (woff,) = (site / "_static/webfonts").iterdir()
     assert re.fullmatch(r"fa-solid-900\.[0-9a-f]{10}\.woff", woff.name) and woff.stat().st_size < 10_000

@@ -306,6 +306,22 @@ def test_the_trimmed_theme_keeps_its_dark_mode_and_keyboard_focus_rings(site):
     assert trimmed.count("html[data-theme=dark]") >= 10 and trimmed.count(":focus-visible") >= 10
 
 
+def test_listings_carry_no_span_for_a_token_drawn_as_the_listings_own_text(site):
+    """The theme's Pygments styles leave names, punctuation and spaces the listing's colour in both
+    modes; their spans are taken out after the build (`trim.unwrap_plain_tokens`), a fifth of
+    chapter 3's elements, which a phone styles and lays out before it can answer a tap."""
+    from gpumodel.book import trim
+
+    site, _ = site
+    plain = trim.plain_token_classes((site / "_static/pygments.css").read_text(encoding="utf-8"))
+    assert {"n", "p"} <= plain, plain
+    span = re.compile(r'<span class="(?:%s)">' % "|".join(map(re.escape, sorted(plain))))
+    left = {page.relative_to(site).as_posix(): sum(len(span.findall(listing[2])) for listing in
+                                                   trim.LISTING.finditer(page.read_text(encoding="utf-8")))
+            for page in site.rglob("*.html")}
+    assert not {page: n for page, n in left.items() if n}
+
+
 def test_no_page_links_to_a_placeholder_repository(site):
     """Launch, Colab and repository links name the build's own repository or are left out."""
     html, _ = site

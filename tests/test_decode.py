@@ -291,6 +291,36 @@ def test_the_lm_head_and_its_logits_by_hand():
     assert 3.5 < shares[1] / shares[0] < 4.5
 
 
+def test_quantised_weights_cost_their_scales_and_their_unpacking_by_hand():
+    """int4 in groups of 32 with a 4-byte scale and zero point: 0.5 + 4/32 = 0.625 B a weight;
+    Marlin's groups of 128 with a 2-byte scale 0.515625 B, 3.88 times fewer than fp16's 2 (its
+    README's 3.87). A step reads the scales of every weight it reads, and the unpacking takes
+    weights x instructions / (SMs x issue x 32 lanes x clock): hidden under the read when
+    overlapped, added to it when not."""
+    assert float(dc.weight_bytes(1000, "int4", 32, 4)) == 625.0
+    assert float(dc.weight_bytes(128, "int4", 128, 2)) == 66.0 and float(dc.weight_bytes(7, "int8")) == 7.0
+    assert list(dc.weight_bytes(64, "int4", np.array([32, 64]), 4)) == [40.0, 36.0]
+    with pytest.raises(ValueError, match="group"):
+        dc.weight_bytes(64, "int4", 0, 4)
+    read = float(dc.weights_read("Llama-2-7B", 1))
+    plain, scaled = (float(dc.step("Llama-2-7B", 1, 100, "int4", **k).bytes["hbm"]) for k in ({}, {"group": 32, "scale_bytes": 4}))
+    assert scaled - plain == pytest.approx(read * 4 / 32)
+    a100 = gm.gpu("A100-80GB")
+    q = dc.quantised_step("Llama-2-7B", a100, 1, 100, "int4", 32, 4)
+    assert q["scaled"] == pytest.approx(scaled / a100.bandwidth("hbm"))
+    lanes = a100.sms.value * gm.expected.facts()["issue_per_sm"].value * 32 * a100.clock.value
+    assert q["dequantise"] == pytest.approx(read * 3 / lanes)  # 3 instructions a weight (expect.toml)
+    assert q["overlapped"] == q["scaled"] and q["in_turn"] == pytest.approx(q["scaled"] + q["dequantise"])
+    assert dc.quantised_step("Llama-2-7B", a100, 1, 100, "bf16", 32, 0)["dequantise"] == 0.0
+
+
+def test_the_int4_gemv_reads_its_packed_weights_and_scales_once():
+    """The course's int4 GEMV, traced: right against NumPy, and its HBM bytes the packed
+    weights, their scales and the vector and output once, as weight_bytes counts them."""
+    t = gm.course.decode.trace_int4_gemv(rows=8, width=512)
+    assert t.bytes["hbm"] == float(dc.weight_bytes(8 * 512, "int4", 32, 4)) + 4 * (512 + 8) == 8 * 512 * 0.625 + 2080
+
+
 def test_a_groups_queries_fill_an_mmas_rows_by_hand():
     """16 rows an MMA: Llama-2-7B's one head per key-value head fills 1 of them, Llama-3-8B's group
     of 4 fills 4, two queries a head 8; Llama-3-70B's 8 with two queries all 16; MLA's 128 heads

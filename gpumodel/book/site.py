@@ -25,7 +25,8 @@ place, a few hundred bytes that the page's inline scripts use as they are read; 
 page keeps its scripts in place (`defer_scripts`).
 
 After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
-pages use, `bundle` makes each page's stylesheets one file, and the reference list loses a list
+pages use and takes plain tokens' spans out of the listings, `bundle` makes each page's
+stylesheets one file, and the reference list loses a list
 role its entries do not fit (`drop_citation_list_role`).
 
 The repository button and the launch buttons follow the course's repository
@@ -101,9 +102,12 @@ def finish(app, exception) -> None:
 
 
 def bundle_sheets(app, exception) -> None:
-    """Each page's stylesheets as one file (`bundle`), once every other handler has written its
-    sheets (pydata-sphinx-theme rewrites pygments.css with its light and dark styles)."""
+    """Each page's listings without the spans of tokens drawn as their own text
+    (`trim.unwrap_plain_tokens`), then its stylesheets as one file (`bundle`), once every other
+    handler has written its sheets: pydata-sphinx-theme rewrites pygments.css with its light and
+    dark styles after `finish` has copied Sphinx's."""
     if exception is None and app.builder.format == "html":
+        trim.unwrap_plain_tokens(pathlib.Path(app.outdir))
         bundle.bundle(pathlib.Path(app.outdir))
 
 

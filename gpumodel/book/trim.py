@@ -12,6 +12,8 @@ hook (`site.py`), on the site Sphinx has just written, so a rebuild trims again.
   the listing's own text: Pygments wraps names, punctuation and spaces too, which the theme's
   light and dark styles colour as plain text, so they are only elements for the browser to
   style and lay out (chapter 3: 2,075 of its 6,543 elements, a third of its first style pass).
+  `unwrap_plain_tokens` does this apart from `trim`, once pydata-sphinx-theme has written its
+  pygments.css (`site.bundle_sheets`): run before, it reads Sphinx's own styles and keeps every span.
 - A page other than the search page does not load the search index and Sphinx's search
   scripts, which pydata-sphinx-theme puts on every page for a search-as-you-type the site does
   not turn on (its search box sends the reader to the search page).
@@ -264,7 +266,6 @@ def trim(site: pathlib.Path) -> None:
     """Trim the built site in place (see the module doc)."""
     site = pathlib.Path(site)
     drop_search_scripts(site)
-    unwrap_plain_tokens(site)
     known = known_words(site)
     sheets = {path: purge(path.read_text(encoding="utf-8"), known) for path in (site / "_static").rglob("*.css")}
     chars = set().union(*map(icon_chars, sheets.values()))  # a sheet may draw with another's font

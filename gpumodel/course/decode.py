@@ -119,8 +119,26 @@ def cp_quant(elements: int = 128) -> Checkpoint:
         "bytes")
 
 
+def cp_weights(group: int = 64, scale_bytes: int = 2) -> Checkpoint:
+    """Section "Quantised weights": the most an int4 model with scales can gain at batch 1."""
+    g, sb = _check.one("group", group, dc.MOST_WIDTH), _check.one("scale_bytes", scale_bytes, 64)
+    gain = float(dc.weight_bytes(1, "fp16") / dc.weight_bytes(1, "int4", g, sb))
+    return Checkpoint(
+        "cp-decode-weights",
+        f"An int4 model keeps a {sb}-byte scale for each group of {g} weights. At batch 1, where reading the "
+        "weights is the step, at most how many times faster is its step than with fp16 weights?",
+        number_rules(gain, "times", 0.01,
+                     mistakes=[(4.0, "That leaves out the scales: they are read with the weights.")],
+                     explain=f"fp16 is 2 bytes a weight; int4 is half a byte and {sb}/{g} of a byte of scale, so "
+                     f"{gain:.2f} times at most, and only when unpacking hides under the read.",
+                     hint="Bytes per weight: half a byte, plus the scale shared by the group.",
+                     units={"x": 1.0}),
+        "times")
+
+
 CHECKPOINTS = {"cp-decode-bytes": cp_bytes, "cp-decode-gqa": cp_gqa, "cp-decode-critical": cp_critical,
-               "cp-decode-paged": cp_paged, "cp-decode-split": cp_split, "cp-decode-quant": cp_quant}
+               "cp-decode-weights": cp_weights, "cp-decode-paged": cp_paged, "cp-decode-split": cp_split,
+               "cp-decode-quant": cp_quant}
 """This chapter's checkpoints, in the order it shows them."""
 
 # --- end-of-chapter exercises -------------------------------------------------------------
@@ -245,6 +263,60 @@ __global__ void split_kv(const float* q, const float* K, const float* V, float* 
     LSE[s] = m + logf(l);                          // the merge needs it to weigh this split
 }
 """
+
+
+INT4_GEMV = r"""#include <cuda_fp16.h>
+// y = W x for N rows of K int4 weights: eight weights a 32-bit word along k, and each group of
+// 32 weights along k sharing a scale and a zero point (a __half2), w = (q - 8) * scale + zero.
+extern "C" __global__ void gemv_int4(const unsigned* __restrict__ W, const __half2* __restrict__ SZ,
+                                     const float* __restrict__ x, float* __restrict__ y, int N, int K) {
+    int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= N) return;                          // a warp a row
+    const unsigned* w = W + (size_t)row * (K / 8);
+    const __half2* sz = SZ + (size_t)row * (K / 32);
+    float acc = 0.0f;
+    for (int i = lane; i < K / 8; i += 32) {       // the warp reads 32 words: 128 bytes together
+        unsigned packed = w[i];
+        float2 g = __half22float2(sz[i / 4]);      // four words share a group's scale and zero
+        for (int j = 0; j < 8; ++j) {              // unpack: shift, mask, convert, scale
+            float q = (float)((packed >> (4 * j)) & 0xFu) - 8.0f;
+            acc += (q * g.x + g.y) * x[i * 8 + j];
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffff, acc, off);
+    if (lane == 0) y[row] = acc;
+}
+"""
+"""Chapter 9's quantised GEMV, in the layout of `gpumodel.decode.weight_bytes`'s int4 with
+groups of INT4_GROUP and a 4-byte scale and zero point (gpt-fast's format; our own kernel)."""
+INT4_GROUP = 32
+INT4_SCALE_BYTES = 4
+
+
+def trace_int4_gemv(rows: int = 64, width: int = 2048):
+    """`INT4_GEMV` traced on the CPU (`gm.lab.trace`, a warp a row, four rows a block) on random
+    weights, scales and a vector, after checking its output against NumPy's: the `Trace`.
+    Chapter 9's "Quantised weights"."""
+    from ..lab import trace  # the lab compiles with g++: imported when a trace is asked for
+
+    n = _check.one("rows", rows, 4096)
+    k = _check.one("width", width, 1 << 16)
+    _check.divides("4 (rows a block)", 4, "rows", n)
+    _check.divides("256 (a warp's words of weights)", 256, "width", k)
+    rng = np.random.default_rng(0)
+    q = rng.integers(0, 16, (n, k), dtype=np.uint32)
+    words = np.zeros((n, k // 8), np.uint32)
+    for j in range(8):
+        words |= q[:, j::8] << np.uint32(4 * j)
+    sz = rng.standard_normal((n, k // INT4_GROUP, 2)).astype(np.float16)
+    x = rng.standard_normal(k).astype(np.float32)
+    y = np.zeros(n, np.float32)
+    t = trace(INT4_GEMV, "gemv_int4", n // 4, 128, [words, sz, x, y, n, k])
+    scale, zero = (np.repeat(sz[:, :, c].astype(np.float64), INT4_GROUP, axis=1) for c in (0, 1))
+    want = ((q - 8.0) * scale + zero) @ x.astype(np.float64)
+    if not np.allclose(t.arrays[3], want, rtol=1e-4, atol=1e-3 * np.abs(want).max()):
+        raise AssertionError("the int4 GEMV's output differs from NumPy's")  # the course's own kernel is wrong
+    return t
 
 
 def _lab_inputs():
