@@ -584,6 +584,9 @@ SIGNATURES = {
         "question_context": (16384, outside(course.decode.CONTEXTS))}),
     "course.parallel.steps": (course.parallel.steps, {
         "question_batch": (1, outside(course.parallel.BATCHES)), "question_context": (4096, outside(course.parallel.CONTEXTS))}),
+    "course.parallel.drafts": (course.parallel.drafts, {
+        "question_batch": (64, outside(course.parallel.DRAFT_BATCHES)),
+        "question_acceptance": (0.7, outside(course.parallel.ACCEPTANCES))}),
     "course.capstone.budget": (course.capstone.budget, {"task": ("softmax", choice(tuple(course.capstone.TASKS)))}),
     "course.capstone.check_gemm_l2_budget": (course.capstone.check_gemm_l2_budget, {
         "answer": (8650752, ANSWER), "size": (256, integer(16, 2**14))}),

@@ -65,6 +65,7 @@ RULE = {  # exercise label: (chapter, the heading of the section that teaches it
     "ex-decode-long-context": ("09_decode", "The critical batch, with the cache"),
     "ex-parallel-best-gpus": ("10_parallel", "A decode step over several GPUs"),
     "ex-parallel-explore-steps": ("10_parallel", "A decode step over several GPUs"),
+    "ex-parallel-explore-drafts": ("10_parallel", "More than one token a step"),
     "ex-decode-explore-throughput": ("09_decode", "Fewer key-value heads: GQA and MLA"),
 }
 

@@ -138,6 +138,20 @@ def rack_step(n, batch=1, context=4096):
     return hbm + 160 * reduce + gather
 
 
+def drafted_gain(k: int, batch: int = 64, a: float = 0.7, context: int = 4096) -> float:
+    """Llama-3-70B on an H200, fp8 weights, by hand: a step of q = k + 1 queries a sequence reads
+    the weights once (all but the 128,000 x 8,192 input table, one row a token of it, 1 byte each)
+    and each cache of context + q rows of 80 x 2 x 8 x 128 fp16 values, and does 2 x 70.55e9 flops
+    a token plus 4 x 64 x 128 x 80 a token of context; it takes the longer of bytes over HBM's
+    4.8 TB/s and flops over the fp16 tensor cores' 989 TFLOP/s. The speculative step yields
+    (1 - a^(k+1)) / (1 - a) tokens a sequence for that time."""
+    def step(q):
+        nbytes = (70.55e9 - 128000 * 8192 + batch * q * 8192) + batch * (context + q) * 80 * 2 * 8 * 128 * 2
+        flops = 2 * 70.55e9 * batch * q + batch * q * context * 4 * 64 * 128 * 80
+        return max(nbytes / gm.gpu("H200").bandwidth("hbm"), flops / gm.gpu("H200").peak("fp16"))
+    return (1 - a ** (k + 1)) / (1 - a) * step(1) / step(k + 1)
+
+
 ANSWERS = {
     "seed-bounds": lambda: sum(gm.predict(gm.seed_kernels()["gemm_reg128"], g).bound == "compute" for g in gm.course.widgets.GPUS),
     "littles-law": lambda: smallest(gm.course.hierarchy.LITTLE_WARPS, lambda w: w * 32 * 2 * 16 * gm.gpu("A100-40GB").sms.value
@@ -168,6 +182,7 @@ ANSWERS = {
     "tile-ridge": lambda: smallest(gm.course.blackwell_low_precision.TILE_NS, lambda n: 128 * n / (128 + n) >= 64),
     "highest-ridge": lambda: max(gm.preset_names(), key=lambda g: gm.gpu(g).peak("fp16") / gm.gpu(g).bandwidth("hbm")),
     "parallel-steps": lambda: rack_step(72) / rack_step(8),
+    "parallel-drafts": lambda: max(range(8), key=drafted_gain),
 }
 EXERCISES = {make().key: make for make in gm.course.widget_exercises()}
 
@@ -218,8 +233,8 @@ PREFIX = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3, "µ": 1e-6,
 
 
 def quantity(text: str) -> float:
-    """A figure as a view prints it ("1.95 ms", "11.9 GB", "3.03%", "752 tokens/s") in base units."""
-    number, prefix = re.fullmatch(r"([\d.,]+)\s*([kMGTmµn]?)(?:s|B|FLOP/B|%|tokens/s| warps| sectors)", text).groups()
+    """A figure as a view prints it ("1.95 ms", "11.9 GB", "3.03%", "752 tokens/s", "2.19 times") in base units."""
+    number, prefix = re.fullmatch(r"([\d.,]+)\s*([kMGTmµn]?)(?:s|B|FLOP/B|%|tokens/s| warps| sectors| times)", text).groups()
     return float(number.replace(",", "")) * PREFIX[prefix]
 
 
@@ -270,6 +285,7 @@ READINGS = {
     "highest-ridge": lambda read: only(max)(read, "gpu", lambda view: quantity(caption(view)[0])),
     "parallel-steps": lambda read: (quantity(caption(dict((s["gpus"], v) for s, v in read)[72])[0])
                                     / quantity(caption(dict((s["gpus"], v) for s, v in read)[8])[0])),
+    "parallel-drafts": lambda read: only(max)(read, "drafted", lambda view: quantity(caption(view)[0])),
 }
 
 

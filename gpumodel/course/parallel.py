@@ -6,6 +6,7 @@ A checkpoint takes the learner's answer and returns `Feedback` (`checks.number_r
 from __future__ import annotations
 
 from .. import _check, collectives, decode, links, parallel, presets
+from ..model import predict
 from ..units import fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_time
 from .checks import Feedback, check_number, number_rules
 from .tables import citation, markdown_table
@@ -102,7 +103,55 @@ def steps(question_batch: int = 1, question_context: int = 4096) -> WidgetExerci
         "ratio", asks=asks)
 
 
-WIDGET_EXERCISES = (steps,)
+DRAFT_MODELS = ("Llama-3-70B", "DeepSeek-V3")
+DRAFT_BATCHES = (1, 8, 64, 256)
+DRAFTED = tuple(range(8))
+ACCEPTANCES = (0.6, 0.7, 0.8, 0.9)
+DRAFT_GPU, DRAFT_WEIGHT, DRAFT_CONTEXT = "H200", "fp8", 4096
+"""The speculative explorer's menus, and the GPU, weight format and context it holds fixed."""
+
+
+def drafts(question_batch: int = 64, question_acceptance: float = 0.7) -> WidgetExercise:
+    """Chapter 10's "More than one token a step": a speculative step's tokens per second against
+    a plain step's, by model, batch, drafted tokens and their acceptance, on an H200 with fp8
+    weights at a context of 4,096 (`decode.speculative_speedup`: the draft's own cost left out,
+    a bound). The question: how many drafted tokens give Llama-3-70B the most tokens per second
+    at the given batch and acceptance."""
+    _check.member("question_batch", question_batch, DRAFT_BATCHES)
+    _check.member("question_acceptance", question_acceptance, ACCEPTANCES)
+
+    def view(model, batch, drafted, acceptance):
+        plain = batch / float(decode.step_time(model, DRAFT_GPU, batch, DRAFT_CONTEXT, DRAFT_WEIGHT))
+        gain = float(decode.speculative_speedup(model, DRAFT_GPU, batch, DRAFT_CONTEXT, drafted, acceptance,
+                                                weight=DRAFT_WEIGHT))
+        checked = predict(decode.step(model, batch, DRAFT_CONTEXT, DRAFT_WEIGHT, queries=drafted + 1), DRAFT_GPU)
+        return bars(f"{model} on an {DRAFT_GPU} ({DRAFT_WEIGHT} weights), batch {batch}, context {DRAFT_CONTEXT:,}, "
+                    f"{drafted} drafted, each accepted {acceptance:.0%}: <b>{gain:.2f} times</b> the tokens per "
+                    f"second of one token a step; the checking step bound by <b>{fmt_bound(str(checked.bound))}</b>",
+                    [("one token a step", plain, f"{plain:,.0f} tokens/s", False),
+                     ("with the drafts", gain * plain, f"{gain * plain:,.0f} tokens/s", gain < 1)])
+
+    gains = {k: float(decode.speculative_speedup(DRAFT_MODELS[0], DRAFT_GPU, question_batch, DRAFT_CONTEXT, k,
+                                                 question_acceptance, weight=DRAFT_WEIGHT)) for k in DRAFTED}
+    best = max(gains, key=gains.get)
+    asks = tuple({"model": DRAFT_MODELS[0], "batch": question_batch, "drafted": k, "acceptance": question_acceptance}
+                 for k in DRAFTED)
+    return WidgetExercise(
+        "parallel-drafts", {"model": list(DRAFT_MODELS), "batch": list(DRAFT_BATCHES), "drafted": list(DRAFTED),
+                            "acceptance": list(ACCEPTANCES)},
+        view,
+        number_rules(float(best), "drafted tokens", 0, whole=True,
+                     mistakes=[(float(DRAFTED[-1]), "The most drafts pays at batch 1, where checking them costs "
+                                "almost nothing; at this batch each drafted token is a query per sequence more, and "
+                                "the checking step has left HBM's bound.")],
+                     explain="Each drafted token adds a query per sequence to the checking step; once those make the "
+                     "step compute-bound, a draft costs more time than the tokens it is expected to yield.",
+                     hint="Keep the model, batch and acceptance, step the drafted tokens from 0 up, and watch the "
+                     "times and the checking step's bound."),
+        "drafted tokens", asks=asks)
+
+
+WIDGET_EXERCISES = (steps, drafts)
 """This chapter's widget exercises, in the order it shows them."""
 
 # --- end-of-chapter exercises -------------------------------------------------------------
