@@ -266,24 +266,27 @@ __global__ void split_kv(const float* q, const float* K, const float* V, float* 
 
 
 INT4_GEMV = r"""#include <cuda_fp16.h>
-// y = W x for N rows of K int4 weights: eight weights a 32-bit word along k, and each group of
-// 32 weights along k sharing a scale and a zero point (a __half2), w = (q - 8) * scale + zero.
-extern "C" __global__ void gemv_int4(const unsigned* __restrict__ W, const __half2* __restrict__ SZ,
-                                     const float* __restrict__ x, float* __restrict__ y, int N, int K) {
-    int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= N) return;                          // a warp a row
+// y = W x, W of N rows of K int4 weights: eight a 32-bit word along k;
+// 32 weights along k share a scale and a zero point (a __half2):
+// w = (q - 8) * scale + zero. A warp a row.
+extern "C" __global__ void gemv_int4(const unsigned* W, const __half2* SZ,
+                                     const float* x, float* y, int N, int K) {
+    int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= N) return;
     const unsigned* w = W + (size_t)row * (K / 8);
     const __half2* sz = SZ + (size_t)row * (K / 32);
     float acc = 0.0f;
-    for (int i = lane; i < K / 8; i += 32) {       // the warp reads 32 words: 128 bytes together
+    for (int i = lane; i < K / 8; i += 32) {   // 32 words: 128 bytes a warp
         unsigned packed = w[i];
-        float2 g = __half22float2(sz[i / 4]);      // four words share a group's scale and zero
-        for (int j = 0; j < 8; ++j) {              // unpack: shift, mask, convert, scale
-            float q = (float)((packed >> (4 * j)) & 0xFu) - 8.0f;
-            acc += (q * g.x + g.y) * x[i * 8 + j];
+        float2 g = __half22float2(sz[i / 4]);  // 4 words share a group's
+        for (int j = 0; j < 8; ++j) {          // unpack: shift, mask,
+            float q = (float)((packed >> (4 * j)) & 0xFu) - 8.0f;  // convert
+            acc += (q * g.x + g.y) * x[i * 8 + j];                 // scale
         }
     }
-    for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffff, acc, off);
+    for (int off = 16; off > 0; off >>= 1)
+        acc += __shfl_xor_sync(0xffffffff, acc, off);
     if (lane == 0) y[row] = acc;
 }
 """
