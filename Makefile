@@ -16,7 +16,6 @@ $(STAMP): requirements.txt pyproject.toml
 
 ## Build the site (every chapter executed; warnings are errors).
 book: $(STAMP)
-	touch intro.md progress.md  # read from the chapters: rebuild them whenever the book is built
 	set -o pipefail; GPUMODEL_BUILD=book $(VENV)/bin/jupyter-book build . -n -W --keep-going 2>&1 | tee _build.log
 	@echo "Built: open $(CURDIR)/_build/html/index.html"
 

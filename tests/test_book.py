@@ -300,6 +300,17 @@ def test_the_built_site_is_trimmed_to_what_its_pages_use(tmp_path):
             and (site / "page.html").read_text().endswith('<span class="n">x</span>'))  # outside a listing: kept
 
 
+def test_every_page_is_written_again_at_every_build():
+    """An incremental build keeps no page from the one before: the trimmed fonts and bundles it
+    linked are made afresh (`site.every_page`)."""
+    from types import SimpleNamespace
+
+    from gpumodel.book import site
+
+    env = SimpleNamespace(found_docs={"intro", "glossary", "formulas", "chapters/03_tiling"})
+    assert site.every_page(None, env, {"chapters/03_tiling"}, {"intro"}, set()) == ["formulas", "glossary"]
+
+
 def test_a_pages_stylesheets_are_one_file_and_its_repeated_style_blocks_one(tmp_path):
     """bundle.bundle: a page's stylesheet links (one @importing another, url()s relative to their
     own folders) become one link to one file in their order, its url()s resolving to the same

@@ -139,16 +139,16 @@ def rack_step(n, batch=1, context=4096):
 
 
 def drafted_gain(k: int, batch: int = 64, a: float = 0.7, context: int = 4096) -> float:
-    """Llama-3-70B on an H200, fp8 weights, by hand: a step of q = k + 1 queries a sequence reads
+    """Llama-3-70B on a B200, fp8 weights, by hand: a step of q = k + 1 queries a sequence reads
     the weights once (all but the 128,000 x 8,192 input table, one row a token of it, 1 byte each)
     and each cache of context + q rows of 80 x 2 x 8 x 128 fp16 values, and does 2 x 70.55e9 flops
     a token plus 4 x 64 x 128 x 80 a token of context; it takes the longer of bytes over HBM's
-    4.8 TB/s and flops over the fp16 tensor cores' 989 TFLOP/s. The speculative step yields
+    bandwidth and flops over the fp16 tensor cores' peak. The speculative step yields
     (1 - a^(k+1)) / (1 - a) tokens a sequence for that time."""
     def step(q):
         nbytes = (70.55e9 - 128000 * 8192 + batch * q * 8192) + batch * (context + q) * 80 * 2 * 8 * 128 * 2
         flops = 2 * 70.55e9 * batch * q + batch * q * context * 4 * 64 * 128 * 80
-        return max(nbytes / gm.gpu("H200").bandwidth("hbm"), flops / gm.gpu("H200").peak("fp16"))
+        return max(nbytes / gm.gpu("B200").bandwidth("hbm"), flops / gm.gpu("B200").peak("fp16"))
     return (1 - a ** (k + 1)) / (1 - a) * step(1) / step(k + 1)
 
 

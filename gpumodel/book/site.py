@@ -227,18 +227,13 @@ def setup(app):
     app.connect("html-page-context", launch_notebooks, priority=502)  # after the theme adds them (501)
     app.connect("html-page-context", describe)
     app.connect("html-page-context", defer_scripts, priority=900)  # after every extension's scripts
-    app.connect("source-read", depend_on_the_package)
+    app.connect("env-get-outdated", every_page)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent
-
-
-def depend_on_the_package(app, docname, source):
-    """Make every page depend on the package's code and data (its modules, GPU files, published
-    records, kernels), so that an incremental `make book` executes again each chapter when one
-    of them changes, not only when the chapter's own file does."""
-    if docname.startswith("chapters/") or docname in ("intro", "progress", "references"):
-        for path in sorted(PACKAGE.rglob("*")):
-            if path.is_file() and path.suffix in (".py", ".toml", ".bib", ".json", ".cu", ".h", ".cuh", ".cpp"):
-                app.env.note_dependency(str(path))
+def every_page(app, env, added, changed, removed) -> list:
+    """Every page is read and written again at every build, not only those whose source changed:
+    the chapters execute the package's current code and data, and `finish` and `bundle_sheets`
+    make the trimmed stylesheets, icon fonts and bundles afresh for all pages, so a page kept from
+    an earlier build would link a font or a bundle that is gone."""
+    return sorted(env.found_docs - set(added) - set(changed) - set(removed))

@@ -268,7 +268,7 @@ __global__ void split_kv(const float* q, const float* K, const float* V, float* 
 INT4_GEMV = r"""#include <cuda_fp16.h>
 // y = W x, W of N rows of K int4 weights: eight a 32-bit word along k;
 // 32 weights along k share a scale and a zero point (a __half2):
-// w = (q - 8) * scale + zero. A warp a row.
+// w = q * scale + zero. A warp a row.
 extern "C" __global__ void gemv_int4(const unsigned* W, const __half2* SZ,
                                      const float* x, float* y, int N, int K) {
     int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -280,9 +280,9 @@ extern "C" __global__ void gemv_int4(const unsigned* W, const __half2* SZ,
     for (int i = lane; i < K / 8; i += 32) {   // 32 words: 128 bytes a warp
         unsigned packed = w[i];
         float2 g = __half22float2(sz[i / 4]);  // 4 words share a group's
-        for (int j = 0; j < 8; ++j) {          // unpack: shift, mask,
-            float q = (float)((packed >> (4 * j)) & 0xFu) - 8.0f;  // convert
-            acc += (q * g.x + g.y) * x[i * 8 + j];                 // scale
+        for (int j = 0; j < 8; ++j) {          // unpack: take 4 bits,
+            float q = (float)((packed >> (4 * j)) & 0xFu);  // convert,
+            acc += (q * g.x + g.y) * x[i * 8 + j];          // scale and zero
         }
     }
     for (int off = 16; off > 0; off >>= 1)
@@ -316,7 +316,7 @@ def trace_int4_gemv(rows: int = 64, width: int = 2048):
     y = np.zeros(n, np.float32)
     t = trace(INT4_GEMV, "gemv_int4", n // 4, 128, [words, sz, x, y, n, k])
     scale, zero = (np.repeat(sz[:, :, c].astype(np.float64), INT4_GROUP, axis=1) for c in (0, 1))
-    want = ((q - 8.0) * scale + zero) @ x.astype(np.float64)
+    want = (q * scale + zero) @ x.astype(np.float64)
     if not np.allclose(t.arrays[3], want, rtol=1e-4, atol=1e-3 * np.abs(want).max()):
         raise AssertionError("the int4 GEMV's output differs from NumPy's")  # the course's own kernel is wrong
     return t

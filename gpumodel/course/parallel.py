@@ -103,29 +103,34 @@ def steps(question_batch: int = 1, question_context: int = 4096) -> WidgetExerci
         "ratio", asks=asks)
 
 
-DRAFT_MODELS = ("Llama-3-70B", "DeepSeek-V3")
-DRAFT_BATCHES = (1, 8, 64, 256)
+DRAFT_MODELS = ("Llama-3-70B", "Llama-3-8B")
+DRAFT_BATCHES = (1, 8, 32, 64, 256)
 DRAFTED = tuple(range(8))
 ACCEPTANCES = (0.6, 0.7, 0.8, 0.9)
-DRAFT_GPU, DRAFT_WEIGHT, DRAFT_CONTEXT = "H200", "fp8", 4096
+DRAFT_GPU, DRAFT_WEIGHT, DRAFT_CONTEXT = "B200", "fp8", 4096
 """The speculative explorer's menus, and the GPU, weight format and context it holds fixed."""
 
 
 def drafts(question_batch: int = 64, question_acceptance: float = 0.7) -> WidgetExercise:
     """Chapter 10's "More than one token a step": a speculative step's tokens per second against
-    a plain step's, by model, batch, drafted tokens and their acceptance, on an H200 with fp8
+    a plain step's, by model, batch, drafted tokens and their acceptance, on one B200 with fp8
     weights at a context of 4,096 (`decode.speculative_speedup`: the draft's own cost left out,
-    a bound). The question: how many drafted tokens give Llama-3-70B the most tokens per second
-    at the given batch and acceptance."""
+    a bound); a batch whose caches do not fit beside the weights (`decode.max_batch`) is refused.
+    The question: how many drafted tokens give Llama-3-70B the most tokens per second at the
+    given batch and acceptance."""
     _check.member("question_batch", question_batch, DRAFT_BATCHES)
     _check.member("question_acceptance", question_acceptance, ACCEPTANCES)
 
     def view(model, batch, drafted, acceptance):
+        most = decode.max_batch(model, DRAFT_GPU, DRAFT_CONTEXT, DRAFT_WEIGHT)
+        if batch > most:
+            raise ValueError(f"{model}'s {DRAFT_WEIGHT} weights leave room on a {DRAFT_GPU} for the caches of "
+                             f"{most} sequences of {DRAFT_CONTEXT:,} tokens, not {batch}")
         plain = batch / float(decode.step_time(model, DRAFT_GPU, batch, DRAFT_CONTEXT, DRAFT_WEIGHT))
         gain = float(decode.speculative_speedup(model, DRAFT_GPU, batch, DRAFT_CONTEXT, drafted, acceptance,
                                                 weight=DRAFT_WEIGHT))
         checked = predict(decode.step(model, batch, DRAFT_CONTEXT, DRAFT_WEIGHT, queries=drafted + 1), DRAFT_GPU)
-        return bars(f"{model} on an {DRAFT_GPU} ({DRAFT_WEIGHT} weights), batch {batch}, context {DRAFT_CONTEXT:,}, "
+        return bars(f"{model} on a {DRAFT_GPU} ({DRAFT_WEIGHT} weights), batch {batch}, context {DRAFT_CONTEXT:,}, "
                     f"{drafted} drafted, each accepted {acceptance:.0%}: <b>{gain:.2f} times</b> the tokens per "
                     f"second of one token a step; the checking step bound by <b>{fmt_bound(str(checked.bound))}</b>",
                     [("one token a step", plain, f"{plain:,.0f} tokens/s", False),
