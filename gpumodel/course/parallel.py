@@ -149,8 +149,9 @@ def drafts(question_batch: int = 64, question_acceptance: float = 0.7) -> Widget
                      mistakes=[(float(DRAFTED[-1]), "The most drafts pays at batch 1, where checking them costs "
                                 "almost nothing; at this batch each drafted token is a query per sequence more, and "
                                 "the checking step has left HBM's bound.")],
-                     explain="Each drafted token adds a query per sequence to the checking step; once those make the "
-                     "step compute-bound, a draft costs more time than the tokens it is expected to yield.",
+                     explain="Each drafted token adds a query per sequence to the checking step; once those have made "
+                     "the step compute-bound, each further draft costs more time than the tokens it is expected to "
+                     "yield.",
                      hint="Keep the model, batch and acceptance, step the drafted tokens from 0 up, and watch the "
                      "times and the checking step's bound."),
         "drafted tokens", asks=asks)
