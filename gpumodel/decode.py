@@ -273,9 +273,8 @@ def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str
     tokens (1; more where a speculative step checks drafted tokens, `speculative_speedup`): the
     weights the step reads (`weights_read` for batch x queries tokens; `weight`, WEIGHT_BYTES
     each, and `scale_bytes` a `group` of them, `weight_bytes`), each sequence's cache read once
-    and its new tokens' rows written (`kv`); 2 flops per
-    active weight (`Model.active_params`) per token and `Model.attention_flops` per token of
-    context per query, on the `math` units. Activations and the softmax's exponentials are left
+    and its new tokens' rows written (`kv`); 2 flops per active weight (`Model.active_params`)
+    per token and `Model.attention_flops` per token of context per query, on the `math` units. Activations and the softmax's exponentials are left
     out (a few kilobytes per sequence). HBM and L2 carry the same bytes. Chapter 9."""
     m = model(name)
     b, c = _check.size("batch", batch, MOST_BATCH), _check.count("context", context, MOST_CONTEXT)
