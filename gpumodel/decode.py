@@ -251,12 +251,17 @@ def weights_read(name, batch):
     return _check.as_output(m.params - table - untouched)
 
 
+INT4_GROUPS = {"gpt-fast": (32, 4), "Marlin": (128, 2)}
+"""Two int4 weight formats as (weights sharing a scale, bytes of the scale and zero point):
+gpt-fast's, a bf16 scale and zero point a group of 32 (pytorch_gptfast, quantize.py); Marlin's,
+an fp16 scale a group of 128 (frantar2024marlin)."""
+
+
 def weight_bytes(weights, weight: str = "fp16", group: int = 0, scale_bytes: float = 0.0):
     """Bytes of `weights` weights stored as `weight` (WEIGHT_BYTES each) with `scale_bytes` of
     scale (and zero point) for each group of `group` weights that share them (0: no groups, or
     one scale an output channel, a few bytes a row, left out): what a quantised kernel reads.
-    gpt-fast's int4 keeps a bf16 scale and zero point a group of 32 (0.625 B a weight);
-    Marlin's an fp16 scale a group of 128 (0.515625 B). Chapter 9."""
+    In INT4_GROUPS' formats, gpt-fast's int4 is 0.625 B a weight, Marlin's 0.515625 B. Chapter 9."""
     w = _check.amount("weights", weights, MOST_PARAMS)
     per = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
     g = _check.count("group", group, MOST_WIDTH)
@@ -264,7 +269,7 @@ def weight_bytes(weights, weight: str = "fp16", group: int = 0, scale_bytes: flo
     if np.any((g == 0) & (s > 0)):
         raise ValueError(f"scale_bytes {scale_bytes} needs a group of weights to share them: give group > 0")
     _check.broadcast(("weights", w), ("group", g), ("scale_bytes", s))
-    return _check.as_output(w * (per + np.divide(s, g, out=np.zeros(np.broadcast(s, g).shape), where=g > 0)))
+    return _check.as_output(w * (per + np.where(g > 0, s / np.maximum(g, 1), 0.0)))
 
 
 def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16", queries=1,
@@ -274,8 +279,9 @@ def step(name, batch, context, weight: str = "fp16", kv: str = "fp16", math: str
     weights the step reads (`weights_read` for batch x queries tokens; `weight`, WEIGHT_BYTES
     each, and `scale_bytes` a `group` of them, `weight_bytes`), each sequence's cache read once
     and its new tokens' rows written (`kv`); 2 flops per active weight (`Model.active_params`)
-    per token and `Model.attention_flops` per token of context per query, on the `math` units. Activations and the softmax's exponentials are left
-    out (a few kilobytes per sequence). HBM and L2 carry the same bytes. Chapter 9."""
+    per token and `Model.attention_flops` per token of context per query, on the `math` units.
+    Activations and the softmax's exponentials are left out (a few kilobytes per sequence). HBM
+    and L2 carry the same bytes. Chapter 9."""
     m = model(name)
     b, c = _check.size("batch", batch, MOST_BATCH), _check.count("context", context, MOST_CONTEXT)
     q = _check.size("queries", queries, MOST_WIDTH)
@@ -337,9 +343,8 @@ def chunked_step(name, batch, context, chunk, prefix=0, weight: str = "fp16", kv
     _check.broadcast(("batch", b), ("context", c), ("chunk", n), ("prefix", p))
     if np.any(np.asarray(b) + np.asarray(n) == 0):
         raise ValueError("batch and chunk must not both be 0: a step has at least one token")
-    b_w = WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
     per_token = kv_bytes_per_token(m, kv)
-    nbytes = weights_read(m, b + n) * b_w + (b * (c + 1) + p + n) * per_token
+    nbytes = weight_bytes(weights_read(m, b + n), weight) + (b * (c + 1) + p + n) * per_token
     flops = 2 * m.active_params * (b + n) + (b * c + n * (p + (n + 1) / 2)) * m.attention_flops
     return Workload(f"decode step with a prefill chunk ({m.name})", flops=flops,
                     bytes={"registers": 0 * flops, "smem": 0 * flops, "l2": nbytes, "hbm": nbytes}, math=math,

@@ -26,8 +26,8 @@ page keeps its scripts in place (`defer_scripts`).
 
 After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
 pages use and takes plain tokens' spans out of the listings, `bundle` makes each page's
-stylesheets one file, and the reference list loses a list
-role its entries do not fit (`drop_citation_list_role`).
+stylesheets one file, and the reference list loses a list role its entries do not fit
+(`drop_citation_list_role`).
 
 The repository button and the launch buttons follow the course's repository
 (`notebooks.repository`: `GITHUB_REPOSITORY` on GitHub Actions, else the setting

@@ -290,10 +290,8 @@ extern "C" __global__ void gemv_int4(const unsigned* W, const __half2* SZ,
     if (lane == 0) y[row] = acc;
 }
 """
-"""Chapter 9's quantised GEMV, in the layout of `gpumodel.decode.weight_bytes`'s int4 with
-groups of INT4_GROUP and a 4-byte scale and zero point (gpt-fast's format; our own kernel)."""
-INT4_GROUP = 32
-INT4_SCALE_BYTES = 4
+"""Chapter 9's quantised GEMV (our own kernel), in gpt-fast's int4 format
+(`gpumodel.decode.INT4_GROUPS`): a group of 32 weights along k shares a `__half2` scale and zero point."""
 
 
 def trace_int4_gemv(rows: int = 64, width: int = 2048):
@@ -306,16 +304,17 @@ def trace_int4_gemv(rows: int = 64, width: int = 2048):
     k = _check.one("width", width, 1 << 16)
     _check.divides("4 (rows a block)", 4, "rows", n)
     _check.divides("256 (a warp's words of weights)", 256, "width", k)
+    group, _ = dc.INT4_GROUPS["gpt-fast"]  # the kernel's: 4 words of 8 weights a __half2
     rng = np.random.default_rng(0)
     q = rng.integers(0, 16, (n, k), dtype=np.uint32)
     words = np.zeros((n, k // 8), np.uint32)
     for j in range(8):
         words |= q[:, j::8] << np.uint32(4 * j)
-    sz = rng.standard_normal((n, k // INT4_GROUP, 2)).astype(np.float16)
+    sz = rng.standard_normal((n, k // group, 2)).astype(np.float16)
     x = rng.standard_normal(k).astype(np.float32)
     y = np.zeros(n, np.float32)
     t = trace(INT4_GEMV, "gemv_int4", n // 4, 128, [words, sz, x, y, n, k])
-    scale, zero = (np.repeat(sz[:, :, c].astype(np.float64), INT4_GROUP, axis=1) for c in (0, 1))
+    scale, zero = (np.repeat(sz[:, :, c].astype(np.float64), group, axis=1) for c in (0, 1))
     want = (q * scale + zero) @ x.astype(np.float64)
     if not np.allclose(t.arrays[3], want, rtol=1e-4, atol=1e-3 * np.abs(want).max()):
         raise AssertionError("the int4 GEMV's output differs from NumPy's")  # the course's own kernel is wrong
@@ -323,6 +322,7 @@ def trace_int4_gemv(rows: int = 64, width: int = 2048):
 
 
 def _lab_inputs():
+    group, _ = dc.INT4_GROUPS["gpt-fast"]  # the kernel's: 4 words of 8 weights a __half2
     rng = np.random.default_rng(0)
     q = rng.standard_normal(LAB_D).astype(np.float32)
     k, v = (rng.standard_normal((LAB_N, LAB_D)).astype(np.float32) for _ in range(2))
