@@ -130,7 +130,7 @@ def cp_weights(group: int = 64, scale_bytes: int = 2) -> Checkpoint:
         number_rules(gain, "times", 0.01,
                      mistakes=[(4.0, "That leaves out the scales: they are read with the weights.")],
                      explain=f"fp16 is 2 bytes a weight; int4 is half a byte and {sb}/{g} of a byte of scale, so "
-                     f"{gain:.2f} times at most, and only when unpacking hides under the read.",
+                     f"{gain:.4g} times at most, and only when unpacking hides under the read.",
                      hint="Bytes per weight: half a byte, plus the scale shared by the group.",
                      units={"x": 1.0}),
         "times")
