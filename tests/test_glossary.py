@@ -85,6 +85,24 @@ def test_no_term_is_used_before_its_chapter_without_a_link(path):
     assert not unlinked, f"{path.name} uses, before linking: {', '.join(unlinked)}"
 
 
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_term_is_linked_at_its_first_use_in_a_chapter(path):
+    """Wherever a reader starts, the first use of a glossary term on a page links to it (headings
+    aside). Longer terms are matched first ("thread block" is not "block")."""
+    text = re.sub(r"^#.*$", "", prose(path), flags=re.M)
+    links = {}
+    for m in TERM_ROLE.finditer(text):
+        links.setdefault(m["target"] or m["text"], m.start())
+    text = TERM_ROLE.sub(lambda m: " " * len(m[0]), text)
+    unlinked = []
+    for term in sorted(TERMS, key=len, reverse=True):
+        first = pattern(term).search(text)
+        text = pattern(term).sub(lambda m: " " * len(m[0]), text)
+        if first and not (term in links and links[term] < first.start()):
+            unlinked.append(f"{term!r}: ...{first.string[max(0, first.start() - 40):first.end() + 20]!r}")
+    assert not unlinked, f"{path.name} uses, before linking: {', '.join(unlinked)}"
+
+
 def test_a_term_link_in_a_notebook_opens_the_term_in_the_sites_glossary():
     """The learners' notebooks link `{term}` roles to the anchor Sphinx gives the term."""
     from sphinx.util.nodes import _make_id

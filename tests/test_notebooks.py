@@ -68,6 +68,14 @@ def test_markdown_cells_are_plain_markdown(chapter):
             assert bool(hidden) == cell.metadata.get("jupyter", {}).get("source_hidden", False), cell.source[:80]
 
 
+def test_an_aside_of_class_dropdown_is_closed_and_a_note_is_quoted():
+    chapter = book._Chapter(CHAPTERS[0], {"x": "2.07 ms"})
+    aside = chapter.markdown("```{admonition} Where the clock comes from\n:class: dropdown\n\nHBM needs {glue:md}`x`.\n```")
+    assert aside == "<details><summary>Where the clock comes from</summary>\n\nHBM needs 2.07 ms.\n\n</details>"
+    note = chapter.markdown("```{admonition} Ahead\n:class: note\n\nHBM needs {glue:md}`x`.\n```")
+    assert note == "> **Ahead**\n>\n> HBM needs 2.07 ms."
+
+
 def test_glued_numbers_appear_in_the_prose():
     stored = _stored(ROOT / "chapters" / "01_hierarchy.md")
     text = "\n".join(c.source for c in stored.cells if c.cell_type == "markdown")

@@ -6,7 +6,7 @@ chapter is executed once to compute them), citations as "(Author Year)" linked t
 reference list on the site (in a local clone's notebooks, which know no site, to each
 reference's own address), `{doc}` links point to the sibling notebook (or, for a page that
 is no chapter, to the site), `{term}` links to the term in the site's glossary, admonitions become
-quoted blocks with a bold title, exercises headed blocks, and each solution (its prose and
+quoted blocks with a bold title (an aside of class `dropdown` a closed `<details>`), exercises headed blocks, and each solution (its prose and
 its code) sits closed inside `<details>`, so Run All neither runs nor shows it. Cells hidden
 on the site keep their code, collapsed (`jupyter.source_hidden` for JupyterLab, a `#@title`
 line and `cellView: "form"` for Colab), so every cell still runs.
@@ -242,7 +242,7 @@ class _Chapter:
             return f"#### Exercise {number}\n\n{self.markdown(body)}"
         if name in ("admonition", "dropdown") or name in ADMONITIONS:
             title = arg.strip() or name.capitalize()
-            if name == "dropdown":
+            if name == "dropdown" or "dropdown" in options.get("class", "").split():
                 return f"<details><summary>{title}</summary>\n\n{self.markdown(body)}\n\n</details>"
             quoted = "\n".join(f"> {line}" if line else ">" for line in self.markdown(body).splitlines())
             return f"> **{title}**\n>\n{quoted}"
