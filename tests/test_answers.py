@@ -357,3 +357,17 @@ def test_no_hint_asks_a_web_reader_to_run_code(key):
     rules = QUESTIONS[key]
     texts = wrong_texts(rules) if rules["kind"] == "number" else list(rules["wrong"].values())
     assert not [t for t in texts if re.search(r"\bgm\.|\bCall \w", t)], key
+
+
+def test_plain_text_never_shows_an_answer_or_its_anticipated_mistakes():
+    """IPython in a terminal, an executed copy and any front end that shows text/plain print the
+    repr: it is what the Markdown shows, and a checkpoint's or widget exercise's repr hides its rules."""
+    unanswered = gm.course.programming_model.check_blocks(1_000_000, 256, None)
+    wrong = gm.course.programming_model.check_blocks(1_000_000, 256, 3906)
+    assert unanswered.rules["answer"] == 3907  # the rules hold the answer; the repr must not show them
+    for feedback in (unanswered, wrong):
+        assert repr(feedback) == feedback._repr_markdown_()
+        assert "3907" not in repr(feedback) and "mistakes" not in repr(feedback)
+    for made in (*gm.course.checkpoints().values(), *gm.course.widget_exercises()):
+        shown = repr(made())
+        assert "'answer'" not in shown and "mistakes" not in shown, shown[:200]

@@ -12,6 +12,7 @@ import pytest
 import gpumodel as gm
 from gpumodel.cuda import plans
 from gpumodel.lab import LabError, trace
+from gpumodel.lab import reporter
 from gpumodel.lab.reporter import total_bytes, trace_plan
 
 HAND = r"""
@@ -883,3 +884,14 @@ def test_the_report_prints_the_bound_and_the_expected_time_per_gpu():
         line = next(row for row in text.splitlines() if row.strip().startswith(gpu))
         assert f"{float(p.time) * 1e6:.2f} us at best, bound by {p.bound}" in line
         assert f"expected {e.time * 1e6:10.2f} us, held by {e.limiter}" in line and e.time > p.time
+
+
+
+def test_a_report_says_why_the_expected_time_is_far_from_the_bound_only_where_it_is():
+    x, y = np.zeros(32 * 64, np.float32), np.zeros(32, np.float32)
+    t = trace(HAND, "copy", 1, 32, [x, y, 8])
+    e = gm.expect(t, "H100-SXM")
+    ratio = e.time / float(gm.predict(t.workload(), "H100-SXM").time)
+    (line,) = [row for row in t.report(gpus=["H100-SXM"]).splitlines() if row.startswith("why so far apart")]
+    assert ratio > 3 and f"{ratio:,.0f} times it" in line and e.reason in line
+    assert reporter.far_apart((2.9, "H100-SXM", e)) == []

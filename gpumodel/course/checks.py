@@ -56,6 +56,11 @@ class Feedback:
     def __str__(self) -> str:
         return ("Right. " if self.correct else "Not yet. ") + self.message
 
+    def __repr__(self) -> str:
+        """What the Markdown shows: a plain-text front end never prints the rules (the answer, the
+        anticipated mistakes)."""
+        return self._repr_markdown_()
+
     def _repr_markdown_(self) -> str:
         return ("**Right.** " if self.correct else "**Not yet.** ") + self.message
 

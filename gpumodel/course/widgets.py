@@ -243,7 +243,7 @@ class WidgetExercise:
     key: str
     controls: dict
     view: Callable
-    rules: dict
+    rules: dict = field(repr=False)  # the answer: never printed
     prompt: str
     labels: dict = field(default_factory=dict)
     asks: tuple = ()
@@ -360,7 +360,7 @@ class Checkpoint:
 
     key: str
     question: str
-    rules: dict
+    rules: dict = field(repr=False)  # the answer: never printed
     prompt: str
 
     @property

@@ -30,6 +30,7 @@ states. Chapter 2's lab introduces it.
 
 from __future__ import annotations
 
+import math
 import pathlib
 from dataclasses import dataclass, field
 
@@ -244,10 +245,13 @@ class Trace:
         work = self.workload(flops)
         out.append("time per GPU: at best (the bound: no kernel moving these bytes beats it; the level that sets it), "
                    "expected (what a kernel like this gets, gm.expect; what holds it there)")
+        apart = []
         for gpu in gpus or preset_names():
             p, e = predict(work, gpu), expect(self, gpu, flops=flops)
             out.append(f"  {gpu:14} {float(p.time) * 1e6:10.2f} us at best, bound by {p.bound}; "
                        f"expected {e.time * 1e6:10.2f} us, held by {e.limiter}")
+            apart.append((e.time / float(p.time) if p.time > 0 else math.inf, gpu, e))
+        out += far_apart(max(apart, key=lambda row: row[0]))
         if self.output:
             out.append("the kernel printed (in the lab's thread order, not a GPU's: `Trace.output`):")
             out.append(printed(self.output, OUTPUT_LINES))
@@ -530,3 +534,17 @@ def trace_plan(plan) -> list:
 def total_bytes(traces: list) -> dict:
     """Bytes per level summed over the steps' traces."""
     return {level: sum(t.bytes[level] for t in traces) for level in traces[0].bytes}
+
+
+FAR_APART = 3.0
+"""From this ratio of expected time to bound, a report says why the two are far apart."""
+
+
+def far_apart(row) -> list:
+    """The report's line on why the expected time is far above the bound, where it is (`row`:
+    the ratio, the GPU, its `Expectation`); none where the two are close."""
+    ratio, gpu, e = row
+    if ratio < FAR_APART:
+        return []
+    return [f"why so far apart: the bound counts bytes and flops at each level's full rate; on the {gpu} the "
+            f"expected time is {ratio:,.0f} times it because a real kernel like this one is held by {e.reason}"]
