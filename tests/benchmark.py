@@ -1,7 +1,8 @@
 """`make bench`: times the model, every public function and the chapters (a benchmark, not a test).
 
-Prints, first, the slowest accepted call of every public function (target: under a second on
-one core, CPU time): each callable of the bad-input sweep (`test_bad_inputs.SIGNATURES`) with its
+Prints, first, each chapter's readability (words per sentence, the share over 40 words, the
+longest: `tests/prose.py`) beside its limits; then the slowest accepted call of every public
+function (target: under a second on one core, CPU time): each callable of the bad-input sweep (`test_bad_inputs.SIGNATURES`) with its
 valid arguments, with each size pushed from 2^10 to 2^53 (one at a time and all together), its
 arrays scaled up together, the edge calls the issue-26 probe found slow, every widget exercise
 built for every value its menus offer and rendered for every state; then the slowest per module.
@@ -46,6 +47,7 @@ from nbclient import NotebookClient
 
 import conftest
 import gpumodel as gm
+import prose
 import test_browser as tb
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -430,6 +432,9 @@ def main():
         return report_site(args.site.resolve(), args.repeats)
     if args.lab_only:
         return report_lab()
+    print("Each chapter's main line (tests/prose.py), beside the limits of tests/test_prose.py:")
+    print(prose.table())
+    print()
     report_calls(args.largest)
     if args.calls_only:
         return

@@ -895,3 +895,20 @@ def test_a_report_says_why_the_expected_time_is_far_from_the_bound_only_where_it
     (line,) = [row for row in t.report(gpus=["H100-SXM"]).splitlines() if row.startswith("why so far apart")]
     assert ratio > 3 and f"{ratio:,.0f} times it" in line and e.reason in line
     assert reporter.far_apart((2.9, "H100-SXM", e)) == []
+
+
+TWICE = """
+__global__ void twice(const float* x, float* y) {
+    float v = x[threadIdx.x] + x[threadIdx.x];
+    y[threadIdx.x] = v;
+    y[threadIdx.x] = 2 * v;
+}
+"""
+
+
+def test_the_reports_legend_says_l2_counts_a_blocks_loads_once_and_every_store():
+    x, y = np.ones(32, np.float32), np.zeros(32, np.float32)
+    t = trace(TWICE, "twice", 1, 32, [x, y])
+    assert t.bytes["l2"] == 128 + 2 * 128 and t.bytes["hbm"] == 2 * 128
+    (legend,) = [row for row in t.report(gpus=["H100-SXM"]).splitlines() if row.startswith("bytes: ")]
+    assert "l2: each sector a block loads once, every sector stored" in legend

@@ -277,7 +277,8 @@ class Trace:
             out.append(f"worst: {worst.where} ({worst.kind}): {worst.text}")
         b = self.bytes
         out.append("bytes: " + ", ".join(f"{k} {v:,.0f}" for k, v in b.items())
-                   + " (l1: sectors requested; l2: each sector once per block; hbm: once per launch)")
+                   + " (l1: sectors requested; l2: each sector a block loads once, every sector stored; hbm: each distinct "
+                   "sector once per launch)")
         if self.sampled:
             out.append("  hbm is an estimate from the sample's footprint: sectors several traced blocks touch counted "
                        f"once, those one block touches scaled by {self.scale:.3g}, at most each array's size")
