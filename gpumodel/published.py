@@ -423,11 +423,12 @@ BEYOND_ONE_GPU = ("collective", "parallel")
 """The kinds of run past one GPU, held against their bound only (no expected time)."""
 
 
-def record_expect(record, share: bool = True) -> Expectation | None:
+def record_expect(record, share: bool = True, table: dict | None = None) -> Expectation | None:
     """A published record's expected time on its GPU at the bound's rates (None for a latency
     record and one of BEYOND_ONE_GPU): its workloads as `compare` charges them, with its `record_launch`; a decode step's
     dequantising (`dequantise_time`); a read's or a launch's: the bound, then the share; passes
-    add up; at the shares of `data/expect_estimates.toml` when `share`."""
+    add up; when `share`, at the shares of `table` (share name -> share), by default those of
+    `data/expect_estimates.toml`."""
     share = _check.flag("share", share)
     g = presets.gpu(_record(record).gpu).bound()
     c = compare(record)
@@ -437,7 +438,7 @@ def record_expect(record, share: bool = True) -> Expectation | None:
     launch = record_launch(record)
     run = record.run
     if launch is None:
-        math_ = workloads(run)[0].math if run["kind"] in ("gemm", "attention") else "fp32"
+        math_ = _math(run)
         limiter, t, parts = c.bound.split("+")[0], bound, {}
         if run["kind"] == "read":
             t = read_time(g, run["bytes"], run.get("chunk"), run.get("threads"))
@@ -448,28 +449,28 @@ def record_expect(record, share: bool = True) -> Expectation | None:
             parts = {"dequantise": d}
             limiter, t = ("dequantise", d) if d > bound else (limiter, bound)
         return _at_share(Expectation(t, bound, c.bound, limiter, 1.0, {c.bound.split("+")[0]: bound, **parts}, "",
-                                     g.name), math_, share, run["kind"])
+                                     g.name), math_, share, run["kind"], table)
     found = [_expect(w, g, launch) for w in workloads(run, g)]
     first = max(found, key=lambda e: e.time)
     t = sum(e.time for e in found)
     return _at_share(Expectation(t, bound, c.bound, first.limiter, 1.0, first.parts, first.reason, g.name, first.latency),
-                     workloads(run)[0].math, share, run["kind"])
+                     _math(run), share, run["kind"], table)
 
 
-def share_for(kind: str, cls: str) -> float:
-    """The achievable share (`shares`) of limiter class `cls` for a record whose run is of
-    `kind`: the kind's own where the estimate half has one, else the class's over all kinds,
-    else 1."""
+def share_for(kind: str, cls: str, table: dict | None = None) -> float:
+    """The achievable share of limiter class `cls` for a record whose run is of `kind`, from
+    `table` (share name -> share; by default `shares`): the kind's own where the estimate has
+    one, else the class's over all kinds, else 1."""
     _check.choice("kind", kind, tuple(CLASS_NAMES))
     _check.choice("cls", cls, CLASSES)
-    table = shares()
+    table = shares() if table is None else table
     return table.get(f"{kind}.{cls}", table.get(cls, 1.0))
 
 
-def _at_share(e: Expectation, math_: str, share: bool, kind: str = "") -> Expectation:
-    """`e` at its limiter class's achievable share (`shares`), when `share` (the ramp, a
-    latency, is not scaled)."""
-    s = share_for(kind, share_class(e.limiter, math_)) if share else 1.0
+def _at_share(e: Expectation, math_: str, share: bool, kind: str = "", table: dict | None = None) -> Expectation:
+    """`e` at its limiter class's achievable share (`share_for`, from `table`), when `share`
+    (the ramp, a latency, is not scaled)."""
+    s = share_for(kind, share_class(e.limiter, math_), table) if share else 1.0
     why = REASONS.get(e.limiter, f"the bound's {e.limiter}").format(occ="registers or shared memory")
     ramp = e.parts.get("ramp", 0.0) if e.limiter != "launch" else 0.0
     return replace(e, time=(e.time - ramp) / s + ramp, share=s, reason=f"{why}; at {s:.0%} of that" if s != 1 else why)
@@ -486,22 +487,36 @@ def measured_time(record) -> float:
     return c.measured if c.quantity == "time" else record.run["bytes"] / c.measured
 
 
-def estimate_shares(records_=None) -> dict:
-    """Each limiter class's achievable share: the median, over the records of the 'estimate'
-    half (of `records_`, all by default), of the mechanisms' time over the measured time (at
-    most 1); per class ('hbm') over all kinds of run, and per kind of run and class
-    ('read.hbm': a stream benchmark is not a decode step), which `share_for` prefers. What
-    `python -m gpumodel.estimates` writes to `data/expect_estimates.toml`."""
+def estimate_shares(records_=None, halves=("estimate",)) -> dict:
+    """Each limiter class's achievable share: the median, over the records of `halves` (of
+    `records_`, all by default), of the mechanisms' time over the measured time (at most 1); per
+    class ('hbm') over all kinds of run, and per kind of run and class ('read.hbm': a stream
+    benchmark is not a decode step), which `share_for` prefers. What `python -m
+    gpumodel.estimates` writes to `data/expect_estimates.toml` (the 'estimate' half)."""
+    chosen = [r for r in (records() if records_ is None else records_) if half(r) in halves]
+    return _medians(sample for r in chosen for sample in _samples(r, record_expect(r, share=False)))
+
+
+def _samples(record, bare: Expectation | None) -> list:
+    """What a record gives the share estimate, from its expected time at no share (`bare`):
+    (share name, mechanisms' time over measured time), for its class and for its kind and class."""
+    if bare is None:
+        return []
+    ratio, cls = bare.time / measured_time(record), share_class(bare.limiter, _math(record.run))
+    return [(cls, ratio), (f"{record.run['kind']}.{cls}", ratio)]
+
+
+def _medians(samples) -> dict:
+    """Each share name's median ratio (at most 1) and its count, from (share name, ratio) pairs."""
     by = {}
-    for r in records() if records_ is None else records_:
-        e = record_expect(r, share=False) if half(r) == "estimate" else None
-        if e is not None:
-            math_ = workloads(r.run)[0].math if r.run["kind"] in ("gemm", "attention") else "fp32"
-            ratio = e.time / measured_time(r)
-            cls = share_class(e.limiter, math_)
-            by.setdefault(cls, []).append(ratio)
-            by.setdefault(f"{r.run['kind']}.{cls}", []).append(ratio)
+    for name, ratio in samples:
+        by.setdefault(name, []).append(ratio)
     return {k: {"share": float(min(1.0, np.median(v))), "records": len(v)} for k, v in sorted(by.items())}
+
+
+def _math(run: dict) -> str:
+    """The math a record's run is charged at: its workload's for a GEMM or attention, else FP32."""
+    return workloads(run)[0].math if run["kind"] in ("gemm", "attention") else "fp32"
 
 
 def write_estimates(path=None) -> str:
@@ -554,12 +569,41 @@ def accuracy(which: str = "judge") -> dict:
     'within' (the share within 1.5x either way), 'beyond_2' (records off by more than 2x)}.
     Chapters quote it beside an expected time; chapter 98 shows it whole."""
     _check.choice("which", which, ("estimate", "judge"))
+    return _summary([(r, record_expect(r)) for r in records() if half(r) == which and _judged(r)])
+
+
+def _judged(record) -> bool:
+    """Whether a record has an expected time to judge (not a latency, not past one GPU)."""
+    return record.run["kind"] != "latency" and record.run["kind"] not in BEYOND_ONE_GPU
+
+
+def left_out_accuracy() -> dict:
+    """How well the expected time holds on sources it was not estimated from: each source's
+    records (a paper, a benchmark's file) judged at the shares `estimate_shares` gives on every
+    other source's records, both halves; the same figures as `accuracy`. Chapter 98."""
+    return _summary(_left_out_expected())
+
+
+def _left_out_expected() -> list:
+    """(record, expected time) for every judged record, at the shares of the other sources."""
+    bare = [(r, record_expect(r, share=False)) for r in records()]
+    samples = [(r.source, _samples(r, e)) for r, e in bare]
+    expected = []
+    for source in sorted({r.source for r, _ in bare}):
+        table = {name: entry["share"] for name, entry in
+                 _medians(pair for s, pairs in samples if s != source for pair in pairs).items()}
+        expected += [(r, _at_share(e, _math(r.run), True, r.run["kind"], table)) for r, e in bare
+                     if r.source == source and _judged(r)]
+    return expected
+
+
+def _summary(expected: list) -> dict:
+    """`accuracy`'s figures for (record, its expected time) pairs."""
     by = {}
-    for r in records():
-        if half(r) == which and r.run["kind"] != "latency" and r.run["kind"] not in BEYOND_ONE_GPU:
-            ratio = measured_time(r) / record_expect(r).time
-            by.setdefault(r.run["kind"], []).append(ratio)
-            by.setdefault("all", []).append(ratio)
+    for r, e in expected:
+        ratio = measured_time(r) / e.time
+        by.setdefault(r.run["kind"], []).append(ratio)
+        by.setdefault("all", []).append(ratio)
     out = {}
     for name, ratios in by.items():
         v = np.asarray(ratios)

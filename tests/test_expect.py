@@ -1,6 +1,7 @@
 """The expected time (`gm.expect`): the ladders in the order they measured, and measured over
 expected near 1 on the records' judged half."""
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -299,6 +300,29 @@ def test_accuracy_on_the_judged_half_is_reported_per_class():
     assert all(0.7 <= a[k]["median"] <= 1.4 for k in estimated)
     with pytest.raises(ValueError, match="which"):
         P.accuracy("both")
+
+
+def test_left_out_accuracy_judges_each_source_at_shares_estimated_without_it(monkeypatch):
+    """A source's records are judged at the shares every other source's records give (both
+    halves): its own measurements move none of its own expected times."""
+    base = P.records()
+    a = P.left_out_accuracy()
+    judged = [r for r in base if r.run["kind"] != "latency" and r.run["kind"] not in P.BEYOND_ONE_GPU]
+    assert a["all"]["records"] == len(judged) and set(a) >= {"all", "gemm", "attention", "read", "decode"}
+    source = "boehm2022sgemm"
+    mine = [r for r in judged if r.source == source]
+    assert mine
+    table = {k: v["share"] for k, v in P.estimate_shares([r for r in base if r.source != source],
+                                                         ("estimate", "judge")).items()}
+    by_hand = [P.record_expect(r, table=table).time for r in mine]
+    left_out = {id(r): e.time for r, e in P._left_out_expected()}
+    assert [left_out[id(r)] for r in mine] == pytest.approx(by_hand)
+    changed = tuple(dataclasses.replace(r, value=r.value * 10) if r.source == source else r for r in base)
+    monkeypatch.setattr(P, "records", lambda: changed)
+    again = {r.what: e.time for r, e in P._left_out_expected() if r.source == source}
+    assert list(again.values()) == pytest.approx(by_hand)
+    others = [(r.source, e.time) for r, e in P._left_out_expected() if r.source != source]
+    assert others != [(r.source, left_out[id(r)]) for r in judged if r.source != source]  # it moves the others'
 
 
 def test_a_re_read_past_l2_is_expected_from_hbm_whole_while_the_bound_keeps_a_full_l2():

@@ -37,8 +37,8 @@ def prose(path: pathlib.Path, inline_code: bool = False) -> str:
     text = re.sub(r"^(`{3,}|:{3,}).*$", "", text, flags=re.M)  # directives' fences (their bodies are prose)
     text = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", "", text, flags=re.S)
     text = re.sub(r"\{(?!term\})[\w:-]+\}`[^`]*`", "", text)
-    if not inline_code:
-        text = re.sub(r"(?<!\})`[^`\n]*`", "", text)
+    if not inline_code:  # a term role's closing backtick opens no inline code
+        text = re.sub(r"(\{term\}`[^`]*`)|`[^`\n]*`", lambda m: m[1] or "", text)
     return re.sub(r"^:\w+:.*$", "", text, flags=re.M)
 
 
