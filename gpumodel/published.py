@@ -463,8 +463,22 @@ def share_for(kind: str, cls: str, table: dict | None = None) -> float:
     one, else the class's over all kinds, else 1."""
     _check.choice("kind", kind, tuple(CLASS_NAMES))
     _check.choice("cls", cls, CLASSES)
-    table = shares() if table is None else table
+    table = shares() if table is None else _share_table(table)
     return table.get(f"{kind}.{cls}", table.get(cls, 1.0))
+
+
+def _share_table(table) -> dict:
+    """`table` checked: share names ('sm', or a kind and a class: 'read.hbm') -> shares in (0, 1]."""
+    if not isinstance(table, dict):
+        raise TypeError(f"table must be a dict of share name to share, or None, got {type(table).__name__}")
+    for name, value in table.items():
+        kind, _, cls = name.rpartition(".") if isinstance(name, str) else ("", "", None)
+        if cls not in CLASSES or kind not in ("", *CLASS_NAMES):
+            raise ValueError(f"table must map share names (a class of {CLASSES}, or 'kind.class' with a kind of "
+                             f"{tuple(CLASS_NAMES)}) to shares, got the key {name!r}")
+        if _check.real(f"table[{name!r}]", value, most=1) <= 0:
+            raise ValueError(f"table[{name!r}] must be a share in (0, 1], got {value!r}")
+    return table
 
 
 def _at_share(e: Expectation, math_: str, share: bool, kind: str = "", table: dict | None = None) -> Expectation:
@@ -612,12 +626,13 @@ def _summary(expected: list) -> dict:
     return out
 
 
-def accuracy_note(which: str = "judge") -> str:
-    """One phrase for a chapter to glue beside an expected time: the judged half's median
-    measured over expected and its share within 1.5x (`accuracy`)."""
-    a = accuracy(which)["all"]
-    return (f"on {a['records']} published measurements it never saw, measured over expected has a median of "
-            f"{a['median']:.2f}, {a['within']:.0%} within 1.5x")
+def accuracy_note() -> str:
+    """One phrase for a chapter to glue beside an expected time: with each source left out of
+    the estimate that judges it (`left_out_accuracy`), the median measured over expected and the
+    share within 1.5x."""
+    a = left_out_accuracy()["all"]
+    return (f"on {a['records']} published measurements, each judged at shares estimated without its own source, "
+            f"measured over expected has a median of {a['median']:.2f}, {a['within']:.0%} within 1.5x")
 
 
 def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0) -> Expectation:

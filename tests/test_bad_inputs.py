@@ -410,7 +410,8 @@ SIGNATURES = {
     "published.compare": (gm.published.compare, {"record": (FP32_GEMM, RECORDS), "rated": (False, FLAG)}),
     **{f"published.{f.__name__}": (f, {"record": (FP32_GEMM, RECORDS)})
        for f in (gm.published.half, gm.published.record_launch, gm.published.measured_time)},
-    "published.record_expect": (gm.published.record_expect, {"record": (FP32_GEMM, RECORDS), "share": (True, FLAG)}),
+    "published.record_expect": (gm.published.record_expect, {"record": (FP32_GEMM, RECORDS), "share": (True, FLAG),
+                                                             "table": ({"sm": 0.5}, SHARES)}),
     "published.measured_over_expected": (gm.published.measured_over_expected, {
         "which": ("judge", choice(("estimate", "judge"))), "model": ("expected", choice(("expected", "bound")))}),
     **{key: (f, {"work": (gm.gemm(256, 256, 256, block=(64, 64, 8), thread=(4, 4)), WORKLOAD), "gpu": ("A100-40GB", GPU),
@@ -430,10 +431,10 @@ SIGNATURES = {
         "work": (gm.gemm(256, 256, 256, block=(64, 64, 8), thread=(4, 4)), WORKLOAD), "gpu": ("A100-40GB", GPU),
         "launch": (gm.expected.gemm_launch(256, 256, 256, (64, 64, 8), (4, 4)), LAUNCHES.filter(lambda v: v is not None)),
         "warps_per_sm": (8.0, POSITIVE)}),
-    **{f"published.{f.__name__}": (f, {"which": ("judge", choice(("estimate", "judge")))})
-       for f in (gm.published.accuracy, gm.published.accuracy_note)},
+    "published.accuracy": (gm.published.accuracy, {"which": ("judge", choice(("estimate", "judge")))}),
     "published.share_for": (gm.published.share_for, {"kind": ("gemm", choice(tuple(gm.published.CLASS_NAMES))),
-                                                     "cls": ("sm", choice(gm.expected.CLASSES))}),
+                                                     "cls": ("sm", choice(gm.expected.CLASSES)),
+                                                     "table": ({"read.hbm": 0.9}, SHARES)}),
     "expected.kernel_notes": (gm.expected.kernel_notes, {"source": ("boehm2022sgemm", choice(gm.presets.bib_keys())),
                                                          "what": ("kernel 1, naive (uncoalesced)", st.sampled_from(NOT_STRINGS))}),
     "expected.Launch": (gm.expected.Launch, {"threads": (256, SIZE), "blocks": (64, SIZE), "registers": (32, SIZE),
