@@ -266,18 +266,39 @@ def cp_scores(seq: int = 16384, dtype: str = "fp16") -> Checkpoint:
 
 
 def cp_trips() -> Checkpoint:
-    """Chapter 5, "Standard attention, pass by pass": the N x N matrices' trips through HBM."""
+    """Chapter 5, "Standard attention, pass by pass": the N x N matrices' trips through HBM when a
+    separate masking kernel sits between QKᵀ and the softmax (a case the page does not work: it
+    counts the three-kernel path's trips)."""
     n = 2**20  # long enough that the N^2 terms are all of the bytes, to the nearest trip
     trips = round(float(attention(1, 1, n, 64, "fp16", "standard").bytes["hbm"]) / (n * n * 2))
+    mask = 2  # the masking kernel reads S and writes the masked S back
     return Checkpoint(
         "cp-flash-trips",
-        "Standard attention's forward pass writes the scores S = QKᵀ, reads them for the softmax, writes the "
-        "probabilities P, and reads P for PV. How many times does an N x N matrix cross HBM in all?",
-        number_rules(float(trips), "trips", 0, doubled="count each matrix's write and its read.",
-                     explain="Four trips of N² elements: the terms that make standard attention memory-bound.",
-                     hint="List the passes, and for each the N x N matrix it writes or reads."),
+        "A library runs standard attention's forward pass with a separate masking kernel between QKᵀ and the "
+        "softmax: it reads S from HBM and writes the masked S back. How many times does an N x N matrix cross "
+        "HBM now, in all?",
+        number_rules(float(trips + mask), "trips", 0, doubled="count each matrix's write and its read.",
+                     mistakes=[(float(trips), "That is the three-kernel path of the page; the masking kernel "
+                                "moves S too."),
+                               (float(trips + 1), "The masking kernel both reads S and writes it back.")],
+                     explain=f"The page's {trips} trips, and the masking kernel's read and write of S: each "
+                     "elementwise kernel between the matmuls adds two. Separate masking and dropout kernels are "
+                     "why a real standard attention moves more than the page's count.",
+                     hint="List the passes, and for each the N x N matrices it writes or reads."),
         "trips")
 
 
 CHECKPOINTS = {"cp-flash-scores": cp_scores, "cp-flash-trips": cp_trips}
 """This chapter's checkpoints, in the order it shows them."""
+
+RELIES_ON = {
+    "cp-flash-scores": ("score_one", "score_one_mib"),  # the worked size at N = 4096; the question asks another N
+    "cp-flash-trips": ("term:kernel", "term:HBM"),  # the three kernels' trips, listed above; a fourth kernel added
+    "ex-flash-limit": ("term:intensity",),  # the bytes and flops per head, given above as formulas
+    "ex-flash-block": (),  # the question gives every figure and what the block holds
+    "ex-flash-explore-fit": (),  # the explorer shows each footprint
+    "ex-flash-explore-speedup": (),  # the explorer shows each time
+    "ex-flash-lab-block-loop": ("lab_compulsory",),  # the compulsory bytes the traced kernel must reach
+    "ex-flash-lab-triton": ("lab_compulsory",),
+}
+"""What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
