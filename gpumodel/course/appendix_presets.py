@@ -59,3 +59,10 @@ def highest_ridge(math: str = "fp16") -> WidgetExercise:
 
 WIDGET_EXERCISES = (highest_ridge,)
 """This chapter's widget exercises, in the order it shows them."""
+
+
+RELIES_ON = {
+    "ex-presets-hbm-per-clock": (),  # the preset table above gives the H100's SMs, clock and HBM bandwidth
+    "ex-presets-explore-ridge": (),  # the explorer shows every preset's ridge
+}
+"""What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""

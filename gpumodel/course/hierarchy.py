@@ -171,15 +171,16 @@ def cp_time() -> Checkpoint:
 
 
 def cp_little() -> Checkpoint:
-    """Chapter 1, "Latency": Little's law for the A100's HBM: bytes in flight = bandwidth x latency."""
-    g = presets.gpu("A100-40GB")
+    """Chapter 1, "Latency": Little's law for the H100 SXM's HBM, bytes in flight = bandwidth x
+    latency (a what-if: the page works the A100's)."""
+    g = presets.gpu("H100-SXM")
     cycles = g.latency["hbm"].value
     need = g.in_flight("hbm")
     return Checkpoint(
         "cp-hierarchy-little",
-        f"The {g.name}'s HBM answers a load after about {cycles:g} cycles at {g.clock.value / 1e9:.3g} GHz and "
-        f"serves {fmt_bandwidth(g.bandwidth('hbm'), 4)}. How many kB must the whole GPU keep in flight to use all "
-        "of that bandwidth?",
+        f"The page worked the A100's HBM; now take the {g.name}'s. It answers a load after about {cycles:g} cycles "
+        f"at {g.clock.value / 1e9:.3g} GHz and serves {fmt_bandwidth(g.bandwidth('hbm'), 4)}. How many kB must the "
+        "whole GPU keep in flight to use all of that bandwidth?",
         number_rules(need / 1e3, "kB", 0.02, units=units_as("kB", BYTES),
                      explain="Bandwidth times latency: fewer bytes in flight, and HBM waits on requests.",
                      hint="Turn the latency into seconds first (cycles over the clock), then use Little's law.",
@@ -190,3 +191,15 @@ def cp_little() -> Checkpoint:
 
 CHECKPOINTS = {"cp-hierarchy-time": cp_time, "cp-hierarchy-little": cp_little}
 """This chapter's checkpoints, in the order it shows them."""
+
+
+RELIES_ON = {
+    "cp-hierarchy-time": (),  # the question gives the flops, the bytes, the peak and the bandwidth
+    "cp-hierarchy-little": (),  # the question gives the H100's latency, clock and bandwidth
+    "ex-hierarchy-bound": ("t16_bytes_per_flop",),  # the question gives the T4's figures and the L2 and HBM bytes
+    "ex-hierarchy-fmas": (),  # the question gives the H100's peak and bandwidth
+    "ex-hierarchy-4090": ("h100_lanes", "h128_over"),  # as many FP32 units per SM as the H100, which starves above
+    "ex-hierarchy-explore-bounds": (),  # the explorer shows every GPU's bound
+    "ex-hierarchy-explore-little": ("a100_in_flight_sm",),  # the bytes each SM must keep in flight
+}
+"""What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""

@@ -52,3 +52,11 @@ def check_sectors(elem_bytes: int, stride: int, answer) -> Feedback:
 
 WIDGET_EXERCISES = ()
 """This chapter's widget exercises, in the order it shows them (none: its exercises are typed)."""
+
+
+RELIES_ON = {
+    "ex-model-blocks": (),  # the question gives n and the block size; the rule (round up) is taught above
+    "ex-model-float4": (),  # the question gives the element and sector sizes
+    "ex-model-stride": (),  # the question gives the stride and the sector size
+}
+"""What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
