@@ -45,6 +45,8 @@ BAD_FILES = {
     "negative tries": (b'{"questions": {"q": [-1, false]}}', "not [tries"),
     "tries past the ceiling": (b'{"questions": {"q": [1000001, false]}}', "not [tries"),
     "a string for right": (b'{"questions": {"q": [1, "yes"]}}', "not [tries"),
+    "a number for right": (b'{"questions": {"q": [1, 1]}}', "not [tries"),
+    "three items": (b'{"questions": {"q": [1, true, 1]}}', "not [tries"),
     "no questions": (b'{"q": [1, true]}', 'no "questions" object'),
     "a list": (b"[1, 2]", 'no "questions" object'),
     "a huge integer": (b'{"questions": {"q": [' + b"9" * 5000 + b', true]}}', "it is not JSON"),
@@ -67,6 +69,12 @@ def test_a_bad_progress_file_is_set_aside_with_one_message_and_every_checker_sti
     assert "could not be read" in gm.course.progress().data
 
 
+def test_a_try_at_the_ceiling_stays_at_the_ceiling(home):
+    home.write_text(json.dumps({"questions": {"q": [10**6, False]}}))
+    progress_file.add("q", True)
+    assert progress_file.read() == {"q": (10**6, True)}
+
+
 def test_a_good_file_at_the_ceilings_is_read():
     data = json.dumps({"questions": {"k" * 200: [10**6, True], "q": [0, False]}}).encode()
     assert progress_file._questions(data) == {"k" * 200: (10**6, True), "q": (0, False)}
@@ -82,6 +90,35 @@ def test_a_fifo_at_the_path_is_set_aside_without_waiting_for_a_writer(home, caps
     assert "it is not a regular file" in capsys.readouterr().out
     (aside,) = set_aside(home)
     assert stat.S_ISFIFO(os.lstat(aside).st_mode)
+
+
+def test_a_folder_at_the_path_is_set_aside_and_every_checker_still_answers(home, capsys):
+    home.mkdir()
+    assert check().correct and gm.course.progress() is not None
+    assert "it is not a regular file" in capsys.readouterr().out
+    (aside,) = set_aside(home)
+    assert aside.is_dir() and json.loads(home.read_text())["questions"]
+
+
+def _add_keys(first: int) -> None:
+    for k in range(first, first + 25):
+        progress_file.add(f"key-{k}", k % 2 == 0)
+
+
+def test_notebooks_checking_at_once_keep_each_others_answers(home):
+    """Eight processes add 25 keys each, at once: the file keeps all 200 (a lock around read,
+    change and replace)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_add_keys, args=(25 * w,)) for w in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    assert all(w.exitcode == 0 for w in workers)
+    kept = progress_file.read()
+    assert len(kept) == 200 and kept["key-0"] == (1, True) and kept["key-199"] == (1, False)
 
 
 def test_a_link_to_dev_zero_is_never_followed(home, capsys):

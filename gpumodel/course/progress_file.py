@@ -8,10 +8,11 @@ touched: only from a private folder (`gpumodel.folders`), only a regular file of
 `MOST_TRIES`. A file that breaks any of these, or does not parse, is set aside under a new name
 and progress starts afresh, with one message; a checker never fails because of it. Where the
 folder is not private the file is neither read nor written, and this session's progress is all
-there is."""
+there is. Writers hold the folder's lock while they read, change and replace the file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -110,15 +111,17 @@ def read() -> dict:
     except OSError as err:  # a symbolic link (ELOOP), or one it may not read
         _set_aside(file, "it is a symbolic link" if os.path.islink(file) else err.strerror)
         return {}
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            why = "it is not a regular file"
-        elif st.st_uid != os.getuid():
-            why = f"it is owned by uid {st.st_uid}, not by you"
-        else:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # a folder among them: no file object can be made of it
+        os.close(fd)
+        why = "it is not a regular file"
+    elif st.st_uid != os.getuid():
+        os.close(fd)
+        why = f"it is owned by uid {st.st_uid}, not by you"
+    else:
+        with os.fdopen(fd, "rb") as f:
             data = f.read(MOST_BYTES + 1)
-            why = f"it is larger than {MOST_BYTES:,} bytes" if len(data) > MOST_BYTES else ""
+        why = f"it is larger than {MOST_BYTES:,} bytes" if len(data) > MOST_BYTES else ""
     if not why:
         try:
             return _questions(data)
@@ -128,13 +131,37 @@ def read() -> dict:
     return {}
 
 
+@contextlib.contextmanager
+def _locked(folder: pathlib.Path):
+    """Hold the progress folder's lock (`fcntl.flock` on `progress.lock`, a file of mode 0600 in
+    it) while a writer reads, changes and replaces the file, so that two notebooks checking at
+    once keep each other's answers. Where the lock cannot be had (no `fcntl`, as on Windows, or
+    the lock file cannot be opened), the write goes ahead unlocked."""
+    try:
+        import fcntl
+        fd = os.open(folder / "progress.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def add(key: str, correct: bool) -> None:
-    """Add one try at `key` (right or not): the file written whole to a new file of mode 0600 in
-    its private folder (made mode 0700), then moved over the old one. Where the folder cannot be
-    made, or is not private, nothing is written."""
+    """Add one try at `key` (right or not), under the folder's lock (`_locked`): the file read,
+    written whole to a new file of mode 0600 in its private folder (made mode 0700), then moved
+    over the old one. Where the folder cannot be made, or is not private, nothing is written."""
     file = path()
     if create(file.parent) or not _private(file.parent):
         return
+    with _locked(file.parent):
+        _add(file, key, correct)
+
+
+def _add(file: pathlib.Path, key: str, correct: bool) -> None:
     kept = read()
     tries, right = kept.get(key, (0, False))
     kept[key] = (min(tries + 1, MOST_TRIES), right or correct)
