@@ -24,9 +24,13 @@ the reader's own value is printed rather than show the build machine's."""
 
 def glue(name: str, text: str, varies: bool = False) -> None:
     """Publish `text` (a str, MyST allowed) under `name` for {glue:md}`name`; `varies` marks
-    a value that depends on the machine (see `VARIES`)."""
+    a value that depends on the machine (see `VARIES`). A name already glued in this chapter
+    with other text is refused (two cells would write one sentence's number), unless it varies."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (format numbers with gm.fmt_*), got {type(text).__name__}")
+    if GLUED.get(name, text) != text and not (varies and name in VARIES):
+        raise ValueError(f"name {name!r} is glued already in {CHAPTER['name']} as {GLUED[name]!r}; a second glue "
+                         f"of it as {text!r} would change every sentence that shows it: choose another name")
     GLUED[name] = text
     (VARIES.add if varies else VARIES.discard)(name)
     if not building_book():  # only the site's build reads what is glued
@@ -79,6 +83,8 @@ def colab_badge(chapter: str):
     from IPython.display import Markdown
 
     CHAPTER["name"] = chapter
+    GLUED.clear()  # a chapter's names are its own: running it again from the top glues them afresh
+    VARIES.clear()
     if not building_book():
         return None
     download = f'<a href="../{chapter}.ipynb" download>download it as a notebook</a>'
