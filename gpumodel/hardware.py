@@ -234,8 +234,8 @@ class GPU:
     def _held(self, top: Fact) -> GPU:
         """A copy at the one clock `top` for all math (`bound`, `at_clock`)."""
         rated = (self.tensor_clock or self.clock).value
-        tensor = {m: replace(f, value=f.value * top.value / rated, kind="derived" if top.value != rated else f.kind)
-                  for m, f in self.tensor.items()}
+        tensor = {m: f if top.value == rated else replace(f, value=f.value * (top.value / rated), kind="derived")
+                  for m, f in self.tensor.items()}  # at the rated clock exactly the rated peak, never an ulp below
         return replace(self._at(top), tensor=tensor, tensor_clock=None, max_clock=None)
 
     def ridge(self, level: str, math: str = "fp32") -> float:

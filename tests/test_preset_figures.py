@@ -2,6 +2,7 @@
 whitepapers the data files cite, so that a slip in a data file or in the loader's units (an
 L2 1,024 times too small, a clock doubled, a tensor peak in the wrong unit) fails a test."""
 
+import dataclasses
 import pathlib
 
 import numpy as np
@@ -103,6 +104,17 @@ def test_bound_runs_everything_at_the_highest_clock(name):
     for math in g.tensor:  # rated at tensor_clock (or the boost), bounded at the top clock
         assert b.peak(math) == pytest.approx(g.peak(math) * top / (g.tensor_clock or g.clock).value)
         assert b.peak(math) >= g.peak(math)
+
+
+@pytest.mark.parametrize("mhz", [1008, 1027, 1032])
+def test_a_peak_held_at_its_rated_clock_is_the_rated_peak_exactly(mhz):
+    """(2e15 x 1,027 MHz) / 1,027 MHz rounds to an ulp below 2e15: the bound must not."""
+    g = gm.gpu("H100-SXM")
+    rated = dataclasses.replace(g.clock, value=mhz * 1e6)
+    peaks = {m: dataclasses.replace(f, value=v) for (m, f), v in zip(g.tensor.items(), (2e15, 989.4e12, 1979e12, 312e12))}
+    part = dataclasses.replace(g, clock=rated, max_clock=None, tensor_clock=None, tensor=peaks)
+    for math in part.tensor:
+        assert part.bound().peak(math) == part.peak(math) == part.at_clock(mhz).peak(math)
 
 
 def test_seed_gpus_bound_at_their_rated_clocks():
