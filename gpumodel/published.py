@@ -550,17 +550,31 @@ def write_estimates(path=None) -> str:
 @functools.cache
 def shares() -> dict:
     """Each limiter class's achievable share as `data/expect_estimates.toml` holds it (written by
-    `python -m gpumodel.estimates`, never on import): a class it lacks gets none (1)."""
+    `python -m gpumodel.estimates`, never on import): a class it lacks gets none (1). The file
+    is read strictly: a `[share."<name>"]` table per share, each name a class or a kind and a
+    class, each holding only `value` (in (0, 1]) and `records` (a count of at least 1)."""
     if not ESTIMATES.exists():
         raise DataError(f"{ESTIMATES.name} is missing: run `python -m gpumodel.estimates` to write it")
-    data = _read(ESTIMATES).get("share", {})
+    data = _read(ESTIMATES)
+    table = data.get("share")
+    if set(data) != {"share"} or not isinstance(table, dict) or not table:
+        raise DataError(f"{ESTIMATES.name} must hold [share.\"<name>\"] tables and nothing else, got the keys "
+                        f"{sorted(data)}: run `python -m gpumodel.estimates` to write it")
     out = {}
-    for name, entry in data.items():
-        value = entry.get("value") if isinstance(entry, dict) else None
-        if not isinstance(value, (int, float)) or not 0 < value <= 1:
-            raise DataError(f"{ESTIMATES.name} share.{name}.value must be a number in (0, 1], got {value!r}")
+    for name, entry in table.items():
+        where = f"{ESTIMATES.name} share.{name}"
+        if not isinstance(entry, dict) or set(entry) != {"value", "records"}:
+            raise DataError(f"{where} must hold value and records, and nothing else, got {entry!r}")
+        value, count = entry["value"], entry["records"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+            raise DataError(f"{where}.value must be a number in (0, 1], got {value!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise DataError(f"{where}.records must be a whole number of at least 1, got {count!r}")
         out[name] = float(value)
-    return out
+    try:
+        return _share_table(out)
+    except ValueError as err:
+        raise DataError(f"{ESTIMATES.name}: {err}") from None
 
 
 def measured_over_expected(which: str = "judge", model: str = "expected") -> np.ndarray:

@@ -3,6 +3,7 @@ expected near 1 on the records' judged half."""
 
 import dataclasses
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -81,6 +82,38 @@ def test_the_shares_come_from_the_estimate_half_only():
     assert halves == {"estimate", "judge"}
     assert all(P.half(r) == "judge" for r in P.records() if r.holdout)
     assert all(0 < s <= 1 for s in P.shares().values())
+
+
+BAD_ESTIMATES = {
+    "empty": ("", "must hold [share"),
+    "another table": ('[shares."sm"]\nvalue = 0.5\nrecords = 3\n', "must hold [share"),
+    "a bool for a value": ('[share."sm"]\nvalue = true\nrecords = 3\n', "share.sm.value must be a number"),
+    "a share above 1": ('[share."sm"]\nvalue = 1.5\nrecords = 3\n', "share.sm.value must be a number"),
+    "a string for a value": ('[share."sm"]\nvalue = "0.5"\nrecords = 3\n', "share.sm.value must be a number"),
+    "no records": ('[share."sm"]\nvalue = 0.5\n', "share.sm must hold value and records"),
+    "records of 0": ('[share."sm"]\nvalue = 0.5\nrecords = 0\n', "share.sm.records must be a whole number"),
+    "a float of records": ('[share."sm"]\nvalue = 0.5\nrecords = 2.5\n', "share.sm.records must be a whole"),
+    "an unknown key": ('[share."sm"]\nvalue = 0.5\nrecords = 3\nsource = "x"\n', "must hold value and records"),
+    "an unknown class": ('[share."colour"]\nvalue = 0.5\nrecords = 3\n', "the key 'colour'"),
+    "an unknown kind": ('[share."shuffle.hbm"]\nvalue = 0.5\nrecords = 3\n', "the key 'shuffle.hbm'"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_ESTIMATES)
+def test_a_malformed_estimates_file_is_refused_naming_file_and_key(name, monkeypatch, tmp_path):
+    """An empty file once loaded silently and moved every expected time (all shares 1)."""
+    text, message = BAD_ESTIMATES[name]
+    path = tmp_path / "expect_estimates.toml"
+    path.write_text(text)
+    monkeypatch.setattr(P, "ESTIMATES", path)
+    P.shares.cache_clear()
+    try:
+        with pytest.raises(gm.presets.DataError, match=re.escape(message)) as err:
+            P.shares()
+        assert "expect_estimates.toml" in str(err.value)
+    finally:
+        monkeypatch.undo()
+        P.shares.cache_clear()
 
 
 def test_comparison_expected_is_the_records_expectation():
