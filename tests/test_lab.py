@@ -404,6 +404,26 @@ def test_chapter_4s_lab_wants_a_thread_tile_that_shared_memory_does_not_bind():
     assert not naive and "No shared-memory access was traced" in naive.message
 
 
+def test_chapter_4s_lab_says_when_the_expected_time_got_worse_than_the_starters():
+    """The lab scores the bound; a kernel that meets it in one block (one SM) is told in one sentence
+    that its expected time is longer than the starter's, and why."""
+    from gpumodel.course import roofline_levels as lab
+
+    m, n, k = lab.LAB_M, lab.LAB_N, lab.LAB_K
+    args = [np.zeros((m, k), np.float32), np.zeros((k, n), np.float32), np.zeros((m, n), np.float32), m, n, k]
+    solution = chapter_solution("04_roofline_levels", "ex-levels-lab-thread-tile", lab=lab)
+    launch = dict(grid=(n // 64, m // 64), block=(8, 8))  # one 64 x 64 tile of C: one block
+    mine = gm.expect(trace(solution, "gemm", launch["grid"], launch["block"], args), lab.LAB_GPU, flops=lab.LAB_FLOPS)
+    theirs = gm.expect(trace(lab.LAB_STARTER, "gemm", lab.LAB_GRID, lab.LAB_BLOCK, args), lab.LAB_GPU,
+                       flops=lab.LAB_FLOPS)
+    assert mine.time > theirs.time
+    right = lab.check_thread_tile_gemm(solution, **launch)
+    assert right and (f" The lab scores the bound, and that is met, but the expected time got worse: "
+                      f"{gm.fmt_time(mine.time)} against the starter's {gm.fmt_time(theirs.time)}, because its one "
+                      f"block runs on one SM, where the starter's 16 ran on 16.") in right.message
+    assert "got worse" not in lab.check_thread_tile_gemm(lab.LAB_STARTER).message  # the starter fails on the bound
+
+
 def test_chapter_5s_lab_keeps_the_scores_out_of_hbm():
     from gpumodel.course import flashattention as flash
 

@@ -6,13 +6,16 @@ is an explorer of the model with an answer box."""
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 
 import numpy as np
 
 from .. import _check, presets
 from ..hardware import WAVEFRONT_BYTES
+from ..lab import trace
 from ..model import predict
+from ..published import expect
 from ..units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_intensity, fmt_time
 from ..waves import block_coordinates, gemm_hbm, warm_read_time
 from ..workloads import gemm
@@ -75,6 +78,32 @@ def fmas_per_shared_read(traced) -> float:
     return LAB_FLOPS / 2 / reads if reads else float("inf")
 
 
+@functools.cache
+def _starter_expected() -> tuple:
+    """(expected seconds, blocks) of `LAB_STARTER` at its own launch on `LAB_GPU` (`gm.expect`)."""
+    args = [np.zeros((LAB_M, LAB_K), np.float32), np.zeros((LAB_K, LAB_N), np.float32),
+            np.zeros((LAB_M, LAB_N), np.float32), LAB_M, LAB_N, LAB_K]
+    traced = trace(LAB_STARTER, "gemm", LAB_GRID, LAB_BLOCK, args)
+    return float(expect(traced, LAB_GPU, flops=LAB_FLOPS).time), traced.blocks
+
+
+def _worse_than_starter(traced) -> str:
+    """A sentence (starting with a space) when the learner's `traced` kernel, though it passes on the
+    bound, has an expected time longer than the starter's; "" otherwise."""
+    mine = float(expect(traced, LAB_GPU, flops=LAB_FLOPS).time)
+    theirs, starter_blocks = _starter_expected()
+    if mine <= theirs:
+        return ""
+    if traced.blocks < starter_blocks:
+        mine_run = ("its one block runs on one SM" if traced.blocks == 1
+                    else f"its {traced.blocks} blocks run on {traced.blocks} SMs")
+        why = f"{mine_run}, where the starter's {starter_blocks} ran on {starter_blocks}"
+    else:
+        why = "the bound counts bytes and flops, while the expected time also counts latency, issue and idle SMs"
+    return (f" The lab scores the bound, and that is met, but the expected time got worse: {fmt_time(mine)} against "
+            f"the starter's {fmt_time(theirs)}, because {why}.")
+
+
 def check_thread_tile_gemm(source: str, grid=LAB_GRID, block=LAB_BLOCK, kernel: str = "gemm") -> Feedback:
     """Chapter 4's lab: `kernel(A, B, C, M, N, K)` of the CUDA C `source`, launched over `grid`
     x `block`, must compute C = A B for `LAB_M` x `LAB_K` and `LAB_K` x `LAB_N` FP32 matrices
@@ -102,7 +131,8 @@ def check_thread_tile_gemm(source: str, grid=LAB_GRID, block=LAB_BLOCK, kernel: 
     expected = bound_and_expected(traced, LAB_GPU, LAB_FLOPS, p.bound)
     if smem <= math:
         return Feedback(True, f"On the {LAB_GPU} the L1/shared-memory path needs {fmt_time(smem)}, the FP32 math "
-                        f"{fmt_time(math)}: {reach}, held in registers across a tile of results.\n\n{expected}")
+                        f"{fmt_time(math)}: {reach}, held in registers across a tile of results."
+                        f"{_worse_than_starter(traced)}\n\n{expected}")
     worst = max(shared, key=lambda s: s.wavefronts)
     return Feedback(False, f"On the {LAB_GPU} the L1/shared-memory path needs {fmt_time(smem)} where the FP32 math needs "
                     f"{fmt_time(math)}: shared memory binds. The kernel reaches {reach} (most wavefronts: line "
@@ -165,7 +195,7 @@ def l2_overflow(gpu: str = "L4") -> WidgetExercise:
     return WidgetExercise(
         "l2-overflow", {"gpu": list(GPUS), "n": list(L2_SIZES)}, view,
         number_rules(first, "elements", 0, explain=f"{first:,} floats in each of three arrays is {fmt_capacity(12 * first)}, "
-                     "more than the L2 holds: from here a benchmark's second run reads HBM.",
+                     "more than the L2 holds: from here a benchmark's second run starts to read HBM.",
                      hint="Pick the GPU and walk the length up; type it as a plain number of elements."),
         "elements", labels={"n": _power}, asks=asked(gpu=gpu, n=upto(L2_SIZES, first)))
 
@@ -175,17 +205,24 @@ WIDGET_EXERCISES = (block_group, l2_overflow)
 
 
 def cp_l2_ridge(gpu: str = "H100-SXM") -> Checkpoint:
-    """Chapter 4, "One roof per level": the fp16 tensor-core ridge against L2."""
+    """Chapter 4, "One roof per level": the fp16 tensor-core ridge against L2, the peak and the
+    L2 rate both at the clock the tensor peak is rated at (`GPU.running`, as `GPU.ridge` takes them)."""
     g = presets.gpu(gpu)
+    tc = g.running("fp16")
+    clock = f"{tc.clock.value / 1e6:,.0f} MHz"
+    boost = g.peak("fp16") / g.bandwidth("l2")  # the tensor peak over the L2 at the boost clock: two clocks mixed
     return Checkpoint(
         "cp-levels-l2-ridge",
-        f"The {g.name}'s tensor cores peak at {fmt_flops(g.peak('fp16'), 4)} (fp16) and its L2 serves "
-        f"{fmt_bandwidth(g.bandwidth('l2'), 4)}. Where is the ridge of its L2 roof, in FLOP/B?",
+        f"The {g.name}'s tensor cores peak at {fmt_flops(tc.peak('fp16'), 4)} (fp16), rated at {clock}. At that "
+        f"clock its L2 serves {fmt_bandwidth(tc.bandwidth('l2'), 4)}. Where is the ridge of its L2 roof, in FLOP/B?",
         number_rules(g.ridge("l2", "fp16"), "FLOP/B", 0.02,
                      explain="A kernel needs that many flops per byte it reads from L2 before the tensor cores, "
                      "not L2, bound it.",
                      hint="A ridge is a peak over a bandwidth; put both in base units.",
-                     mistakes=[(g.ridge("l2"), "That uses the FP32 peak; the question is about the tensor cores."),
+                     mistakes=[(boost, f"That divides by the L2 at the {g.clock.value / 1e6:,.0f} MHz boost clock. "
+                                f"The tensor peak is rated at {clock}, and L2's rate follows the clock: take both "
+                                "at the same clock."),
+                               (g.ridge("l2"), "That uses the FP32 peak; the question is about the tensor cores."),
                                (g.ridge("hbm", "fp16"), "That is the HBM ridge; use the L2 bandwidth.")]),
         "ridge")
 
@@ -247,6 +284,18 @@ def cp_triton_wave(group: int = 8) -> Checkpoint:
 CHECKPOINTS = {"cp-levels-l2-ridge": cp_l2_ridge, "cp-levels-triton-wave": cp_triton_wave,
                "cp-levels-working-set": cp_working_set}
 """This chapter's checkpoints, in the order it shows them."""
+
+RELIES_ON = {
+    "cp-levels-l2-ridge": ("term:ridge",),  # the prompt gives the peak and the L2 rate, both at the tensor clock
+    "cp-levels-triton-wave": ("term:swizzle",),  # the grouped order; the prompt gives the tiles and the wave
+    "cp-levels-working-set": (),  # the prompt gives the length and the three fp32 arrays
+    "ex-levels-lab-thread-tile": ("lab_reuse", "term:registers"),  # FMAs per shared-memory read; results in registers
+    "ex-levels-lab-triton-order": ("term:swizzle",),  # the question gives the bytes to reach and the best group
+    "ex-levels-l2-tile": ("term:ridge",),  # the question gives the peak and the L2 rate at the tensor clock
+    "ex-levels-explore-group": ("term:wave", "term:swizzle"),  # the question gives the blocks of an H100 wave
+    "ex-levels-explore-overflow": (),  # the question gives the L4's L2; three fp32 arrays
+}
+"""What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
 
 
 TRITON_GROUPS = (1, 4, 8)
