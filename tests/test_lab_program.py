@@ -657,6 +657,39 @@ def test_a_program_reads_the_files_beside_it_and_what_it_writes_stays_private(tm
     assert run_program(READS).output.strip() == "no input"
 
 
+OVERWRITES = r"""
+#include <cstdio>
+int main() {
+    FILE* f = fopen("input.txt", "w");
+    fprintf(f, "overwritten\n");
+    fclose(f);
+    FILE* g = fopen("data/more.txt", "a");
+    fprintf(g, "appended\n");
+    fclose(g);
+    printf("wrote\n");
+}
+"""
+
+
+def test_a_program_that_writes_its_inputs_changes_only_its_copies(tmp_path):
+    (tmp_path / "input.txt").write_text("the learner's input\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "more.txt").write_text("kept\n")
+    (tmp_path / "overwrites.cu").write_text(OVERWRITES)
+    assert run_program(tmp_path / "overwrites.cu").output.strip() == "wrote"
+    assert (tmp_path / "input.txt").read_text() == "the learner's input\n"
+    assert (tmp_path / "data" / "more.txt").read_text() == "kept\n"
+
+
+def test_a_folder_too_large_to_copy_is_refused_with_what_to_do(tmp_path, monkeypatch):
+    from gpumodel.lab import runner
+
+    (tmp_path / "big.bin").write_bytes(b"x" * 2048)
+    monkeypatch.setattr(runner, "INPUT_BYTES", 1024)
+    with pytest.raises(LabError, match="put the program and its input files in a folder of their own"):
+        runner.copy_inputs(tmp_path, tmp_path / "run", "program")
+
+
 OPENMP = r"""
 #include <cstdio>
 #include <omp.h>

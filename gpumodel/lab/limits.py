@@ -24,6 +24,11 @@ RUN_MEMORY = 2 * 10**9
 PROGRAM_MEMORY = 2 * RUN_MEMORY
 """Address space (bytes) a whole program may take: the traced run's, and as much again for the
 arrays it allocates itself."""
+INPUT_BYTES = 256 * 2**20
+"""The most bytes of a whole program's folder copied into its run folder (its input files, a
+data folder); a folder holding more is refused with what to do."""
+
+
 def physical_memory() -> int:
     """The bytes of memory this machine has (what run_program's `memory` may be at most)."""
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -423,8 +423,9 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     all run).
     `memory` is the address space in bytes the program may take, its arrays and host copies
     included (more than the machine's memory is refused).
-    It runs in a private temporary folder, which shows the files beside a file's (its input
-    files, a data folder: what it writes anew stays in the temporary folder), within `timeout` seconds. Raises `LabError` where it
+    It runs in a private temporary folder holding copies of the files beside a file's (its input
+    files, a data folder, at most `limits.INPUT_BYTES`): what it writes, to a copy or anew, stays
+    there and the learner's files are never touched. It runs within `timeout` seconds. Raises `LabError` where it
     does not compile or link (a call into cuBLAS, say, is named), faults as `trace` names a
     kernel's faults (at the launch it stopped), or crashes in its host code; its exit status,
     whatever it is, is the result's. Chapter 8's lab ("Whole programs")."""

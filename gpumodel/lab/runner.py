@@ -15,6 +15,7 @@ import collections
 import ctypes
 import math
 import numbers
+import os
 import pathlib
 import signal
 import shutil
@@ -28,7 +29,7 @@ from ..cuda import compiler
 from ..hardware import MAX_BLOCK, MAX_BLOCK_DIM, MAX_GRID_DIM
 from ..units import fmt_bytes
 from .builder import library, private
-from .limits import OUTPUT_LIMIT, PROGRAM_MEMORY, RUN_MEMORY, LabError, out_of_memory, run
+from .limits import INPUT_BYTES, OUTPUT_LIMIT, PROGRAM_MEMORY, RUN_MEMORY, LabError, out_of_memory, run
 from .reader import (MAX_DYNAMIC_SHARED, arguments, device_statics, entries, instantiate, lines, shared_gaps,
                      source_line, where)
 
@@ -283,12 +284,38 @@ def _loop_hint(launches: list) -> str:
             "times and counts the rest.")
 
 
+def copy_inputs(folder: pathlib.Path | None, into: pathlib.Path, name: str) -> None:
+    """Copy what `folder` holds (its input files and data folders; links copied as what they
+    point to; sockets, FIFOs and devices left out; `name`, the program itself, too) into the run
+    folder `into`, so that nothing the program writes can reach the learner's files. LabError
+    where it holds more than `INPUT_BYTES`."""
+    entries = [e for e in sorted(folder.iterdir()) if e.name != name] if folder else []
+    total = 0
+    for entry in entries:
+        for path in [entry, *(entry.rglob("*") if entry.is_dir() else ())]:
+            total += path.stat().st_size if path.is_file() else 0
+    if total > INPUT_BYTES:
+        raise LabError(f"the program's folder {folder} holds {total / 2**20:,.0f} MiB, more than the "
+                       f"{INPUT_BYTES // 2**20} MiB the lab copies for a run: put the program and its input files "
+                       "in a folder of their own")
+    for entry in entries:
+        if entry.is_dir():
+            shutil.copytree(entry, into / entry.name, ignore=_not_files)
+        elif entry.is_file():
+            shutil.copyfile(entry, into / entry.name)
+
+
+def _not_files(where: str, names: list) -> list:
+    """What a copied data folder leaves out: anything neither a folder nor a regular file."""
+    return [n for n in names if not (os.path.isdir(os.path.join(where, n)) or os.path.isfile(os.path.join(where, n)))]
+
+
 def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, timeout: float, max_threads: int,
                        properties: dict, repeats: int | None = None, memory: int = PROGRAM_MEMORY,
                        folder: pathlib.Path | None = None) -> ProgramRun:
     """Run the whole program `exe` (built from `source` by `builder.build(program=True)`) as
-    `./name` with `argv` in a private temporary folder (where the source's `folder`, if any, holds
-    files, links to them: its input files, a data folder), within `timeout` seconds and `memory` bytes, each
+    `./name` with `argv` in a private temporary folder (holding copies of what the source's
+    `folder`, if any, holds: `copy_inputs`), within `timeout` seconds and `memory` bytes, each
     launch sampled to `max_threads` traced threads, `properties` what cudaGetDeviceProperties
     gives (program_runtime.cpp's "prop" lines), each launch run at most `repeats` times with the
     same kernel, configuration and arguments (None: every time). LabError where it faults (named as
@@ -304,9 +331,7 @@ def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, t
         (tmp / "spec").write_text("\n".join(spec) + "\n")
         (tmp / "run").mkdir()  # its working folder, holding it under its own name (argv[0], as the learner runs it)
         (tmp / "run" / name).symlink_to(exe)
-        for entry in sorted(folder.iterdir()) if folder else ():
-            if entry.name != name:
-                (tmp / "run" / entry.name).symlink_to(entry)
+        copy_inputs(folder, tmp / "run", name)
         done = run(["env", "-C", tmp / "run", f"GM_LAB_SPEC={tmp / 'spec'}", f"GM_LAB_STATS={tmp / 'stats'}", f"./{name}", *argv],
                    timeout, memory)
         text = (tmp / "stats").read_text(errors="replace") if (tmp / "stats").exists() else ""
