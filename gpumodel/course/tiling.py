@@ -85,6 +85,14 @@ def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Fee
 
 
 
+SMEM16_SASS = {"LDS": 16, "LDS.128": 4, "FFMA": 16}
+"""The instructions the compiler issues for one 16-step tile of `gemm_smem16` (`kernels/gemm.cu`),
+counted in its SASS for sm_80 and sm_90 alike (NVRTC 12.9's cubin, disassembled by nvdisasm): the
+16 words of B's column are 16 scalar shared loads, the 16 of A's row four 128-bit ones (`LDS.128`),
+for 16 FMAs. The model charges two 4-byte shared reads per FMA (chapter 3 says so in an aside);
+`gemm_naive`'s SASS issues two global loads per FMA, as its source reads."""
+
+
 LAB_N, LAB_BLOCK = 64, (32, 8)
 """The transpose lab's launch: a 64 x 64 matrix in 32 x 32 tiles, 2 x 2 blocks of 32 x 8 threads."""
 LAB_STARTER = r"""#define TILE 32
@@ -226,17 +234,21 @@ WIDGET_EXERCISES = (thread_tile, occupancy_limit)
 """This chapter's widget exercises, in the order it shows them."""
 
 
-def cp_tile_intensity(b: int = 64, dtype: str = "fp16") -> Checkpoint:
-    """Chapter 3, "Why tiling raises intensity": a b x b tile's intensity, b / s FLOP/B."""
+def cp_tile_intensity(b: int = 128, dtype: str = "fp16") -> Checkpoint:
+    """Chapter 3, "Why tiling raises intensity": a b x b tile's intensity, b / s FLOP/B (asked
+    for another precision than the page's FP32 examples)."""
     b = _check.integer("b", b, 1, 2**14)
     s = _check.dtype_bytes(dtype)
+    mistakes = [(float(b), "That is flops per element; divide by the bytes of an element.")]
+    if s != 4:
+        mistakes.append((b / 4, f"That divides by FP32's four bytes; an {dtype} element has {s}."))
     return Checkpoint(
         "cp-tiling-intensity",
-        f"A GEMM on {dtype} elements is cut into {b} x {b} tiles. What intensity, in FLOP/B, does each triple of "
-        "tiles give against the memory the tiles are read from?",
+        f"A GEMM on {dtype} elements ({s} bytes each) is cut into {b} x {b} tiles. What intensity, in FLOP/B, "
+        "does each triple of tiles give against the memory the tiles are read from?",
         number_rules(b / s, "FLOP/B", 0.02, explain=f"2b³ flops over 2b² elements of {s} bytes: b / s.",
                      hint="Count the flops of one tile triple and the bytes of the two input tiles it reads.",
-                     mistakes=[(float(b), "That is flops per element; divide by the bytes of an element.")]),
+                     mistakes=mistakes),
         "intensity")
 
 
@@ -256,22 +268,41 @@ def cp_banks(stride: int = 2) -> Checkpoint:
         "wavefronts")
 
 
-def cp_register_blocks(gpu: str = "A100-40GB", threads: int = 256, registers: int = 128) -> Checkpoint:
-    """Chapter 3, "Occupancy": the blocks the register file alone allows on one SM."""
+def cp_register_blocks(gpu: str = "A100-40GB", threads: int = 256, registers: int = 136) -> Checkpoint:
+    """Chapter 3, "Occupancy": the blocks the register file alone allows on one SM, for a
+    kernel whose registers grew past the page's (a what-if: 136 registers leave one block where
+    `gemm_reg128`'s 112 leave two)."""
     g = presets.gpu(gpu)
     blocks = float(occupancy(gpu, threads, registers, 0).per_resource["registers"])
     file = g.capability.registers_per_sm
+    mistakes = [(blocks * threads // 32, "That counts warps; the question asks for blocks.")]
+    share = file / (threads * registers)
+    if share != int(share) and float(int(share) + 1) != blocks:
+        mistakes.append((float(int(share) + 1), "That rounds up: a block that does not fit whole does not launch."))
     return Checkpoint(
         "cp-tiling-registers",
-        f"Blocks of {threads} threads use {registers} registers per thread on the {g.name}, whose SMs hold "
-        f"{file:,} registers each. How many blocks fit on one SM by registers alone?",
+        f"A change to a kernel raises its registers to {registers} per thread. It runs blocks of {threads} threads "
+        f"on the {g.name}, whose SMs hold {file:,} registers each. How many blocks fit on one SM by registers alone?",
         number_rules(blocks, "blocks", 0, whole=True,
                      explain="Each block needs threads x registers of the register file; whole blocks only.",
                      hint="Divide the registers of an SM by what one block uses, and keep the whole part.",
-                     mistakes=[(blocks * threads // 32, "That counts warps; the question asks for blocks.")]),
+                     mistakes=mistakes),
         "blocks")
 
 
 CHECKPOINTS = {"cp-tiling-intensity": cp_tile_intensity, "cp-tiling-banks": cp_banks,
                "cp-tiling-registers": cp_register_blocks}
 """This chapter's checkpoints, in the order it shows them."""
+
+RELIES_ON = {
+    "cp-tiling-intensity": ("term:intensity",),           # I = b/s is derived just above; the question gives b and s
+    "cp-tiling-banks": ("term:bank conflict",),           # a word's bank, word mod 32, from "Bank conflicts"
+    "ex-tiling-lab-banks": ("term:bank conflict", "transpose_padded_conflict"),  # the padding that fixes a column read
+    "cp-tiling-registers": ("term:occupancy", "reg128_blocks"),  # per-warp allocation; the question gives the figures
+    "ex-tiling-operand-tile": ("smem_intensity", "a100_smem_ridge", "term:ridge point"),  # t/s; the T4's units in the question
+    "ex-tiling-padding": ("term:bank conflict", "transpose_padded_conflict"),
+    "ex-tiling-occupancy": ("term:occupancy",),            # the question gives the H100's limits
+    "ex-tiling-explore-thread": ("a100_smem_ridge", "smem_intensity"),  # predict from the ridge, check in the explorer
+    "ex-tiling-explore-occupancy": ("h100_regs",),         # the H100's register file, given in the exercise above
+}
+"""What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
