@@ -414,3 +414,12 @@ def editor(task: str):
 
 WIDGET_EXERCISES = ()
 """This chapter's widget exercises, in the order it shows them: none, its exercises are kernels."""
+
+RELIES_ON = {
+    "ex-capstone-budget": ("gemm_tile",),  # the tile is glued above; the question gives the size
+    "ex-capstone-softmax": ("term:warp shuffle",),  # the reductions across the warp: the shuffle section above
+    "ex-capstone-layernorm": ("term:warp shuffle",),
+    "ex-capstone-gemm": (),  # the question names chapter 3's tiles; the budget table above gives the bytes
+    "ex-capstone-attention": (),  # the question names chapter 5's online softmax
+}
+"""What each exercise needs from the page above it (tests/test_checkpoints.py); the chapter has no checkpoints."""

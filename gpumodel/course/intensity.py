@@ -94,8 +94,9 @@ def check_fused_chain(source: str, kernel: str = "chain") -> Feedback:
         return Feedback(True, f"{got:,.0f} B through L2, the compulsory {compulsory:,} B: x read once, y written "
                         "once, the intermediates in a register.")
     return Feedback(False, f"{got:,.0f} B through L2 where {compulsory:,} B would do ({got / compulsory:.2g}x; worst: "
-                    f"line {traced.hottest().line}). Which of these loads and stores carry a value that never needs "
-                    "to leave the thread?")
+                    f"line {traced.hottest().line}; the trace counts the code as compiled, which already keeps some "
+                    "reloads in registers). Which of these loads and stores carry a value that never needs to leave "
+                    "the thread?")
 
 
 SOFTMAX_ROWS, SOFTMAX_COLS, SOFTMAX_BLOCK = 32, 200, 256
@@ -137,8 +138,9 @@ def check_triton_softmax(source: str, kernel: str = "softmax") -> Feedback:
         return Feedback(True, f"{got:,.0f} B through L2, the compulsory {compulsory:,} B: each row read once and "
                         "written once, its exponentials kept in the program's registers.")
     lines = sorted({s.line for s in traced.sites})
-    return Feedback(False, f"{got:,.0f} B through L2 where {compulsory:,} B would do ({got / compulsory:.2g}x). A "
-                    "program holds its whole row as a block of values: which of its loads and stores (lines "
+    return Feedback(False, f"{got:,.0f} B through L2 where {compulsory:,} B would do ({got / compulsory:.2g}x; a "
+                    "program pays at L2 once for each sector it touches, so reading back what it wrote costs nothing "
+                    "more). A program holds its whole row as a block of values: which of its loads and stores (lines "
                     f"{', '.join(map(str, lines))}) only carry a value it already has?")
 
 
@@ -229,19 +231,32 @@ def cp_vector_add() -> Checkpoint:
         "intensity")
 
 
+ELEMENT_BYTES = 8
+"""cp_balance's elementwise kernel: one FP32 value read and one written per element."""
+
+
 def cp_balance(gpu: str = "H100-SXM") -> Checkpoint:
-    """Chapter 2, "Intensity and machine balance": the FP32 machine balance of `gpu` against HBM."""
+    """Chapter 2, "Intensity and machine balance": the flops per element an elementwise FP32
+    kernel (one value read, one written: `ELEMENT_BYTES` through HBM) needs on `gpu` to reach
+    its FP32 machine balance, past which it is compute-bound."""
     g = presets.gpu(gpu)
+    balance = g.ridge("hbm")
     return Checkpoint(
         "cp-intensity-balance",
         f"The {g.name} does {fmt_flops(g.peak_flops, 4)} in FP32 and reads HBM at {fmt_bandwidth(g.bandwidth('hbm'), 4)}. "
-        "What is its FP32 machine balance, in FLOP/B?",
-        number_rules(g.ridge("hbm"), "FLOP/B", 0.02,
-                     explain="Peak flops over HBM bandwidth: below this intensity a kernel is bandwidth-bound.",
-                     hint="Divide the flat roof by the slanted roof's slope, with both in the same prefix.",
-                     mistakes=[(g.bandwidth("hbm") / g.peak_flops, "That is bytes per flop, the inverse: divide the "
-                                "flops by the bytes.")]),
-        "machine balance")
+        "An elementwise kernel reads one FP32 value and writes one per element. How many flops must it do per element "
+        "to reach the machine balance, past which it is compute-bound?",
+        number_rules(ELEMENT_BYTES * balance, "flops", 0.02,
+                     explain="The machine balance, peak flops over HBM bandwidth, is flops per byte; each element "
+                     f"moves {ELEMENT_BYTES} bytes, four read and four written.",
+                     hint="Find the machine balance in flops per byte first, then count the bytes one element moves.",
+                     mistakes=[(balance, "That is the machine balance, flops per byte; an element moves more than "
+                                "one byte."),
+                               (ELEMENT_BYTES // 2 * balance, "That counts the bytes read; the value written crosses "
+                                "HBM too."),
+                               (ELEMENT_BYTES * g.bandwidth("hbm") / g.peak_flops, "That is bytes per flop, the "
+                                "inverse: divide the flops by the bytes.")]),
+        "flops per element")
 
 
 def cp_roofline(gpu: str = "H100-SXM", intensity: float = 4.0) -> Checkpoint:
@@ -261,22 +276,30 @@ def cp_roofline(gpu: str = "H100-SXM", intensity: float = 4.0) -> Checkpoint:
         "attainable rate")
 
 
-def cp_sectors(stride: int = 2, elem: int = 4) -> Checkpoint:
+def cp_sectors(stride: int = 4, elem: int = 4) -> Checkpoint:
     """Chapter 2, "Coalescing": the 32-byte sectors a warp's strided read touches (`stride` in
-    elements, `elem` bytes, one of `ELEM_BYTES`)."""
+    elements, `elem` bytes, one of `ELEM_BYTES`). The page works strides 1, 2 and 8 of floats;
+    the default asks for one it did not."""
     stride = _check.integer("stride", stride, 1, 2**16)
     if _check.integer("elem", elem, 1, max(ELEM_BYTES)) not in ELEM_BYTES:
         raise ValueError(f"elem must be one of {ELEM_BYTES} (bytes), got {elem!r}")
     sectors = float(warp_sectors(stride, elem))
+    used = 32 * elem / (32 * sectors)
+    mistakes = [(float(warp_sectors(1, elem)), "That is a contiguous read; the stride spreads the elements out.")]
+    if sectors != 32:
+        mistakes.append((32.0, "Neighbouring threads still share sectors at this stride."))
+    if stride != 2 and warp_sectors(2, elem) != sectors:
+        mistakes.append((float(warp_sectors(2, elem)), "That is a stride of 2, the page's case; this stride spreads "
+                         "the elements further."))
     return Checkpoint(
         "cp-intensity-sectors",
         f"The 32 threads of a warp read {elem}-byte elements with a stride of {stride} elements (thread t reads "
         f"element {stride}t). How many 32-byte sectors does the read touch?",
-        number_rules(sectors, "sectors", 0, explain="The elements are spread over twice the span of a contiguous "
-                     "read, so twice the sectors, half of each one's bytes unused.",
-                     hint="Work out the span of addresses the warp covers, in bytes, and divide by the sector size.",
-                     mistakes=[(float(warp_sectors(1, elem)), "That is a contiguous read; the stride spreads the "
-                                "elements out."), (32.0, "Neighbouring threads still share sectors at this stride.")]),
+        number_rules(sectors, "sectors", 0, explain=f"The warp spans {32 * stride * elem:,} bytes; each sector it "
+                     f"touches is {fmt_percent(used, 3)} used.",
+                     hint="Work out the span of addresses the warp covers, in bytes, and divide by the sector size; "
+                     "no thread can touch more than one sector.",
+                     mistakes=mistakes),
         "sectors")
 
 
@@ -284,3 +307,17 @@ CHECKPOINTS = {"cp-intensity-vector-add": cp_vector_add, "cp-intensity-balance":
                "cp-intensity-roofline": cp_roofline,
                "cp-intensity-sectors": cp_sectors}
 """This chapter's checkpoints, in the order it shows them."""
+
+RELIES_ON = {
+    "cp-intensity-vector-add": (),  # the question names the kernel; the page defines intensity above it
+    "cp-intensity-balance": ("term:machine balance",),  # the question gives the peak and the bandwidth
+    "cp-intensity-roofline": (),  # the question gives the peak, the bandwidth and the intensity
+    "cp-intensity-sectors": (),  # the question gives the stride and the element size
+    "ex-intensity-lab-coalesce": ("sectors_1",),
+    "ex-intensity-lab-fuse": (),
+    "ex-intensity-lab-triton-softmax": (),
+    "ex-intensity-fusion-limit": ("formulas:The memory hierarchy", "term:machine balance"),
+    "ex-intensity-explore-stride": (),  # the explorer shows every count
+    "ex-intensity-explore-fusion": (),  # the explorer shows every bound
+}
+"""What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
