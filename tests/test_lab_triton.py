@@ -316,3 +316,20 @@ def test_atomics_are_charged_as_stores_of_their_sectors_and_a_failure_names_its_
     assert by_line(spun)[line_of("tl.atomic_xchg(lock_ptr"), True].sectors == 3
     with pytest.raises(LabError, match=f"failed in Triton's interpreter at line {line_of('BLOCK // 0')}"):
         gm.lab.trace_triton(kernels.divides_by_zero_index, (1,), [np.zeros(8, np.float32), np.zeros(8, np.float32)], BLOCK=8)
+
+
+def test_an_endless_kernel_is_stopped_at_its_time_limit_naming_its_line():
+    import time
+
+    import triton_kernels
+
+    x = np.zeros(16, np.float32)
+    start = time.monotonic()
+    with pytest.raises(LabError, match=r"ran past the time limit of 1 s in Triton's interpreter, at line \d+") as err:
+        gm.lab.trace_triton(kernels.spin, (1,), [x], BLOCK=16, timeout=1)
+    assert time.monotonic() - start < 30
+    line = int(err.value.args[0].split("at line ")[1].split(":")[0])
+    source = open(triton_kernels.__file__).read().splitlines()
+    assert source[line - 1].strip() in ("while tl.sum(x, axis=0) >= 0:", "x = x + 1.0")
+    assert len(gm.lab.trace_triton(kernels.add, (1,), [x, x, np.zeros_like(x), 16], BLOCK=16, timeout=5).sites) == 3
+    time.sleep(1.2)  # a stop withdrawn with its run: nothing is raised here later

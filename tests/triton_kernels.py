@@ -103,3 +103,12 @@ def spin_once(lock_ptr, out_ptr):
 def divides_by_zero_index(x_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(y_ptr + offs, tl.load(x_ptr + offs), mask=offs < BLOCK // 0)
+
+
+@triton.jit
+def spin(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    while tl.sum(x, axis=0) >= 0:
+        x = x + 1.0
+    tl.store(x_ptr + offs, x)

@@ -305,15 +305,57 @@ def _interpreted(fn, record_access, record_dot):
             os.environ["TRITON_INTERPRET"] = before
 
 
-def trace_triton(kernel, grid, args, *, num_warps: int = 4, **meta) -> TritonTrace:
+TRITON_SECONDS = 60.0
+"""The default time limit of a Triton kernel in the interpreter (s): the course's run in a few."""
+
+
+class _TimeLimit(BaseException):
+    """Raised in the running kernel when its time is up: a BaseException, so that neither the
+    kernel nor the interpreter catches it as an error of the kernel's."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float, code_file: str):
+    """Stop the calling thread's Python code after `seconds` (a timer thread raises `_TimeLimit`
+    in it, as `PyThreadState_SetAsyncExc` does: any thread, no signal); yields a dict where the
+    line of `code_file` it was running is noted. A stop still pending when the block ends is
+    withdrawn."""
+    import ctypes
+    import threading
+
+    target, where, lock, done = threading.get_ident(), {}, threading.Lock(), []
+
+    def stop():
+        with lock:
+            if done:
+                return
+            frame = sys._current_frames().get(target)
+            while frame is not None and frame.f_code.co_filename != code_file:
+                frame = frame.f_back
+            where["line"] = frame.f_lineno if frame is not None else 0
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(_TimeLimit))
+
+    timer = threading.Timer(seconds, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield where
+    finally:
+        with lock:
+            done.append(True)
+            timer.cancel()
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)  # none pending past here
+
+
+def trace_triton(kernel, grid, args, *, num_warps: int = 4, timeout: float = TRITON_SECONDS, **meta) -> TritonTrace:
     """Run the `@triton.jit` `kernel` over `grid` (as `kernel[grid](*args, **meta)`: 1 to 3
     program counts, or a function of the meta-parameters) in Triton's interpreter on the CPU,
     with `args` (NumPy arrays, written in place, or PyTorch CPU tensors; numbers) and the
     meta-parameters `meta` (BLOCK_SIZE=...). Records every program's loads, stores and dots and
     returns the `Trace` the CUDA lab returns (see the module doc for what it counts), its
     programs `num_warps` x 32 threads each (Triton's default: 4 warps). Checks nothing of the
-    result: a checker does. Raises LabError where Triton is not installed or the kernel fails in
-    the interpreter, naming its line."""
+    result: a checker does. Raises LabError where Triton is not installed, the kernel fails in
+    the interpreter, or it runs past `timeout` seconds, naming its line."""
     try:
         import triton  # noqa: F401
     except ImportError:
@@ -322,6 +364,7 @@ def trace_triton(kernel, grid, args, *, num_warps: int = 4, **meta) -> TritonTra
     if not isinstance(args, (list, tuple)):
         raise TypeError(f"args must be a list or tuple of the kernel's arguments, got {type(args).__name__}")
     num_warps = _check.one("num_warps", num_warps)
+    timeout = _check.real("timeout", timeout, least=0.01)
     dims = _grid(grid, meta)
     arrays = _arrays(args)
     place, start = [], 0  # each array's address on the GPU-like layout: ALIGN-aligned, one after another
@@ -371,7 +414,13 @@ def trace_triton(kernel, grid, args, *, num_warps: int = 4, **meta) -> TritonTra
     wrapped = [_NumpyPointer(a) if isinstance(a, np.ndarray) else a for a in args]
     with _interpreted(fn, record_access, record_dot) as interpreter:
         try:
-            interpreter.InterpretedFunction(fn)[dims](*wrapped, **meta)
+            with _time_limit(timeout, code_file) as where:
+                interpreter.InterpretedFunction(fn)[dims](*wrapped, **meta)
+        except _TimeLimit:
+            line = where.get("line", 0)
+            raise LabError(f"the kernel ran past the time limit of {timeout:g} s in Triton's interpreter"
+                           + (f", at line {line}" if line else "") + ": an endless loop, or a grid too large for "
+                           "the interpreter (pass timeout= for a longer run)") from None
         except LabError:
             raise
         except Exception as err:  # the interpreter wraps the kernel's own error
