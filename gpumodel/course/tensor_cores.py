@@ -39,22 +39,32 @@ def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
                         "to the peak over the shared-memory bandwidth, solve for n, and round up to a multiple of 8.")
 
 
+WORKED = ("H100-SXM", 8192)
+"""The GPU and width at which the chapter works the critical batch out (its exercises ask for others)."""
+
+
 def check_critical_batch(gpu, width, weight: str, answer) -> Feedback:
     """Chapter 6: the smallest batch at which a decode GEMM with `weight` weights (fp16
-    activations, fp16 tensor math) on `gpu` stops being HBM-bound (`critical_batch`)."""
+    activations, fp16 tensor math) on `gpu` stops being HBM-bound (`critical_batch`). The
+    chapter's own case (`WORKED`, same weights) is a slip where the question asks another."""
     smallest = critical_batch(gpu, width, weight)
     g = presets.gpu(gpu)
     slips = {math.ceil(g.ridge("hbm", "fp16") * WEIGHT_BYTES[weight] / 2): "That leaves out the activations' bytes: "
              "2 per element, read in and written out.",
              critical_batch(gpu, width, weight, math="fp32"): "That uses the FP32 ALUs' peak; this GEMM runs on the "
              "tensor cores at fp16."}
+    if (g.name, int(width)) != WORKED:
+        slips.setdefault(critical_batch(WORKED[0], WORKED[1], weight),
+                         f"That is the chapter's own case, the {WORKED[0]} at the width it worked; this question "
+                         "changes the GPU or the width, so redo the count with its ridge and its width.")
     return check_number(answer, smallest, "sequences", rtol=0.01, key=f"check_critical_batch({g.name}, {width}, {weight})",
                         doubled=FLOPS_AND_BYTES,
                         mistakes=list(slips.items()),
                         explain=f"At B = {smallest} the {weight} GEMM does "
                         f"{fmt_intensity(float(decode_intensity(smallest, width, weight)))} of HBM traffic, past the "
-                        f"{g.name}'s ridge of {fmt_intensity(g.ridge('hbm', 'fp16'))}. Fewer bytes per "
-                        "weight, fewer sequences needed to reuse each one enough.",
+                        f"{g.name}'s ridge of {fmt_intensity(g.ridge('hbm', 'fp16'))}. A lower ridge or "
+                        "fewer bytes per weight, and fewer sequences must share each weight; a narrower matrix, "
+                        "and the activations' bytes weigh more beside the weights'.",
                         hint=f"The flops are 2Bw²; the bytes are {WEIGHT_BYTES[weight]:g} per weight for w² weights "
                         "plus 2 bytes per activation for the 2Bw activations in and out. Solve for B and round up.")
 
@@ -158,35 +168,59 @@ WIDGET_EXERCISES = (decode_batch, wave_tail)
 
 
 def cp_decode(width: int = 8192) -> Checkpoint:
-    """Chapter 6, "Decode, and narrower numbers": a batch-1 decode GEMM's HBM intensity."""
-    intensity = float(decode_intensity(1, width, "fp16"))
+    """Chapter 6, "Decode, and narrower numbers": a batch of 8 decode GEMM's HBM intensity,
+    reasoned from batch 1's (each weight read once, used by every sequence)."""
+    batch = 8
+    intensity = float(decode_intensity(batch, width, "fp16"))
+    one = float(decode_intensity(1, width, "fp16"))
     return Checkpoint(
         "cp-tc-decode",
-        f"Decoding one sequence (batch 1) multiplies one activation row by a {width:,} x {width:,} fp16 weight "
-        "matrix read from HBM. About how many flops per HBM byte is that?",
-        number_rules(intensity, "FLOP/B", 0.02, doubled="an fp16 weight is two bytes, and each is used in one FMA "
+        f"At batch 1 the decode GEMM (a {width:,} x {width:,} fp16 weight matrix read from HBM) does about "
+        f"{fmt_intensity(one)}, as computed above. Now {batch} sequences share each weight read, each with its own "
+        "fp16 activation row in and out. About how many flops per HBM byte does the GEMM do?",
+        number_rules(intensity, "FLOP/B", 0.02, doubled="an fp16 weight is two bytes, and each use of it is one FMA "
                      "of two flops.",
-                     explain="Each weight is read once and used once: far below any GPU's ridge, so decode at batch 1 is "
-                     "HBM-bound.",
-                     hint="Count the flops (2 per weight) and the bytes of the weights; the activations are few."),
+                     mistakes=[(one, "That is batch 1's intensity: each weight read is now used by every sequence "
+                                "of the batch.")],
+                     explain="The weights' bytes stay the same while the flops grow with the batch; the activations "
+                     "add only a little. Still far below the ridge, so the step is still HBM-bound.",
+                     hint="Count the flops each weight now does (two per sequence) against its two bytes; the "
+                     "activations' bytes are few beside the weights'."),
         "intensity")
 
 
 def cp_waves(tiles: int = 300, gpu: str = "H100-SXM") -> Checkpoint:
-    """Chapter 6, "Waves and tails": the waves of `tiles` one-per-SM tiles on `gpu`."""
+    """Chapter 6, "Waves and tails": the empty slots of the last wave of `tiles` one-per-SM
+    tiles on `gpu`, how many tiles more the grid could hold in the same waves."""
     tiles = _check.integer("tiles", tiles, 1, 2**31)
     sms = int(presets.gpu(gpu).sms.value)
     waves = math.ceil(tiles / sms)
+    spare = waves * sms - tiles
     return Checkpoint(
         "cp-tc-waves",
-        f"A GEMM's grid has {tiles} tiles, and the {gpu}'s {sms} SMs each run one at a time. How many waves does "
-        "the grid take?",
-        number_rules(float(waves), "waves", 0, whole=True,
-                     explain="The last, partial wave takes as long as a full one: its idle SMs are the tail.",
-                     hint="Divide the tiles by the SMs.",
-                     mistakes=[(float(tiles // sms), "A partial wave still takes a wave: round up.")]),
-        "waves")
+        f"A GEMM's grid has {tiles} tiles, and the {gpu}'s {sms} SMs each run one tile at a time. How many more tiles "
+        "could the grid hold and still finish in the same number of waves?",
+        number_rules(float(spare), "tiles", 0, whole=True,
+                     explain="Those are the last wave's idle SMs: work added there is free, which is what split-K and "
+                     "stream-K exploit.",
+                     hint="Find the waves first (round up), then compare the slots they offer with the tiles.",
+                     mistakes=[(float(tiles % sms), "That is how many tiles the last wave runs; the question asks "
+                                "for its empty slots."),
+                               (float(waves), "That is the number of waves; the question asks for tiles.")]),
+        "tiles")
 
 
 CHECKPOINTS = {"cp-tc-decode": cp_decode, "cp-tc-waves": cp_waves}
 """This chapter's checkpoints, in the order it shows them."""
+
+RELIES_ON = {
+    "cp-tc-decode": ("gemv_intensity",),                      # the prompt gives batch 1's; the page's batch-B count
+    "cp-tc-waves": (),                                        # the question gives the tiles and the SMs
+    "ex-tc-operand-n": ("h100_smem_ridge",),
+    "ex-intensity-decode": ("b_star", "term:critical batch"),  # the H200's figures are in the question
+    "ex-tc-int4-batch": ("b_int4", "term:critical batch"),
+    "ex-tc-last-wave": ("w_sms",),
+    "ex-tensor-explore-decode": ("b_int8",),
+    "ex-tensor-explore-waves": ("w_sms",),
+}
+"""What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
