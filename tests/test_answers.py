@@ -224,7 +224,8 @@ def test_progress_is_kept_across_kernels_in_a_file_only_its_owner_reads(monkeypa
     table = gm.course.progress().data
     assert "| check_fmas_per_load(H100-SXM) | 2 | right |" in table and "| cp-tc-waves | 1 | not yet |" in table
     assert "1 of 2 questions checked are right" in table and str(path) in table
-    assert not [p for p in path.parent.iterdir() if p.name != "progress.json"]  # no temporary file left
+    assert sorted(p.name for p in path.parent.iterdir()) == ["progress.json", "progress.lock"]  # no temporary file left
+    assert stat.S_IMODE((path.parent / "progress.lock").stat().st_mode) == 0o600
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert checks.progress_file.path() == tmp_path / "home" / ".local" / "share" / "gpumodel" / "progress.json"
