@@ -178,7 +178,7 @@ ANSWERS = {
                                   / ((8.0e9 - 128000 * 4096 + 8 * 4096) * 2 + 8 * 16385 * 131072)),
     "wave-tail": lambda: max(gm.course.tensor_cores.WAVE_SIZES, key=lambda n: ((n // 128) ** 2 % 132 or 132)),
     "launch-bound": lambda: smallest(gm.course.blackwell_low_precision.VECTOR_SIZES,
-                                     lambda n: 12 * n / gm.gpu("B200").bandwidth("hbm") >= 3.0e-6),  # 12 B per float, a 3 us launch
+                                     lambda n: 12 * n / gm.gpu("B200").bandwidth("hbm") >= 6.8e-6),  # 12 B per float, Inductor's 6.8 us launch
     "tile-ridge": lambda: smallest(gm.course.blackwell_low_precision.TILE_NS, lambda n: 128 * n / (128 + n) >= 64),
     "highest-ridge": lambda: max(gm.preset_names(), key=lambda g: gm.gpu(g).peak("fp16") / gm.gpu(g).bandwidth("hbm")),
     "parallel-steps": lambda: rack_step(72) / rack_step(8),

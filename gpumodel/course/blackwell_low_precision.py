@@ -11,8 +11,8 @@ from ..blackwell import pair_intensity
 from ..low_precision import bytes_per_element
 from ..model import predict
 from ..hardware import WARP
-from ..occupancy import SETMAXNREG, consumer_registers, limits
-from ..overhead import launch_cost, launch_costs, sequence_time
+from ..occupancy import SETMAXNREG, limits, occupancy
+from ..overhead import PATHS, launch_cost, launch_costs, sequence_time
 from ..tensor_cores import operand_intensity
 from ..units import fmt_intensity, fmt_time
 from ..workloads import gemm_ideal, vector_add
@@ -27,40 +27,94 @@ def check_launch_bound(kernels: int, kernel_time: float, answer, gpu: str = "B20
     kernel_time = _check.real("kernel_time", kernel_time, least=0)
     launch = launch_cost(gpu).seconds
     expected = sequence_time([kernel_time] * kernels, launch).time * 1e6
-    return check_number(answer, expected, "us", rtol=0.01,
-                        explain=f"Each kernel is shorter than a launch ({fmt_time(launch)}), so the GPU waits on "
-                        "the host: N launches, then the last kernel.",
+    total, launches = kernels * kernel_time * 1e6, kernels * launch * 1e6
+    if kernel_time < launch:
+        why = (f"Each kernel is shorter than a launch ({fmt_time(launch)}), so the GPU waits on the host: "
+               "N launches, then the last kernel.")
+    else:
+        why = (f"Each kernel outlasts a launch ({fmt_time(launch)}), so the launches hide behind the work: "
+               "one launch, then the kernels back to back.")
+    return check_number(answer, expected, "us", rtol=0.01, explain=why,
                         hint="Which is longer, a kernel or a launch? The longer one sets the pace; add what the "
-                        "other contributes once, at the start or the end.")
+                        "other contributes once, at the start or the end.",
+                        mistakes=((total + launches, "Launches are asynchronous: the host queues the next while "
+                                   "the GPU runs the last, so the two do not add up kernel by kernel."),))
 
 
 def check_pair_intensity(answer, m: int = 256, n: int = 256) -> Feedback:
-    """Chapter 7: the FLOP per shared-memory byte each CTA of a 2-CTA fp16 MMA of m x n reads."""
+    """Chapter 7: the FLOP per shared-memory byte each thread block of a paired (2-CTA) fp16
+    MMA of m x n reads."""
     expected = float(pair_intensity(m, n, 64))
     return check_number(answer, expected, "FLOP/B", rtol=0.01,
-                        explain=f"Each CTA computes {m // 2} x {n} of the result from {m // 2} rows of A and "
+                        explain=f"Each block computes {m // 2} x {n} of the result from {m // 2} rows of A and "
                         f"{n // 2} columns of B: the pair shares B, so each SM reads half of it.",
-                        hint="Per CTA: the flops are 2 (m/2) n k; the bytes are 2 bytes times (m/2) k of A plus "
-                        "k (n/2) of B. k cancels.")
+                        hint="Per block: the flops are 2 (m/2) n k; the bytes are 2 bytes times (m/2) k of A plus "
+                        "k (n/2) of B. k cancels.",
+                        mistakes=((float(operand_intensity(m // 2, n, 16)), "That is one block reading all of B: "
+                                   "in the pair each block holds half the columns of B."),))
+
+
+def _register_pool(gpu, warpgroups: int) -> int:
+    """The registers a block of `warpgroups` warpgroups holds when launched with the most
+    registers per thread (a multiple of 8) at which one block fits an SM of `gpu`: setmaxnreg
+    moves registers within this pool, the block's own (PTX ISA)."""
+    threads = warpgroups * 4 * WARP
+    step = SETMAXNREG[2]
+    most = limits(gpu).max_registers_per_thread
+    uniform = max(r for r in range(step, most + 1, step) if occupancy(gpu, threads=threads, registers=r).blocks >= 1)
+    return uniform * threads
+
+
+def _consumers_share(gpu, producer_registers: int, consumers: int = 2) -> int:
+    """Registers per thread each of `consumers` warpgroups may take once one producer
+    warpgroup has lowered itself to `producer_registers`: what is left of the block's pool,
+    over the consumers' threads, rounded down to a multiple of 8 (CUTLASS's formula)."""
+    warpgroup, (_, most, step) = 4 * WARP, SETMAXNREG
+    pool = _register_pool(gpu, consumers + 1)
+    return min(most, (pool - warpgroup * producer_registers) // (consumers * warpgroup) // step * step)
 
 
 def check_consumer_registers(answer, producer_registers: int = 40, gpu: str = "H100-SXM") -> Feedback:
     """Chapter 7: the registers per thread each of two consumer warpgroups may take with
-    setmaxnreg once one producer warpgroup has lowered itself to `producer_registers`."""
-    expected = consumer_registers(gpu, producer_registers)
-    registers, warpgroup, step = limits(gpu).registers_per_sm, 4 * WARP, SETMAXNREG[2]
+    setmaxnreg once one producer warpgroup has lowered itself to `producer_registers`, in a
+    block of three warpgroups launched with as many registers as fit (the block's pool)."""
+    producer_registers = _check.integer("producer_registers", producer_registers, SETMAXNREG[0], SETMAXNREG[1])
+    if producer_registers % SETMAXNREG[2]:
+        raise ValueError(f"producer_registers must be a multiple of {SETMAXNREG[2]}, got {producer_registers!r}")
+    expected = _consumers_share(gpu, producer_registers)
+    if expected < SETMAXNREG[0]:
+        raise ValueError(f"producer_registers leaves the two consumers fewer than {SETMAXNREG[0]} registers each, "
+                         f"got {producer_registers!r}")
+    pool, warpgroup, step = _register_pool(gpu, 3), 4 * WARP, SETMAXNREG[2]
+    whole_file = (limits(gpu).registers_per_sm // warpgroup - producer_registers) // 2 // step * step
     return check_number(answer, expected, "registers", rtol=0,
-                        explain=f"The register file holds {registers // warpgroup} registers per thread of one "
-                        f"warpgroup; what the producer gives up, the two consumers share, in steps of {step}.",
-                        hint=f"Divide the SM's {registers:,} registers by {warpgroup} threads, take away the "
-                        f"producer's, halve, and round down to a multiple of {step}.")
+                        explain=f"The block holds {pool:,} registers; the producer keeps {warpgroup} x "
+                        f"{producer_registers}, and the two consumers' {2 * warpgroup} threads share the rest, "
+                        f"in steps of {step}.",
+                        hint=f"Take the producer's {warpgroup} threads' registers from the block's pool, divide "
+                        f"by the consumers' {2 * warpgroup} threads, and round down to a multiple of {step}.",
+                        mistakes=((whole_file, "setmaxnreg moves registers within the block's own pool, not the "
+                                   "SM's whole register file."),))
+
+
+NVFP4_SHAPE = (4096, 14336)
+"""The weight matrix of the NVFP4 checkpoint (a Llama-3-8B MLP projection)."""
 
 
 def check_nvfp4_bytes(answer) -> Feedback:
-    """Chapter 7: the bytes one NVFP4 weight costs, its share of the block scale included."""
-    return check_number(answer, bytes_per_element("nvfp4"), "bytes", rtol=0.001,
-                        explain="Half a byte for the value, and one scale byte shared by sixteen values.",
-                        hint="Four bits per value; one FP8 scale per block of 16 values.")
+    """Chapter 7: the MiB a 4096 x 14336 weight matrix costs in NVFP4, its block scales
+    included."""
+    rows, cols = NVFP4_SHAPE
+    expected = rows * cols * bytes_per_element("nvfp4") / 2**20
+    return check_number(answer, expected, "MiB", rtol=0.001,
+                        explain="Each weight costs half a byte for its value and a sixteenth of a byte for its "
+                        "share of the block's FP8 scale.",
+                        hint="Find what one NVFP4 weight costs, scale included, then multiply by the number of "
+                        "weights; a MiB is 2^20 bytes.",
+                        mistakes=((rows * cols / 2 / 2**20, "That leaves out the block scales: one FP8 byte per "
+                                   "16 values."),
+                                  (rows * cols * bytes_per_element("mxfp4") / 2**20, "That is one scale per 32 "
+                                   "values, MXFP4's block, not NVFP4's.")))
 
 
 def check_held_clock(answer, mhz: float = 1500, n: int = 8192, gpu: str = "H100-SXM") -> Feedback:
@@ -89,31 +143,38 @@ RIDGE_GPUS = ("H100-SXM", "B200")
 
 def launch_bound(gpu: str = "B200") -> WidgetExercise:
     """Chapter 7: the smallest vector add (of VECTOR_SIZES, fp32) that outlasts a launch by
-    the CUDA driver on `gpu`, so that back-to-back launches keep the GPU busy."""
-    launch = launch_cost(_check.member("gpu", gpu, LAUNCH_GPUS)).seconds
+    torch.compile's per-kernel path on `gpu` (the exercise's what-if: the chapter works the
+    driver's), so that back-to-back launches keep the GPU busy. The explorer offers every
+    launch path."""
+    gpu = _check.member("gpu", gpu, LAUNCH_GPUS)
+    launches = {path: launch_cost(gpu, path).seconds for path in PATHS}
+    host = " (launched from a GB200's Grace CPU)" if gpu == "B200" else ""
 
-    def view(elements, kernels):
+    def view(elements, kernels, path):
+        launch = launches[path]
         kernel = float(predict(vector_add(elements), gpu).time)
         s = sequence_time([kernel] * kernels, launch)
-        return bars(f"{kernels} vector adds of {elements:,} floats on the {gpu}, one launch each "
+        graph = sequence_time([kernel] * kernels, launch, graph=True).time
+        return bars(f"{kernels} vector adds of {elements:,} floats on the {gpu}{host}, one {path} launch each "
                     f"({fmt_time(launch)}): <b>{fmt_time(s.time)}</b>, bound by <b>{s.bound}</b>, "
                     f"the GPU idle {s.idle:.0%} of it",
                     [("one kernel", kernel, fmt_time(kernel), kernel < launch),
                      ("one launch", launch, fmt_time(launch), False),
                      ("sequence", s.time, fmt_time(s.time), s.bound == "overhead"),
-                     ("as a graph", sequence_time([kernel] * kernels, launch, graph=True).time,
-                      fmt_time(sequence_time([kernel] * kernels, launch, graph=True).time), False)])
+                     ("as a graph", graph, fmt_time(graph), False)])
 
-    smallest = next(n for n in VECTOR_SIZES if float(predict(vector_add(n), gpu).time) >= launch)
+    path = "inductor"
+    smallest = next(n for n in VECTOR_SIZES if float(predict(vector_add(n), gpu).time) >= launches[path])
     return WidgetExercise(
-        "launch-bound", {"elements": list(VECTOR_SIZES), "kernels": list(LAUNCH_KERNELS)}, view,
-        number_rules(smallest, "elements", 0, explain="From there on each kernel takes longer on the GPU than the "
-                     "host takes to launch the next, so the launches hide behind the work.",
-                     hint="Raise the size until the kernel's bar is at least as long as the launch's."),
-        "elements", asks=asked(elements=upto(VECTOR_SIZES, smallest), kernels=list(LAUNCH_KERNELS)))
+        "launch-bound", {"elements": list(VECTOR_SIZES), "kernels": list(LAUNCH_KERNELS), "path": list(PATHS)}, view,
+        number_rules(smallest, "elements", 0, explain="From there on each kernel takes longer on the GPU than "
+                     "torch.compile's path takes to launch the next, so the launches hide behind the work.",
+                     hint="Choose the inductor path; raise the size until the kernel's bar is at least as long as "
+                     "the launch's."),
+        "elements", asks=asked(elements=upto(VECTOR_SIZES, smallest), kernels=list(LAUNCH_KERNELS), path=path))
 
 
-TILES = {"m64 (wgmma)": (64, False), "m128 (tcgen05, 1 CTA)": (128, False), "m256 (tcgen05, 2 CTAs)": (256, True)}
+TILES = {"m64 (wgmma or tcgen05)": (64, False), "m128 (tcgen05, 1 CTA)": (128, False), "m256 (tcgen05, 2 CTAs)": (256, True)}
 TILE_NS = (32, 64, 96, 128, 192, 256)
 
 
@@ -161,20 +222,35 @@ def _checkpoint(key: str, question: str, unanswered: Feedback, prompt: str) -> C
 
 CHECKPOINTS = {
     "cp-bw-launches": lambda: _checkpoint(
-        "cp-bw-launches", "100 kernels of 1 us each are launched one by one by the CUDA driver on the B200. "
-        "How long do they take?", check_launch_bound(100, 1e-6, None), "time"),
+        "cp-bw-launches", "Now each of the 100 kernels takes 5 µs on the B200, and each is launched by the CUDA "
+        "driver at the launch cost given above. How long does the sequence take?",
+        check_launch_bound(100, 5e-6, None), "time"),
     "cp-bw-pair": lambda: _checkpoint(
-        "cp-bw-pair", "A 2-CTA fp16 MMA of 256 x 256: how many FLOP does each CTA do per byte it reads from "
-        "shared memory?", check_pair_intensity(None), "intensity"),
+        "cp-bw-pair", "A paired (2-CTA) fp16 MMA of 256 x 128: each block of the pair holds 128 rows of A and 64 "
+        "columns of B. How many FLOP does each block do per byte it reads from shared memory?",
+        check_pair_intensity(None, 256, 128), "intensity"),
     "cp-bw-registers": lambda: _checkpoint(
-        "cp-bw-registers", "One producer warpgroup has lowered itself to 40 registers per thread. How many "
-        "registers per thread can each of two consumer warpgroups take?", check_consumer_registers(None),
-        "registers"),
+        "cp-bw-registers", "In the same block of three warpgroups, the producer lowers itself to 48 registers per "
+        "thread. How many registers per thread can each of the two consumer warpgroups take?",
+        check_consumer_registers(None, 48), "registers"),
     "cp-bw-nvfp4": lambda: _checkpoint(
-        "cp-bw-nvfp4", "How many bytes does one NVFP4 weight cost, its share of the block scale included?",
-        check_nvfp4_bytes(None), "bytes"),
+        "cp-bw-nvfp4", "A 4096 x 14336 weight matrix (one of Llama-3-8B's MLP projections) is stored in NVFP4. "
+        "How many MiB does it take, its block scales included?",
+        check_nvfp4_bytes(None), "size"),
     "cp-bw-held-clock": lambda: _checkpoint(
-        "cp-bw-held-clock", "What is the model's time of the 8192³ fp16 GEMM on an H100 SXM held at 1500 MHz?",
-        check_held_clock(None), "time"),
+        "cp-bw-held-clock", "The H100 SXM holds 1400 MHz through the 8192³ fp16 GEMM. From its time at the rated "
+        "clock (given above), what is the model's time?",
+        check_held_clock(None, 1400), "time"),
 }
 """This chapter's checkpoints, in the order it shows them (the checkers above judge them)."""
+
+RELIES_ON = {
+    "cp-bw-launches": ("launch_driver",),
+    "cp-bw-pair": ("i_pair",),
+    "cp-bw-registers": ("register_pool", "nreg_step"),
+    "cp-bw-nvfp4": ("bpe_nvfp4",),
+    "cp-bw-held-clock": ("pw_h100_rated", "h100_tensor_mhz"),
+    "ex-bw-explore-launch": ("launch_inductor",),
+    "ex-bw-explore-tile": ("b200_ridge",),
+}
+"""What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
