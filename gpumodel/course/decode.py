@@ -23,67 +23,93 @@ SPLIT_WITHIN = dc.SPLIT_RULE["within"]
 
 
 def cp_bytes(name: str = "Llama-2-7B", context: int = 1024) -> Checkpoint:
-    """Section "A token's bytes": the cache bytes one sequence of `context` tokens holds."""
-    per_token, context = dc.kv_bytes_per_token(name), _check.one("context", context)
+    """Section "A token's bytes": the smallest batch of sequences of `context` tokens whose caches
+    outweigh the weights a step reads (the section's rule of thumb, applied to one context)."""
+    m, context = dc.model(name), _check.one("context", context, dc.MOST_CONTEXT)
+    per_token, weights = dc.kv_bytes_per_token(m), 2 * float(dc.weights_read(m, 1))
+    crossover = weights / per_token
+    batch = int(np.floor(crossover / context)) + 1
     return Checkpoint(
         "cp-decode-bytes",
-        f"{name} caches {fmt_bytes(per_token)} per token of context. How many bytes does one sequence of "
-        f"{context:,} tokens hold in its cache?",
-        number_rules(per_token * context, "bytes", 0.01, units={"MiB": 2**20, "MB": 1e6, "GiB": 2**30, "GB": 1e9},
-                     explain="Every one of them is read once per generated token, for this sequence alone.",
-                     hint="Multiply the bytes per token by the tokens."),
-        "cache")
-
-
-def cp_gqa(heads: int = 64, kv_heads: int = 8) -> Checkpoint:
-    """Section "Fewer key-value heads: GQA and MLA": GQA's cache against MHA's."""
-    heads, kv_heads = _check.one("heads", heads), _check.one("kv_heads", kv_heads)
-    _check.divides("kv_heads", kv_heads, "heads", heads)
-    return Checkpoint(
-        "cp-decode-gqa",
-        f"A model has {heads} query heads. With grouped-query attention they share {kv_heads} key-value heads. "
-        "What fraction of the multi-head cache (one key-value head per query head) is left?",
-        number_rules(kv_heads / heads, "of the MHA cache", 0.01, units={"%": 0.01},
-                     mistakes=[(heads / kv_heads, "That is how many times smaller it is; give the fraction left.")],
-                     explain="The cache scales with the key-value heads; the query heads' work does not shrink.",
-                     hint="Count the key-value heads each layer caches, with and without sharing."),
-        "fraction")
-
-
-def cp_critical(name: str = "Llama-3-8B", gpu: str = "H100-SXM") -> Checkpoint:
-    """Section "The critical batch, with the cache": the critical batch with no context."""
-    batch = dc.critical_batch(name, gpu, 0)
-    ridge = presets.gpu(gpu).running("fp16").ridge("hbm", "fp16")
-    return Checkpoint(
-        "cp-decode-critical",
-        f"With (almost) no context, from what batch is a {name} decode step on the {gpu} no longer HBM-bound, "
-        "in the model (the section's cell computes it)?",
-        number_rules(float(batch), "sequences", 0.02, whole=True,
-                     explain=f"With no cache the weights are the bytes: 2 bytes of fp16 weight buy 2 flops per "
-                     f"sequence, so the batch must reach the ridge's value, {ridge:.0f} FLOP/B here; the embedding "
-                     "row and the cache row each sequence adds push it a little higher, and every cached token "
-                     "pushes it further.",
-                     hint="With no cache, the step reads the weights once for the whole batch: how many sequences "
-                     "must share each weight byte before the flops per byte reach the GPU's ridge (chapter 6's "
-                     "critical batch)?"),
+        f"{name} reads {fmt_bytes(weights)} of weights a step and caches {fmt_bytes(per_token)} per token of "
+        f"context. Its sequences hold {context:,} tokens each. From what batch do the caches' bytes pass the "
+        "weights'?",
+        number_rules(float(batch), "sequences", 0, whole=True,
+                     mistakes=[(float(batch - 1), "At that batch the weights still outweigh the caches: round up.")],
+                     explain=f"The caches pass the weights once the batch holds more than {crossover:,.0f} cached "
+                     f"tokens (the weights' bytes over a token's), and {batch} sequences of {context:,} hold "
+                     f"{batch * context:,}. Past that batch, more sequences add cache bytes as fast as tokens.",
+                     hint="First find how many cached tokens weigh as much as the weights, then how many sequences "
+                     "of this context hold more than that."),
         "batch")
 
 
-def cp_paged(context: int = 1000, page_tokens: int = 16, row: int = 256) -> Checkpoint:
-    """Section "Paged KV": the pages of a stream."""
-    pages = dc.paged_kv(context, page_tokens, _check.one("row", row)).pages
+def cp_gqa(heads: int = 64, kv_heads: int = 8) -> Checkpoint:
+    """Section "Fewer key-value heads: GQA and MLA": a GQA model's attention intensity, 2g/s
+    flops per cached byte for a group of g in an fp16 cache."""
+    heads, kv_heads = _check.one("heads", heads), _check.one("kv_heads", kv_heads)
+    _check.divides("kv_heads", kv_heads, "heads", heads)
+    m = dc.Model("checkpoint", 1, heads, kv_heads, 128, 1.0)
+    intensity = m.attention_flops / dc.kv_bytes_per_token(m)
+    group = heads // kv_heads
+    wrong = [(2.0 * group, "That counts one byte a cached value; fp16 is two.")]
+    if group != 4:
+        wrong.append((4.0, "That is Llama-3-8B's figure, for its group of four; count this model's group."))
+    return Checkpoint(
+        "cp-decode-gqa",
+        f"A model has {heads} query heads sharing {kv_heads} key-value heads, its cache in fp16. How many "
+        "flops does its attention do per cached byte?",
+        number_rules(intensity, "FLOP/B", 0.01, mistakes=wrong,
+                     explain=f"A group of {group} query heads scores each cached key and value: 2g/s = "
+                     f"2 x {group} / 2. The cache shrank by the group, the flops did not, so the intensity grew by it.",
+                     hint="Find the group (query heads per key-value head), then use the section's flops per "
+                     "byte for a group of g at s bytes a value."),
+        "FLOP/B")
+
+
+def cp_critical(name: str = "Llama-3-8B", gpu: str = "H200") -> Checkpoint:
+    """Section "The critical batch, with the cache": the critical batch with no context on
+    another GPU than the section's, from that GPU's ridge."""
+    batch = dc.critical_batch(name, gpu, 0)
+    ridge = presets.gpu(gpu).running("fp16").ridge("hbm", "fp16")
+    section = dc.critical_batch(name, "H100-SXM", 0)
+    wrong = [(float(section), "That is the H100's batch; this GPU's ridge is another.")] if gpu != "H100-SXM" else []
+    return Checkpoint(
+        "cp-decode-critical",
+        f"The {gpu} has an HBM ridge of {ridge:.0f} FLOP/B for fp16 math. With (almost) no context, from "
+        f"what batch is a {name} decode step with fp16 weights no longer HBM-bound on it?",
+        number_rules(float(batch), "sequences", 0.02, whole=True, mistakes=wrong,
+                     explain=f"With no cache the weights are the bytes: 2 bytes of fp16 weight buy 2 flops per "
+                     f"sequence, so the batch must reach the ridge's value, {ridge:.0f} here. The embedding row "
+                     "and the cache row each sequence adds push it a little higher. More bandwidth for the same "
+                     "flops lowers the ridge, and the batch with it.",
+                     hint="With no cache, the step reads the weights once for the whole batch. How many sequences "
+                     "must share each weight byte before the flops per byte reach the ridge?"),
+        "batch")
+
+
+def cp_paged(context: int = 1000, page_tokens: int = 2, row: int = 72) -> Checkpoint:
+    """Section "Paged KV": the sectors a step reads for one key-value head's stream in pages
+    that start on a sector (`dc.paged_kv`)."""
+    pages = dc.paged_kv(context, page_tokens, _check.one("row", row))
+    per_page = -(-page_tokens * row // SECTOR_BYTES)
+    wrong = [(float(pages.contiguous), "That is the rows stored end to end; each page starts on a sector of its own.")]
+    if page_tokens > 1:
+        wrong.append((float(context * -(-row // SECTOR_BYTES)), "That rounds each row up to sectors; the rows of "
+                      "a page lie end to end."))
     return Checkpoint(
         "cp-decode-paged",
-        f"A sequence of {context:,} tokens is cached in pages of {page_tokens} tokens. How many pages does each "
-        "key-value head's stream take?",
-        number_rules(float(pages), "pages", 0, whole=True,
-                     mistakes=[(float(context // page_tokens), "The last, partly filled page is a page too: round up.")],
-                     explain="Only the last page is partly empty: paging wastes less than a page per stream.",
-                     hint="Divide the tokens by the page's."),
-        "pages")
+        f"A key-value head's stream of {context:,} rows of {row} B is cached in pages of {page_tokens} rows. "
+        f"Each page starts on a {SECTOR_BYTES}-byte sector. How many sectors does a step read for the stream?",
+        number_rules(float(pages.sectors), "sectors", 0, whole=True, mistakes=wrong,
+                     explain=f"{pages.pages:,} pages of {page_tokens * row} B fill {per_page} sectors each "
+                     f"(the last page {-(-(context - (pages.pages - 1) * page_tokens) * row // SECTOR_BYTES)}), "
+                     f"against {pages.contiguous:,} for the rows end to end: each page pays its partial sector.",
+                     hint="Count the pages, then the sectors one page's bytes fill, rounded up."),
+        "sectors")
 
 
-def cp_split(gpu: str = "H100-SXM", batch: int = 1, kv_heads: int = 8) -> Checkpoint:
+def cp_split(gpu: str = "H100-SXM", batch: int = 4, kv_heads: int = 8) -> Checkpoint:
     """Section "Split-KV": the split count FlashAttention 2's heuristic chooses (`dc.wave_splits`)."""
     sms = int(presets.gpu(gpu).sms.value)
     blocks = _check.one("batch", batch) * _check.one("kv_heads", kv_heads)
@@ -91,11 +117,15 @@ def cp_split(gpu: str = "H100-SXM", batch: int = 1, kv_heads: int = 8) -> Checkp
     every_sm = -(-sms // blocks)
     wrong = [(float(every_sm), f"That gives every SM a block, but {every_sm * blocks} blocks run in "
               f"{-(-every_sm * blocks // sms)} waves, the last nearly empty.")] if every_sm != chosen else []
+    section = dc.wave_splits(gpu, 1, kv_heads)
+    if batch != 1 and section != chosen:
+        wrong.append((float(section), "That is the section's count for one sequence; here each split has more "
+                      "blocks."))
     return Checkpoint(
         "cp-decode-split",
-        f"Batch {batch}, {kv_heads} key-value heads, one block per key-value head per split, one block at a time per "
-        f"SM on the {gpu}'s {sms} SMs. FlashAttention's rule takes the fewest splits whose waves are at least "
-        f"{SPLIT_WITHIN:.0%} as full as the fullest split count's. How many splits does it take?",
+        f"Batch {batch}, {kv_heads} key-value heads, one block per key-value head per sequence per split, one block "
+        f"at a time per SM on the {gpu}'s {sms} SMs. FlashAttention's rule takes the fewest splits whose waves are "
+        f"at least {SPLIT_WITHIN:.0%} as full as the fullest split count's. How many splits does it take?",
         number_rules(float(chosen), "splits", 0, whole=True, mistakes=wrong,
                      explain="A wave is as full as the blocks it runs over the SMs; past that count more splits "
                      "add partial results to merge and buy little.",
@@ -104,18 +134,22 @@ def cp_split(gpu: str = "H100-SXM", batch: int = 1, kv_heads: int = 8) -> Checkp
         "splits")
 
 
-def cp_quant(elements: int = 128) -> Checkpoint:
-    """Section "A quantised cache": an int4 row's bytes with its scales."""
+def cp_quant(elements: int = 64) -> Checkpoint:
+    """Section "A quantised cache": an int4 row's bytes with its scales, for a row of another
+    length than the section's."""
     row = float(dc.row_bytes(_check.one("elements", elements), "int4"))
+    _, group, scale = dc.KV_INT4
+    wrong = [(elements / 2, "That leaves out the scales and zero points.")]
+    if elements != 128:
+        wrong.append((float(dc.row_bytes(128, "int4")), "That is the section's row of 128 values."))
     return Checkpoint(
         "cp-decode-quant",
-        f"An int4 cache stores a row of {elements} values with an fp16 scale and an fp16 zero point per group "
-        f"of {dc.KV_INT4[1]}. How many bytes is the row?",
-        number_rules(row, "bytes", 0,
-                     mistakes=[(elements / 2, "That leaves out the scales and zero points.")],
+        f"A model's head dimension is {elements}. Its int4 cache stores each row of {elements} values with an "
+        f"fp16 scale and an fp16 zero point per group of {group}. How many bytes is the row?",
+        number_rules(row, "bytes", 0, mistakes=wrong,
                      explain=f"The scales and zero points are {(row - elements / 2) / row:.0%} of the row here: "
                      f"int4's row is {row / float(dc.row_bytes(elements, 'fp16')):.0%} of fp16's, not a quarter.",
-                     hint="Half a byte per value, plus 4 bytes per group."),
+                     hint=f"Half a byte per value, plus {scale:g} bytes per started group."),
         "bytes")
 
 
@@ -140,6 +174,21 @@ CHECKPOINTS = {"cp-decode-bytes": cp_bytes, "cp-decode-gqa": cp_gqa, "cp-decode-
                "cp-decode-weights": cp_weights, "cp-decode-paged": cp_paged, "cp-decode-split": cp_split,
                "cp-decode-quant": cp_quant}
 """This chapter's checkpoints, in the order it shows them."""
+
+RELIES_ON = {
+    "cp-decode-bytes": ("l2_crossover",),                    # the rule of thumb: caches pass the weights past W/k tokens
+    "cp-decode-gqa": ("term:GQA",),                          # 2g/s flops per byte, in the section's text
+    "cp-decode-critical": ("crit_l3_0", "h100_ridge"),       # the H100's batch beside its ridge: B* just above R
+    "cp-decode-weights": ("qw_mg_bytes", "term:weight-only quantisation"),  # bytes a weight with its scales
+    "cp-decode-paged": ("term:paged KV cache", "term:sector"),  # ceil(p r / 32) sectors a page
+    "cp-decode-split": ("split_chosen", "term:split-KV"),    # the rule worked at batch 1
+    "cp-decode-quant": ("int4_row", "kv_group"),             # the section's row of 128 with its scales
+    "ex-decode-lab-split": ("lab_hbm", "lab_l1"),            # the budget
+    "ex-decode-kv-bytes": (),                                # the question gives every figure
+    "ex-decode-long-context": ("formulas:Decode", "l2_kv", "h100_ridge"),  # the limit intensity, k and R
+    "ex-decode-explore-throughput": (),                      # read from the explorer
+}
+"""What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
 
 # --- end-of-chapter exercises -------------------------------------------------------------
 
@@ -166,7 +215,10 @@ def check_long_context(name: str, gpu: str, answer) -> Feedback:
     never = next((c for c in CONTEXTS if dc.critical_batch(name, gpu, c) is None), None)
     if never is None:
         raise ValueError(f"name must be a model that some context of {CONTEXTS} keeps HBM-bound on {gpu}, got {name!r}")
+    later = [c for c in CONTEXTS if c > never]
     return check_number(answer, float(never), "tokens", rtol=0, key=f"check_long_context({name}, {gpu})",
+                        mistakes=[(float(later[0]), "At that context no batch leaves HBM's bound, but is it the "
+                                   "shortest? Check the context before it.")] if later else [],
                         explain="Past it a sequence's cache bytes outgrow the flops that use them: only fewer or "
                         "narrower cached bytes move the step toward the tensor cores.",
                         hint="Find where the per-sequence intensity (2P + c a) / (e + (c + 1) k) falls under the ridge, "

@@ -59,6 +59,15 @@ def cp_collectives(name: str = "Llama-3-70B") -> Checkpoint:
 
 CHECKPOINTS = {"cp-parallel-ring": cp_ring, "cp-parallel-collectives": cp_collectives}
 """This chapter's checkpoints, in the order it shows them."""
+
+RELIES_ON = {
+    "cp-parallel-ring": ("ring_share", "term:all-reduce"),            # 2(n - 1)/n of the message, worked for 8
+    "cp-parallel-collectives": ("term:tensor parallelism", "term:LM head"),  # two all-reduces a layer, one gather
+    "ex-parallel-best-gpus": ("b200_best",),                           # Llama-3-70B's count; the question gives the rest
+    "ex-parallel-explore-steps": (),                                   # read from the explorer
+    "ex-parallel-explore-drafts": ("term:speculative decoding",),      # the checking step of k + 1 queries
+}
+"""What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
 # --- the widget exercise -------------------------------------------------------------------
 
 SYSTEMS = {"B200": "NVL72", "H100-SXM": "NVLink 4"}
@@ -174,11 +183,15 @@ def check_best_gpus(name: str, gpu: str, link: str, batch: int, context: int, an
     """Chapter 10: the GPUs on which a tensor-parallel decode step is fastest."""
     best = best_gpus(name, gpu, link, batch, context)
     most = links.link(link).domain
+    wrong = [(float(most), "All of them is slower: each collective's fixed latency grows with the ring while the "
+              "weights' share shrinks.")]
+    if name != MODEL and decode.model(name).params != decode.model(MODEL).params:
+        wrong.append((float(best_gpus(MODEL, gpu, link, batch, context)), f"That is {MODEL}'s count, from the "
+                      "chapter; this model has another balance of weights to save and collectives to wait for."))
     return check_number(answer, float(best), "GPUs", rtol=0, key=f"check_best_gpus({name}, {gpu}, {link}, {batch}, {context})",
-                        mistakes=[(float(most), "All of them is slower: each collective's fixed latency grows with "
-                                   "the ring while the weights' share shrinks.")],
+                        mistakes=wrong,
                         explain="Past it, the time the collectives add outgrows what the smaller share of the "
-                        "weights saves.",
+                        "weights saves; the fewer weights a model has per layer, the sooner that comes.",
                         hint="Compute the step for each number of GPUs and take the fastest.")
 
 
