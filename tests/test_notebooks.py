@@ -80,7 +80,7 @@ def test_glued_numbers_appear_in_the_prose():
     stored = _stored(ROOT / "chapters" / "01_hierarchy.md")
     text = "\n".join(c.source for c in stored.cells if c.cell_type == "markdown")
     vector_add = gm.predict(gm.vector_add(2**28), "A100-40GB")
-    assert f"HBM needs {gm.fmt_time(vector_add.time)}" in text
+    assert f"HBM needs {gm.fmt_time(vector_add.time)}" in " ".join(text.split())
     assert "[Luo et al. 2024](https://arxiv.org/abs/2402.13499)" in text  # a local clone's notebooks link to the paper
     assert "[GPU presets](99_appendix_presets.ipynb)" in text
     assert "> **GPU optional**" in text
