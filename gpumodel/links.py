@@ -12,9 +12,14 @@ from . import _check, presets
 from .hardware import Fact
 from .presets import DATA, DataError, _fact, _no_gaps, _read
 
-KEYS = {"name", "gpus", "domain", "bandwidth", "latency", "base"}
-SI_UNITS = {"bandwidth": ("B/s",), "latency": ("s",), "base": ("s",)}
+KEYS = {"name", "gpus", "between", "domain", "bandwidth", "latency", "base", "tree_base", "tree_latency"}
+IN_SWITCH = {"in_switch_latency", "in_switch_bandwidth"}
+"""A link whose switches add (NVLink SHARP) states both; any other neither."""
+SI_UNITS = {"bandwidth": ("B/s",), "latency": ("s",), "base": ("s",), "tree_base": ("s",), "tree_latency": ("s",),
+            "in_switch_latency": ("s",), "in_switch_bandwidth": ("B/s",)}
 """The SI unit of each fact (presets.UNITS names the units a file may state it in)."""
+BETWEEN = ("gpus", "nodes")
+"""What a link joins: the GPUs of one node, or nodes (a network)."""
 MOST_DOMAIN = 10**6
 """The most GPUs one link may join (a data-centre network's, far above any switch's)."""
 
@@ -22,13 +27,21 @@ MOST_DOMAIN = 10**6
 @dataclass(frozen=True)
 class Link:
     """One kind of link: its `name`, the presets it joins (`gpus`), the most GPUs it joins as
-    one (`domain`), and its facts in SI: `bandwidth` (bytes/s one way per GPU), `latency` (s per
-    step of a collective), `base` (s per collective)."""
+    one (`domain`), whether it joins a node's GPUs or nodes (`between`), and its facts in SI:
+    `bandwidth` (bytes/s one way per GPU), `latency` and `tree_latency` (s per step of a ring's
+    and a tree's collective), `base` and `tree_base` (s per collective), and where its switches
+    add, `in_switch_latency` (s per collective) and `in_switch_bandwidth` (bytes/s)."""
 
     name: str
     gpus: tuple
     domain: int
     facts: dict
+    between: str = "gpus"
+
+    @property
+    def in_switch(self) -> bool:
+        """Whether its switches add (an in-switch all-reduce, NVLS, runs on it)."""
+        return "in_switch_latency" in self.facts
 
     @property
     def bandwidth(self) -> float:
@@ -46,13 +59,19 @@ class Link:
 @functools.cache
 def links() -> dict:
     """Every link of `data/links.toml` by name, checked (its keys, presets, a domain of 2 GPUs
-    or more, each fact sourced in its unit); a DataError naming the entry otherwise."""
+    or more, what it joins, each fact sourced in its unit, the in-switch pair whole and no faster
+    than the link); a DataError naming the entry otherwise."""
     out = {}
     for i, entry in enumerate(_read(DATA / "links.toml").get("link", [])):
         where = f"links.toml link {i + 1}"
         if not isinstance(entry, dict):
             raise DataError(f"{where} must be a table with {sorted(KEYS)}")
-        _no_gaps(where, KEYS - set(entry), set(entry) - KEYS)
+        _no_gaps(where, KEYS - set(entry), set(entry) - KEYS - IN_SWITCH)
+        if 0 < len(IN_SWITCH & set(entry)) < len(IN_SWITCH):
+            raise DataError(f"{where} must state both of {sorted(IN_SWITCH)} or neither, got only "
+                            f"{sorted(IN_SWITCH & set(entry))}")
+        if entry["between"] not in BETWEEN:
+            raise DataError(f"{where}.between must be one of {BETWEEN}, got {entry['between']!r}")
         unknown = [g for g in entry["gpus"] if g not in presets.preset_names()] if isinstance(entry["gpus"], list) else [entry["gpus"]]
         if unknown or not entry["gpus"]:
             raise DataError(f"{where}.gpus must be a list of presets, got {entry['gpus']!r}")
@@ -61,8 +80,10 @@ def links() -> dict:
             raise DataError(f"{where}.domain must be a whole number of GPUs from 2 to {MOST_DOMAIN}, got {domain!r}")
         if entry["name"] in out:
             raise DataError(f"{where} repeats the link {entry['name']!r}")
-        facts = {key: _fact(f"{where}.{key}", entry[key], SI_UNITS[key]) for key in SI_UNITS}
-        out[entry["name"]] = Link(entry["name"], tuple(entry["gpus"]), domain, facts)
+        facts = {key: _fact(f"{where}.{key}", entry[key], SI_UNITS[key]) for key in SI_UNITS if key in entry}
+        if "in_switch_bandwidth" in facts and facts["in_switch_bandwidth"].value > facts["bandwidth"].value:
+            raise DataError(f"{where}.in_switch_bandwidth must be at most the link's bandwidth")
+        out[entry["name"]] = Link(entry["name"], tuple(entry["gpus"]), domain, facts, entry["between"])
     return out
 
 

@@ -8,7 +8,10 @@ are gathered once. Chapter 10.
               + (2 x layers) all-reduces + one all-gather over the link, one after another:
 
 each collective waits for the layer before it and the next layer waits for it, so their times
-add to the step's. A GPU holds ceil(kv_heads / n) key-value heads where n <= kv_heads; past that
+add to the step's. Each all-reduce runs by the fastest algorithm the link offers for its size, as
+NCCL's tuner chooses (`collective`): a ring; a double binary tree where the link joins nodes; an
+in-switch reduction (NVLS) where the link's switches add. Within one node NCCL's tree is a chain as
+long as the ring, with more bytes, so it is never the faster there and is not offered. A GPU holds ceil(kv_heads / n) key-value heads where n <= kv_heads; past that
 each head is kept on n / kv_heads GPUs (the cache no longer shrinks). The link's latency per
 step is the data's where one is published (0 otherwise: then the link term is a bound too).
 Expert parallelism for a mixture of experts (`expert_step`): each GPU holds 1/n of the routed
@@ -46,6 +49,8 @@ class ParallelStep:
     collectives: int
     held: float
     fits: bool
+    algorithm: str = ""
+    """The algorithm its all-reduces ran by ("" where there are none)."""
 
     @property
     def bound(self) -> str:
@@ -85,27 +90,70 @@ def _setup(name, gpu, gpus, batch, context, link: str, latency: bool) -> tuple:
     return m, device, n, b, c, joined, lat, base
 
 
+FASTEST = "fastest"
+"""The algorithm that asks for the fastest one the link offers (`collective`)."""
+
+
+def algorithms(link, collective_name: str = "all-reduce") -> tuple:
+    """The algorithms `collective_name` runs by over `link` (a name of `links.links()`): every
+    collective a ring; an all-reduce also a double binary tree where the link joins nodes, and an
+    in-switch reduction where its switches add (see the module doc)."""
+    joined = links.link(link)
+    _check.choice("collective_name", collective_name, collectives.COLLECTIVES)
+    if collective_name != "all-reduce":
+        return ("ring",)
+    return ("ring",) + (("tree",) if joined.between == "nodes" else ()) + (("in-switch",) if joined.in_switch else ())
+
+
+def collective(link, collective_name: str, gpus, message, algorithm: str = FASTEST, latency: bool = True) -> tuple:
+    """(seconds, algorithm) of `collective_name` of `message` bytes among `gpus` GPUs over `link`,
+    by `algorithm` (one of `algorithms(link, collective_name)`, or FASTEST for the quickest of
+    them, as NCCL's tuner picks). With `latency`, each pays NCCL's tuner's costs for it: the
+    ring's and the tree's base and steps at the link's rate, the in-switch reduction its one
+    latency at the rate NCCL credits it; without, its bytes alone at the link's rate: a bound.
+    Chapter 10."""
+    joined = links.link(link)
+    offered = algorithms(link, collective_name)
+    _check.choice("algorithm", algorithm, collectives.ALGORITHMS + (FASTEST,))
+    if algorithm != FASTEST and algorithm not in offered:
+        raise ValueError(f"algorithm must be {FASTEST!r} or one that {collective_name} runs by over {joined.name} "
+                         f"({', '.join(offered)}), got {algorithm!r}")
+    latency = _check.flag("latency", latency)
+    n = _check.one("gpus", gpus, collectives.MOST_GPUS)
+    m = _check.real("message", message, least=0)
+    f = joined.facts
+    priced = {}
+    for a in offered if algorithm == FASTEST else (algorithm,):
+        if a == "in-switch" and latency:
+            priced[a] = f["in_switch_latency"].value + m / f["in_switch_bandwidth"].value
+        else:
+            lat, base = ((f["tree_latency"].value, f["tree_base"].value) if a == "tree" else
+                         (joined.latency, joined.base)) if latency else (0.0, 0.0)
+            priced[a] = float(collectives.collective_time(collective_name, n, m, joined.bandwidth, lat, base, a))
+    best = min(priced, key=priced.get)
+    return priced[best], best
+
+
 def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: str = "fp16", math: str = "fp16",
-         algorithm: str = "ring", latency: bool = True) -> ParallelStep:
+         algorithm: str = FASTEST, latency: bool = True) -> ParallelStep:
     """One decode step of `batch` sequences with `context` cached tokens of model `name` split
     over `gpus` GPUs of `gpu` joined by `link` (a name of `links.links()`), its all-reduces by
-    `algorithm` (collectives.ALGORITHMS), each collective paying the link's latencies (NCCL's
-    tuner's estimates) or, without `latency`, its bytes alone: then the step's time is a bound.
-    See the module doc. Chapter 10."""
-    m, device, n, b, c, joined, lat, base = _setup(name, gpu, gpus, batch, context, link, latency)
+    `algorithm` (one the link offers, or FASTEST: `collective`), each collective paying NCCL's
+    tuner's costs or, without `latency`, its bytes alone: then the step's time is a bound. See
+    the module doc. Chapter 10."""
+    m, device, n, b, c, joined, _, _ = _setup(name, gpu, gpus, batch, context, link, latency)
     share, held = _share(m, n, b, c, weight, kv, math)
     alone = predict(share, device)
     count = 2 * m.layers + 1
     if n == 1:
-        link_time = 0.0
+        link_time, ran = 0.0, ""
     else:
-        per_layer = collectives.collective_time("all-reduce", n, b * m.width * ACTIVATION_BYTES, joined.bandwidth,
-                                                lat, base, algorithm)
-        logits = collectives.collective_time("all-gather", n, b * m.vocab * ACTIVATION_BYTES, joined.bandwidth, lat, base)
+        per_layer, ran = collective(joined.name, "all-reduce", n, b * m.width * ACTIVATION_BYTES, algorithm, latency)
+        logits, _ = collective(joined.name, "all-gather", n, b * m.vocab * ACTIVATION_BYTES, "ring", latency)
         link_time = float(2 * m.layers * per_layer + logits)
     gpu_time = float(alone.time)
     return ParallelStep(n, gpu_time + link_time, gpu_time, str(alone.bound), link_time, count if n > 1 else 0,
-                        held, held <= device.capacity("hbm"))
+                        held, held <= device.capacity("hbm"), ran)
 
 
 def expert_step(name, gpu, gpus, batch, context, link: str, weight: str = "fp8", kv: str = "fp16", math: str = "fp16",

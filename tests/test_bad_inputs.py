@@ -559,7 +559,14 @@ SIGNATURES = {
         "name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU), "gpus": (8, SIZE),
         "batch": (1, SIZE), "context": (4096, COUNT), "link": ("NVLink 4", choice(tuple(gm.links.links()))),
         "weight": ("fp16", choice(tuple(gm.tensor_cores.WEIGHT_BYTES))), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
-        "math": ("fp16", choice(MATH)), "algorithm": ("ring", choice(gm.collectives.ALGORITHMS)), "latency": (True, FLAG)}),
+        "math": ("fp16", choice(MATH)), "algorithm": ("ring", choice(gm.collectives.ALGORITHMS + ("fastest",))),
+        "latency": (True, FLAG)}),
+    "parallel.algorithms": (gm.parallel.algorithms, {"link": ("NVLink 4", choice(tuple(gm.links.links()))),
+                                                     "collective_name": ("all-reduce", choice(gm.collectives.COLLECTIVES))}),
+    "parallel.collective": (gm.parallel.collective, {
+        "link": ("NVLink 4", choice(tuple(gm.links.links()))), "collective_name": ("all-reduce", choice(gm.collectives.COLLECTIVES)),
+        "gpus": (8, SIZE), "message": (16384, NOT_NEGATIVE), "algorithm": ("fastest", choice(("ring", "in-switch", "fastest"))),
+        "latency": (True, FLAG)}),
     "parallel.expert_step": (gm.parallel.expert_step, {
         "name": ("DeepSeek-V2", choice(("DeepSeek-V2",))), "gpu": ("H100-SXM", GPU), "gpus": (8, SIZE),
         "batch": (1, SIZE), "context": (4096, COUNT), "link": ("NVLink 4", choice(tuple(gm.links.links()))),

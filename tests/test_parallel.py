@@ -50,3 +50,66 @@ def test_expert_parallelism_refuses_a_dense_model_and_more_gpus_than_experts():
         gm.parallel.expert_step("DeepSeek-V2", "H100-SXM", 9, 1, 4096, "NVLink 4")
     with pytest.raises(ValueError, match="gpus must be at most 160"):
         gm.parallel.expert_step("DeepSeek-V2", "H100-SXM", 161, 1, 4096, "InfiniBand NDR")
+
+
+US = 1e-6
+
+
+def test_a_collective_is_priced_by_each_algorithm_as_nccls_tuner_prices_it_and_the_fastest_is_chosen():
+    """NVLink 4, 8 GPUs (NCCL 2.30.7's tuner: ring LL 6.6 us + 0.6 us a step; NVLS 25 us at 0.85 of the link)."""
+    small, large = 16384, 2**30
+    ring = lambda m: 6.6 * US + 14 * 0.6 * US + 2 * 7 / 8 * m / 450e9
+    nvls = lambda m: 25 * US + m / (0.85 * 450e9)
+    assert gm.parallel.algorithms("NVLink 4") == ("ring", "in-switch")
+    assert gm.parallel.collective("NVLink 4", "all-reduce", 8, small, "ring")[0] == pytest.approx(ring(small))
+    assert gm.parallel.collective("NVLink 4", "all-reduce", 8, small, "in-switch")[0] == pytest.approx(nvls(small))
+    assert gm.parallel.collective("NVLink 4", "all-reduce", 8, small) == (pytest.approx(ring(small)), "ring")
+    assert gm.parallel.collective("NVLink 4", "all-reduce", 8, large) == (pytest.approx(nvls(large)), "in-switch")
+    # without latency, a bound: each algorithm's bytes at the link's full rate
+    assert gm.parallel.collective("NVLink 4", "all-reduce", 8, large, latency=False) == (pytest.approx(large / 450e9),
+                                                                                      "in-switch")
+
+
+def test_a_network_offers_the_tree_and_a_link_without_switches_that_add_refuses_the_in_switch_reduction():
+    n, m = 64, 2**20
+    tree = 6.8 * US + 2 * 6 * 5.0 * US + 2 * m / 50e9
+    assert gm.parallel.algorithms("InfiniBand NDR") == ("ring", "tree")
+    assert gm.parallel.collective("InfiniBand NDR", "all-reduce", n, m, "tree")[0] == pytest.approx(tree)
+    assert gm.parallel.algorithms("NVLink 3") == ("ring",) and gm.parallel.algorithms("NVL72", "all-gather") == ("ring",)
+    with pytest.raises(ValueError, match=r"algorithm must be 'fastest' or one that all-reduce runs by over NVLink 3 \(ring\)"):
+        gm.parallel.collective("NVLink 3", "all-reduce", 8, m, "in-switch")
+
+
+def test_a_tensor_parallel_step_runs_its_all_reduces_by_the_fastest_algorithm():
+    m = gm.decode.MODELS["Llama-3-70B"]
+    for gpus, ran in ((8, "ring"), (72, "in-switch")):
+        s = gm.parallel.step(m.name, "B200", gpus, 1, 4096, "NVL72")
+        per_layer, algorithm = gm.parallel.collective("NVL72", "all-reduce", gpus, m.width * 2)
+        logits, _ = gm.parallel.collective("NVL72", "all-gather", gpus, m.vocab * 2)
+        assert s.algorithm == algorithm == ran and s.link_time == pytest.approx(2 * m.layers * per_layer + logits)
+        ring = gm.parallel.step(m.name, "B200", gpus, 1, 4096, "NVL72", algorithm="ring")
+        assert s.time <= ring.time and (s.time < ring.time) == (ran != "ring")
+    assert gm.parallel.step(m.name, "B200", 1, 1, 4096, "NVL72").algorithm == ""
+
+
+BROKEN_LINKS = {
+    "half the in-switch pair": (lambda t: t.replace("in_switch_latency = { value = 25", "# gone = { value = 25", 1),
+                                "must state both of ['in_switch_bandwidth', 'in_switch_latency'] or neither"),
+    "an unknown join": (lambda t: t.replace('between = "gpus"', 'between = "racks"', 1), "between must be one of"),
+    "a faster in-switch rate": (lambda t: t.replace("value = 382.5", "value = 500", 1),
+                                "in_switch_bandwidth must be at most the link's bandwidth"),
+}
+
+
+@pytest.mark.parametrize("name", BROKEN_LINKS)
+def test_a_malformed_links_file_is_refused_naming_the_entry(name, monkeypatch, tmp_path):
+    edit, message = BROKEN_LINKS[name]
+    (tmp_path / "links.toml").write_text(edit((gm.presets.DATA / "links.toml").read_text()))
+    monkeypatch.setattr(gm.links, "DATA", tmp_path)
+    gm.links.links.cache_clear()
+    try:
+        with pytest.raises(gm.presets.DataError, match=r"links.toml link \d+.*" + message.replace("[", r"\[").replace("(", r"\(")):
+            gm.links.links()
+    finally:
+        monkeypatch.undo()
+        gm.links.links.cache_clear()
