@@ -426,3 +426,33 @@ def test_a_crash_past_two_billion_threads_names_the_int_index_that_wraps():
         trace(source, "k", 2**26, 64, [np.zeros(64, np.float32), 64])
     wide = source.replace("int i = blockIdx.x", "size_t i = (size_t)blockIdx.x")
     assert trace(wide, "k", 2**26, 64, [np.zeros(64, np.float32), 64]).sampled
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie, killed and not yet reaped by init, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("wait", ["exits at once", "runs past its limit"])
+def test_a_child_that_leaves_the_process_group_does_not_outlive_the_run(wait):
+    """setsid() puts a child in a session of its own, out of the group the limit kills."""
+    rest = "exit 0" if wait == "exits at once" else "sleep 30"
+    start = time.monotonic()
+    done = limits.run(["/bin/sh", "-c", f"setsid sleep 60 >/dev/null 2>&1 < /dev/null & echo $!; {rest}"], 2.0, 10**9)
+    pid = int(done.stdout.split()[0])
+    assert time.monotonic() - start < 10 and done.stopped == (None if wait == "exits at once" else "time")
+    for _ in range(50):  # SIGKILL is delivered at once; give the kernel a moment to mark it
+        if not _alive(pid):
+            break
+        time.sleep(0.02)
+    assert not _alive(pid)
+
+
+def test_a_stray_holding_the_output_pipe_does_not_keep_the_run_waiting():
+    start = time.monotonic()
+    done = limits.run(["/bin/sh", "-c", "setsid sleep 60 & echo started"], 20.0, 10**9)
+    assert done.stopped is None and done.stdout.strip() == "started" and time.monotonic() - start < 5

@@ -7,6 +7,7 @@ kernel meets when it does not compile, run or finish. ARCHITECTURE.md, "The kern
 from __future__ import annotations
 
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -55,15 +56,42 @@ class Done:
     stopped: str | None = None
 
 
+RUN_TOKEN = "GM_LAB_RUN"
+"""The environment variable that marks every process of one bounded run (`run`, `end_strays`)."""
+
+
+def end_strays(token: str) -> int:
+    """Kill every process of this user's whose environment carries `RUN_TOKEN`=`token`: what a
+    run left behind outside its process group (a child that called setsid(), a daemon), found
+    through /proc (Linux; elsewhere nothing is found). Returns how many were killed."""
+    mark, killed = f"{RUN_TOKEN}={token}".encode() + b"\0", 0
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                if mark not in f.read() + b"\0":
+                    continue
+            os.kill(int(entry.name), signal.SIGKILL)
+            killed += 1
+        except OSError:  # gone already, or another user's
+            continue
+    return killed
+
+
 def run(command: list, seconds: float, memory: int, output: int = OUTPUT_LIMIT) -> Done:
     """Run `command` in a session of its own, its address space limited to `memory` bytes per
     process (RLIMIT_AS, set by the shell that execs it: no Python runs between fork and exec),
-    killed with its children past `seconds` of wall time or `output` bytes on stdout or stderr."""
+    killed with its children past `seconds` of wall time or `output` bytes on stdout or stderr.
+    Every process it starts carries a token in its environment, and whatever still carries it
+    once the command has ended (or been stopped) is killed too (`end_strays`): a child that left
+    the process group cannot outlive the run."""
     limit = (f'ulimit -v {max(1, memory // 1024)} 2>/dev/null || [ "$(ulimit -v)" != unlimited ] || '
              '{ echo "the lab cannot limit the memory of what it runs (ulimit -v)" >&2; exit 125; }; exec "$@"')
     limited = ["/bin/sh", "-c", limit, "gm-lab", *map(str, command)]
+    token = secrets.token_hex(16)
     proc = subprocess.Popen(limited, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, RUN_TOKEN: token})
     kept = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
     deadline, stopped = time.monotonic() + seconds, None
     with selectors.DefaultSelector() as selector:
@@ -74,6 +102,8 @@ def run(command: list, seconds: float, memory: int, output: int = OUTPUT_LIMIT) 
             if left <= 0:
                 stopped = "time"
                 break
+            if proc.poll() is not None:  # the command is done: what it left holding its output goes too
+                end_strays(token)
             for key, _ in selector.select(min(left, 1.0)):
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
@@ -92,6 +122,7 @@ def run(command: list, seconds: float, memory: int, output: int = OUTPUT_LIMIT) 
             except ProcessLookupError:
                 pass
             proc.wait()
+        end_strays(token)
     proc.stdout.close()
     proc.stderr.close()
     out, err = (bytes(kept[fd][:output]).decode(errors="replace") for fd in kept)
