@@ -18,9 +18,10 @@ from .widgets import Checkpoint, WidgetExercise, asked, bars, upto
 
 
 def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
-    """Chapter 6: the smallest n (a multiple of 8, as wgmma's N is) of an m x n warpgroup
-    tile whose operands, both read from shared memory, give at least the shared-memory
-    ridge of `gpu`'s tensor cores: 2mn / (s(m + n)) >= peak / W_smem."""
+    """Chapter 6: the smallest n (a multiple of 8, as the n of mma.sync's m16n8k16 and wgmma's
+    N are) of an m x n tile (a warp's or a warpgroup's) whose operands, both read from shared
+    memory, give at least the shared-memory ridge of `gpu`'s tensor cores:
+    2mn / (s(m + n)) >= peak / W_smem. The chapter asks it of the A100's warp tile."""
     g = presets.gpu(gpu)
     ridge = g.ridge("smem", _check.choice("dtype", dtype, MATH))
     ns = np.arange(8, 257, 8)
@@ -28,13 +29,19 @@ def check_operand_n(gpu, answer, m: int = 64, dtype: str = "fp16") -> Feedback:
     if not enough.any():
         raise ValueError(f"m must be large enough for some n up to 256 to reach the ridge, got {m!r}")
     smallest = int(ns[enough.argmax()])
+    reached = float(operand_intensity(m, smallest, 16, dtype))
+    below = (f"; n = {smallest - 8} gives {fmt_intensity(float(operand_intensity(m, smallest - 8, 16, dtype)))}, "
+             "short of it") if smallest > 8 else ""
+    mistakes = [(smallest + 8, "That width reaches the ridge, but a narrower one does too: the intensity falls more "
+                 "slowly than n.")]
+    if smallest > 8:
+        mistakes.insert(0, (smallest - 8, "One step short: at that width the tile still falls below the ridge; "
+                            "round up, not down."))
     return check_number(answer, smallest, "columns", rtol=0, key=f"check_operand_n({g.name}, {m}, {dtype})",
-                        doubled=FLOPS_AND_BYTES,
-                        mistakes=[(smallest - 8, "One step short: at that width the tile still falls below the ridge; "
-                                   "round up, not down.")] if smallest > 8 else [],
-                        explain=f"With n = {smallest} the tile does {fmt_intensity(float(operand_intensity(m, smallest, 16, dtype)))}"
-                        f" of operands, past the {g.name}'s shared-memory ridge of {fmt_intensity(ridge)}; a narrower "
-                        "tile leaves the tensor cores waiting on shared memory.",
+                        doubled=FLOPS_AND_BYTES, mistakes=mistakes,
+                        explain=f"With n = {smallest} the tile does {fmt_intensity(reached)} of operands, enough to "
+                        f"reach the {g.name}'s shared-memory ridge of {fmt_intensity(ridge)}{below}. A narrower tile "
+                        "leaves the tensor cores waiting on shared memory.",
                         hint="Write the flops (2mnk) and the operand bytes (s(mk + kn)); k cancels. Set the ratio equal "
                         "to the peak over the shared-memory bandwidth, solve for n, and round up to a multiple of 8.")
 
@@ -57,12 +64,18 @@ def check_critical_batch(gpu, width, weight: str, answer) -> Feedback:
         slips.setdefault(critical_batch(WORKED[0], WORKED[1], weight),
                          f"That is the chapter's own case, the {WORKED[0]} at the width it worked; this question "
                          "changes the GPU or the width, so redo the count with its ridge and its width.")
-    return check_number(answer, smallest, "sequences", rtol=0.01, key=f"check_critical_batch({g.name}, {width}, {weight})",
+    if smallest > 1:
+        slips.setdefault(smallest - 1, "One short: at that batch the intensity still falls just below the ridge. "
+                         "Carry the figures at the precision the question gives them, and round up.")
+    reached, ridge = float(decode_intensity(smallest, width, weight)), g.ridge("hbm", "fp16")
+    relation = "past" if fmt_intensity(reached) != fmt_intensity(ridge) else "level with"
+    return check_number(answer, smallest, "sequences", rtol=0, whole=True,
+                        key=f"check_critical_batch({g.name}, {width}, {weight})",
                         doubled=FLOPS_AND_BYTES,
                         mistakes=list(slips.items()),
-                        explain=f"At B = {smallest} the {weight} GEMM does "
-                        f"{fmt_intensity(float(decode_intensity(smallest, width, weight)))} of HBM traffic, past the "
-                        f"{g.name}'s ridge of {fmt_intensity(g.ridge('hbm', 'fp16'))}. A lower ridge or "
+                        explain=f"At B = {smallest} the {weight} GEMM does {fmt_intensity(reached)} of HBM traffic, "
+                        f"{relation} the {g.name}'s ridge of {fmt_intensity(ridge)}, and one sequence fewer falls short "
+                        "of it. A lower ridge or "
                         "fewer bytes per weight, and fewer sequences must share each weight; a narrower matrix, "
                         "and the activations' bytes weigh more beside the weights'.",
                         hint=f"The flops are 2Bw²; the bytes are {WEIGHT_BYTES[weight]:g} per weight for w² weights "
@@ -216,11 +229,11 @@ CHECKPOINTS = {"cp-tc-decode": cp_decode, "cp-tc-waves": cp_waves}
 RELIES_ON = {
     "cp-tc-decode": ("gemv_intensity",),                      # the prompt gives batch 1's; the page's batch-B count
     "cp-tc-waves": (),                                        # the question gives the tiles and the SMs
-    "ex-tc-operand-n": ("h100_smem_ridge",),
+    "ex-tc-operand-n": ("a100_smem_ridge", "warp_tile"),      # the A100's ridge; the page's 64 x 64 tile and its formula
     "ex-intensity-decode": ("b_star", "term:critical batch"),  # the H200's figures are in the question
-    "ex-tc-int4-batch": ("b_int4", "term:critical batch"),
+    "ex-tc-int4-batch": ("b_int4", "hbm_ridge", "term:critical batch"),
     "ex-tc-last-wave": ("w_sms",),
-    "ex-tensor-explore-decode": ("b_int8",),
+    "ex-tensor-explore-decode": ("hbm_ridge", "b_int4", "term:critical batch"),  # int8's batch is the learner's to find
     "ex-tensor-explore-waves": ("w_sms",),
 }
 """What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
