@@ -146,10 +146,12 @@ def test_a_large_launch_is_sampled_and_scaled():
     n = 64 * 256
     x, y = np.ones(n, np.float32), np.zeros(n, np.float32)
     full = trace(HAND, "guarded", 64, 256, [x, y, n])
-    part = trace(HAND, "guarded", 64, 256, [x, y, n], max_threads=8 * 256)
+    y_part = np.zeros(n, np.float32)
+    part = trace(HAND, "guarded", 64, 256, [x, y_part, n], max_threads=8 * 256)
     assert not full.sampled and part.sampled and (part.blocks_traced, part.scale) == (8, 8)
     assert part.bytes == full.bytes == {"smem": 0, "l1": 8 * n, "l2": 8 * n, "hbm": 8 * n, "hbm_no_reuse": 8 * n}
-    assert "a sample" in part.report()
+    assert "a sample: every block ran" in part.report()
+    np.testing.assert_array_equal(y_part, x)  # every block's output, traced or not
 
 
 def test_the_report_names_the_worst_line_and_the_models_time():
@@ -497,14 +499,14 @@ def test_on_a_gpu_the_kernel_runs_on_the_inputs_and_is_timed_beside_the_model(st
     assert f"measured / model = {m.timing.median_s / m.predicted_s:.2f}" in text
 
 
-def test_a_sampled_trace_is_not_compared_with_the_gpu(stand_in):
+def test_a_sampled_trace_computes_every_block_and_is_compared_with_the_gpu(stand_in):
     x = np.arange(4096, dtype=np.float32)
-    done = gm.lab.run(INPLACE, "twice", 64, 64, [x, 4096], repeats=1)
-    assert done.trace.sampled is False
-    sampled = gm.lab.measure._on_gpu(INPLACE, "twice", trace(INPLACE, "twice", 64, 64, [x.copy(), 4096], max_threads=256),
-                                     [x, 4096], 0.0, 1)
-    assert sampled.max_abs_error is None
-    assert "not compared" in gm.lab.LabRun(done.trace, sampled, "").report(["A100-40GB"])
+    part = trace(INPLACE, "twice", 64, 64, [x.copy(), 4096], max_threads=256)
+    assert part.sampled and part.blocks_traced == 4
+    np.testing.assert_array_equal(part.arrays[0], 2 * x)  # the untraced blocks ran too
+    sampled = gm.lab.measure._on_gpu(INPLACE, "twice", part, [x, 4096], 0.0, 1)
+    assert sampled.max_abs_error == 0 and sampled.matches
+    assert "equal the CPU run's" in gm.lab.LabRun(part, sampled, "").report(["A100-40GB"])
 
 
 def test_a_fault_on_the_gpu_is_a_lab_error_that_says_restart(stand_in):

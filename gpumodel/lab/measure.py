@@ -25,13 +25,13 @@ from .reporter import Trace, trace
 class Measured:
     """The kernel on a GPU: its `timing` (seconds per launch), the model's `predicted_s` and
     `bound` on that GPU from the traced bytes, and the largest difference from the CPU run's
-    arrays (`max_abs_error`; None when the trace was sampled and its arrays partly computed)."""
+    arrays (`max_abs_error`: every block runs on the CPU, a sample of them traced)."""
 
     gpu: str
     timing: Timing
     predicted_s: float
     bound: str
-    max_abs_error: float | None
+    max_abs_error: float
     matches: bool
 
 
@@ -56,9 +56,7 @@ class LabRun:
         out.append(f"on {m.gpu}: {fmt_time(t.median_s)} measured (median of {t.samples} samples, "
                    f"{fmt_time(t.min_s)} to {fmt_time(t.max_s)}), the model {fmt_time(m.predicted_s)} "
                    f"({m.bound} bound): measured / model = {t.median_s / m.predicted_s:.2f}")
-        if m.max_abs_error is None:
-            out.append("The trace ran a sample of the blocks, so the GPU's result is not compared with it.")
-        elif m.matches:
+        if m.matches:
             out.append(f"The GPU's arrays equal the CPU run's (largest difference {m.max_abs_error:.3g}).")
         else:
             out.append(f"The GPU's arrays differ from the CPU run's by up to {m.max_abs_error:.3g}: threads that "
@@ -107,11 +105,9 @@ def _on_gpu(source: str, kernel: str, traced: Trace, inputs: list, flops: float,
     except Exception as err:  # CUDARuntimeError, CUDADriverError  # noqa: BLE001
         raise LabError(f"{kernel} failed on the GPU ({err}). A CUDA error is sticky: restart the notebook's "
                        "kernel before the next GPU run.") from None
-    error, matches = None, True
-    if not traced.sampled:
-        error = max((float(np.abs(g.astype(np.float64) - c).max(initial=0.0)) for g, c in zip(got, traced.arrays)),
-                    default=0.0)
-        matches = all(np.allclose(g, c, rtol=1e-4, atol=1e-5) for g, c in zip(got, traced.arrays))
+    error = max((float(np.abs(g.astype(np.float64) - c).max(initial=0.0)) for g, c in zip(got, traced.arrays)),
+                default=0.0)
+    matches = all(np.allclose(g, c, rtol=1e-4, atol=1e-5) for g, c in zip(got, traced.arrays))
     device = live_gpu()
     p = predict(traced.workload(flops), device)
     return Measured(device.name, timing, float(p.time), str(p.bound), error, matches)

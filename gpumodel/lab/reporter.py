@@ -240,7 +240,7 @@ class Trace:
         """The text a learner reads: per level, per access, the worst line, and on each GPU the
         bound with the level that sets it and the expected time with what holds it."""
         out = [f"{self.kernel}<<<{self.grid}, {self.block}>>>: {self.blocks_traced} of {self.blocks} blocks traced"
-               + (f" (a sample; counts scaled by {self.scale:.3g})" if self.sampled else "")]
+               + (f" (a sample: every block ran, these traced; counts scaled by {self.scale:.3g})" if self.sampled else "")]
         out += self.counted()
         work = self.workload(flops)
         out.append("time per GPU: at best (the bound: no kernel moving these bytes beats it; the level that sets it), "

@@ -34,8 +34,8 @@ from .reader import (MAX_DYNAMIC_SHARED, arguments, device_statics, entries, ins
                      source_line, where)
 
 MAX_THREADS = 2**16
-"""The most CUDA threads a trace runs; a larger launch runs an evenly spaced sample of its
-blocks and scales the counts."""
+"""The most CUDA threads a trace traces; a larger launch traces an evenly spaced sample of its
+blocks and scales the counts, and runs the rest untraced, so its arrays hold the whole result."""
 PROGRAM_THREADS = 2**13
 """The most CUDA threads each launch of a whole program traces (an evenly spaced sample of its
 blocks, the counts scaled; every block runs): a program makes many launches, each as large as
@@ -147,8 +147,8 @@ class Run:
 def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: Launch, params: list,
                values: list) -> Run:
     """Run `kernel` (the `names.index(kernel)`-th entry of the traced executable `exe`, built
-    from `source`) on `shape` with `values` (`reader.arguments`) for its `params`, an evenly spaced sample of
-    the blocks where the launch has more than `shape.max_threads` threads; each array written
+    from `source`) on `shape` with `values` (`reader.arguments`) for its `params`: every block runs, an
+    evenly spaced sample of them traced where the launch has more than `shape.max_threads` threads; each array written
     back after the run. LabError where it fails (`_crashed`, `_faults`), ending with the last
     lines it printed (`FAILED_OUTPUT_LINES`)."""
     grid, block = shape.grid, shape.block

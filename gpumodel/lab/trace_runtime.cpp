@@ -18,7 +18,7 @@
 // other thread writes before the barrier, is an uninitialised read.
 //
 // Usage: run SPEC STATS. SPEC lines: "kernel i" (which of the source's kernels), "grid x y z",
-// "block x y z", "blocks b0 b1 ..." (linear ids to run), "shared_mem bytes" (the launch's dynamic
+// "block x y z", "blocks b0 b1 ..." (linear ids to trace, ascending: every block runs), "shared_mem bytes" (the launch's dynamic
 // shared memory), "gap ARRAY FROM TO" per stretch past the end of a __shared__ array that holds none
 // of the kernel's statics (offsets in the executable: where the array starts, the stretch), then one "arg P bytes path" (an array, read from and written back to path) or
 // "arg V hex" (a scalar's bytes) or "arg N" (a NULL pointer) per kernel parameter. STATS gets one line per access site; or,
@@ -801,7 +801,14 @@ int run(char** argv) {
     gridDim = grid;
     blockDim = block;
     const std::function<void()> body = [&] { gm_body(kernel, args.data()); };
-    for (unsigned b : blocks) run_block(body, grid, block, b);
+    // Every block runs, so the arrays hold the whole result; those of the sample traced, the rest untraced.
+    const unsigned long long total = (unsigned long long)grid.x * grid.y * grid.z;
+    size_t next = 0;
+    for (unsigned long long b = 0; b < total; ++b) {
+        const bool traced = next < blocks.size() && blocks[next] == b;
+        next += traced;
+        (traced ? run_block : run_untraced_block)(body, grid, block, (unsigned)b);
+    }
     for (auto& a : arrays) std::ofstream(a.path, std::ios::binary).write(a.base, a.bytes);
     FILE* out = fdopen(stats_fd, "w");
     write_stats(out);
