@@ -168,6 +168,8 @@ def records() -> tuple:
                 raise DataError(f"{where}.unit must be one of {UNITS[kind]} for a {kind}, got {entry['unit']!r}")
             if entry["gpu"] not in presets.preset_names():
                 raise DataError(f"{where}.gpu must be a preset, got {entry['gpu']!r}")
+            if kind in BEYOND_ONE_GPU:
+                _joined(f"{where}.run", entry["run"], entry["gpu"])
             try:
                 _chapter(entry["chapter"])
             except ValueError as err:
@@ -188,6 +190,22 @@ def records() -> tuple:
                                     f"(ending in one of {['_' + u for u in ALSO_UNITS]}), got {value!r}")
             out.append(Record(source=source, **entry))
     return tuple(out)
+
+
+def _joined(where: str, run: dict, gpu: str) -> None:
+    """Refuse a run past one GPU whose link `gpu` does not have, whose GPUs are more than the
+    link joins as one, or whose algorithm the link does not run (`parallel.algorithms`)."""
+    joined = links.link(run["link"])
+    if gpu not in joined.gpus:
+        raise DataError(f"{where}.link must be a link the {gpu} has ({', '.join(k.name for k in links.links_of(gpu))}), "
+                        f"got {run['link']!r}")
+    if run["gpus"] > joined.domain:
+        raise DataError(f"{where}.gpus must be at most {joined.domain}, the GPUs {joined.name} joins as one, "
+                        f"got {run['gpus']!r}")
+    offered = parallel.algorithms(joined.name, run.get("collective", "all-reduce"))
+    if run.get("algorithm", "ring") not in offered:
+        raise DataError(f"{where}.algorithm must be one {joined.name} runs ({', '.join(offered)}), "
+                        f"got {run['algorithm']!r}")
 
 
 def _shared(where: str, text, reasons: dict) -> str:

@@ -341,6 +341,26 @@ def test_a_decode_record_is_held_against_the_decode_step():
     assert batch.model == pytest.approx(batch4 / 2.039e12)
 
 
+AZURE_ALL_REDUCE = 'gpus = 8, message = 8589934592, link = "NVLink 4", algorithm = "in-switch" }'
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace(AZURE_ALL_REDUCE, AZURE_ALL_REDUCE.replace("gpus = 8", "gpus = 16"), 1),
+     r"^azure_benchmarks.toml record \d+.run.gpus must be at most 8, the GPUs NVLink 4 joins as one, got 16$"),
+    (lambda t: t.replace(AZURE_ALL_REDUCE, AZURE_ALL_REDUCE.replace('"NVLink 4"', '"NVLink 3"'), 1),
+     r"^azure_benchmarks.toml record \d+.run.link must be a link the H100-SXM has \(NVLink 4, PCIe 5, InfiniBand NDR\), "
+     r"got 'NVLink 3'$"),
+    (lambda t: t.replace(AZURE_ALL_REDUCE, AZURE_ALL_REDUCE.replace('"in-switch"', '"tree"'), 1),
+     r"^azure_benchmarks.toml record \d+.run.algorithm must be one NVLink 4 runs \(ring, in-switch\), got 'tree'$"),
+])
+def test_a_collective_record_past_its_link_is_refused(edit, message, tmp_path, monkeypatch):
+    """Accepted before: 16 GPUs on an 8-GPU link, a link the GPU does not have, an algorithm the link does not run."""
+    text = (published.DATA / "azure_benchmarks.toml").read_text()
+    assert edit(text) != text
+    with pytest.raises(presets.DataError, match=message):
+        _load(tmp_path, monkeypatch, "azure_benchmarks.toml", edit(text))
+
+
 @pytest.mark.parametrize("run, message", [
     ('{ kind = "decode", model = "GPT-5", batch = 1, context = 5 }', r"record 1.run.model must be one of \('Llama-2-7B'"),
     ('{ kind = "decode", model = "Llama-2-7B", batch = 1 }', r"record 1.run: missing \['context'\]"),
