@@ -92,6 +92,10 @@ class Model:
         checked |= {name: _check.real(name, getattr(self, name), least=least, most=MOST_PARAMS)
                     for name, least in (("params", 1.0), ("expert_params", 0.0))}
         checked["tied"] = _check.flag("tied", self.tied)
+        for name in ("name", "source"):
+            if not isinstance(getattr(self, name), str) or (name == "name" and not self.name.strip()):
+                raise TypeError(f"{name} must be text (a str{', not empty' if name == 'name' else ''}), "
+                                f"got {getattr(self, name)!r}")
         for name, value in checked.items():
             object.__setattr__(self, name, value)  # the checked value, not what was given
         if self.rope and not self.latent:

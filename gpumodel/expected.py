@@ -165,7 +165,7 @@ class Launch:
 
     def __post_init__(self):
         checked = {"threads": _check.one("threads", self.threads), "blocks": _check.one("blocks", self.blocks),
-                   "registers": _check.one("registers", self.registers),
+                   "registers": _check.one("registers", self.registers, most_registers()),
                    "smem": _check.one("smem", self.smem, zero=True),
                    **{name: _check.real(name, getattr(self, name), least=0)
                       for name in ("rounds", "tags", "lsu", "instructions", "load_bytes")},
@@ -245,6 +245,12 @@ def l1_latency(gpu) -> Fact:
     return replace(f, kind="estimate", note=f"the shared-memory latency ({f.note}): one SRAM and data path with the L1")
 
 
+@functools.cache
+def most_registers() -> int:
+    """The most registers a thread may have on any compute capability (capabilities.toml)."""
+    return max(c.max_registers_per_thread for c in presets.capabilities().values())
+
+
 def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coalesced: bool = True,
                 registers: int | None = None) -> Launch:
     """The `Launch` of an FP32 GEMM as `gm.gemm` shapes it (one thread per result for the
@@ -256,7 +262,7 @@ def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coa
     m, n, k = (_check.one(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
     coalesced = _check.flag("coalesced", coalesced)
     if registers is not None:
-        registers = _check.one("registers", registers)
+        registers = _check.one("registers", registers, most_registers())
     gemm(m, n, k, block, thread, layout=layout)  # refuses the tiles and layouts gm.gemm refuses
     thread = _check.one_pair("thread", thread)
     fma_warps = m * n * k / WARP

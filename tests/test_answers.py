@@ -372,3 +372,10 @@ def test_plain_text_never_shows_an_answer_or_its_anticipated_mistakes():
     for made in (*gm.course.checkpoints().values(), *gm.course.widget_exercises()):
         shown = repr(made())
         assert "'answer'" not in shown and "mistakes" not in shown, shown[:200]
+
+
+@pytest.mark.parametrize("name", ["prompt", "key", "question"])
+def test_an_answer_box_refuses_words_that_are_not_text_by_name(name):
+    args = {"rules": checks.number_rules(3.0, "ms"), "prompt": "Time:", "key": "cp-x", "question": "How long?"}
+    with pytest.raises(TypeError, match=f"^{name} must be text"):
+        checks.answer_box(**{**args, name: None})

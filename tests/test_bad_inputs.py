@@ -135,6 +135,8 @@ NOTHING = {lv: 0.0 for lv in LEVELS}
 
 TEXT = "free text, printed as given"
 """The kind of a parameter that takes any value: names, units, notes, explanations."""
+NOT_TEXT = st.sampled_from([s for s in NOT_STRINGS if not isinstance(s, str)])
+"""Not text: a parameter a learner reads as words (a unit, a hint, a prompt) refuses these."""
 
 SIGNATURES = {
     # key -> (callable, {parameter: (valid value, kind of bad value)})
@@ -265,8 +267,8 @@ SIGNATURES = {
     "units.superscript": (gm.units.superscript, {"power": (18, st.sampled_from([None, "1", 1.5, True, 10**7, -10**7]))}),
     "units.powers": (gm.units.powers, {"text": ("8192^3", st.sampled_from(NOT_STRINGS))}),
     "units.fmt_bound": (gm.fmt_bound, {"bound": ("hbm", choice(gm.BOUNDS))}),
-    "course.checks.number_rules": (gm.course.checks.number_rules, {"expected": (3.0, REAL), "unit": ("ms", TEXT), "rtol": (0.02, NOT_NEGATIVE),
-                                                 "explain": ("", TEXT), "hint": ("", TEXT), "doubled": ("", TEXT),
+    "course.checks.number_rules": (gm.course.checks.number_rules, {"expected": (3.0, REAL), "unit": ("ms", NOT_TEXT), "rtol": (0.02, NOT_NEGATIVE),
+                                                 "explain": ("", NOT_TEXT), "hint": ("", NOT_TEXT), "doubled": ("", NOT_TEXT),
                                                  "mistakes": (((6.0, "doubled"),), ROWS), "ranges": (((0, 1, "a fraction"),), ROWS),
                                                  "units": ({"s": 1e3}, UNIT_TABLES), "whole": (False, FLAG)}),
     "course.checks.choice_rules": (gm.course.checks.choice_rules, {"answer": ("A100", st.sampled_from(NOT_STRINGS)),
@@ -437,7 +439,8 @@ SIGNATURES = {
                                                      "table": ({"read.hbm": 0.9}, SHARES)}),
     "expected.kernel_notes": (gm.expected.kernel_notes, {"source": ("boehm2022sgemm", choice(gm.presets.bib_keys())),
                                                          "what": ("kernel 1, naive (uncoalesced)", st.sampled_from(NOT_STRINGS))}),
-    "expected.Launch": (gm.expected.Launch, {"threads": (256, SIZE), "blocks": (64, SIZE), "registers": (32, SIZE),
+    "expected.Launch": (gm.expected.Launch, {"threads": (256, SIZE), "blocks": (64, SIZE),
+                                             "registers": (32, st.one_of(SIZE, st.sampled_from([256, 300]))),
                                              "smem": (4096, COUNT), **{name: (8.0, NOT_NEGATIVE) for name in (
                                                  "rounds", "tags", "lsu", "instructions", "load_bytes")},
                                              "mma_share": (0.5, FRACTION), "timed": (False, FLAG)}),
@@ -445,7 +448,7 @@ SIGNATURES = {
     "expected.gemm_launch": (gm.expected.gemm_launch, {
         "m": (256, SIZE), "n": (256, SIZE), "k": (256, SIZE), "block": ((64, 64, 8), tile((64, 64, 8)).filter(lambda b: b is not None)),
         "thread": ((4, 4), tile((4, 4))), "layout": ("warp_tiled", choice(gm.workloads.LAYOUTS)),
-        "coalesced": (True, FLAG), "registers": (64, SIZE.filter(lambda v: v is not None))}),
+        "coalesced": (True, FLAG), "registers": (64, st.one_of(SIZE, st.sampled_from([256, 300])).filter(lambda v: v is not None))}),
     "expected.share_class": (gm.expected.share_class, {"limiter": ("waves", choice(gm.BOUNDS + gm.expected.LIMITERS + ("overhead",))),
                                                        "math_": ("fp16", choice(MATH))}),
     "WidgetExercise.check": (EXERCISE.check, {"answer": ("3.0", ANSWER)}),
@@ -486,9 +489,9 @@ SIGNATURES = {
         "q": (np.ones((4, 8)), ARRAY), "k": (np.ones((40, 2, 8)), ARRAY), "v": (np.ones((40, 2, 8)), ARRAY),
         "page_tokens": (16, SIZE), "splits": (2, SIZE), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
         "seed": (0, COUNT)}),
-    "decode.Model": (gm.decode.Model, {"name": ("m", TEXT), "layers": (32, SIZE), "heads": (32, SIZE), "kv_heads": (8, SIZE),
+    "decode.Model": (gm.decode.Model, {"name": ("m", st.sampled_from([" ", *NOT_STRINGS])), "layers": (32, SIZE), "heads": (32, SIZE), "kv_heads": (8, SIZE),
                                        "head_dim": (128, SIZE), "params": (8e9, POSITIVE), "latent": (0, COUNT),
-                                       "rope": (0, COUNT), "source": ("", TEXT), "hidden": (0, COUNT),
+                                       "rope": (0, COUNT), "source": ("", NOT_TEXT), "hidden": (0, COUNT),
                                        "vocab": (0, COUNT), "tied": (False, FLAG), "moe_layers": (0, COUNT),
                                        "experts": (0, COUNT), "active": (0, COUNT), "expert_params": (0.0, NOT_NEGATIVE)}),
     "decode.experts_touched": (gm.decode.experts_touched, {"experts": (160, SIZE), "active": (6, SIZE), "batch": (64, SIZE)}),

@@ -85,10 +85,19 @@ def _form_html(rules: dict, prompt: str) -> str:
             '</form><p class="gm-verdict" aria-live="polite"></p>')
 
 
+def _words(name: str, value) -> str:
+    """`value` checked as text a learner reads (a str, empty allowed)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be text (a str), got {type(value).__name__}")
+    return value
+
+
 def answer_box(rules: dict, prompt: str, key: str = "", question: str = "") -> str:
     """An answer box for the site, judged in the browser by `rules` (widgets.js); `key` names
     it in the reader's progress (else the exercise it follows names it), `question` (HTML)
     is asked above it."""
+    for name, value in (("prompt", prompt), ("key", key), ("question", question)):
+        _words(name, value)
     _made(rules)
     ident = f' id="{html.escape(key)}" data-key="{html.escape(key)}"' if key else ""
     asked = f'<p class="gm-asked">{question}</p>' if question else ""
@@ -235,6 +244,8 @@ def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = 
     right one. `units` (unit -> factor) are accepted beside `unit`; `whole` asks for a whole
     number. Chapter 1."""
     expected = _check.real("expected", expected)
+    for name, value in (("unit", unit), ("explain", explain), ("hint", hint), ("doubled", doubled)):
+        _words(name, value)
     rtol = _check.real("rtol", rtol, least=0, most=MOST_RTOL)
     whole = _check.flag("whole", whole)
     mistakes = _rows("mistakes", mistakes, "(value, hint)")
