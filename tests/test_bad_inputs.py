@@ -664,6 +664,8 @@ EXCLUDED |= {
     "its rules and key are refused by name in tests/test_answers.py",
     "course.checks.record": "keeps the Feedback a checker returned, for gm.course.progress(); its key and feedback "
     "are refused by name in tests/test_answers.py",
+    "course.roofline_levels.recorded_triton_order": "reads a data file, not typed values; tests/test_exercises.py "
+    "edits copies of it",
     "course.checks.answer_box": "the site's HTML box for a question's rules, built by the course from its own "
     "values; the learner's answer goes through verdict, swept above",
     **{f"course.{name}": "a question's rules or a checkpoint, built by the chapter from its own values; the "

@@ -184,3 +184,25 @@ def test_the_tolerance_is_relative():
 def test_the_factor_of_two_band_is_narrow(ratio, factor_of_two):
     message = gm.course.checks.verdict(gm.course.checks.number_rules(7.0, "s"), 7.0 * ratio).message
     assert ("by a factor of two" in message) == factor_of_two, message
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: {**d, "gpu": "T5"}, "gpu a preset"),
+    (lambda d: {**d, "extra": 1}, "must hold how, gpu and bytes"),
+    (lambda d: {**d, "bytes": {**d["bytes"], "4": {"traced": -1.0, "model": 1.0}}}, r"bytes.4 must hold positive"),
+    (lambda d: {**d, "bytes": {"1": d["bytes"]["1"]}}, "must hold the groups"),
+    (lambda d: {**d, "bytes": {**d["bytes"], "8": {"traced": True, "model": 1.0}}}, r"bytes.8 must hold positive"),
+])
+def test_the_triton_labs_recorded_result_is_read_strictly(edit, message, tmp_path):
+    import json
+
+    from gpumodel.course import roofline_levels
+
+    good = roofline_levels.recorded_triton_order()
+    path = tmp_path / "triton_lab.json"
+    path.write_text(json.dumps(edit(good)))
+    with pytest.raises(gm.presets.DataError, match=message):
+        roofline_levels.recorded_triton_order(path)
+    path.write_text("{not json")
+    with pytest.raises(gm.presets.DataError, match="not valid JSON"):
+        roofline_levels.recorded_triton_order(path)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import math
+import pathlib
 
 import numpy as np
 
@@ -303,6 +305,29 @@ TRITON_RECORD = presets.DATA / "triton_lab.json"
 """The lab's result as recorded (`python -m gpumodel.course.roofline_levels`), shown where Triton is not installed."""
 
 
+def recorded_triton_order(path=None) -> dict:
+    """The Triton lab's recorded result (`TRITON_RECORD`, or `path`), read strictly: "how" (text),
+    "gpu" (a preset) and "bytes", for each of `TRITON_GROUPS` the positive "traced" and "model"
+    bytes; a DataError naming the file and the key otherwise."""
+    path = pathlib.Path(path or TRITON_RECORD)
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as err:
+        raise presets.DataError(f"{path.name}: not valid JSON ({err})") from None
+    if not isinstance(data, dict) or set(data) != {"how", "gpu", "bytes"}:
+        raise presets.DataError(f"{path.name} must hold how, gpu and bytes, and nothing else")
+    if not isinstance(data["how"], str) or data["gpu"] not in presets.preset_names():
+        raise presets.DataError(f"{path.name}: how must be text and gpu a preset, got {data['how']!r}, {data['gpu']!r}")
+    rows = data["bytes"]
+    if not isinstance(rows, dict) or set(rows) != {str(g) for g in TRITON_GROUPS}:
+        raise presets.DataError(f"{path.name}.bytes must hold the groups {list(TRITON_GROUPS)}, got {rows!r}")
+    for group, row in rows.items():
+        if not isinstance(row, dict) or set(row) != {"traced", "model"} or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf for v in row.values()):
+            raise presets.DataError(f"{path.name}.bytes.{group} must hold positive traced and model bytes, got {row!r}")
+    return data
+
+
 def triton_order(record: bool = False) -> dict:
     """Chapter 4's Triton lab: the grouped matmul (`triton_matmul`) traced in Triton's
     interpreter for each group size of `TRITON_GROUPS`, with the HBM bytes of its loads of A and
@@ -312,7 +337,7 @@ def triton_order(record: bool = False) -> dict:
     try:
         from . import triton_matmul
     except ImportError:
-        return json.loads(TRITON_RECORD.read_text())
+        return recorded_triton_order()
     import triton
 
     from ..lab import trace_triton
