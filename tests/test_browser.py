@@ -910,3 +910,21 @@ def test_the_capstones_verdicts_are_tables_on_the_site(site, browser):
         assert "| --- |" not in lab.inner_text() and "| level" not in lab.inner_text(), i
     assert errors == []
     page.close()
+
+
+KATEX_DRAWINGS = """() => [...document.querySelectorAll('.bd-article .katex svg')]
+  .filter(e => e.getClientRects().length)
+  .map(e => [e.closest('.katex-html, .katex').textContent.slice(0, 40), e.getBoundingClientRect().height])"""
+
+
+@pytest.mark.parametrize("rel", ["chapters/05_flashattention.html", "chapters/03_tiling.html"])
+def test_katex_draws_its_radicals_and_underbraces_whole(site, browser, rel):
+    """A page stylesheet's `svg { height: auto }` once squashed KaTeX's SVG drawings to a hair
+    (chapter 5's square root, chapter 3's underbraces): each drawn one is at least 2 px tall."""
+    html, base = site
+    page, _, _ = open_page(browser, f"{base}/{rel}")
+    drawn = page.evaluate(KATEX_DRAWINGS)
+    page.close()
+    assert drawn, f"{rel}: no KaTeX drawing found (a radical or an underbrace was expected)"
+    flat = [(text, height) for text, height in drawn if height < 2]
+    assert not flat, f"{rel}: KaTeX drawings squashed: {flat[:5]}"
