@@ -339,7 +339,9 @@ def test_every_time_question_takes_every_unit_and_spelling_of_a_time(key):
 
 
 @pytest.mark.parametrize("unit, says", [("ms", "Type a number in ms."), ("of the MHA cache", "Type a number: the share of the MHA cache."),
-                                        ("per token", "Type a number (per token).")])
+                                        ("per token", "Type a number (per token)."),
+                                        ("GPUs", "Type a number of GPUs."), ("times", "Type a number: how many times."),
+                                        ("FLOP/B", "Type a number in FLOP/B."), ("results per side", "Type a number of results per side.")])
 def test_the_not_a_number_sentence_reads_as_english_for_every_kind_of_unit(unit, says):
     assert checks.number_rules(0.25, unit)["not_number"] == says
 

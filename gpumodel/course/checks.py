@@ -275,12 +275,22 @@ def number_rules(expected: float, unit: str, rtol: float = 0.02, explain: str = 
             "not_number": f"Type a {'whole ' if whole else ''}number{_unit_phrase(unit)}."}
 
 
+MEASURES = {"s", "ms", "us", "µs", "ns", "B", "kB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "Hz", "MHz", "GHz"}
+"""Units a number is measured in ("in ms"); any other plain word counts things ("of GPUs")."""
+
+
 def _unit_phrase(unit: str) -> str:
-    """How a number's unit reads after "Type a number": " in ms", ": the share of the SMs" (a
-    unit that names a share), " (per token)"."""
+    """How a number's unit reads after "Type a number": " in ms" (a measure, or a rate such as
+    FLOP/B), ": the share of the SMs" (a unit that names a share), " (per token)", ": how many
+    times" (a ratio), " of GPUs" (things counted)."""
     if unit.startswith("of "):
         return f": the share {unit}"
-    return f" ({unit})" if unit.startswith("per ") else f" in {unit}"
+    if unit.startswith("per "):
+        return f" ({unit})"
+    if unit == "times":
+        return ": how many times"
+    counted = unit not in MEASURES and all(c.isalpha() or c == " " for c in unit)
+    return f" of {unit}" if counted else f" in {unit}"
 
 
 def choice_rules(answer: str, wrong: dict, explain: str = "") -> dict:
@@ -417,7 +427,7 @@ def check_number(answer, expected: float, unit: str, rtol: float = 0.02, explain
     """Right when `answer` is within `rtol` of `expected` (both in `unit`). `explain` comes
     with a right answer; `hint` (which must not give the answer away) with a wrong one;
     `rules` are `number_rules`' other options; `key` names the question in `progress()`."""
-    return judge(number_rules(expected, unit, rtol, explain, hint, **rules), answer, f"a number in {unit}",
+    return judge(number_rules(expected, unit, rtol, explain, hint, **rules), answer, f"a number{_unit_phrase(unit)}",
                  key or f"a number in {unit}")
 
 
