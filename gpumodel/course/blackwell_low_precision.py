@@ -78,27 +78,66 @@ def check_consumer_registers(answer, producer_registers: int = 40, gpu: str = "H
     """Chapter 7: the registers per thread each of two consumer warpgroups may take with
     setmaxnreg once one producer warpgroup has lowered itself to `producer_registers`, in a
     block of three warpgroups launched with as many registers as fit (the block's pool)."""
+    return _check_consumers(answer, producer_registers, 2, gpu)
+
+
+def _check_consumers(answer, producer_registers: int, consumers: int, gpu: str) -> Feedback:
+    """`check_consumer_registers` for a block of one producer and `consumers` consumer
+    warpgroups (the checkpoint asks for one consumer, where setmaxnreg's ceiling binds)."""
     producer_registers = _check.integer("producer_registers", producer_registers, SETMAXNREG[0], SETMAXNREG[1])
     if producer_registers % SETMAXNREG[2]:
         raise ValueError(f"producer_registers must be a multiple of {SETMAXNREG[2]}, got {producer_registers!r}")
-    expected = _consumers_share(gpu, producer_registers)
+    expected = _consumers_share(gpu, producer_registers, consumers)
     if expected < SETMAXNREG[0]:
-        raise ValueError(f"producer_registers leaves the two consumers fewer than {SETMAXNREG[0]} registers each, "
+        raise ValueError(f"producer_registers leaves the consumers fewer than {SETMAXNREG[0]} registers each, "
                          f"got {producer_registers!r}")
-    pool, warpgroup, step = _register_pool(gpu, 3), 4 * WARP, SETMAXNREG[2]
-    whole_file = (limits(gpu).registers_per_sm // warpgroup - producer_registers) // 2 // step * step
-    return check_number(answer, expected, "registers", rtol=0,
-                        explain=f"The block holds {pool:,} registers; the producer keeps {warpgroup} x "
-                        f"{producer_registers}, and the two consumers' {2 * warpgroup} threads share the rest, "
-                        f"in steps of {step}.",
-                        hint=f"Take the producer's {warpgroup} threads' registers from the block's pool, divide "
-                        f"by the consumers' {2 * warpgroup} threads, and round down to a multiple of {step}.",
-                        mistakes=((whole_file, "setmaxnreg moves registers within the block's own pool, not the "
-                                   "SM's whole register file."),))
+    warpgroup, (_, most, step) = 4 * WARP, SETMAXNREG
+    pool, threads = _register_pool(gpu, consumers + 1), consumers * warpgroup
+    share = (pool - warpgroup * producer_registers) // threads // step * step
+    whole_file = (limits(gpu).registers_per_sm // warpgroup - producer_registers) // consumers // step * step
+    they = "the consumer's" if consumers == 1 else f"the {consumers} consumers'"
+    explain = (f"The block holds {pool:,} registers; the producer keeps {warpgroup} x {producer_registers}, and "
+               f"{they} {threads} threads share the rest, in steps of {step}.")
+    if share > most:
+        explain += f" That would be {share} a thread, but setmaxnreg gives a warpgroup at most {most}."
+    slips = [(whole_file, "setmaxnreg moves registers within the block's own pool, not the SM's whole register "
+              "file.")]
+    if share > most:
+        slips.append((share, "That is what the pool leaves, but setmaxnreg has a ceiling: a warpgroup may hold "
+                      "no more than the top of its range."))
+    return check_number(answer, expected, "registers", rtol=0, explain=explain,
+                        hint=f"Find the block's pool (its launch count times its threads), take the producer's "
+                        f"{warpgroup} threads' registers from it, divide by {they} {threads} threads, round down "
+                        f"to a multiple of {step}, and mind setmaxnreg's range.",
+                        mistakes=tuple((v, why) for v, why in slips if v != expected))
 
 
 NVFP4_SHAPE = (4096, 14336)
 """The weight matrix of the NVFP4 checkpoint (a Llama-3-8B MLP projection)."""
+
+
+MXFP6 = (6, 32)
+"""MXFP6 (OCP MX): 6-bit values, one 8-bit scale per 32 of them, the checkpoint's format (the
+chapter works MXFP8, MXFP4 and NVFP4)."""
+
+
+def _check_mx_bytes(answer, value_bits: int = MXFP6[0], block: int = MXFP6[1]) -> Feedback:
+    """The MiB a 4096 x 14336 weight matrix costs in a block-scaled format of `value_bits`-bit
+    values with one 1-byte scale per `block` of them, its scales included (the checkpoint)."""
+    rows, cols = NVFP4_SHAPE
+    per_element = value_bits / 8 + 1 / block
+    expected = rows * cols * per_element / 2**20
+    return check_number(answer, expected, "MiB", rtol=0.001,
+                        explain=f"Each weight costs {value_bits}/8 of a byte for its value and 1/{block} of a byte "
+                        "for its share of the block's scale.",
+                        hint="Find what one weight costs, its value's bits over 8 plus its share of a scale, then "
+                        "multiply by the number of weights; a MiB is 2^20 bytes.",
+                        mistakes=((rows * cols * value_bits / 8 / 2**20, "That leaves out the block scales: one "
+                                   f"byte per {block} values."),
+                                  (rows * cols * (value_bits / 8 + 1 / 16) / 2**20, "That is one scale per 16 "
+                                   f"values, NVFP4's block, not this format's {block}."),
+                                  (rows * cols * (1 + 1 / block) / 2**20, "That stores each value in a whole "
+                                   f"byte; {value_bits} bits are {value_bits}/8 of one.")))
 
 
 def check_nvfp4_bytes(answer) -> Feedback:
@@ -122,12 +161,16 @@ def check_held_clock(answer, mhz: float = 1500, n: int = 8192, gpu: str = "H100-
     `mhz` MHz under load (`GPU.at_clock`)."""
     g = presets.gpu(gpu)
     n = _check.one("n", n)
-    expected = float(predict(gemm_ideal(n, n, n, "fp16"), g.at_clock(mhz)).time) * 1e3
+    work = gemm_ideal(n, n, n, "fp16")
+    expected = float(predict(work, g.at_clock(mhz)).time) * 1e3
+    at_top = float(predict(work, g.bound()).time) * 1e3
     return check_number(answer, expected, "ms", rtol=0.01,
                         explain="The GEMM is compute-bound, so its time is its flops over the tensor peak, and "
-                        "the peak scales with the clock: the time at the rated clock times rated/held.",
-                        hint="Find the time at the clock the peak is rated at, then scale it by how much "
-                        "slower the held clock is.")
+                        "the peak scales with the clock: FLOP per clock per SM x SMs x the held clock.",
+                        hint="Count the GEMM's flops, then divide by the tensor cores' rate at the held clock: "
+                        "their FLOP per clock per SM, times the SMs, times the clock.",
+                        mistakes=((at_top, "That is the time at the highest clock the part reaches, the bound's "
+                                   "clock, not the clock it holds."),))
 
 
 VECTOR_SIZES = (2**10, 2**14, 2**18, 2**20, 2**22, 2**24)
@@ -207,7 +250,7 @@ def tile_ridge(gpu: str = "B200", tile: str = "m128 (tcgen05, 1 CTA)") -> Widget
         number_rules(smallest, "columns", 0, explain="A wider tile reuses each row of A across more columns; on "
                      f"the B200 the ridge is {presets.gpu('B200').ridge('smem', 'fp16') / presets.gpu('H100-SXM').ridge('smem', 'fp16'):.2g} "
                      "times the H100's, so a tile needs that much more reuse.",
-                     hint="Fix the GPU and the tile; raise N until the tile's bar passes the ridge."),
+                     hint="Fix the GPU and the tile; raise N until the tile's bar reaches the ridge."),
         "N", asks=asked(gpu=gpu, tile=tile, n=upto(TILE_NS, smallest)))
 
 
@@ -230,27 +273,30 @@ CHECKPOINTS = {
         "columns of B. How many FLOP does each block do per byte it reads from shared memory?",
         check_pair_intensity(None, 256, 128), "intensity"),
     "cp-bw-registers": lambda: _checkpoint(
-        "cp-bw-registers", "In the same block of three warpgroups, the producer lowers itself to 48 registers per "
-        "thread. How many registers per thread can each of the two consumer warpgroups take?",
-        check_consumer_registers(None, 48), "registers"),
+        "cp-bw-registers", "A block of two warpgroups on the H100 SXM, one producer and one consumer, is launched "
+        f"with as many registers per thread as fit one block in the SM's {limits('H100-SXM').registers_per_sm:,} (a "
+        "multiple of 8, and at most what a launch may give a thread). The producer lowers itself to 40. How many registers per thread can the consumer "
+        "take?",
+        _check_consumers(None, 40, 1, "H100-SXM"), "registers"),
     "cp-bw-nvfp4": lambda: _checkpoint(
-        "cp-bw-nvfp4", "A 4096 x 14336 weight matrix (one of Llama-3-8B's MLP projections) is stored in NVFP4. "
-        "How many MiB does it take, its block scales included?",
-        check_nvfp4_bytes(None), "size"),
+        "cp-bw-nvfp4", "A 4096 x 14336 weight matrix (one of Llama-3-8B's MLP projections) is stored in MXFP6: "
+        "6-bit values, with one 8-bit scale per 32 of them, as in MXFP8. How many MiB does it take, its scales "
+        "included?",
+        _check_mx_bytes(None), "size"),
     "cp-bw-held-clock": lambda: _checkpoint(
-        "cp-bw-held-clock", "The H100 SXM holds 1400 MHz through the 8192³ fp16 GEMM. From its time at the rated "
-        "clock (given above), what is the model's time?",
-        check_held_clock(None, 1400), "time"),
+        "cp-bw-held-clock", "Now a B200 holds 1500 MHz through the same 8192³ fp16 GEMM. Its tensor cores' FLOP "
+        "per clock per SM and its SMs are in the Blackwell section. What is the model's time?",
+        check_held_clock(None, 1500, gpu="B200"), "time"),
 }
 """This chapter's checkpoints, in the order it shows them (the checkers above judge them)."""
 
 RELIES_ON = {
     "cp-bw-launches": ("launch_driver",),
     "cp-bw-pair": ("i_pair",),
-    "cp-bw-registers": ("register_pool", "nreg_step"),
-    "cp-bw-nvfp4": ("bpe_nvfp4",),
-    "cp-bw-held-clock": ("pw_h100_rated", "h100_tensor_mhz"),
-    "ex-bw-explore-launch": ("launch_inductor",),
+    "cp-bw-registers": ("max_regs", "nreg_hi", "nreg_step"),
+    "cp-bw-nvfp4": ("bpe_mxfp8",),
+    "cp-bw-held-clock": ("b200_mma_clk", "b200_sms"),
+    "ex-bw-explore-launch": ("launch_inductor", "vadd_bytes", "b200_hbm"),
     "ex-bw-explore-tile": ("b200_ridge",),
 }
 """What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
