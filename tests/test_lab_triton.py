@@ -333,3 +333,13 @@ def test_an_endless_kernel_is_stopped_at_its_time_limit_naming_its_line():
     assert source[line - 1].strip() in ("while tl.sum(x, axis=0) >= 0:", "x = x + 1.0")
     assert len(gm.lab.trace_triton(kernels.add, (1,), [x, x, np.zeros_like(x), 16], BLOCK=16, timeout=5).sites) == 3
     time.sleep(1.2)  # a stop withdrawn with its run: nothing is raised here later
+
+
+@pytest.mark.parametrize("alpha", [2.5, np.float32(2.5), np.float64(2.5), np.float16(2.5)])
+def test_a_float_argument_reaches_the_kernel_as_a_scalar_of_its_type(alpha):
+    """Triton's launcher passes a Python float as an fp32 scalar, which has `.to`; its interpreter
+    handed the kernel a bare float ("'float' object has no attribute 'to'")."""
+    x = np.arange(40, dtype=np.float32)
+    y = np.zeros_like(x)
+    gm.lab.trace_triton(kernels.scaled, (1,), [x, y, 40, alpha], BLOCK=64)
+    np.testing.assert_array_equal(y, 2.5 * x)

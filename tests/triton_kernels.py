@@ -112,3 +112,11 @@ def spin(x_ptr, BLOCK: tl.constexpr):
     while tl.sum(x, axis=0) >= 0:
         x = x + 1.0
     tl.store(x_ptr + offs, x)
+
+
+@triton.jit
+def scaled(x_ptr, y_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    keep = offs < n
+    a = alpha.to(tl.float32)  # as Liger-Kernel's kernels cast their float arguments
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=keep) * a, mask=keep)

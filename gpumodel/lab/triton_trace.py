@@ -347,6 +347,35 @@ def _time_limit(seconds: float, code_file: str):
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)  # none pending past here
 
 
+FLOAT_SCALARS = {float: (np.float32, "fp32"), np.float16: (np.float16, "fp16"), np.float32: (np.float32, "fp32"),
+                 np.float64: (np.float64, "fp64")}
+"""A floating-point argument's NumPy type and Triton type, as Triton's launcher passes it (a
+Python float as an fp32 scalar); its interpreter would otherwise hand the kernel a bare float."""
+
+
+def _float_scalar(value, constexpr: bool):
+    """`value` as the kernel sees it: a floating-point scalar as a Triton scalar tensor of its
+    type (`FLOAT_SCALARS`), so `alpha.to(tl.float32)` works as on a GPU; anything else, and a
+    `tl.constexpr` parameter's value, as it is."""
+    kind = FLOAT_SCALARS.get(type(value))
+    if kind is None or constexpr:
+        return value
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    ty = tl.str_to_ty(kind[1], None)
+    return tl.tensor(TensorHandle(np.array([value], dtype=kind[0]), ty), ty)
+
+
+def _constexprs(fn, count: int) -> list:
+    """Whether each of the first `count` parameters of the kernel's function is a `tl.constexpr`."""
+    import inspect
+
+    params = list(inspect.signature(fn).parameters.values())[:count]
+    return [p.annotation is not inspect.Parameter.empty and "constexpr" in str(p.annotation) for p in params] + \
+        [False] * (count - len(params))
+
+
 def trace_triton(kernel, grid, args, *, num_warps: int = 4, timeout: float = TRITON_SECONDS, **meta) -> TritonTrace:
     """Run the `@triton.jit` `kernel` over `grid` (as `kernel[grid](*args, **meta)`: 1 to 3
     program counts, or a function of the meta-parameters) in Triton's interpreter on the CPU,
@@ -411,7 +440,8 @@ def trace_triton(kernel, grid, args, *, num_warps: int = 4, timeout: float = TRI
         kind = str(a.dtype)
         dots.append((2.0 * math.prod(shape_a[:-1]) * shape_b[-1] * shape_a[-1], DOT_MATH.get(kind, "fp32")))
 
-    wrapped = [_NumpyPointer(a) if isinstance(a, np.ndarray) else a for a in args]
+    wrapped = [_NumpyPointer(a) if isinstance(a, np.ndarray) else _float_scalar(a, constexpr)
+               for a, constexpr in zip(args, _constexprs(fn, len(args)))]
     with _interpreted(fn, record_access, record_dot) as interpreter:
         try:
             with _time_limit(timeout, code_file) as where:
