@@ -13,7 +13,7 @@ from .. import _check, presets
 from .. import decode as dc
 from ..hardware import SECTOR_BYTES
 from ..model import predict
-from ..units import fmt_bound, fmt_bytes, fmt_capacity, fmt_time
+from ..units import fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_flops, fmt_time
 from .checks import Feedback, check_number, lab_run, number_rules
 from .widgets import Checkpoint, WidgetExercise, bars
 
@@ -57,7 +57,7 @@ def cp_gqa(heads: int = 64, kv_heads: int = 8) -> Checkpoint:
         wrong.append((4.0, "That is Llama-3-8B's figure, for its group of four; count this model's group."))
     return Checkpoint(
         "cp-decode-gqa",
-        f"A model has {heads} query heads sharing {kv_heads} key-value heads, its cache in fp16. How many "
+        f"An LLM has {heads} query heads sharing {kv_heads} key-value heads, its cache in fp16. How many "
         "flops does its attention do per cached byte?",
         number_rules(intensity, "FLOP/B", 0.01, mistakes=wrong,
                      explain=f"A group of {group} query heads scores each cached key and value: 2g/s = "
@@ -69,23 +69,87 @@ def cp_gqa(heads: int = 64, kv_heads: int = 8) -> Checkpoint:
 
 def cp_critical(name: str = "Llama-3-8B", gpu: str = "H200") -> Checkpoint:
     """Section "The critical batch, with the cache": the critical batch with no context on
-    another GPU than the section's, from that GPU's ridge."""
+    another GPU than the section's, from that GPU's fp16 peak and HBM bandwidth (its ridge is
+    the learner's step: the page prints only the H100's)."""
+    g = presets.gpu(gpu).running("fp16")
+    peak, bandwidth = g.peak("fp16"), g.bandwidth("hbm")
+    ridge = peak / bandwidth
     batch = dc.critical_batch(name, gpu, 0)
-    ridge = presets.gpu(gpu).running("fp16").ridge("hbm", "fp16")
     section = dc.critical_batch(name, "H100-SXM", 0)
-    wrong = [(float(section), "That is the H100's batch; this GPU's ridge is another.")] if gpu != "H100-SXM" else []
+    wrong = [(float(np.floor(ridge)), "That is the ridge itself: the batch must pass it, and the embedding row and "
+              "cache row each sequence adds push it a little higher.")]
+    if gpu != "H100-SXM":
+        wrong.append((float(section), "That is the H100's batch, printed above; this GPU's ridge is another."))
     return Checkpoint(
         "cp-decode-critical",
-        f"The {gpu} has an HBM ridge of {ridge:.0f} FLOP/B for fp16 math. With (almost) no context, from "
-        f"what batch is a {name} decode step with fp16 weights no longer HBM-bound on it?",
-        number_rules(float(batch), "sequences", 0.02, whole=True, mistakes=wrong,
-                     explain=f"With no cache the weights are the bytes: 2 bytes of fp16 weight buy 2 flops per "
-                     f"sequence, so the batch must reach the ridge's value, {ridge:.0f} here. The embedding row "
-                     "and the cache row each sequence adds push it a little higher. More bandwidth for the same "
-                     "flops lowers the ridge, and the batch with it.",
-                     hint="With no cache, the step reads the weights once for the whole batch. How many sequences "
-                     "must share each weight byte before the flops per byte reach the ridge?"),
+        f"The {gpu} does {fmt_flops(peak)} of fp16 math and reads HBM at {fmt_bandwidth(bandwidth)}. With (almost) "
+        f"no context, from what batch is a {name} decode step with fp16 weights no longer HBM-bound on it?",
+        number_rules(float(batch), "sequences", 0, whole=True, mistakes=wrong,
+                     explain=f"Its ridge is {fmt_flops(peak)} over {fmt_bandwidth(bandwidth)}, {ridge:.1f} FLOP/B. "
+                     "With no cache the weights are the bytes: 2 bytes of fp16 weight buy 2 flops per sequence, so "
+                     "the batch must pass the ridge's value. The embedding row and the cache row each sequence adds "
+                     "push it a little higher. More bandwidth for the same flops lowers the ridge, and the batch "
+                     "with it.",
+                     hint="First find this GPU's ridge from its peak and its bandwidth. Then, with no cache, the "
+                     "step reads the weights once for the whole batch: how many sequences must share each weight "
+                     "byte before the flops per byte pass the ridge?"),
         "batch")
+
+
+EXPERTS = (8, 2, 4)
+"""cp-decode-experts' layer: 8 experts, 2 active per token (Mixtral's shape), a step of 4 tokens."""
+
+
+def cp_experts() -> Checkpoint:
+    """Section "A mixture of experts": the experts a small batch touches in expectation,
+    E (1 - (1 - k_a/E)^B), for a layer of another shape than DeepSeek-V2's."""
+    experts, active, batch = EXPERTS
+    touched = float(dc.experts_touched(experts, active, batch))
+    missed = (1 - active / experts) ** batch
+    return Checkpoint(
+        "cp-decode-experts",
+        f"A mixture-of-experts layer has {experts} experts, and its router sends each token to {active} of them. "
+        f"A step of {batch} tokens spreads them evenly at random. How many experts does the layer read, in "
+        "expectation?",
+        number_rules(touched, "experts", 0.02,
+                     mistakes=[(float(min(experts, active * batch)), "That counts every token's experts as "
+                                "different ones; tokens often pick the same expert."),
+                               (float(active), "That is one token's experts; each token of the batch picks its own."),
+                               (experts * missed, "That counts the experts every token missed, not those read.")],
+                     explain=f"An expert is missed by all {batch} tokens with probability (1 - {active}/{experts})^"
+                     f"{batch} = {missed:.3f}, so {1 - missed:.0%} of the {experts} experts are read. Even a small "
+                     "batch reads most of a layer's weights.",
+                     hint="Find the chance that one expert is missed by every token, then count the experts that "
+                     "are not."),
+        "experts")
+
+
+PREFIX = (16, 2048, 1024)
+"""cp-decode-prefix's batch: 16 sequences of 2,048 tokens sharing their first 1,024, in
+Llama-3-8B's fp16 cache."""
+
+
+def cp_prefix() -> Checkpoint:
+    """Section "A shared prefix": the cache bytes a step saves when a kernel reads the shared
+    prefix once for the batch, (B - 1) c_s k."""
+    batch, context, prefix = PREFIX
+    per_token = dc.kv_bytes_per_token("Llama-3-8B")
+    apart = float(dc.prefix_cache_bytes("Llama-3-8B", batch, context, prefix, shared=False))
+    once = float(dc.prefix_cache_bytes("Llama-3-8B", batch, context, prefix))
+    saved = apart - once
+    return Checkpoint(
+        "cp-decode-prefix",
+        f"A batch of {batch} sequences of {context:,} tokens shares its first {prefix:,} tokens. The LLM caches "
+        f"{per_token:,.0f} B per token of context. A kernel reads the shared part once for the batch. How many "
+        "bytes of cache a step does it save, against a kernel that reads each sequence's cache on its own?",
+        number_rules(saved, "bytes", 0.01,
+                     mistakes=[(batch * prefix * per_token, "That saves the prefix for every sequence; the kernel "
+                                "still reads one copy."),
+                               (once, "That is what the kernel reads, not what it saves.")],
+                     explain=f"Read once, the prefix costs one copy instead of {batch}: {batch - 1} copies of "
+                     f"{prefix:,} tokens are saved, {saved / apart:.0%} of the step's cache bytes.",
+                     hint="How many copies of the shared tokens does each kernel read?"),
+        "bytes")
 
 
 def cp_paged(context: int = 1000, page_tokens: int = 2, row: int = 72) -> Checkpoint:
@@ -144,7 +208,7 @@ def cp_quant(elements: int = 64) -> Checkpoint:
         wrong.append((float(dc.row_bytes(128, "int4")), "That is the section's row of 128 values."))
     return Checkpoint(
         "cp-decode-quant",
-        f"A model's head dimension is {elements}. Its int4 cache stores each row of {elements} values with an "
+        f"An LLM's head dimension is {elements}. Its int4 cache stores each row of {elements} values with an "
         f"fp16 scale and an fp16 zero point per group of {group}. How many bytes is the row?",
         number_rules(row, "bytes", 0, mistakes=wrong,
                      explain=f"The scales and zero points are {(row - elements / 2) / row:.0%} of the row here: "
@@ -159,7 +223,7 @@ def cp_weights(group: int = 64, scale_bytes: int = 2) -> Checkpoint:
     gain = float(dc.weight_bytes(1, "fp16") / dc.weight_bytes(1, "int4", g, sb))
     return Checkpoint(
         "cp-decode-weights",
-        f"An int4 model keeps a {sb}-byte scale for each group of {g} weights. At batch 1, where reading the "
+        f"An LLM with int4 weights keeps a {sb}-byte scale for each group of {g} weights. At batch 1, where reading the "
         "weights is the step, at most how many times faster is its step than with fp16 weights?",
         number_rules(gain, "times", 0.01,
                      mistakes=[(4.0, "That leaves out the scales: they are read with the weights.")],
@@ -171,21 +235,23 @@ def cp_weights(group: int = 64, scale_bytes: int = 2) -> Checkpoint:
 
 
 CHECKPOINTS = {"cp-decode-bytes": cp_bytes, "cp-decode-gqa": cp_gqa, "cp-decode-critical": cp_critical,
-               "cp-decode-weights": cp_weights, "cp-decode-paged": cp_paged, "cp-decode-split": cp_split,
-               "cp-decode-quant": cp_quant}
+               "cp-decode-weights": cp_weights, "cp-decode-experts": cp_experts, "cp-decode-prefix": cp_prefix,
+               "cp-decode-paged": cp_paged, "cp-decode-split": cp_split, "cp-decode-quant": cp_quant}
 """This chapter's checkpoints, in the order it shows them."""
 
 RELIES_ON = {
     "cp-decode-bytes": ("l2_crossover",),                    # the rule of thumb: caches pass the weights past W/k tokens
     "cp-decode-gqa": ("term:GQA",),                          # 2g/s flops per byte, in the section's text
-    "cp-decode-critical": ("crit_l3_0", "h100_ridge"),       # the H100's batch beside its ridge: B* just above R
+    "cp-decode-critical": ("crit_l3_0", "h100_ridge", "term:ridge"),  # the H100's batch beside its ridge: B* just above R
     "cp-decode-weights": ("qw_mg_bytes", "term:weight-only quantisation"),  # bytes a weight with its scales
+    "cp-decode-experts": ("term:mixture of experts",),      # E(1 - (1 - k_a/E)^B), in the section's text
+    "cp-decode-prefix": ("px_once", "px_apart"),            # (c_s + B(c - c_s + 1))k against B(c + 1)k, worked above
     "cp-decode-paged": ("term:paged KV cache", "term:sector"),  # ceil(p r / 32) sectors a page
     "cp-decode-split": ("split_chosen", "term:split-KV"),    # the rule worked at batch 1
     "cp-decode-quant": ("int4_row", "kv_group"),             # the section's row of 128 with its scales
     "ex-decode-lab-split": ("lab_hbm", "lab_l1"),            # the budget
     "ex-decode-kv-bytes": (),                                # the question gives every figure
-    "ex-decode-long-context": ("formulas:Decode", "l2_kv", "h100_ridge"),  # the limit intensity, k and R
+    "ex-decode-long-context": ("formulas:Decode", "l2_kv", "h100_ridge"),  # B*'s denominator; P_0, a, e in the question
     "ex-decode-explore-throughput": (),                      # read from the explorer
 }
 """What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
@@ -195,34 +261,78 @@ RELIES_ON = {
 
 def check_kv_bytes(layers, kv_heads, head_dim, kv: str, answer) -> Feedback:
     """Chapter 9: the cache bytes per token of a model with `layers`, `kv_heads` of `head_dim`,
-    in the cache format `kv` (scales included)."""
+    in the cache format `kv` (scales included), judged exactly (a whole count of bytes)."""
     m = dc.Model("exercise", layers, kv_heads, kv_heads, head_dim, 1.0)
     right = dc.kv_bytes_per_token(m, kv)
-    return check_number(answer, right, "bytes", rtol=0.01, key=f"check_kv_bytes({layers}, {kv_heads}, {head_dim}, {kv})",
-                        doubled="a token caches a key and a value: count both, once each.",
-                        mistakes=[(right / 2, "That counts keys or values, not both."),
-                                  (layers * 2 * kv_heads * head_dim * dc.KV_FORMATS[kv][0],
-                                   "That leaves out the scales.")] if dc.KV_FORMATS[kv][1] else
-                        [(right / 2, "That counts keys or values, not both.")],
+    rows = layers * 2 * kv_heads
+    values = rows * head_dim * dc.KV_FORMATS[kv][0]
+    wrong = [(right / 2, "That counts keys or values, not both.")]
+    if dc.KV_FORMATS[kv][1]:
+        scales = right - values
+        twice = ("That counts 8 bytes of scale a group: the scale and the zero point are 2 bytes each, 4 bytes "
+                 "together." if kv == "int4" else "That counts each group's scale twice.")
+        wrong += [(values, "That leaves out the scales."), (right + scales, twice)]
+    return check_number(answer, right, "bytes", rtol=0, key=f"check_kv_bytes({layers}, {kv_heads}, {head_dim}, {kv})",
+                        whole=True, doubled="a token caches a key and a value: count both, once each.",
+                        mistakes=wrong,
                         explain=f"{layers} layers x 2 x {kv_heads} heads x one row of {head_dim} values, "
                         f"{fmt_bytes(float(dc.row_bytes(head_dim, kv)))} a row in {kv}.",
                         hint="Rows per token (a key and a value per key-value head per layer) times one row's bytes.")
 
 
+_LONGEST: dict = {}
+
+
+def _longest_context(name, gpu) -> int | None:
+    """The longest context (tokens) at which some batch still takes the step of `name` on `gpu`
+    out of HBM's bound (`critical_batch` is not None), or None when no batch does even with no
+    context. The critical batch's denominator falls as the context grows, so bisection finds it.
+    Chapter 9's exercise."""
+    key = (name, gpu) if isinstance(name, str) and isinstance(gpu, str) else None
+    if key in _LONGEST:
+        return _LONGEST[key]
+    if dc.critical_batch(name, gpu, 0) is None:
+        found = None
+    elif dc.critical_batch(name, gpu, dc.MOST_CONTEXT) is not None:
+        found = dc.MOST_CONTEXT
+    else:
+        low, high = 0, dc.MOST_CONTEXT  # a critical batch at low, none at high
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (mid, high) if dc.critical_batch(name, gpu, mid) is not None else (low, mid)
+        found = low
+    if key:
+        _LONGEST[key] = found
+    return found
+
+
 def check_long_context(name: str, gpu: str, answer) -> Feedback:
-    """Chapter 9: the shortest context (of CONTEXTS) at which no batch takes the step of
-    `name` on `gpu` out of HBM's bound."""
-    never = next((c for c in CONTEXTS if dc.critical_batch(name, gpu, c) is None), None)
-    if never is None:
-        raise ValueError(f"name must be a model that some context of {CONTEXTS} keeps HBM-bound on {gpu}, got {name!r}")
-    later = [c for c in CONTEXTS if c > never]
-    return check_number(answer, float(never), "tokens", rtol=0, key=f"check_long_context({name}, {gpu})",
-                        mistakes=[(float(later[0]), "At that context no batch leaves HBM's bound, but is it the "
-                                   "shortest? Check the context before it.")] if later else [],
-                        explain="Past it a sequence's cache bytes outgrow the flops that use them: only fewer or "
-                        "narrower cached bytes move the step toward the tensor cores.",
-                        hint="Find where the per-sequence intensity (2P + c a) / (e + (c + 1) k) falls under the ridge, "
-                        "or call critical_batch at each context.")
+    """Chapter 9: the longest context at which some batch still takes the step of `name` on
+    `gpu` out of HBM's bound (`_longest_context`)."""
+    longest = _longest_context(name, gpu)
+    if longest is None:
+        raise ValueError(f"name must be an LLM that some batch takes out of HBM's bound on {gpu} with no context, "
+                         f"got {name!r}")
+    m = dc.model(name)
+    wrong = []
+    if not m.experts:  # the one-flop slip: P_0 flops a sequence where a multiply and an add are 2 P_0
+        ridge = presets.gpu(gpu).running("fp16").ridge("hbm", "fp16")
+        p0, k, e = float(dc.weights_read(m, 1)) - m.width, dc.kv_bytes_per_token(m), 2 * m.width
+        one_flop = (p0 - ridge * (e + k)) / (ridge * k - m.attention_flops)
+        if one_flop > 1:
+            wrong.append((float(np.ceil(one_flop) - 1), "That gives each weight one flop per sequence; a multiply "
+                          "and an add are two."))
+    for c in CONTEXTS:
+        if c > longest:
+            wrong.append((float(c), "At that context no batch leaves HBM's bound any more: look shorter."))
+    return check_number(answer, float(longest), "tokens", rtol=0.02, whole=True, key=f"check_long_context({name}, {gpu})",
+                        mistakes=wrong,
+                        explain="Up to it the denominator 2P_0 + c a - R(e + (c + 1)k) stays positive: a batch "
+                        "large enough takes the step to the math. One token more and no batch does. Past it a "
+                        "sequence's cache bytes outgrow the flops that use them, so only fewer or narrower cached "
+                        "bytes move the step toward the tensor cores.",
+                        hint="Set the critical batch's denominator, 2P_0 + c a - R(e + (c + 1) k), to zero and "
+                        "solve for c; the answer is the last whole token below that.")
 
 
 # --- the widget exercise ------------------------------------------------------------------
