@@ -934,3 +934,59 @@ def test_the_reports_legend_says_l2_counts_a_blocks_loads_once_and_every_store()
     assert t.bytes["l2"] == 128 + 2 * 128 and t.bytes["hbm"] == 2 * 128
     (legend,) = [row for row in t.report(gpus=["H100-SXM"]).splitlines() if row.startswith("bytes: ")]
     assert "l2: each sector a block loads once, every sector stored" in legend
+
+
+INTRINSICS = r"""
+__global__ void ops(const unsigned* a, const unsigned* b, const unsigned* s, unsigned* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned x = a[i], y = b[i], z = s[i];
+    unsigned* o = out + 16 * i;
+    o[0] = __brev(x); o[1] = __byte_perm(x, y, z); o[2] = __funnelshift_l(x, y, z); o[3] = __funnelshift_r(x, y, z);
+    o[4] = __funnelshift_lc(x, y, z); o[5] = __funnelshift_rc(x, y, z); o[6] = __vadd2(x, y); o[7] = __vsubss4(x, y);
+    o[8] = __vabsdiffu4(x, y); o[9] = __vaddus2(x, y); o[10] = __vabsdiffs2(x, y); o[11] = __sad((int)x, (int)y, z);
+    o[12] = (unsigned)__hadd((int)x, (int)y); o[13] = __umul24(x, y); o[14] = __vavgu4(x, y); o[15] = __vmins4(x, y);
+    __nanosleep(100);
+}
+"""
+
+
+def _lanes(x, y, bits, signed, f):
+    """A SIMD intrinsic by the CUDA Math API's words: lane by lane, each result wrapped to its lane."""
+    out = 0
+    for i in range(0, 32, bits):
+        u, v = (x >> i) & ((1 << bits) - 1), (y >> i) & ((1 << bits) - 1)
+        if signed:
+            u, v = (w - (1 << bits) if w >> (bits - 1) else w for w in (u, v))
+        out |= (f(u, v) & ((1 << bits) - 1)) << i
+    return out
+
+
+def _intrinsics(x, y, z):
+    signed = lambda w: w - 2**32 if w >> 31 else w
+    clamp = lambda v, lo, hi: max(lo, min(hi, v))
+    both = (y << 32) | x
+    return [int(f"{x:032b}"[::-1], 2),
+            sum(((both >> 8 * ((z >> 4 * k) & 7)) & 0xFF) << 8 * k for k in range(4)),
+            ((both << (z & 31)) >> 32) & 0xFFFFFFFF, (both >> (z & 31)) & 0xFFFFFFFF,
+            ((both << min(z, 32)) >> 32) & 0xFFFFFFFF, (both >> min(z, 32)) & 0xFFFFFFFF,
+            _lanes(x, y, 16, False, lambda u, v: u + v), _lanes(x, y, 8, True, lambda u, v: clamp(u - v, -128, 127)),
+            _lanes(x, y, 8, False, lambda u, v: abs(u - v)), _lanes(x, y, 16, False, lambda u, v: clamp(u + v, 0, 65535)),
+            _lanes(x, y, 16, True, lambda u, v: abs(u - v)),
+            (z + abs(signed(x) - signed(y))) & 0xFFFFFFFF, ((signed(x) + signed(y)) >> 1) & 0xFFFFFFFF,
+            ((x & 0xFFFFFF) * (y & 0xFFFFFF)) & 0xFFFFFFFF, _lanes(x, y, 8, False, lambda u, v: (u + v + 1) >> 1),
+            _lanes(x, y, 8, True, min)]
+
+
+def test_the_integer_and_simd_intrinsics_of_quantised_kernels_compute_as_cudas_math_api_says():
+    """ggml's quantize_q8_1 needs __byte_perm and __vsubss4; others funnel shifts, __brev, the SIMD
+    family: each against the Math API's definition, on random words and shifts past 32."""
+    rng = np.random.default_rng(1)
+    n = 256
+    a, b = (rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    s = rng.integers(0, 40, n).astype(np.uint32)
+    s[:64] = rng.integers(0, 2**16, 64).astype(np.uint32)  # byte_perm's selectors
+    out = np.zeros(16 * n, np.uint32)
+    trace(INTRINSICS, "ops", 1, n, [a, b, s, out, n])
+    want = np.array([_intrinsics(int(x), int(y), int(z)) for x, y, z in zip(a, b, s)], np.uint64).astype(np.uint32)
+    np.testing.assert_array_equal(out.reshape(n, 16), want)

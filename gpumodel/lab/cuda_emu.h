@@ -863,6 +863,91 @@ inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
     return c;
 }
 
+// The integer intrinsics of CUDA's math API that quantised kernels use (ggml's, vLLM's), as the
+// CUDA Math API documents them: bit reversal, the byte permute, funnel shifts, sums of absolute
+// differences, halving adds, 24-bit multiplies, and the SIMD intrinsics that treat a 32-bit word
+// as two 16-bit or four 8-bit lanes (wrapping, signed-saturating "ss", unsigned-saturating "us").
+inline unsigned __brev(unsigned x) {
+    unsigned r = 0;
+    for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
+    return r;
+}
+inline unsigned long long __brevll(unsigned long long x) {
+    return ((unsigned long long)__brev((unsigned)x) << 32) | __brev((unsigned)(x >> 32));
+}
+inline int __clzll(long long x) { return std::countl_zero((unsigned long long)x); }
+inline int __ffsll(long long x) { return x ? std::countr_zero((unsigned long long)x) + 1 : 0; }
+// Byte n of the result is the byte of {y, x} (x bytes 0-3, y bytes 4-7) that selector nibble n names.
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    const unsigned long long both = ((unsigned long long)y << 32) | x;
+    unsigned r = 0;
+    for (int n = 0; n < 4; ++n) r |= (unsigned)((both >> 8 * ((s >> 4 * n) & 7u)) & 0xffu) << 8 * n;
+    return r;
+}
+inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
+    return (unsigned)(((((unsigned long long)hi << 32) | lo) << (shift & 31u)) >> 32);
+}
+inline unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned shift) {
+    const unsigned n = shift < 32u ? shift : 32u;
+    return (unsigned)(((((unsigned long long)hi << 32) | lo) << n) >> 32);
+}
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+    return (unsigned)((((unsigned long long)hi << 32) | lo) >> (shift & 31u));
+}
+inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
+    const unsigned n = shift < 32u ? shift : 32u;
+    return (unsigned)((((unsigned long long)hi << 32) | lo) >> n);
+}
+inline void __nanosleep(unsigned) {}  // a hint to the scheduler: the lab's threads take turns anyway
+inline unsigned __sad(int x, int y, unsigned z) { return z + (unsigned)(x > y ? (long long)x - y : (long long)y - x); }
+inline unsigned __usad(unsigned x, unsigned y, unsigned z) { return z + (x > y ? x - y : y - x); }
+inline int __hadd(int x, int y) { return (int)(((long long)x + y) >> 1); }
+inline int __rhadd(int x, int y) { return (int)(((long long)x + y + 1) >> 1); }
+inline unsigned __uhadd(unsigned x, unsigned y) { return (unsigned)(((unsigned long long)x + y) >> 1); }
+inline unsigned __urhadd(unsigned x, unsigned y) { return (unsigned)(((unsigned long long)x + y + 1) >> 1); }
+inline int __mul24(int x, int y) { return (int)((long long)((x << 8) >> 8) * ((y << 8) >> 8)); }
+inline unsigned __umul24(unsigned x, unsigned y) { return (x & 0xffffffu) * (y & 0xffffffu); }
+// One lane at a time: `f` gets the two lanes as signed or unsigned values and returns the lane's result.
+template <int BITS, bool SIGNED, class F>
+inline unsigned emu_lanes(unsigned a, unsigned b, F f) {
+    constexpr unsigned mask = (1u << BITS) - 1;
+    unsigned r = 0;
+    for (int i = 0; i < 32; i += BITS) {
+        long long x = (a >> i) & mask, y = (b >> i) & mask;
+        if constexpr (SIGNED) {
+            x = (long long)(int)((unsigned)x << (32 - BITS)) >> (32 - BITS);
+            y = (long long)(int)((unsigned)y << (32 - BITS)) >> (32 - BITS);
+        }
+        r |= ((unsigned)f(x, y) & mask) << i;
+    }
+    return r;
+}
+template <int BITS> constexpr long long emu_smax = (1ll << (BITS - 1)) - 1;  // a lane's signed and unsigned ranges
+template <int BITS> constexpr long long emu_smin = -(1ll << (BITS - 1));
+template <int BITS> constexpr long long emu_umax = (1ll << BITS) - 1;
+inline long long emu_clamp(long long v, long long lo, long long hi) { return v < lo ? lo : v > hi ? hi : v; }
+#define EMU_SIMD(NAME, BITS, SIGNED, EXPR) \
+    inline unsigned NAME(unsigned a, unsigned b) { \
+        return emu_lanes<BITS, SIGNED>(a, b, [](long long x, long long y) { return (long long)(EXPR); }); \
+    }
+EMU_SIMD(__vadd2, 16, false, x + y) EMU_SIMD(__vadd4, 8, false, x + y)
+EMU_SIMD(__vsub2, 16, false, x - y) EMU_SIMD(__vsub4, 8, false, x - y)
+EMU_SIMD(__vaddss2, 16, true, emu_clamp(x + y, emu_smin<16>, emu_smax<16>))
+EMU_SIMD(__vaddss4, 8, true, emu_clamp(x + y, emu_smin<8>, emu_smax<8>))
+EMU_SIMD(__vsubss2, 16, true, emu_clamp(x - y, emu_smin<16>, emu_smax<16>))
+EMU_SIMD(__vsubss4, 8, true, emu_clamp(x - y, emu_smin<8>, emu_smax<8>))
+EMU_SIMD(__vaddus2, 16, false, emu_clamp(x + y, 0, emu_umax<16>))
+EMU_SIMD(__vaddus4, 8, false, emu_clamp(x + y, 0, emu_umax<8>))
+EMU_SIMD(__vsubus2, 16, false, emu_clamp(x - y, 0, emu_umax<16>))
+EMU_SIMD(__vsubus4, 8, false, emu_clamp(x - y, 0, emu_umax<8>))
+EMU_SIMD(__vabsdiffu2, 16, false, x > y ? x - y : y - x) EMU_SIMD(__vabsdiffu4, 8, false, x > y ? x - y : y - x)
+EMU_SIMD(__vabsdiffs2, 16, true, x > y ? x - y : y - x) EMU_SIMD(__vabsdiffs4, 8, true, x > y ? x - y : y - x)
+EMU_SIMD(__vavgu2, 16, false, (x + y + 1) >> 1) EMU_SIMD(__vavgu4, 8, false, (x + y + 1) >> 1)
+EMU_SIMD(__vmaxu4, 8, false, x > y ? x : y) EMU_SIMD(__vminu4, 8, false, x < y ? x : y)
+EMU_SIMD(__vmaxs4, 8, true, x > y ? x : y) EMU_SIMD(__vmins4, 8, true, x < y ? x : y)
+#undef EMU_SIMD
+// (CUDA has no __vabsdiff4: sources that use it define their own, often with inline PTX.)
+
 // CUDA's math library declares these for device code in the global namespace, as C's math.h
 // does (libstdc++'s <cmath> keeps them in std).
 using std::isfinite;
