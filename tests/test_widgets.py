@@ -125,17 +125,13 @@ def smallest(options, ok):
     return next(o for o in options if ok(o))
 
 
-def rack_step(n, batch=1, context=4096):
-    """Llama-3-70B's step on n B200s of an NVL72 rack by hand: each GPU reads 1/n of the weights
-    read (all but the input table's other rows, 2 bytes each) and the cache of 8/min(n, 8) of its
-    8 key-value heads over HBM; then 160 ring all-reduces of batch x 8192 x 2 bytes and a gather of
-    the 128,000 logits' 2 bytes, each 6.6 us + 0.6 us a step + its bytes at 900 GB/s."""
-    weights = (70.55e9 - 128000 * 8192 + batch * 8192) * 2
-    cache = batch * (context + 1) * 80 * 2 * 8 * 128 * 2
-    hbm = (weights / n + cache / min(n, 8)) / gm.gpu("B200").bandwidth("hbm")
-    reduce = 6.6e-6 + 2 * (n - 1) * 0.6e-6 + 2 * (n - 1) / n * batch * 8192 * 2 / 900e9
-    gather = 6.6e-6 + (n - 1) * 0.6e-6 + (n - 1) / n * batch * 128000 * 2 / 900e9
-    return hbm + 160 * reduce + gather
+def nvls_takes_over(batch=64):
+    """The fewest B200s of an NVL72 rack at which NCCL's tuner prices Llama-3-70B's all-reduce of
+    batch x 8192 x 2 bytes (M) cheaper in the switch, 25 us + M at 0.74 x 900 GB/s, than by ring,
+    6.6 us + 2(n - 1) x 0.6 us + 2(n - 1)/n x M at 900 GB/s (NCCL 2.30.7's tuning.cc)."""
+    m = batch * 8192 * 2
+    return smallest(range(2, 73), lambda n: 25e-6 + m / (0.74 * 900e9)
+                    < 6.6e-6 + 2 * (n - 1) * 0.6e-6 + 2 * (n - 1) / n * m / 900e9)
 
 
 def drafted_gain(k: int, batch: int = 64, a: float = 0.7, context: int = 4096) -> float:
@@ -181,7 +177,7 @@ ANSWERS = {
                                      lambda n: 12 * n / gm.gpu("B200").bandwidth("hbm") >= 6.8e-6),  # 12 B per float, Inductor's 6.8 us launch
     "tile-ridge": lambda: smallest(gm.course.blackwell_low_precision.TILE_NS, lambda n: 128 * n / (128 + n) >= 64),
     "highest-ridge": lambda: max(gm.preset_names(), key=lambda g: gm.gpu(g).peak("fp16") / gm.gpu(g).bandwidth("hbm")),
-    "parallel-steps": lambda: rack_step(72) / rack_step(8),
+    "parallel-steps": lambda: nvls_takes_over(),
     "parallel-drafts": lambda: max(range(8), key=drafted_gain),
 }
 EXERCISES = {make().key: make for make in gm.course.widget_exercises()}
@@ -283,8 +279,7 @@ READINGS = {
     "decode-throughput": lambda read: (quantity(caption(dict((s["model"], v) for s, v in read)["Llama-3-8B"])[0])
                                        / quantity(caption(dict((s["model"], v) for s, v in read)["Llama-2-7B"])[0])),
     "highest-ridge": lambda read: only(max)(read, "gpu", lambda view: quantity(caption(view)[0])),
-    "parallel-steps": lambda read: (quantity(caption(dict((s["gpus"], v) for s, v in read)[72])[0])
-                                    / quantity(caption(dict((s["gpus"], v) for s, v in read)[8])[0])),
+    "parallel-steps": lambda read: first(read, "gpus", lambda view: "in-switch" in caption(view)[-1]),
     "parallel-drafts": lambda read: only(max)(read, "drafted", lambda view: quantity(caption(view)[0])),
 }
 

@@ -15,23 +15,26 @@ from .widgets import Checkpoint, WidgetExercise, bars
 # --- checkpoints, one per section ---------------------------------------------------------
 
 
-def cp_ring(gpus: int = 8, name: str = "Llama-3-70B") -> Checkpoint:
+def cp_ring(gpus: int = 72, name: str = "Llama-3-70B") -> Checkpoint:
     """Section "Collectives counted": the bytes each GPU sends to all-reduce one token's
-    activations (the model's width in 2-byte numbers) in a ring of `gpus`."""
+    activations (the model's width in 2-byte numbers) in a ring of `gpus`, a count the page did
+    not work (it works 8)."""
     gpus, m = _check.one("gpus", gpus), decode.model(name)
     message = m.width * 2
     sent = float(collectives.bytes_sent("all-reduce", gpus, message))
+    mistakes = [(float(message), "That is the message once; a ring sends a share of it in each of its steps, "
+                 "reducing and then gathering."),
+                (float(2 * message), "That is twice the message: each GPU never sends its own share back to itself.")]
+    if gpus != 8:
+        mistakes.append((float(collectives.bytes_sent("all-reduce", 8, message)),
+                         "That is the share for a ring of 8, the page's example; count the shares for this ring."))
     return Checkpoint(
         "cp-parallel-ring",
         f"After each layer, {gpus} GPUs all-reduce one token's activations of {name}: {m.width:,} numbers of 2 bytes "
         f"({message:,} bytes). How many bytes does each GPU send in a ring all-reduce?",
-        number_rules(sent, "bytes", 0.01, units={"KiB": 1024, "kB": 1000},
-                     mistakes=[(float(message), "That is the message once; a ring sends a share of it in each of "
-                                "its steps, reducing and then gathering."),
-                               (float(2 * message), "That is twice the message: each GPU never sends its own share "
-                                "back to itself.")],
+        number_rules(sent, "bytes", 0.01, units={"KiB": 1024, "kB": 1000}, mistakes=mistakes,
                      explain=f"2(n - 1)/n of the message: {gpus - 1} steps of reduce-scatter and {gpus - 1} of "
-                     f"all-gather, each passing one {gpus}th of it on.",
+                     f"all-gather, each passing on a share of 1/{gpus} of it.",
                      hint="A ring cuts the message into one share per GPU; count the shares each GPU passes on "
                      "while reducing and while gathering."),
         "bytes")
@@ -63,8 +66,9 @@ CHECKPOINTS = {"cp-parallel-ring": cp_ring, "cp-parallel-collectives": cp_collec
 RELIES_ON = {
     "cp-parallel-ring": ("ring_share", "term:all-reduce"),            # 2(n - 1)/n of the message, worked for 8
     "cp-parallel-collectives": ("term:tensor parallelism", "term:LM head"),  # two all-reduces a layer, one gather
-    "ex-parallel-best-gpus": ("b200_best",),                           # Llama-3-70B's count; the question gives the rest
-    "ex-parallel-explore-steps": (),                                   # read from the explorer
+    "ex-parallel-best-gpus": ("b200_best", "nvls_floor"),              # Llama-3-70B's count and why; the question gives the rest
+    "ex-parallel-explore-steps": ("nvls_from", "nvls_fixed", "nvls_eff_blackwell", "ring_base", "ring_step",
+                                  "term:in-switch reduction"),         # batch 1's switch-over; each algorithm's costs
     "ex-parallel-explore-drafts": ("term:speculative decoding",),      # the checking step of k + 1 queries
 }
 """What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
@@ -78,12 +82,24 @@ CONTEXTS = (1024, 4096, 32768)
 MODEL = "Llama-3-70B"
 
 
-def steps(question_batch: int = 1, question_context: int = 4096) -> WidgetExercise:
+ALGORITHM_NAMES = {"ring": "ring", "tree": "double binary tree", "in-switch": "in-switch reduction (NVLS)"}
+"""How the page names each algorithm of `collectives.ALGORITHMS`."""
+
+
+def switch_over(link: str, message: float) -> int:
+    """The fewest GPUs over `link` at which NCCL's tuner runs an all-reduce of `message` bytes by
+    the in-switch reduction (`parallel.collective`); 0 where it never does within the link's domain."""
+    most = links.link(link).domain
+    return next((n for n in range(2, most + 1) if parallel.collective(link, "all-reduce", n, message)[1] == "in-switch"), 0)
+
+
+def steps(question_batch: int = 64, question_context: int = 4096) -> WidgetExercise:
     """Chapter 10: Llama-3-70B's tensor-parallel step against GPUs, batch and context on 8 H100s
-    joined by NVLink 4 and on an NVL72 rack of B200s (`parallel.step`, latencies included); a
-    count past the link's domain, or a state whose weights and caches do not fit, is refused.
-    The question: how many times longer a step takes on all 72 of the rack's GPUs than on 8, at
-    the given batch and context."""
+    joined by NVLink 4 and on an NVL72 rack of B200s (`parallel.step`, latencies included, each
+    all-reduce by the algorithm NCCL's tuner picks, which the caption names); a count past the
+    link's domain, or a state whose weights and caches do not fit, is refused. The question: the
+    fewest GPUs of the rack at which the step's all-reduces run by the in-switch reduction, at the
+    given batch and context."""
     _check.member("question_batch", question_batch, BATCHES)
     _check.member("question_context", question_context, CONTEXTS)
 
@@ -95,21 +111,37 @@ def steps(question_batch: int = 1, question_context: int = 4096) -> WidgetExerci
         if not s.fits:
             raise ValueError(f"the weights and {batch} {'cache' if batch == 1 else 'caches'} of {context:,} tokens need {fmt_bytes(s.held)} on each GPU, "
                              f"more than the {gpu}'s {fmt_capacity(presets.gpu(gpu).capacity('hbm'))}")
+        by = f", its all-reduces by <b>{ALGORITHM_NAMES[s.algorithm]}</b>" if s.algorithm else ", one GPU: no collectives"
         return bars(f"{MODEL} on {gpus} x {gpu} ({link.name}), batch {batch}, context {context:,}: <b>{fmt_time(s.time)}</b> "
-                    f"a step, {batch / s.time:,.0f} tokens/s, bound by <b>{fmt_bound(s.bound)}</b>",
+                    f"a step, {batch / s.time:,.0f} tokens/s, its larger part <b>{fmt_bound(s.bound)}</b>{by}",
                     [("one GPU's share", s.gpu_time, fmt_time(s.gpu_time), s.bound != "link"),
                      ("collectives", s.link_time, fmt_time(s.link_time), s.bound == "link")])
 
-    asks = tuple({"gpu": "B200", "gpus": n, "batch": question_batch, "context": question_context} for n in (72, 8))
-    t72, t8 = (parallel.step(MODEL, "B200", n, question_batch, question_context, SYSTEMS["B200"]).time for n in (72, 8))
+    rack = SYSTEMS["B200"]
+    shown = [n for n in GPU_COUNTS if n > 1 and parallel.step(MODEL, "B200", n, question_batch, question_context, rack).fits]
+    asks = tuple({"gpu": "B200", "gpus": n, "batch": question_batch, "context": question_context} for n in shown)
+    message = question_batch * decode.model(MODEL).width * parallel.ACTIVATION_BYTES
+    answer = switch_over(rack, message)
+    mistakes = []
+    one = switch_over(rack, decode.model(MODEL).width * parallel.ACTIVATION_BYTES)
+    if question_batch != 1 and one != answer:
+        mistakes.append((float(one), "That is where it takes over at batch 1. At this batch each all-reduce carries "
+                                     "more bytes; weigh them by each algorithm's rate."))
+        later = next((n for n in GPU_COUNTS if n >= one), 0)
+        if later not in (one, answer):
+            mistakes.append((float(later), "That is the first count of the explorer's menu at which it runs at batch 1; "
+                                           "at this batch, compare the two algorithms' costs again."))
     return WidgetExercise(
         "parallel-steps", {"gpu": list(SYSTEMS), "gpus": list(GPU_COUNTS), "batch": list(BATCHES), "context": list(CONTEXTS)},
         view,
-        number_rules(t72 / t8, "times", 0.02,
-                     explain="The weights' share shrinks as 1/n, but every step waits for 161 collectives whose "
-                     "fixed latencies grow with the ring: past a few GPUs the link sets the step.",
-                     hint="Read the step's time on the B200 at 72 GPUs and at 8, at that batch and context, and divide."),
-        "ratio", asks=asks)
+        number_rules(float(answer), "GPUs", 0, whole=True, mistakes=mistakes,
+                     explain="The ring's cost grows by two steps of latency with each GPU; the in-switch reduction's "
+                     "stays one flat latency plus the message at its own rate. A larger message also favours the "
+                     "in-switch reduction, which sends the message once where a ring sends it nearly twice, so it "
+                     "takes over a little sooner.",
+                     hint="Price one all-reduce of this batch's activations both ways with the table's costs, or step "
+                     "the rack's GPUs up in the explorer at this batch and read which algorithm the caption names."),
+        "GPUs", asks=asks)
 
 
 DRAFT_MODELS = ("Llama-3-70B", "Llama-3-8B")
@@ -183,25 +215,72 @@ def check_best_gpus(name: str, gpu: str, link: str, batch: int, context: int, an
     """Chapter 10: the GPUs on which a tensor-parallel decode step is fastest."""
     best = best_gpus(name, gpu, link, batch, context)
     most = links.link(link).domain
-    wrong = [(float(most), "All of them is slower: each collective's fixed latency grows with the ring while the "
-              "weights' share shrinks.")]
+    wrong = {float(most): "All of them is slower for this model: each collective still pays its fixed latency, "
+                          "while the share of the weights one more GPU saves has grown small."}
     if name != MODEL and decode.model(name).params != decode.model(MODEL).params:
-        wrong.append((float(best_gpus(MODEL, gpu, link, batch, context)), f"That is {MODEL}'s count, from the "
-                      "chapter; this model has another balance of weights to save and collectives to wait for."))
+        theirs = float(best_gpus(MODEL, gpu, link, batch, context))
+        wrong[theirs] = (f"That is {MODEL}'s count, from the chapter; this model has another balance of weights to "
+                         "save and collectives to wait for.")
+    wrong.pop(float(best), None)
     return check_number(answer, float(best), "GPUs", rtol=0, key=f"check_best_gpus({name}, {gpu}, {link}, {batch}, {context})",
-                        mistakes=wrong,
+                        mistakes=list(wrong.items()),
                         explain="Past it, the time the collectives add outgrows what the smaller share of the "
                         "weights saves; the fewer weights a model has per layer, the sooner that comes.",
                         hint="Compute the step for each number of GPUs and take the fastest.")
 
 
 def links_table() -> str:
-    """Every link of `data/links.toml`: its bandwidth one way per GPU, NCCL's latencies for it,
-    the GPUs it joins and its source."""
+    """Every link of `data/links.toml`: its bandwidth one way per GPU, NCCL's ring latencies for it,
+    its in-switch reduction where its switches add, the GPUs it joins and its source."""
     rows = []
     for link in links.links().values():
         bw, lat, base = (link.facts[k] for k in ("bandwidth", "latency", "base"))
-        rows.append([link.name, ", ".join(link.gpus), f"{link.domain:,}" if link.domain < 1000 else "a network",
-                     fmt_bandwidth(bw.value), f"{fmt_time(lat.value)} a step, {fmt_time(base.value)} a collective",
+        nvls = (f"{fmt_time(link.facts['in_switch_latency'].value)} at "
+                f"{fmt_bandwidth(link.facts['in_switch_bandwidth'].value)}" if link.in_switch else "none")
+        rows.append([link.name, ", ".join(link.gpus), f"{link.domain:,}" if link.between == "gpus" else "nodes (a network)",
+                     fmt_bandwidth(bw.value), f"{fmt_time(lat.value)} a step, {fmt_time(base.value)} a collective", nvls,
                      f"{citation(bw.source, textual=True)}, {bw.where}; latencies {citation(lat.source, textual=True)}"])
-    return markdown_table(["link", "GPUs", "GPUs joined", "each way per GPU", "latency (NCCL's tuner)", "source"], rows)
+    return markdown_table(["link", "GPUs", "GPUs joined", "each way per GPU", "ring latency (NCCL's tuner)",
+                           "in-switch reduction (NCCL's tuner)", "source"], rows)
+
+
+def _family(name: str) -> str:
+    """A link's kind as the algorithms table groups it: NVLink (the NVL72 rack's too), PCIe, InfiniBand."""
+    return "NVLink" if name.startswith("NVL") else name.split()[0]
+
+
+def _grouped(values: dict) -> str:
+    """Each value once, with the kinds of link that have it ('0.6 us (NVLink); 1.0 us (PCIe)'),
+    or the value alone where every link given has it."""
+    out = {}
+    for name, value in values.items():
+        out.setdefault(value, {}).setdefault(_family(name))
+    if len(out) == 1:
+        return next(iter(out))
+    return "; ".join(f"{v} ({', '.join(kinds)})" for v, kinds in out.items())
+
+
+def algorithms_table() -> str:
+    """The three algorithms of an all-reduce of M bytes among n GPUs as NCCL's tuner prices them
+    (`parallel.collective`): the links that offer each (`parallel.algorithms`), its steps, the bytes
+    each GPU sends, its latencies and its rate, from `data/links.toml`."""
+    every = links.links()
+    offer = {a: [k for k in every if a in parallel.algorithms(k)] for a in collectives.ALGORITHMS}
+    fact = lambda algorithm, key: _grouped({k: fmt_time(every[k].facts[key].value) for k in offer[algorithm]})
+    rates = {}
+    for k in offer["in-switch"]:
+        share = every[k].facts["in_switch_bandwidth"].value / every[k].bandwidth
+        rates.setdefault((share, every[k].facts["in_switch_bandwidth"].value), []).extend(
+            g for g in every[k].gpus if g not in sum(rates.values(), []))
+    rate = "; ".join(f"{share:.0%} of the link on {', '.join(gpus)} ({fmt_bandwidth(value)})"
+                     for (share, value), gpus in rates.items())
+    rows = [
+        [ALGORITHM_NAMES["ring"], "every link", "2(n - 1)", "2(n - 1)/n x M",
+         f"{fact('ring', 'base')} a collective, plus a step: {fact('ring', 'latency')}", "the link's"],
+        [ALGORITHM_NAMES["tree"], ", ".join(offer["tree"]) + " (between nodes)", "2 log2 n", "2 x M",
+         f"{fact('tree', 'tree_base')} a collective, plus a step: {fact('tree', 'tree_latency')}", "the link's"],
+        [ALGORITHM_NAMES["in-switch"], ", ".join(offer["in-switch"]), "one pass through the switch", "M",
+         f"{fact('in-switch', 'in_switch_latency')} a collective, in all", rate],
+    ]
+    return markdown_table(["algorithm", "NCCL runs it over", "steps", "bytes each GPU sends", "latency (NCCL's tuner)",
+                           "rate"], rows)
