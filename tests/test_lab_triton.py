@@ -343,3 +343,18 @@ def test_a_float_argument_reaches_the_kernel_as_a_scalar_of_its_type(alpha):
     y = np.zeros_like(x)
     gm.lab.trace_triton(kernels.scaled, (1,), [x, y, 40, alpha], BLOCK=64)
     np.testing.assert_array_equal(y, 2.5 * x)
+
+
+def test_an_autotuned_kernel_runs_the_configuration_asked_for():
+    """Choosing among configurations takes a GPU's timings: the lab runs the first, or `config`."""
+    x = np.arange(64, dtype=np.float32)
+    grid = lambda meta: (-(-64 // meta["BLOCK"]),)
+    for config, (programs, warps) in enumerate([(2, 1), (1, 2)]):
+        y = np.zeros_like(x)
+        t = gm.lab.trace_triton(kernels.tuned_copy, grid, [x, y, 64], config=config)
+        np.testing.assert_array_equal(y, x)
+        assert t.blocks == programs and t.block == (32 * warps, 1, 1)
+    with pytest.raises(ValueError, match="config must be the number of one of the kernel's 2 configurations"):
+        gm.lab.trace_triton(kernels.tuned_copy, grid, [x, y, 64], config=2)
+    with pytest.raises(ValueError, match="config must be 0 for a kernel that is not autotuned"):
+        gm.lab.trace_triton(kernels.add, (1,), [x, x, y, 64], BLOCK=64, config=1)

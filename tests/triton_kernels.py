@@ -120,3 +120,11 @@ def scaled(x_ptr, y_ptr, n, alpha, BLOCK: tl.constexpr):
     keep = offs < n
     a = alpha.to(tl.float32)  # as Liger-Kernel's kernels cast their float arguments
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=keep) * a, mask=keep)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}, num_warps=1), triton.Config({"BLOCK": 64}, num_warps=2)],
+                 key=["n"])
+@triton.jit
+def tuned_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)

@@ -376,15 +376,19 @@ def _constexprs(fn, count: int) -> list:
         [False] * (count - len(params))
 
 
-def trace_triton(kernel, grid, args, *, num_warps: int = 4, timeout: float = TRITON_SECONDS, **meta) -> TritonTrace:
+def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: float = TRITON_SECONDS,
+                 config: int = 0, **meta) -> TritonTrace:
     """Run the `@triton.jit` `kernel` over `grid` (as `kernel[grid](*args, **meta)`: 1 to 3
     program counts, or a function of the meta-parameters) in Triton's interpreter on the CPU,
     with `args` (NumPy arrays, written in place, or PyTorch CPU tensors; numbers) and the
     meta-parameters `meta` (BLOCK_SIZE=...). Records every program's loads, stores and dots and
     returns the `Trace` the CUDA lab returns (see the module doc for what it counts), its
-    programs `num_warps` x 32 threads each (Triton's default: 4 warps). Checks nothing of the
-    result: a checker does. Raises LabError where Triton is not installed, the kernel fails in
-    the interpreter, or it runs past `timeout` seconds, naming its line."""
+    programs `num_warps` x 32 threads each (Triton's default: 4 warps). An `@triton.autotune`
+    kernel, whose choice needs a GPU's timings, runs its configuration number `config` (the
+    first by default): its meta-parameters and warps, under any `meta` and `num_warps` given.
+    Checks nothing of the result: a checker does. Raises LabError where Triton is not
+    installed, the kernel fails in the interpreter, or it runs past `timeout` seconds, naming
+    its line."""
     try:
         import triton  # noqa: F401
     except ImportError:
@@ -392,7 +396,16 @@ def trace_triton(kernel, grid, args, *, num_warps: int = 4, timeout: float = TRI
     fn = _python_function(kernel)
     if not isinstance(args, (list, tuple)):
         raise TypeError(f"args must be a list or tuple of the kernel's arguments, got {type(args).__name__}")
-    num_warps = _check.one("num_warps", num_warps)
+    configs = list(getattr(kernel, "configs", None) or ())
+    if configs:
+        if isinstance(config, bool) or not isinstance(config, int) or not 0 <= config < len(configs):
+            raise ValueError(f"config must be the number of one of the kernel's {len(configs)} configurations, "
+                             f"0 to {len(configs) - 1}, got {config!r}")
+        meta = {**configs[config].kwargs, **meta}
+        num_warps = configs[config].num_warps if num_warps is None else num_warps
+    elif config != 0:
+        raise ValueError(f"config must be 0 for a kernel that is not autotuned, got {config!r}")
+    num_warps = _check.one("num_warps", 4 if num_warps is None else num_warps)
     timeout = _check.real("timeout", timeout, least=0.01)
     dims = _grid(grid, meta)
     arrays = _arrays(args)
