@@ -45,7 +45,7 @@ REFERENCES = "references.html"
 GLOSSARY = "glossary"
 """Where the site defines every term (`glossary.md`)."""
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
-HIDDEN_TITLE = "#@title Code the site hides (in Colab, double-click this title to show it)"
+HIDDEN_TITLE = "#@title Code the site hides (Colab: double-click this title; JupyterLab: click the dots to show it)"
 """The first line of a hidden cell: Colab collapses a cell to this title when its metadata
 says `cellView: "form"` (it ignores `jupyter.source_hidden`, which JupyterLab honours)."""
 FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
