@@ -570,6 +570,8 @@ SIGNATURES = {
         "link": ("NVLink 4", choice(tuple(gm.links.links()))), "collective_name": ("all-reduce", choice(gm.collectives.COLLECTIVES)),
         "gpus": (8, SIZE), "message": (16384, NOT_NEGATIVE), "algorithm": ("fastest", choice(("ring", "in-switch", "fastest"))),
         "latency": (True, FLAG)}),
+    "course.parallel.switch_over": (gm.course.parallel.switch_over, {"link": ("NVL72", choice(tuple(gm.links.links()))),
+                                                                     "message": (16384.0, NOT_NEGATIVE)}),
     "parallel.expert_step": (gm.parallel.expert_step, {
         "name": ("DeepSeek-V2", choice(("DeepSeek-V2",))), "gpu": ("H100-SXM", GPU), "gpus": (8, SIZE),
         "batch": (1, SIZE), "context": (4096, COUNT), "link": ("NVLink 4", choice(tuple(gm.links.links()))),

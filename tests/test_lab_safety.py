@@ -415,7 +415,8 @@ def test_a_kernel_named_with_spaces_around_is_reported_by_its_name(warm):
 
 def test_a_crash_past_two_billion_threads_names_the_int_index_that_wraps():
     """A correct-looking kernel whose int index wraps past 2^31 - 1 threads (2^26 blocks of 64
-    reach 2^32) writes far before its array; the lab samples such a grid, and the crash says why."""
+    reach 2^32) writes far before its array; the lab traces a sample of such a grid first, and the
+    crash says why."""
     source = r"""__global__ void k(float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = 1.0f;
@@ -425,7 +426,9 @@ def test_a_crash_past_two_billion_threads_names_the_int_index_that_wraps():
                                        r"holds: .*compute it as size_t"):
         trace(source, "k", 2**26, 64, [np.zeros(64, np.float32), 64])
     wide = source.replace("int i = blockIdx.x", "size_t i = (size_t)blockIdx.x")
-    assert trace(wide, "k", 2**26, 64, [np.zeros(64, np.float32), 64]).sampled
+    with pytest.raises(LabError, match=r"Or a launch too large to run here: every one of its 4,294,967,296 threads runs"):
+        trace(wide, "k", 2**26, 64, [np.zeros(64, np.float32), 64], timeout=2)  # every block runs: too many here
+    assert trace(wide, "k", 2**12, 64, [np.zeros(64, np.float32), 64], max_threads=2**10).sampled
 
 
 def _alive(pid: int) -> bool:

@@ -89,7 +89,10 @@ ALGORITHM_NAMES = {"ring": "ring", "tree": "double binary tree", "in-switch": "i
 def switch_over(link: str, message: float) -> int:
     """The fewest GPUs over `link` at which NCCL's tuner runs an all-reduce of `message` bytes by
     the in-switch reduction (`parallel.collective`); 0 where it never does within the link's domain."""
-    most = links.link(link).domain
+    joined = links.link(link)
+    if not joined.in_switch:
+        return 0
+    most = joined.domain
     return next((n for n in range(2, most + 1) if parallel.collective(link, "all-reduce", n, message)[1] == "in-switch"), 0)
 
 

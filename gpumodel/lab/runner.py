@@ -176,9 +176,12 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
         done = run([exe, tmp / "spec", tmp / "stats"], shape.timeout, memory)
         try:
             if done.stopped == "time":
+                large = (f" Or a launch too large to run here: every one of its {shape.threads * shape.blocks:,} "
+                         "threads runs on the CPU (a sample traced), so ask for a smaller size or a longer timeout."
+                         if len(chosen) < shape.blocks else "")
                 raise LabError(f"{kernel} ran past the time limit of {shape.timeout:g} s: an endless loop, a "
                                "__syncthreads() that not every thread of the block reaches, or a shuffle that not "
-                               "every lane of the warp reaches?")
+                               "every lane of the warp reaches?" + large)
             if done.stopped == "output":
                 raise LabError(f"{kernel} printed more than the lab's output limit of {fmt_bytes(OUTPUT_LIMIT)} and "
                                "was stopped: a printf in a loop, or in every thread?")

@@ -801,13 +801,15 @@ int run(char** argv) {
     gridDim = grid;
     blockDim = block;
     const std::function<void()> body = [&] { gm_body(kernel, args.data()); };
-    // Every block runs, so the arrays hold the whole result; those of the sample traced, the rest untraced.
-    const unsigned long long total = (unsigned long long)grid.x * grid.y * grid.z;
+    // Every block runs, so the arrays hold the whole result: the sample first, traced, then the rest
+    // untraced (a grid's blocks run in any order on a GPU too); not where the sample went out of
+    // bounds: the run is a fault, reported as such, and its arrays are not the result.
+    for (unsigned b : blocks) run_block(body, grid, block, b);
+    const unsigned long long total = oob.count ? 0 : (unsigned long long)grid.x * grid.y * grid.z;
     size_t next = 0;
     for (unsigned long long b = 0; b < total; ++b) {
-        const bool traced = next < blocks.size() && blocks[next] == b;
-        next += traced;
-        (traced ? run_block : run_untraced_block)(body, grid, block, (unsigned)b);
+        if (next < blocks.size() && blocks[next] == b) { ++next; continue; }
+        run_untraced_block(body, grid, block, (unsigned)b);
     }
     for (auto& a : arrays) std::ofstream(a.path, std::ios::binary).write(a.base, a.bytes);
     FILE* out = fdopen(stats_fd, "w");
