@@ -928,3 +928,34 @@ def test_katex_draws_its_radicals_and_underbraces_whole(site, browser, rel):
     assert drawn, f"{rel}: no KaTeX drawing found (a radical or an underbrace was expected)"
     flat = [(text, height) for text, height in drawn if height < 2]
     assert not flat, f"{rel}: KaTeX drawings squashed: {flat[:5]}"
+
+
+CONTRAST = """el => {
+  const rgb = s => s.match(/[\\d.]+/g).slice(0, 4).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(c => c / 255).map(c => c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4)
+    .reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i], 0);
+  let e = el, bg = null;
+  while (e && !bg) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.length < 4 || c[3] > 0) bg = c; e = e.parentElement; }
+  const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(bg || [255, 255, 255])].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}"""
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_an_answer_boxs_verdict_is_legible_in_either_mode(site, browser, mode):
+    """In dark mode the boxes once sat on myst-nb's light plate in the dark theme's pale colours
+    ("Not yet." at 1.71:1): each verdict and the box's question reach WCAG AA's 4.5:1."""
+    html, base = site
+    page = browser.new_page(viewport={"width": 1400, "height": 900}, color_scheme=mode)
+    page.goto(f"{base}/chapters/01_hierarchy.html")
+    page.evaluate(f"document.documentElement.dataset.theme = '{mode}'")
+    box = page.locator(".gm-question").first
+    box.scroll_into_view_if_needed()
+    for typed in ("1", "abc"):
+        box.locator("input").fill(typed)
+        box.locator("button").click()
+        verdict = box.locator(".gm-verdict")
+        verdict.locator("b, strong").first.wait_for() if verdict.locator("b, strong").count() else None
+        assert verdict.evaluate(CONTRAST) >= 4.5, f"{mode}: the verdict for {typed!r} is hard to read"
+    assert box.locator(".gm-asked").evaluate(CONTRAST) >= 4.5
+    page.close()
