@@ -133,15 +133,20 @@ def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192)
     g = presets.gpu(gpu)
     smallest = next(b for b in DECODE_BATCHES
                     if decode_intensity(b, width, weight) >= g.ridge("hbm", "fp16"))
+    exact = critical_batch(g, width, weight)  # the critical batch itself, which the menu may not offer
+    mistakes = [] if exact in DECODE_BATCHES else [
+        (exact, "That is the critical batch itself, where the intensity first reaches the ridge. The explorer "
+         "offers only some batches: which is the first of them at or past it?")]
     return WidgetExercise(
         "decode-batch", {"gpu": list(DECODE_GPUS), "weight": list(WEIGHTS),
                          "batch": list(DECODE_BATCHES)},
         view,
         number_rules(smallest, "sequences", 0, explain="Each weight is read once per step whatever the batch, so "
                      "narrower weights cut the bytes and the batch the tensor cores need shrinks with them.",
-                     hint="Fix the GPU and the weights; raise the batch until the intensity bar passes the ridge.",
-                     doubled=FLOPS_AND_BYTES),
-        "batch", asks=asked(gpu=gpu, weight=weight, batch=upto(DECODE_BATCHES, smallest)))
+                     hint="Fix the GPU and the weights; step through the batches the explorer offers until the "
+                     "intensity bar passes the ridge.",
+                     doubled=FLOPS_AND_BYTES, mistakes=mistakes),
+        "the smallest batch the explorer offers", asks=asked(gpu=gpu, weight=weight, batch=upto(DECODE_BATCHES, smallest)))
 
 
 WAVE_SIZES = (2048, 3072, 4096, 5120, 6144, 7168, 8192)
@@ -161,8 +166,9 @@ def wave_tail(gpu: str = "H100-SXM", block: int = 128) -> WidgetExercise:
 
     def view(gpu, size, block):
         w = wave_quantisation(size, size, (block, block), gpu)
+        waves = f"{w.waves} wave" if w.waves == 1 else f"{w.waves} waves"
         return bars(f"{size:,} x {size:,} output in {block} x {block} tiles on the {gpu}: {w.tiles:,} tiles, "
-                    f"{w.waves} waves, the last <b>{fmt_percent(w.last, 3)}</b> full",
+                    f"{waves}, the last <b>{fmt_percent(w.last, 3)}</b> full",
                     [("last wave", w.last, fmt_percent(w.last, 3), w.last < 0.5),
                      ("all waves", w.efficiency, fmt_percent(w.efficiency, 3), False)])
 
@@ -173,7 +179,7 @@ def wave_tail(gpu: str = "H100-SXM", block: int = 128) -> WidgetExercise:
         number_rules(best, "elements per side", 0, explain="Its tile count is just under a multiple of the SMs, so "
                      "the last wave keeps almost every SM busy; the others leave part of the GPU idle at the end.",
                      hint="Hold the GPU and the tile; compare the last wave's bar across sizes."),
-        "size", asks=asked(gpu=gpu, size=list(WAVE_SIZES), block=block))
+        "size", labels={"block": lambda b: f"{b} x {b}"}, asks=asked(gpu=gpu, size=list(WAVE_SIZES), block=block))
 
 
 WIDGET_EXERCISES = (decode_batch, wave_tail)
