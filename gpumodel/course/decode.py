@@ -22,20 +22,27 @@ SPLIT_WITHIN = dc.SPLIT_RULE["within"]
 # --- checkpoints, one per section ---------------------------------------------------------
 
 
-def cp_bytes(name: str = "Llama-2-7B", context: int = 1024) -> Checkpoint:
+def cp_bytes(name: str = "Llama-3-8B", context: int = 4096) -> Checkpoint:
     """Section "A token's bytes": the smallest batch of sequences of `context` tokens whose caches
-    outweigh the weights a step reads (the section's rule of thumb, applied to one context)."""
+    outweigh the weights a step reads (the section's rule of thumb, worked there for Llama-2-7B,
+    applied to another LLM: the learner finds its crossover from its weights and bytes a token)."""
     m, context = dc.model(name), _check.one("context", context, dc.MOST_CONTEXT)
     per_token, weights = dc.kv_bytes_per_token(m), 2 * float(dc.weights_read(m, 1))
     crossover = weights / per_token
     batch = int(np.floor(crossover / context)) + 1
+    wrong = [(float(batch - 1), "At that batch the weights still outweigh the caches: round up.")]
+    page = dc.model("Llama-2-7B")
+    page_batch = int(np.floor(2 * float(dc.weights_read(page, 1)) / dc.kv_bytes_per_token(page) / context)) + 1
+    if m.name != page.name and page_batch != batch:
+        wrong.append((float(page_batch), "That is Llama-2-7B's batch, from the page's crossover; this LLM's weights "
+                      "and bytes a token give another."))
     return Checkpoint(
         "cp-decode-bytes",
         f"{name} reads {fmt_bytes(weights)} of weights a step and caches {fmt_bytes(per_token)} per token of "
         f"context. Its sequences hold {context:,} tokens each. From what batch do the caches' bytes pass the "
         "weights'?",
         number_rules(float(batch), "sequences", 0, whole=True,
-                     mistakes=[(float(batch - 1), "At that batch the weights still outweigh the caches: round up.")],
+                     mistakes=wrong,
                      explain=f"The caches pass the weights once the batch holds more than {crossover:,.0f} cached "
                      f"tokens (the weights' bytes over a token's), and {batch} sequences of {context:,} hold "
                      f"{batch * context:,}. Past that batch, more sequences add cache bytes as fast as tokens.",
@@ -44,7 +51,7 @@ def cp_bytes(name: str = "Llama-2-7B", context: int = 1024) -> Checkpoint:
         "batch")
 
 
-def cp_gqa(heads: int = 64, kv_heads: int = 8) -> Checkpoint:
+def cp_gqa(heads: int = 40, kv_heads: int = 8) -> Checkpoint:
     """Section "Fewer key-value heads: GQA and MLA": a GQA model's attention intensity, 2g/s
     flops per cached byte for a group of g in an fp16 cache."""
     heads, kv_heads = _check.one("heads", heads), _check.one("kv_heads", kv_heads)
@@ -55,6 +62,8 @@ def cp_gqa(heads: int = 64, kv_heads: int = 8) -> Checkpoint:
     wrong = [(2.0 * group, "That counts one byte a cached value; fp16 is two.")]
     if group != 4:
         wrong.append((4.0, "That is Llama-3-8B's figure, for its group of four; count this model's group."))
+    if group != 8:
+        wrong.append((8.0, "That is the printout's figure for a group of eight; count this model's group."))
     return Checkpoint(
         "cp-decode-gqa",
         f"An LLM has {heads} query heads sharing {kv_heads} key-value heads, its cache in fp16. How many "
@@ -267,11 +276,18 @@ def check_kv_bytes(layers, kv_heads, head_dim, kv: str, answer) -> Feedback:
     rows = layers * 2 * kv_heads
     values = rows * head_dim * dc.KV_FORMATS[kv][0]
     wrong = [(right / 2, "That counts keys or values, not both.")]
-    if dc.KV_FORMATS[kv][1]:
+    _, group, scale = dc.KV_FORMATS[kv]
+    if group:
         scales = right - values
         twice = ("That counts 8 bytes of scale a group: the scale and the zero point are 2 bytes each, 4 bytes "
                  "together." if kv == "int4" else "That counts each group's scale twice.")
         wrong += [(values, "That leaves out the scales."), (right + scales, twice)]
+        if head_dim % group:
+            wrong.append((values + rows * (head_dim // group) * scale, "That leaves out the short last group's "
+                          "scale: a group that is not full stores one too."))
+        if head_dim != 128:
+            wrong.append((rows * float(dc.row_bytes(128, kv)), "That is the section's row of 128 values; this "
+                          f"head has {head_dim}."))
     return check_number(answer, right, "bytes", rtol=0, key=f"check_kv_bytes({layers}, {kv_heads}, {head_dim}, {kv})",
                         whole=True, doubled="a token caches a key and a value: count both, once each.",
                         mistakes=wrong,
