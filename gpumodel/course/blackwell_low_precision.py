@@ -249,7 +249,8 @@ def tile_ridge(gpu: str = "B200", tile: str = "m128 (tcgen05, 1 CTA)") -> Widget
         "tile-ridge", {"gpu": list(RIDGE_GPUS), "tile": list(TILES), "n": list(TILE_NS)}, view,
         number_rules(smallest, "columns", 0, explain="A wider tile reuses each row of A across more columns; on "
                      f"the B200 the ridge is {presets.gpu('B200').ridge('smem', 'fp16') / presets.gpu('H100-SXM').ridge('smem', 'fp16'):.2g} "
-                     "times the H100's, so a tile needs that much more reuse.",
+                     "times the H100's, so a tile's FLOPs per byte it reads from shared memory must be that many "
+                     "times as high.",
                      hint="Fix the GPU and the tile; raise N until the tile's bar reaches the ridge."),
         "N", asks=asked(gpu=gpu, tile=tile, n=upto(TILE_NS, smallest)))
 
@@ -294,9 +295,9 @@ RELIES_ON = {
     "cp-bw-launches": ("launch_driver",),
     "cp-bw-pair": ("i_pair",),
     "cp-bw-registers": ("max_regs", "nreg_hi", "nreg_step"),
-    "cp-bw-nvfp4": ("bpe_mxfp8",),
+    "cp-bw-nvfp4": ("bpe_mxfp8", "mx_block"),
     "cp-bw-held-clock": ("b200_mma_clk", "b200_sms"),
     "ex-bw-explore-launch": ("launch_inductor", "vadd_bytes", "b200_hbm"),
-    "ex-bw-explore-tile": ("b200_ridge",),
+    "ex-bw-explore-tile": ("b200_ridge", "i_m64_worked", "formulas:Feeding the tensor cores"),
 }
 """What each checkpoint and exercise needs from the page above it (tests/test_checkpoints.py)."""
