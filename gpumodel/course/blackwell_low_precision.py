@@ -131,7 +131,7 @@ def _check_mx_bytes(answer, value_bits: int = MXFP6[0], block: int = MXFP6[1]) -
                         explain=f"Each weight costs {value_bits}/8 of a byte for its value and 1/{block} of a byte "
                         "for its share of the block's scale.",
                         hint="Find what one weight costs, its value's bits over 8 plus its share of a scale, then "
-                        "multiply by the number of weights; a MiB is 2^20 bytes.",
+                        "multiply by the number of weights; a MiB is 1,048,576 bytes.",
                         mistakes=((rows * cols * value_bits / 8 / 2**20, "That leaves out the block scales: one "
                                    f"byte per {block} values."),
                                   (rows * cols * (value_bits / 8 + 1 / 16) / 2**20, "That is one scale per 16 "
@@ -149,7 +149,7 @@ def check_nvfp4_bytes(answer) -> Feedback:
                         explain="Each weight costs half a byte for its value and a sixteenth of a byte for its "
                         "share of the block's FP8 scale.",
                         hint="Find what one NVFP4 weight costs, scale included, then multiply by the number of "
-                        "weights; a MiB is 2^20 bytes.",
+                        "weights; a MiB is 1,048,576 bytes.",
                         mistakes=((rows * cols / 2 / 2**20, "That leaves out the block scales: one FP8 byte per "
                                    "16 values."),
                                   (rows * cols * bytes_per_element("mxfp4") / 2**20, "That is one scale per 32 "

@@ -18,7 +18,7 @@ from ..hardware import WAVEFRONT_BYTES
 from ..lab import trace
 from ..model import predict
 from ..published import expect
-from ..units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_intensity, fmt_time
+from ..units import fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_intensity, fmt_time, powers
 from ..waves import block_coordinates, gemm_hbm, warm_read_time
 from ..workloads import gemm
 from .checks import (BYTES, FLOPS_AND_BYTES, Feedback, bound_and_expected, check_number, lab_run, lab_run_triton,
@@ -159,7 +159,7 @@ def block_group(gpu: str = "H100-SXM", size: int = 8192) -> WidgetExercise:
 
     def view(gpu, group, drift):
         t = traffic(gpu, group, drift)
-        return bars(f"fp16 {size}^3 GEMM on the {gpu}, groups of {group} block rows: <b>{fmt_bytes(t.hbm)}</b> "
+        return bars(f"fp16 {powers(f'{size}^3')} GEMM on the {gpu}, groups of {group} block rows: <b>{fmt_bytes(t.hbm)}</b> "
                     f"through HBM, {t.rows_per_wave:.1f} rows x {t.cols_per_wave:.1f} columns of tiles per wave",
                     [("this order", t.hbm, fmt_bytes(t.hbm), True), ("compulsory", t.compulsory, fmt_bytes(t.compulsory),
                                                                      False),
