@@ -1,13 +1,14 @@
 """Chapter `10_parallel` (Past one GPU: links as levels, tensor-parallel decode): its
-checkpoints and its table of links.
+checkpoints, its tables of links and algorithms, and the published tensor-parallel runs held
+against the model with the collectives' latencies.
 
 A checkpoint takes the learner's answer and returns `Feedback` (`checks.number_rules`)."""
 
 from __future__ import annotations
 
-from .. import _check, collectives, decode, links, parallel, presets
+from .. import _check, collectives, decode, links, parallel, presets, published
 from ..model import predict
-from ..units import fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_time
+from ..units import fmt_bandwidth, fmt_bound, fmt_bytes, fmt_capacity, fmt_percent, fmt_time, powers
 from .checks import Feedback, check_number, number_rules
 from .tables import citation, markdown_table
 from .widgets import Checkpoint, WidgetExercise, bars
@@ -287,3 +288,29 @@ def algorithms_table() -> str:
     ]
     return markdown_table(["algorithm", "NCCL runs it over", "steps", "bytes each GPU sends", "latency (NCCL's tuner)",
                            "rate"], rows)
+
+
+
+def tensor_parallel_runs() -> list:
+    """The published tensor-parallel decodes this chapter compares (`published.comparisons` of
+    chapter 10, runs of kind "parallel"), each as (comparison, seconds of the model's step with the
+    collectives' latencies): `parallel.step` as the chapter uses it, where the comparison's bound
+    leaves the latencies out."""
+    out = []
+    for c in published.comparisons(chapter=10):
+        run = c.record.run
+        if run["kind"] == "parallel":
+            step = parallel.step(run["model"], c.record.gpu, run["gpus"], run["batch"], run["context"], run["link"],
+                                 weight=run.get("weight", "fp16"), kv=run.get("kv", "fp16"))
+            out.append((c, step.time))
+    return out
+
+
+def latencies_table() -> str:
+    """The published tensor-parallel decodes (`tensor_parallel_runs`): the measured step, the
+    bound (bytes alone, as the published table holds it), the model with the collectives'
+    latencies, and the share of each the run reached."""
+    rows = [[c.record.gpu, powers(c.record.what), fmt_time(c.measured), fmt_time(c.model), fmt_time(model),
+             fmt_percent(c.fraction), fmt_percent(model / c.measured)] for c, model in tensor_parallel_runs()]
+    return markdown_table(["GPU", "run", "measured step", "bound (bytes alone)", "model with latencies",
+                           "of the bound", "of the model"], rows)
