@@ -109,8 +109,9 @@ def fmt_exact(x) -> str:
     x = _check.real("x", x)
     if x.is_integer() and abs(x) < 1e15:
         return f"{int(x):,}"
-    if 1e-3 <= abs(x) < 1e6:
-        return f"{x:.4g}"
+    if 1e-3 <= abs(x) < 1e6:  # four significant digits, never "3.231e+04"
+        rounded = float(f"{x:.4g}")
+        return f"{int(rounded):,}" if rounded.is_integer() else f"{rounded:,}"
     mantissa, exponent = f"{x:.4g}".split("e")
     return f"{mantissa} × 10{superscript(int(exponent))}"
 

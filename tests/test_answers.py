@@ -346,7 +346,8 @@ def test_the_not_a_number_sentence_reads_as_english_for_every_kind_of_unit(unit,
     assert checks.number_rules(0.25, unit)["not_number"] == says
 
 
-@pytest.mark.parametrize("value, shown", [(536870912, "536,870,912"), (61440.0, "61,440"), (0.125, "0.125"), (2.5e-7, "2.5 × 10⁻⁷"),
+@pytest.mark.parametrize("value, shown", [(536870912, "536,870,912"), (61440.0, "61,440"), (0.125, "0.125"),
+                                          (32313.78, "32,310"), (1234.5678, "1,235"), (12.3456, "12.35"), (2.5e-7, "2.5 × 10⁻⁷"),
                                           (1.23456e20, "1.235 × 10²⁰"), (-3.5e9, "-3,500,000,000"), (-3.5e18, "-3.5 × 10¹⁸"), (0, "0")])
 def test_a_number_in_feedback_is_written_as_a_reader_writes_it(value, shown):
     assert gm.units.fmt_exact(value) == shown
