@@ -66,40 +66,39 @@ def test_every_term_link_resolves(path):
         assert target in TERMS, f"{path.name}: {{term}} {target!r} is not in the glossary"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_no_term_is_used_before_its_chapter_without_a_link(path):
-    """A term taught in a later chapter is linked to the glossary where this chapter first uses it.
-    Longer terms are matched first ("thread block" is not "block")."""
-    number = int(path.stem.split("_")[0])
-    text = prose(path)
+def unlinked_first_uses(text: str) -> list:
+    """(term, match) for each glossary term whose first use in the prose `text` comes before any
+    link to it. Longer terms are matched first ("thread block" is not "block")."""
     links = {}
     for m in TERM_ROLE.finditer(text):
         links.setdefault(m["target"] or m["text"], m.start())
     text = TERM_ROLE.sub(lambda m: " " * len(m[0]), text)
-    unlinked = []
+    found = []
     for term in sorted(TERMS, key=len, reverse=True):
         first = pattern(term).search(text)
         text = pattern(term).sub(lambda m: " " * len(m[0]), text)
-        if first and TERMS[term] > number and not (term in links and links[term] < first.start()):
-            unlinked.append(f"{term!r} (chapter {TERMS[term]}): ...{first.string[first.start() - 40:first.end() + 20]!r}")
+        if first and not (term in links and links[term] < first.start()):
+            found.append((term, first))
+    return found
+
+
+def _shown(term: str, first) -> str:
+    return f"{term!r}: ...{first.string[max(0, first.start() - 40):first.end() + 20]!r}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_term_is_used_before_its_chapter_without_a_link(path):
+    """A term taught in a later chapter is linked to the glossary where this chapter first uses it."""
+    number = int(path.stem.split("_")[0])
+    unlinked = [f"{_shown(term, first)} (chapter {TERMS[term]})" for term, first in unlinked_first_uses(prose(path))
+                if TERMS[term] > number]
     assert not unlinked, f"{path.name} uses, before linking: {', '.join(unlinked)}"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_every_term_is_linked_at_its_first_use_in_a_chapter(path):
-    """Wherever a reader starts, the first use of a glossary term on a page links to it (headings
-    aside). Longer terms are matched first ("thread block" is not "block")."""
-    text = re.sub(r"^#.*$", "", prose(path), flags=re.M)
-    links = {}
-    for m in TERM_ROLE.finditer(text):
-        links.setdefault(m["target"] or m["text"], m.start())
-    text = TERM_ROLE.sub(lambda m: " " * len(m[0]), text)
-    unlinked = []
-    for term in sorted(TERMS, key=len, reverse=True):
-        first = pattern(term).search(text)
-        text = pattern(term).sub(lambda m: " " * len(m[0]), text)
-        if first and not (term in links and links[term] < first.start()):
-            unlinked.append(f"{term!r}: ...{first.string[max(0, first.start() - 40):first.end() + 20]!r}")
+    """Wherever a reader starts, the first use of a glossary term on a page links to it (headings aside)."""
+    unlinked = [_shown(term, first) for term, first in unlinked_first_uses(re.sub(r"^#.*$", "", prose(path), flags=re.M))]
     assert not unlinked, f"{path.name} uses, before linking: {', '.join(unlinked)}"
 
 

@@ -162,10 +162,15 @@ def _repeat_first_record(text):
 ])
 def test_a_real_file_made_wrong_is_refused_naming_file_and_key(edit, message, tmp_path, monkeypatch):
     """A probe of bad input: each was accepted (or raised a bare KeyError in `compare`)."""
-    text = (published.DATA / "gpu_benches.toml").read_text()
+    _refused("gpu_benches.toml", edit, message, tmp_path, monkeypatch)
+
+
+def _refused(name, edit, message, tmp_path, monkeypatch):
+    """The real data file `name`, changed by `edit`, is refused with `message`."""
+    text = (published.DATA / name).read_text()
     assert edit(text) != text
     with pytest.raises(presets.DataError, match=message):
-        _load(tmp_path, monkeypatch, "gpu_benches.toml", edit(text))
+        _load(tmp_path, monkeypatch, name, edit(text))
 
 
 def test_a_record_names_a_chapter_of_the_book():
@@ -355,10 +360,7 @@ AZURE_ALL_REDUCE = 'gpus = 8, message = 8589934592, link = "NVLink 4", algorithm
 ])
 def test_a_collective_record_past_its_link_is_refused(edit, message, tmp_path, monkeypatch):
     """Accepted before: 16 GPUs on an 8-GPU link, a link the GPU does not have, an algorithm the link does not run."""
-    text = (published.DATA / "azure_benchmarks.toml").read_text()
-    assert edit(text) != text
-    with pytest.raises(presets.DataError, match=message):
-        _load(tmp_path, monkeypatch, "azure_benchmarks.toml", edit(text))
+    _refused("azure_benchmarks.toml", edit, message, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("run, message", [
