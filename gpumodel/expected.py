@@ -46,7 +46,7 @@ from .hardware import KINDS, MATH, WARP, Fact
 from .model import BOUNDS, predict
 from .occupancy import occupancy
 from .tensor_cores import WEIGHT_BYTES
-from .workloads import LAYOUTS, Workload, gemm
+from .workloads import LAYOUTS, Workload, gemm, operand_load_instructions
 
 DATA = presets.DATA / "expect.toml"
 ESTIMATES = presets.DATA / "expect_estimates.toml"
@@ -282,8 +282,7 @@ def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coa
     warps = blocks * math.ceil(threads / WARP)
     vector = 4 if layout == "warp_tiled" else 1
     staged = (b_m + b_n) * b_k / threads / vector  # loads and as many stores per thread per tile
-    per_k = {"strided": t_m + t_n, "strided_a128": t_m / 4 + t_n, "warp_tiled": (t_m + t_n) / 4}[layout]
-    lsu = warps * tiles * (2 * staged + b_k * per_k)
+    lsu = warps * tiles * (2 * staged + b_k * operand_load_instructions(thread, layout))
     regs = registers or min(255, t_m * t_n + t_m + t_n + 24)
     return Launch(threads, blocks, regs, 4 * (b_m + b_n) * b_k, rounds=tiles, tags=warps * tiles * 2 * staged,
                   lsu=lsu, instructions=fma_warps + lsu, load_bytes=4.0 * blocks * tiles * (b_m + b_n) * b_k)
@@ -513,23 +512,28 @@ def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0, shares: 
     return Expectation(time, float(p.time), str(p.bound), limiter, s, {**parts, "ramp": ramp}, reason, p.gpu.name, lat)
 
 
-SM_PARTS = ("compute", "sfu", "registers", "smem") + LIMITERS
+SM_PARTS = ("compute", "sfu", "registers", "smem") + tuple(name for name in LIMITERS if name != "uncoalesced")
 """Limiters inside the SM, one achievable share for all: its pipelines issue, load and wait
-together, so no one of them runs at its own peak while the others idle."""
+together, so no one of them runs at its own peak while the others idle. The L1 tag stage
+('uncoalesced') is not one of them: a warp's lines of one set queue there one a clock,
+whatever the pipelines do, so it has a class of its own."""
 
 
-CLASSES = ("tensor", "sm") + tuple(p for p in BOUNDS if p not in SM_PARTS) + ("overhead",)
+CLASSES = ("tensor", "sm", "uncoalesced") + tuple(p for p in BOUNDS if p not in SM_PARTS) + ("overhead",)
 """The classes an achievable share is estimated for (`share_class`); 'overhead' is a launch
 record's (`published.compare`)."""
 
 
 def share_class(limiter: str, math_: str) -> str:
     """The class an achievable share is estimated for: the tensor cores ('tensor', their
-    kernels' waves too), the SM's own parts ('sm'), each level beyond it, a launch's overhead."""
+    kernels' waves too), the SM's own parts ('sm'), the L1 tag stage ('uncoalesced'), each
+    level beyond it, a launch's overhead."""
     _check.choice("limiter", limiter, HOLDERS)
     _check.choice("math_", math_, MATH)
     if limiter == "launch":
         return "overhead"
+    if limiter == "uncoalesced":
+        return limiter
     if limiter in SM_PARTS:
         return "tensor" if math_ != "fp32" and limiter in ("compute", "waves") else "sm"
     return limiter

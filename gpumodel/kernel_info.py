@@ -14,15 +14,19 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Kernel:
     """A kernel the course runs: display `label`, source `file`, `functions` (CUDA function
-    -> threads per block, (x, y)), and for a tiled GEMM its `block` tile (bM, bN, bK) and
-    `thread` tile (tM, tN: a warp's tile on the tensor cores). A kernel with no `file` is
-    one the course models but leaves to a library (the fp16 GEMM of chapters 4 and 6)."""
+    -> threads per block, (x, y)), and for a tiled GEMM its `block` tile (bM, bN, bK),
+    `thread` tile (tM, tN: a warp's tile on the tensor cores) and `layout`, how its threads
+    read their operands from shared memory as the compiler issues the loads
+    (`gpumodel.workloads.LAYOUTS`; each kernel's SASS is in `data/compiler_reports.json`).
+    A kernel with no `file` is one the course models but leaves to a library (the fp16 GEMM
+    of chapters 4 and 6)."""
 
     label: str
     file: str
     functions: dict
     block: tuple | None = None
     thread: tuple = (1, 1)
+    layout: str = "strided"
 
 
 THREADS = (256, 1)
@@ -37,7 +41,8 @@ KERNELS = {
     "strided_read": Kernel("strided read", "elementwise.cu", {"strided_read": THREADS}),
     "sweep_read": Kernel("working-set sweep", "sweep.cu", {"sweep_read": THREADS}),
     "gemm_naive": Kernel("naive GEMM", "gemm.cu", {"gemm_naive": TILE16}),
-    "gemm_smem16": Kernel("GEMM, 16x16 tiles", "gemm.cu", {"gemm_smem16": TILE16}, (16, 16, 16)),
+    "gemm_smem16": Kernel("GEMM, 16x16 tiles", "gemm.cu", {"gemm_smem16": TILE16}, (16, 16, 16),
+                          layout="strided_a128"),  # A's row read four words at a time (LDS.128)
     "gemm_reg128": Kernel("GEMM, 128x128 / 8x8", "gemm.cu", {"gemm_reg128": TILE16}, (128, 128, 8), (8, 8)),
     "gemm_reg128_raster": Kernel("GEMM, 128x128 / 8x8, block order set at launch", "gemm.cu",
                                  {"gemm_reg128_raster": TILE16}, (128, 128, 8), (8, 8)),

@@ -110,6 +110,18 @@ PAIRED_VECTOR_WAVEFRONTS = VECTOR_WORDS // 2
 one included): the return path packs two lanes' registers per slot (`gpumodel.simulate.wavefronts`)."""
 
 
+def operand_load_instructions(thread=(8, 8), layout: str = "strided") -> float:
+    """Shared-memory load instructions one thread issues per step of k to read its FP32
+    operands, for thread tile `thread` = (tM, tN) read as `layout` reads them: tM + tN 4-byte
+    loads ("strided"), A's four steps of k in one 128-bit load (tM / 4 + tN, "strided_a128"),
+    both in 128-bit loads ((tM + tN) / 4, "warp_tiled"). What each course kernel's SASS shows
+    (`gpumodel.cuda.compiler.instructions`); `gpumodel.expected.gemm_launch` issues them."""
+    t_m, t_n = _check.pair("thread", thread)
+    _check.choice("layout", layout, LAYOUTS)
+    return {"strided": t_m + t_n, "strided_a128": t_m / VECTOR_WORDS + t_n,
+            "warp_tiled": (t_m + t_n) / VECTOR_WORDS}[layout]
+
+
 def operand_wavefronts(block=(128, 128, 8), thread=(8, 8), layout: str = "strided"):
     """Shared-memory wavefronts one warp takes per step of k to read its threads' operands,
     for FP32 block tiles `block` = (bM, bN[, bK]) and thread tiles `thread` = (tM, tN).
@@ -487,17 +499,21 @@ def strided_read(n, stride) -> Workload:
     )
 
 
-def _gemm_kernel(kernel: str, size: int, dtype: str = "fp32") -> Workload:
-    """The size^3 GEMM that `kernel` runs, with its tiles."""
+def kernel_gemm(kernel: str, m, n, k, dtype: str = "fp32") -> Workload:
+    """The m x n x k GEMM that the course's GEMM `kernel` (an id of `gpumodel.kernel_info`)
+    runs, with its tiles and the layout its compiled loads read (`gemm`)."""
+    if not isinstance(kernel, str) or kernel not in KERNELS or not kernel.startswith("gemm"):
+        raise ValueError(f"kernel must be one of the course's GEMM kernels "
+                         f"{[k_ for k_ in KERNELS if k_.startswith('gemm')]}, got {kernel!r}")
     info = KERNELS[kernel]
-    return gemm(size, size, size, block=info.block, thread=info.thread, dtype=dtype)
+    return gemm(m, n, k, block=info.block, thread=info.thread, dtype=dtype, layout=info.layout)
 
 
 def seed_kernels() -> dict:
     """Chapter 1's three kernels, by kernel id: vector add of 2^28 floats, and a 4096^3 FP32
     GEMM with 16 x 16 tiles (one result per thread) and with 128 x 128 tiles (8 x 8 per thread)."""
-    return {"vector_add": vector_add(2**28), "gemm_smem16": _gemm_kernel("gemm_smem16", 4096),
-            "gemm_reg128": _gemm_kernel("gemm_reg128", 4096)}
+    return {"vector_add": vector_add(2**28), "gemm_smem16": kernel_gemm("gemm_smem16", 4096, 4096, 4096),
+            "gemm_reg128": kernel_gemm("gemm_reg128", 4096, 4096, 4096)}
 
 
 def catalogue() -> dict:
@@ -509,11 +525,11 @@ def catalogue() -> dict:
         **seed_kernels(),
         "chain_unfused": elementwise_chain(2**26, 3, False),
         "chain_fused": elementwise_chain(2**26, 3, True),
-        "gemm_naive": _gemm_kernel("gemm_naive", 4096),
+        "gemm_naive": kernel_gemm("gemm_naive", 4096, 4096, 4096),
         "strided_read": strided_read(2**24, 8),
         "transpose_smem": transpose(8192, False),
         "transpose_padded": transpose(8192, True),
-        "gemm_fp16": _gemm_kernel("gemm_fp16", 8192, "fp16"),
+        "gemm_fp16": kernel_gemm("gemm_fp16", 8192, 8192, 8192, "fp16"),
         "attention_standard": attention(8, 32, 4096, 128, "fp16", "standard"),
         "attention_flash": attention(8, 32, 4096, 128, "fp16", "flash", block=(128, 128), l2_reuse=True),
     }

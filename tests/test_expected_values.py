@@ -477,6 +477,13 @@ def test_every_part_inside_the_sm_is_one_class_but_the_tensor_cores_compute_and_
     assert (E.share_class(limiter, "fp32"), E.share_class(limiter, "fp8")) == want
 
 
+def test_the_l1_tag_stage_is_a_class_of_its_own():
+    """An uncoalesced kernel waits on lines of one set, a clock each, in the L1's tag stage:
+    not an SM pipeline sharing issue with the others, so its share is estimated apart."""
+    assert "uncoalesced" not in E.SM_PARTS and "uncoalesced" in E.LIMITERS
+    assert E.share_class("uncoalesced", "fp32") == E.share_class("uncoalesced", "fp16") == "uncoalesced"
+
+
 def test_a_level_latency_falls_back_to_the_same_version_then_the_same_major_version():
     """The L4 (8.9) measures no HBM latency: the RTX 4090 (also 8.9) does, before the A100
     (8.0) of the same generation; the RTX A6000 (8.6) has no part of its own version measured,

@@ -195,6 +195,31 @@ def test_shown_report_falls_back_to_the_record(monkeypatch):
         compiler.report()
 
 
+@pytest.mark.parametrize("arch", compiler.ARCHS)
+@pytest.mark.parametrize("kernel", [k for k in gm.kernel_info.KERNELS if k.startswith("gemm") and gm.kernel_info.info(k).file])
+def test_each_gemm_kernels_layout_is_what_its_compiled_sass_issues(kernel, arch):
+    """The model issues a tiled GEMM's operand reads as its `layout` says (`gemm_launch`), and
+    charges the naive kernel two global loads per FMA: the recorded SASS of each kernel, for
+    sm_80 and sm_90, issues exactly those shared (or global) loads per FFMA. gemm_smem16's A
+    row is read four words at a time (LDS.128), its B column one word at a time."""
+    info = gm.kernel_info.info(kernel)
+    counts = compiler.instructions(next(iter(info.functions)), arch)
+    loads = sum(n for op, n in counts.items() if op.split(".")[0] == ("LDG" if info.block is None else "LDS"))
+    if info.block is None:
+        assert loads / counts["FFMA"] == 2
+    else:
+        t_m, t_n = info.thread
+        assert loads / counts["FFMA"] == gm.workloads.operand_load_instructions(info.thread, info.layout) / (t_m * t_n)
+    assert ("LDS.128" in counts) == (info.layout != "strided")
+
+
+def test_instructions_refuses_what_the_record_lacks():
+    with pytest.raises(ValueError, match=r"^arch must be one of the recorded architectures"):
+        compiler.instructions("gemm_naive", "sm_70")
+    with pytest.raises(ValueError, match=r"^kernel must be a CUDA function of kernels/\*.cu, got 'matmul'"):
+        compiler.instructions("matmul")
+
+
 def _edited_record(tmp_path, edit) -> pathlib.Path:
     """A copy of the committed compiler record with `edit` applied to its parsed JSON."""
     record = json.loads(compiler.RECORD.read_text())
@@ -215,6 +240,9 @@ def _edited_record(tmp_path, edit) -> pathlib.Path:
     (lambda r: r["reports"][1].pop("arch"), r"compiler_reports.json report 2 must hold exactly the keys"),
     (lambda r: r["reports"][1].update(kernel=7), r"report 2.kernel must be a string, got 7"),
     (lambda r: r["sources"].update({"gemm.cu": "abc"}), r"compiler_reports.json.sources.gemm.cu must be a SHA-256 in hex"),
+    (lambda r: r["sass"]["sm_80"]["gemm_naive"].update(FFMA=0), r"sass.sm_80.gemm_naive must map instructions of"),
+    (lambda r: r["sass"]["sm_80"]["gemm_naive"].update(HMMA=3), r"sass.sm_80.gemm_naive must map instructions of"),
+    (lambda r: r["sass"].update(sm_90=[]), r"sass.sm_90.None must map instructions of"),
 ])
 def test_a_bad_compiler_record_is_refused_naming_file_and_report(tmp_path, edit, message):
     """Issue 26: the record was not validated (a KeyError, a TypeError, registers "31" failing later)."""

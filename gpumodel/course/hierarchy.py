@@ -8,10 +8,11 @@ from __future__ import annotations
 import math
 
 from .. import _check, presets
-from ..kernel_info import label
+from ..hardware import WARP, WAVEFRONT_BYTES
+from ..kernel_info import info, label
 from ..model import BOUNDS, TIE_RTOL, predict
 from ..units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_intensity, fmt_percent, fmt_time
-from ..workloads import seed_kernels
+from ..workloads import operand_wavefronts, seed_kernels
 from .checks import BYTES, FLOPS_AND_BYTES, TIMES, Feedback, check_number, choice_rules, judge, number_rules, units_as
 from .widgets import GPUS, Checkpoint, WidgetExercise, asked, bars, prediction_view, upto
 
@@ -46,13 +47,17 @@ def bound_rules(kernel: str, gpu) -> dict:
                         f"{fmt_time(p.time)}.")
 
 
-def smem_bytes_per_flop(block: int, thread: int) -> tuple:
-    """Chapter 1: (tile copies, operand reads) in shared-memory bytes per FP32 flop of a GEMM
-    with block x block tiles and thread x thread results per thread, conflict-free: each
-    element of A and B written once per `block` uses, 2 (1/bM + 1/bN); each multiply-add
-    reading 4-byte operands reused `thread` times, 2 (tM + tN) / (tM tN)."""
-    b, t = _check.size("block", block), _check.size("thread", thread)
-    return 2 * (2 / b), 2 * (2 * t) / (t * t)
+def smem_bytes_per_flop(kernel: str) -> tuple:
+    """Chapter 1: (tile copies, operand reads) in shared-memory bytes per FP32 flop of the
+    tiled GEMM `kernel` (`gemm_smem16`, `gemm_reg128`), as compiled: each element of A and B
+    written once for a block's bN or bM uses, s (1/bM + 1/bN) / 2; the operands read in the
+    wavefronts of the kernel's layout (`gpumodel.workloads.operand_wavefronts`), 128 bytes
+    each, for a warp's 32 x tM x tN multiply-adds: 2 (tM + tN) / (tM tN) read one word a load."""
+    _check.choice("kernel", kernel, ("gemm_smem16", "gemm_reg128"))
+    k = info(kernel)
+    (b_m, b_n, _), (t_m, t_n) = k.block, k.thread
+    waves = operand_wavefronts(k.block, k.thread, k.layout)
+    return 4 * (1 / b_m + 1 / b_n) / 2, float(WAVEFRONT_BYTES * waves / (WARP * 2 * t_m * t_n))
 
 
 def check_bound(kernel: str, gpu, answer) -> Feedback:

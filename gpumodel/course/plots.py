@@ -46,7 +46,7 @@ from ..hardware import LEVELS, LINE_BYTES, SECTOR_BYTES, SMEM_BANKS, WARP
 from ..model import BOUNDS, predict
 from ..tiles import is_legal
 from ..units import LEVEL_NAMES, fmt_bandwidth, fmt_bytes, fmt_capacity, fmt_flops, fmt_time, superscript
-from ..workloads import catalogue, gemm, seed_kernels, strided_read
+from ..workloads import catalogue, gemm, kernel_gemm, seed_kernels, strided_read
 
 def _figure(nrows: int = 1, ncols: int = 1, *, figsize, **kwargs):
     """A figure with constrained layout and its axes (`Figure.subplots(nrows, ncols, **kwargs)`),
@@ -384,7 +384,7 @@ def ladder(gpu="A100-40GB", n: int = 4096):
     ladder on one GPU, log scale, the bound marked (the naive rung's loads charged at the
     L1/shared-memory path, as `gemm` does). Chapter 3."""
     g = presets.gpu(gpu)
-    preds = {kernel_info.label(k): predict(gemm(n, n, n, block=kernel_info.info(k).block, thread=kernel_info.info(k).thread), g)
+    preds = {kernel_info.label(k): predict(kernel_gemm(k, n, n, n), g)
              for k in kernel_info.GEMM_LADDER}
     fig, axes = _figure(len(preds), 1, figsize=(WIDTH, 0.6 + 1.3 * len(preds)), sharex=True, squeeze=False)
     for ax, (rung, p) in zip(axes[:, 0], preds.items()):

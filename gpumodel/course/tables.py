@@ -30,7 +30,7 @@ from ..units import (
     fmt_time,
     powers,
 )
-from ..workloads import catalogue, gemm, gemm_requests
+from ..workloads import catalogue, gemm_requests, kernel_gemm
 
 FACT_LABELS = {
     "sms": "SMs",
@@ -210,14 +210,10 @@ def profiler_table(gpu="A100-40GB") -> str:
     return markdown_table(header, rows)
 
 
-def _gemm_workload(kernel: str, m: int, n: int, k: int):
-    return gemm(m, n, k, block=info(kernel).block, thread=info(kernel).thread)
-
-
 def _counted_workload(kernel: str, m: int, n: int, k: int):
     """What the simulation of `kernel` counts: every request for the naive kernel (the
     simulation has no cache), the model's bytes for the tiled ones."""
-    return gemm_requests(m, n, k) if info(kernel).block is None else _gemm_workload(kernel, m, n, k)
+    return gemm_requests(m, n, k) if info(kernel).block is None else kernel_gemm(kernel, m, n, k)
 
 
 def count_table(kernel: str, m: int, n: int, k: int, seed: int = 0) -> str:
@@ -227,7 +223,7 @@ def count_table(kernel: str, m: int, n: int, k: int, seed: int = 0) -> str:
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
     block, thread = info(kernel).block, info(kernel).thread
-    run = simulate.naive_gemm(a, b) if block is None else simulate.tiled_gemm(a, b, block, thread)
+    run = simulate.naive_gemm(a, b) if block is None else simulate.tiled_gemm(a, b, block, thread, layout=info(kernel).layout)
     formula = _counted_workload(kernel, m, n, k)
     names = {**LEVEL_NAMES, "smem": "shared memory (its own arrays)"}  # the L1 path's requests are L2's row here
     rows = [[names[lv], f"{run.bytes[lv]:,.0f}", f"{float(formula.bytes[lv]):,.0f}",
@@ -245,7 +241,7 @@ def prediction_table(kernel: str, gpus=("A100-40GB", "H100-SXM"), size: int = 40
     """Chapter 3: the model's time, bound and FLOP/s for GEMM `kernel` at size^3 on each GPU;
     the `smem` level is the L1/shared-memory path (`L1_PATH`), which the naive kernel's global
     requests cross too."""
-    w = _gemm_workload(kernel, size, size, size)
+    w = kernel_gemm(kernel, size, size, size)
     rows = []
     for g in _gpus(gpus):
         p = predict(w, g)
@@ -339,9 +335,8 @@ def ladder_expectations(gpu, size: int = 4096) -> dict:
     launch `gm.gemm` shapes (`gemm_launch`): the bound and the expected time, by kernel id."""
     out = {}
     for k in GEMM_LADDER:
-        block, thread = info(k).block, info(k).thread
-        out[k] = published.expect(gemm(size, size, size, block=block, thread=thread), gpu,
-                                  gemm_launch(size, size, size, block, thread))
+        out[k] = published.expect(kernel_gemm(k, size, size, size), gpu,
+                                  gemm_launch(size, size, size, info(k).block, info(k).thread, info(k).layout))
     return out
 
 

@@ -84,15 +84,6 @@ def check_occupancy(gpu, threads: int, registers: int, smem: int, answer) -> Fee
                         f"{threads // 32 + (threads % 32 > 0)} warps.")
 
 
-
-SMEM16_SASS = {"LDS": 16, "LDS.128": 4, "FFMA": 16}
-"""The instructions the compiler issues for one 16-step tile of `gemm_smem16` (`kernels/gemm.cu`),
-counted in its SASS for sm_80 and sm_90 alike (NVRTC 12.9's cubin, disassembled by nvdisasm): the
-16 words of B's column are 16 scalar shared loads, the 16 of A's row four 128-bit ones (`LDS.128`),
-for 16 FMAs. The model charges two 4-byte shared reads per FMA (chapter 3 says so in an aside);
-`gemm_naive`'s SASS issues two global loads per FMA, as its source reads."""
-
-
 LAB_N, LAB_BLOCK = 64, (32, 8)
 """The transpose lab's launch: a 64 x 64 matrix in 32 x 32 tiles, 2 x 2 blocks of 32 x 8 threads."""
 LAB_STARTER = r"""#define TILE 32

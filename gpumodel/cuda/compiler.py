@@ -3,7 +3,9 @@ stores and loads, static shared memory. Chapter 3 shows the report.
 
 Compiles `kernels/*.cu` for a real architecture (sm_80, sm_90) with NVRTC from the
 `nvidia-cuda-nvrtc-cu12` wheel and `--ptxas-options=-v`, or with `nvcc -Xptxas -v` where
-NVRTC is missing and nvcc is on the PATH, and reads ptxas's report.
+NVRTC is missing and nvcc is on the PATH, and reads ptxas's report. `make reports` also
+records the memory and FMA instructions of each kernel's SASS (`sass_counts`, NVRTC's cubin
+disassembled by nvdisasm), from which chapter 3 and the model take how a kernel loads.
 """
 
 from __future__ import annotations
@@ -174,6 +176,78 @@ def _compiled(file: str, arch: str, source: str) -> tuple:
     return tuple(sorted(parse_ptxas(log, file, arch), key=lambda r: order.get(r.kernel, len(order))))
 
 
+SASS_OPS = ("LDG", "STG", "LDS", "STS", "FFMA")
+"""The SASS instructions a compiler record counts (`sass_counts`), with every width and
+modifier each takes (LDS, LDS.64, LDS.128; LDG.E.CONSTANT ...): global and shared loads and
+stores, and FP32 multiply-adds."""
+
+
+def _nvdisasm() -> str:
+    """The path of nvdisasm: on the PATH, or from the `nvidia-cuda-nvdisasm` wheel."""
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    if importlib.util.find_spec("nvidia"):
+        for loc in importlib.util.find_spec("nvidia").submodule_search_locations or []:
+            for path in sorted(glob.glob(os.path.join(loc, "*", "bin", "nvdisasm"))):
+                return path
+    raise RuntimeError("make reports needs nvdisasm to count each kernel's SASS: install the nvidia-cuda-nvdisasm "
+                       "wheel (pip install nvidia-cuda-nvdisasm) or put the CUDA toolkit's bin on the PATH")
+
+
+def _cubin(source: str, name: str, arch: str) -> bytes:
+    """NVRTC's cubin of `source` for `arch`."""
+    lib = _nvrtc()
+    if lib is None:
+        raise RuntimeError("no NVRTC here: install nvidia-cuda-nvrtc-cu12 (requirements.txt)")
+    prog = ctypes.c_void_p()
+    lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None)
+    try:
+        opts = [f"-arch={arch}".encode()] + [o.encode() for o in COMPILE_OPTIONS]
+        if lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts)):
+            raise RuntimeError(f"NVRTC failed to compile {name} for {arch}")
+        size = ctypes.c_size_t()
+        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        out = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetCUBIN(prog, out)
+        return out.raw
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def sass_counts(file: str, arch: str) -> dict:
+    """{kernel: {instruction: count}} of `kernels/<file>` compiled for `arch`: each SASS_OPS
+    instruction as the disassembly writes it (with its width and modifiers), counted over the
+    kernel's whole code, loop bodies once."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = pathlib.Path(tmp) / "kernel.cubin"
+        cubin.write_bytes(_cubin(kernel_source(file), file, arch))
+        done = subprocess.run([_nvdisasm(), "-c", str(cubin)], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"nvdisasm failed on {file} for {arch}:\n{done.stderr}")
+    counts, kernel = {}, None
+    for line in done.stdout.splitlines():
+        head = re.match(r"\s*\.text\.(\w+):", line)
+        if head:
+            kernel = counts.setdefault(head.group(1), {})
+            continue
+        op = re.search(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
+        if kernel is not None and op and op.group(1).split(".")[0] in SASS_OPS:
+            kernel[op.group(1)] = kernel.get(op.group(1), 0) + 1
+    order = {name: i for i, name in enumerate(kernel_names(kernel_source(file)))}
+    return {k: dict(sorted(counts[k].items())) for k in sorted(counts, key=lambda k: order.get(k, len(order)))}
+
+
+def instructions(kernel: str, arch: str = ARCHS[0]) -> dict:
+    """The recorded SASS_OPS counts of CUDA function `kernel` for `arch` (`make reports`)."""
+    sass = recorded()["sass"]
+    if not isinstance(arch, str) or arch not in sass:
+        raise ValueError(f"arch must be one of the recorded architectures {sorted(sass)}, got {arch!r}")
+    if not isinstance(kernel, str) or kernel not in sass[arch]:
+        raise ValueError(f"kernel must be a CUDA function of kernels/*.cu, got {kernel!r}")
+    return dict(sass[arch][kernel])
+
+
 def source_hash(file: str) -> str:
     """The SHA-256 of `kernels/<file>`, as a compiler record names the source it compiled."""
     return hashlib.sha256(kernel_source(file).encode()).hexdigest()
@@ -185,15 +259,17 @@ def write_record(path=RECORD) -> dict:
     files = sorted(p.name for p in kernel_dir().glob("*.cu"))
     record = {"compiler": compiler(), "archs": list(ARCHS), "options": list(COMPILE_OPTIONS),
               "date": datetime.date.today().isoformat(), "command": "make reports",
-              "sources": {f: source_hash(f) for f in files}, "reports": [r.__dict__ for r in report()]}
+              "sources": {f: source_hash(f) for f in files}, "reports": [r.__dict__ for r in report()],
+              "sass": {arch: {k: c for f in files for k, c in sass_counts(f, arch).items()} for arch in ARCHS}}
     pathlib.Path(path).write_text(json.dumps(record, indent=1) + "\n")
     return record
 
 
 RECORD_SCHEMA = {"compiler": str, "archs": list, "options": list, "date": str, "command": str, "sources": dict,
-                 "reports": list}
+                 "reports": list, "sass": dict}
 """The keys of a compiler record (`write_record`) and the JSON type of each; its reports hold
-KernelReport's fields, strings and whole numbers >= 0."""
+KernelReport's fields, strings and whole numbers >= 0; `sass` maps each architecture to each
+kernel's SASS_OPS counts (`sass_counts`)."""
 
 
 def recorded(path=RECORD) -> dict:
@@ -213,6 +289,13 @@ def recorded(path=RECORD) -> dict:
     for file, digest in record["sources"].items():
         if not re.fullmatch(r"[0-9a-f]{64}", str(digest)):
             raise DataError(f"{path.name}.sources.{file} must be a SHA-256 in hex, got {digest!r}")
+    for arch, kernels in record["sass"].items():
+        for kernel, counts in (kernels.items() if isinstance(kernels, dict) else [(None, None)]):
+            if not isinstance(counts, dict) or not all(
+                    isinstance(op, str) and op.split(".")[0] in SASS_OPS and type(n) is int and n > 0
+                    for op, n in counts.items()):
+                raise DataError(f"{path.name}.sass.{arch}.{kernel} must map instructions of {SASS_OPS} to whole "
+                                f"numbers > 0, got {counts!r}")
     return {**record, "reports": [_report(f"{path.name} report {i + 1}", r) for i, r in enumerate(record["reports"])]}
 
 

@@ -18,7 +18,7 @@ from ..workloads import (
     Workload,
     attention,
     elementwise_chain,
-    gemm,
+    kernel_gemm,
     strided_read,
     transpose,
     vector_add,
@@ -153,11 +153,11 @@ def plan_gemm(kernel: str, m: int, n: int, k: int, rng=None) -> Plan:
     if block is None:  # the naive kernel: one result per thread, a 16 x 16 patch of C per block
         block_x, block_y = info(kernel).functions[kernel]
         step = _step(kernel, kernel, (_ceil(n, block_x), _ceil(m, block_y)), args)
-        workload = gemm(m, n, k)
+        workload = kernel_gemm(kernel, m, n, k)
     else:
         step = _step(kernel, kernel, (_ceil(n, block[1]), _ceil(m, block[0])), args)
         fits = block[0] <= m and block[1] <= n and block[2] <= k
-        workload = gemm(m, n, k, block=block, thread=thread) if fits else None
+        workload = kernel_gemm(kernel, m, n, k) if fits else None
     return Plan(
         kernel, lambda: {"A": _random(rng, m, k), "B": _random(rng, k, n)}, {"C": (m, n)}, [step], "C",
         lambda xp, i: i["A"].astype(xp.float64) @ i["B"].astype(xp.float64), workload, rtol=1e-4, atol=1e-4 * np.sqrt(k), sizes={"m": m, "n": n, "k": k},
