@@ -46,7 +46,7 @@ notebooks: $(STAMP)
 moved: $(STAMP)
 	$(PY) -m gpumodel.book.notebooks --moved $(CHAPTERS)
 
-## Record the compiler report of every kernel (registers, spills; NVRTC, no GPU) in
+## Record the compiler report of every kernel (registers, spills, SASS counts; NVRTC and nvdisasm, no GPU) in
 ## gpumodel/data/compiler_reports.json, shown where no compiler is found (a test fails when it is stale).
 reports: $(STAMP)
 	$(PY) -m gpumodel.cuda.compiler
