@@ -10,6 +10,11 @@ link, `T = base + steps x latency + bytes / bandwidth`. Chapter 10.
   the message from every GPU, in 2 log2(n) steps (fewer steps than the ring, more bytes).
 - In-switch (NVLink SHARP, "NVLS"): the switch adds what the GPUs send and multicasts the sum,
   so each GPU sends its message once and receives the sum once, in 2 steps.
+- Hierarchical, across nodes of g GPUs (NCCL's tree and its network rings reduce within a node
+  first): a reduce-scatter within each node, an all-reduce of each GPU's 1/g share among the k
+  nodes over its own network link, an all-gather within the node. Each GPU sends 2(g - 1)/g of
+  the message over the node's link and 2(k - 1)/k of a 1/g share over the network; the two
+  stages pipeline, so the slower one sets the time (`hierarchical_time`).
 
 `message` is the bytes of the array being reduced or gathered (the whole, after a gather).
 NCCL's tests report an all-reduce's "bus bandwidth" as message / time x 2(n - 1)/n, the rate each
@@ -81,6 +86,43 @@ def collective_time(collective: str, gpus, message, bandwidth, latency=0.0, base
     sent = bytes_sent(collective, gpus, message, algorithm)
     _check.broadcast(("sent", np.asarray(sent)), ("bandwidth", w), ("latency", lat), ("base", fixed))
     return _check.as_output(fixed + steps(collective, gpus, algorithm) * lat + np.asarray(sent) / w)
+
+
+HIERARCHICAL = "hierarchical"
+"""The all-reduce across nodes that reduces within each node first (`hierarchical_time`)."""
+
+
+def hierarchical_bytes(gpus, per_node, message) -> tuple:
+    """(bytes each GPU sends over its node's link, bytes it sends over the network) for a
+    hierarchical all-reduce of `message` bytes among `gpus` GPUs in nodes of `per_node`."""
+    n, g = _gpus(gpus), _check.size("per_node", per_node, MOST_GPUS)
+    m = _check.amount("message", message)
+    _check.broadcast(("gpus", n), ("per_node", g), ("message", m))
+    if np.any(n % g) or np.any(n < 2 * g):
+        raise ValueError(f"gpus must be a multiple of per_node covering 2 nodes or more, got {gpus!r} GPUs in nodes "
+                         f"of {per_node!r}")
+    k = n // g
+    return _check.as_output(2 * (g - 1) / g * m), _check.as_output(2 * (k - 1) / k * m / g)
+
+
+def hierarchical_time(gpus, per_node, message, node_bandwidth, network_bandwidth, node_latency=0.0,
+                      network_latency=0.0, base=0.0):
+    """Seconds for a hierarchical all-reduce of `message` bytes among `gpus` GPUs in nodes of
+    `per_node` (see the module doc): `base` + each stage's steps (2(g - 1) within a node, 2(k - 1)
+    across k nodes) x its latency (s) + the slower stage's bytes over its bandwidth (bytes/s one
+    way per GPU: the node's link, each GPU's network link), the two stages pipelined. With no
+    latency and no base, a bound."""
+    within, across = hierarchical_bytes(gpus, per_node, message)
+    rates = [_check.amount(name, v) for name, v in (("node_bandwidth", node_bandwidth),
+                                                     ("network_bandwidth", network_bandwidth))]
+    if any(np.any(w <= 0) for w in rates):
+        raise ValueError(f"node_bandwidth and network_bandwidth must be positive (bytes per second each way), got "
+                         f"{node_bandwidth!r} and {network_bandwidth!r}")
+    lats = [_check.amount(name, v) for name, v in (("node_latency", node_latency), ("network_latency", network_latency),
+                                                    ("base", base))]
+    n, g = _gpus(gpus), _check.size("per_node", per_node, MOST_GPUS)
+    waits = lats[2] + 2 * (g - 1) * lats[0] + 2 * (n // g - 1) * lats[1]
+    return _check.as_output(waits + np.maximum(np.asarray(within) / rates[0], np.asarray(across) / rates[1]))
 
 
 def bus_bandwidth(collective: str, gpus, message, seconds):

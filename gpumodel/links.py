@@ -14,6 +14,9 @@ from .presets import DATA, DataError, _fact, _no_gaps, _read
 
 KEYS = {"name", "gpus", "between", "domain", "bandwidth", "latency", "base", "tree_base", "tree_latency"}
 IN_SWITCH = {"in_switch_latency", "in_switch_bandwidth"}
+OPTIONAL = IN_SWITCH | {"node_link"}
+"""What a link may state beyond KEYS: the in-switch pair, and for a network the `node_link`
+that joins the GPUs of each of its nodes."""
 """A link whose switches add (NVLink SHARP) states both; any other neither."""
 SI_UNITS = {"bandwidth": ("B/s",), "latency": ("s",), "base": ("s",), "tree_base": ("s",), "tree_latency": ("s",),
             "in_switch_latency": ("s",), "in_switch_bandwidth": ("B/s",)}
@@ -30,13 +33,16 @@ class Link:
     one (`domain`), whether it joins a node's GPUs or nodes (`between`), and its facts in SI:
     `bandwidth` (bytes/s one way per GPU), `latency` and `tree_latency` (s per step of a ring's
     and a tree's collective), `base` and `tree_base` (s per collective), and where its switches
-    add, `in_switch_latency` (s per collective) and `in_switch_bandwidth` (bytes/s)."""
+    add, `in_switch_latency` (s per collective) and `in_switch_bandwidth` (bytes/s); for a
+    network, the link that joins each node's GPUs (`node_link`, a name), over which a
+    hierarchical all-reduce reduces within the node before and after the network."""
 
     name: str
     gpus: tuple
     domain: int
     facts: dict
     between: str = "gpus"
+    node_link: str = ""
 
     @property
     def in_switch(self) -> bool:
@@ -66,7 +72,7 @@ def links() -> dict:
         where = f"links.toml link {i + 1}"
         if not isinstance(entry, dict):
             raise DataError(f"{where} must be a table with {sorted(KEYS)}")
-        _no_gaps(where, KEYS - set(entry), set(entry) - KEYS - IN_SWITCH)
+        _no_gaps(where, KEYS - set(entry), set(entry) - KEYS - OPTIONAL)
         if 0 < len(IN_SWITCH & set(entry)) < len(IN_SWITCH):
             raise DataError(f"{where} must state both of {sorted(IN_SWITCH)} or neither, got only "
                             f"{sorted(IN_SWITCH & set(entry))}")
@@ -83,7 +89,12 @@ def links() -> dict:
         facts = {key: _fact(f"{where}.{key}", entry[key], SI_UNITS[key]) for key in SI_UNITS if key in entry}
         if "in_switch_bandwidth" in facts and facts["in_switch_bandwidth"].value > facts["bandwidth"].value:
             raise DataError(f"{where}.in_switch_bandwidth must be at most the link's bandwidth")
-        out[entry["name"]] = Link(entry["name"], tuple(entry["gpus"]), domain, facts, entry["between"])
+        node = entry.get("node_link", "")
+        if node and (entry["between"] != "nodes" or node not in out or out[node].between != "gpus"
+                     or not set(entry["gpus"]) <= set(out[node].gpus)):
+            raise DataError(f"{where}.node_link must name a link between the GPUs of a node, stated above it, that "
+                            f"every GPU of this network has, on a link between nodes; got {node!r}")
+        out[entry["name"]] = Link(entry["name"], tuple(entry["gpus"]), domain, facts, entry["between"], node)
     return out
 
 

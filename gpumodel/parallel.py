@@ -10,7 +10,8 @@ are gathered once. Chapter 10.
 each collective waits for the layer before it and the next layer waits for it, so their times
 add to the step's. Each all-reduce runs by the fastest algorithm the link offers for its size, as
 NCCL's tuner chooses (`collective`): a ring; a double binary tree where the link joins nodes; an
-in-switch reduction (NVLS) where the link's switches add. Within one node NCCL's tree is a chain as
+in-switch reduction (NVLS) where the link's switches add; across nodes of several GPUs, the
+hierarchical one (within each node, then across). Within one node NCCL's tree is a chain as
 long as the ring, with more bytes, so it is never the faster there and is not offered. A GPU holds ceil(kv_heads / n) key-value heads where n <= kv_heads; past that
 each head is kept on n / kv_heads GPUs (the cache no longer shrinks). The link's latency per
 step is the data's where one is published (0 otherwise: then the link term is a bound too).
@@ -96,13 +97,15 @@ FASTEST = "fastest"
 
 def algorithms(link, collective_name: str = "all-reduce") -> tuple:
     """The algorithms `collective_name` runs by over `link` (a name of `links.links()`): every
-    collective a ring; an all-reduce also a double binary tree where the link joins nodes, and an
-    in-switch reduction where its switches add (see the module doc)."""
+    collective a ring; an all-reduce also a double binary tree where the link joins nodes, a
+    hierarchical one where it joins nodes of several GPUs (its `node_link`), and an in-switch
+    reduction where its switches add (see the module doc)."""
     joined = links.link(link)
     _check.choice("collective_name", collective_name, collectives.COLLECTIVES)
     if collective_name != "all-reduce":
         return ("ring",)
-    return ("ring",) + (("tree",) if joined.between == "nodes" else ()) + (("in-switch",) if joined.in_switch else ())
+    return (("ring",) + (("tree",) if joined.between == "nodes" else ())
+            + ((collectives.HIERARCHICAL,) if joined.node_link else ()) + (("in-switch",) if joined.in_switch else ()))
 
 
 def collective(link, collective_name: str, gpus, message, algorithm: str = FASTEST, latency: bool = True) -> tuple:
@@ -110,22 +113,33 @@ def collective(link, collective_name: str, gpus, message, algorithm: str = FASTE
     by `algorithm` (one of `algorithms(link, collective_name)`, or FASTEST for the quickest of
     them, as NCCL's tuner picks). With `latency`, each pays NCCL's tuner's costs for it: the
     ring's and the tree's base and steps at the link's rate, the in-switch reduction its one
-    latency at the rate NCCL credits it; without, its bytes alone at the link's rate: a bound.
-    Chapter 10."""
+    latency at the rate NCCL credits it, the hierarchical one its steps within the node at the
+    node link's latency and across at the network's (only over whole nodes, two or more); without,
+    its bytes alone at the links' rates: a bound. Chapter 10."""
     joined = links.link(link)
     offered = algorithms(link, collective_name)
-    _check.choice("algorithm", algorithm, collectives.ALGORITHMS + (FASTEST,))
+    _check.choice("algorithm", algorithm, collectives.ALGORITHMS + (collectives.HIERARCHICAL, FASTEST))
     if algorithm != FASTEST and algorithm not in offered:
         raise ValueError(f"algorithm must be {FASTEST!r} or one that {collective_name} runs by over {joined.name} "
                          f"({', '.join(offered)}), got {algorithm!r}")
     latency = _check.flag("latency", latency)
     n = _check.one("gpus", gpus, collectives.MOST_GPUS)
     m = _check.real("message", message, least=0)
+    node = links.link(joined.node_link) if joined.node_link else None
+    whole = node is not None and n % node.domain == 0 and n >= 2 * node.domain
+    if algorithm == collectives.HIERARCHICAL and not whole:
+        raise ValueError(f"gpus must fill two or more whole nodes of {node.domain} GPUs for a hierarchical "
+                         f"all-reduce over {joined.name}, got {gpus!r}")
     f = joined.facts
     priced = {}
     for a in offered if algorithm == FASTEST else (algorithm,):
         if a == "in-switch" and latency:
             priced[a] = f["in_switch_latency"].value + m / f["in_switch_bandwidth"].value
+        elif a == collectives.HIERARCHICAL:
+            if not whole:
+                continue  # not whole nodes: the flat algorithms only
+            waits = (node.latency, joined.latency, joined.base) if latency else (0.0, 0.0, 0.0)
+            priced[a] = float(collectives.hierarchical_time(n, node.domain, m, node.bandwidth, joined.bandwidth, *waits))
         else:
             lat, base = ((f["tree_latency"].value, f["tree_base"].value) if a == "tree" else
                          (joined.latency, joined.base)) if latency else (0.0, 0.0)

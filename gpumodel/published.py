@@ -83,7 +83,7 @@ RUN_FIELDS = {
     "attention": ("standard", "flash", "flash1"), "passes": ("forward", "forward+backward"), "level": LEVELS, "path": PATHS,
     "model": tuple(decode.MODELS), "context": "size", "weight": tuple(WEIGHT_BYTES), "kv": tuple(decode.KV_FORMATS),
     "collective": collectives.COLLECTIVES, "gpus": "size", "message": "amount", "link": "link",
-    "algorithm": collectives.ALGORITHMS,
+    "algorithm": collectives.ALGORITHMS + (collectives.HIERARCHICAL,),
 }
 """What each field of a record's `run` holds."""
 CHAPTERS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 98, 99)
@@ -337,8 +337,7 @@ def compare(record: Record, rated: bool = False) -> Comparison:
         return Comparison(record, "time", model, measured, model / measured, "overhead")
     if run["kind"] == "collective":  # bus bandwidth against the bytes' own over the link
         n, m, algorithm = run["gpus"], run["message"], run.get("algorithm", "ring")
-        seconds = collectives.collective_time(run["collective"], n, m, links.link(run["link"]).bandwidth,
-                                              algorithm=algorithm)
+        seconds, _ = parallel.collective(run["link"], run["collective"], n, m, algorithm, latency=False)
         model = float(collectives.bus_bandwidth(run["collective"], n, m, seconds))
         return Comparison(record, "bandwidth", model, measured, measured / model, "link")
     if run["kind"] == "parallel":  # tokens/s or ms -> seconds per step of the batch

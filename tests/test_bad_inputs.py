@@ -206,6 +206,13 @@ SIGNATURES = {
         "collective": ("all-reduce", choice(gm.collectives.COLLECTIVES)), "gpus": (8, SIZE), "message": (2.0**20, AMOUNT),
         "bandwidth": (450e9, st.one_of(AMOUNT, st.sampled_from([0, 0.0]))), "latency": (3e-6, AMOUNT),
         "base": (6e-6, AMOUNT), "algorithm": ("ring", choice(gm.collectives.ALGORITHMS))}),
+    "collectives.hierarchical_bytes": (gm.collectives.hierarchical_bytes, {"gpus": (16, SIZE), "per_node": (8, SIZE),
+                                                                          "message": (2.0**20, AMOUNT)}),
+    "collectives.hierarchical_time": (gm.collectives.hierarchical_time, {
+        "gpus": (16, SIZE), "per_node": (8, SIZE), "message": (2.0**20, AMOUNT),
+        "node_bandwidth": (450e9, st.one_of(AMOUNT, st.sampled_from([0, 0.0]))),
+        "network_bandwidth": (50e9, st.one_of(AMOUNT, st.sampled_from([0, 0.0]))),
+        "node_latency": (6e-7, AMOUNT), "network_latency": (2.7e-6, AMOUNT), "base": (6.6e-6, AMOUNT)}),
     "collectives.bus_bandwidth": (gm.collectives.bus_bandwidth, {
         "collective": ("all-reduce", choice(gm.collectives.COLLECTIVES)), "gpus": (8, SIZE), "message": (2.0**20, AMOUNT),
         "seconds": (1e-3, st.one_of(AMOUNT, st.sampled_from([0, 0.0])))}),

@@ -73,11 +73,45 @@ def test_a_collective_is_priced_by_each_algorithm_as_nccls_tuner_prices_it_and_t
 def test_a_network_offers_the_tree_and_a_link_without_switches_that_add_refuses_the_in_switch_reduction():
     n, m = 64, 2**20
     tree = 6.8 * US + 2 * 6 * 5.0 * US + 2 * m / 50e9
-    assert gm.parallel.algorithms("InfiniBand NDR") == ("ring", "tree")
+    assert gm.parallel.algorithms("InfiniBand NDR") == ("ring", "tree", "hierarchical")
     assert gm.parallel.collective("InfiniBand NDR", "all-reduce", n, m, "tree")[0] == pytest.approx(tree)
     assert gm.parallel.algorithms("NVLink 3") == ("ring",) and gm.parallel.algorithms("NVL72", "all-gather") == ("ring",)
     with pytest.raises(ValueError, match=r"algorithm must be 'fastest' or one that all-reduce runs by over NVLink 3 \(ring\)"):
         gm.parallel.collective("NVLink 3", "all-reduce", 8, m, "in-switch")
+
+
+def test_a_hierarchical_all_reduce_sends_a_gpus_share_over_the_network_and_reduces_within_the_node():
+    """16 H100s in two nodes of 8 (NVLink 4 inside, 400 Gb/s InfiniBand a GPU): within the node
+    each GPU sends 2 x 7/8 of the message at 450 GB/s, across it 2 x 1/2 of an eighth at 50 GB/s;
+    the stages overlap, so the slower sets the bound; with latencies, 14 NVLink steps, 2 network
+    steps and the ring's base. Only whole nodes run it."""
+    m = 2.0**30
+    within, across = gm.collectives.hierarchical_bytes(16, 8, m)
+    assert (within, across) == (2 * 7 / 8 * m, m / 8)
+    bound, ran = gm.parallel.collective("InfiniBand NDR", "all-reduce", 16, m, "hierarchical", latency=False)
+    assert ran == "hierarchical" and bound == pytest.approx(max(within / 450e9, across / 50e9))
+    priced, _ = gm.parallel.collective("InfiniBand NDR", "all-reduce", 16, m, "hierarchical")
+    assert priced == pytest.approx(6.6 * US + 14 * 0.6 * US + 2 * 2.7 * US + bound)
+    ring, _ = gm.parallel.collective("InfiniBand NDR", "all-reduce", 16, m, "ring", latency=False)
+    assert ring == pytest.approx(2 * 15 / 16 * m / 50e9) and ring > 2 * bound  # 15 times the network bytes
+    assert gm.parallel.collective("InfiniBand NDR", "all-reduce", 16, m)[1] == "hierarchical"
+    assert gm.parallel.collective("InfiniBand NDR", "all-reduce", 12, m)[1] != "hierarchical"
+    for gpus in (8, 12):
+        with pytest.raises(ValueError, match=r"^gpus must fill two or more whole nodes of 8 GPUs"):
+            gm.parallel.collective("InfiniBand NDR", "all-reduce", gpus, m, "hierarchical")
+    with pytest.raises(ValueError, match=r"^gpus must be a multiple of per_node covering 2 nodes or more"):
+        gm.collectives.hierarchical_bytes(12, 8, m)
+
+
+def test_two_nodes_all_reduce_records_sit_below_their_hierarchical_bound_and_far_above_a_rings():
+    """The A3 Mega rows (16 H100s, two nodes) reach 71 % and 80 % of the hierarchical bound;
+    priced as a ring through all 16 GPUs they would beat it several times over."""
+    rows = [c for c in gm.published.comparisons(chapter=10) if c.record.run.get("gpus") == 16]
+    assert len(rows) == 2 and all(0.5 < c.fraction < 1 for c in rows)
+    for c in rows:
+        run = c.record.run
+        ring, _ = gm.parallel.collective(run["link"], "all-reduce", 16, run["message"], "ring", latency=False)
+        assert c.measured > 4 * float(gm.collectives.bus_bandwidth("all-reduce", 16, run["message"], ring))
 
 
 def test_a_tensor_parallel_step_runs_its_all_reduces_by_the_fastest_algorithm():

@@ -353,7 +353,7 @@ AZURE_ALL_REDUCE = 'gpus = 8, message = 8589934592, link = "NVLink 4", algorithm
     (lambda t: t.replace(AZURE_ALL_REDUCE, AZURE_ALL_REDUCE.replace("gpus = 8", "gpus = 16"), 1),
      r"^azure_benchmarks.toml record \d+.run.gpus must be at most 8, the GPUs NVLink 4 joins as one, got 16$"),
     (lambda t: t.replace(AZURE_ALL_REDUCE, AZURE_ALL_REDUCE.replace('"NVLink 4"', '"NVLink 3"'), 1),
-     r"^azure_benchmarks.toml record \d+.run.link must be a link the H100-SXM has \(NVLink 4, PCIe 5, InfiniBand NDR\), "
+     r"^azure_benchmarks.toml record \d+.run.link must be a link the H100-SXM has \(NVLink 4, PCIe 5, InfiniBand NDR, A3 Mega network\), "
      r"got 'NVLink 3'$"),
     (lambda t: t.replace(AZURE_ALL_REDUCE, AZURE_ALL_REDUCE.replace('"in-switch"', '"tree"'), 1),
      r"^azure_benchmarks.toml record \d+.run.algorithm must be one NVLink 4 runs \(ring, in-switch\), got 'tree'$"),

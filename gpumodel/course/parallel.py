@@ -83,8 +83,9 @@ CONTEXTS = (1024, 4096, 32768)
 MODEL = "Llama-3-70B"
 
 
-ALGORITHM_NAMES = {"ring": "ring", "tree": "double binary tree", "in-switch": "in-switch reduction (NVLS)"}
-"""How the page names each algorithm of `collectives.ALGORITHMS`."""
+ALGORITHM_NAMES = {"ring": "ring", "tree": "double binary tree", "in-switch": "in-switch reduction (NVLS)",
+                   collectives.HIERARCHICAL: "hierarchical (within each node, then across)"}
+"""How the page names each algorithm of `collectives.ALGORITHMS` and the hierarchical one."""
 
 
 def switch_over(link: str, message: float) -> int:
@@ -265,11 +266,11 @@ def _grouped(values: dict) -> str:
 
 
 def algorithms_table() -> str:
-    """The three algorithms of an all-reduce of M bytes among n GPUs as NCCL's tuner prices them
+    """The four algorithms of an all-reduce of M bytes among n GPUs as NCCL's tuner prices them
     (`parallel.collective`): the links that offer each (`parallel.algorithms`), its steps, the bytes
     each GPU sends, its latencies and its rate, from `data/links.toml`."""
     every = links.links()
-    offer = {a: [k for k in every if a in parallel.algorithms(k)] for a in collectives.ALGORITHMS}
+    offer = {a: [k for k in every if a in parallel.algorithms(k)] for a in ALGORITHM_NAMES}
     fact = lambda algorithm, key: _grouped({k: fmt_time(every[k].facts[key].value) for k in offer[algorithm]})
     rates = {}
     for k in offer["in-switch"]:
@@ -285,6 +286,10 @@ def algorithms_table() -> str:
          f"{fact('tree', 'tree_base')} a collective, plus a step: {fact('tree', 'tree_latency')}", "the link's"],
         [ALGORITHM_NAMES["in-switch"], ", ".join(offer["in-switch"]), "one pass through the switch", "M",
          f"{fact('in-switch', 'in_switch_latency')} a collective, in all", rate],
+        [ALGORITHM_NAMES[collectives.HIERARCHICAL], ", ".join(offer[collectives.HIERARCHICAL]) + " (nodes of g GPUs)",
+         "2(g - 1) within, 2(k - 1) across k nodes", "2(g - 1)/g x M within; 2(k - 1)/k x M/g across",
+         f"the ring's base, a step within at the node's link's, a step across: {fact(collectives.HIERARCHICAL, 'latency')}",
+         "the slower stage's"],
     ]
     return markdown_table(["algorithm", "NCCL runs it over", "steps", "bytes each GPU sends", "latency (NCCL's tuner)",
                            "rate"], rows)
