@@ -15,7 +15,11 @@ the source, told apart by line and column (`dwarf.py` reads the columns).
 Races (`Trace.races`), as compute-sanitizer's racecheck and initcheck name them: two threads
 touching the same shared-memory word between the same two barriers, at least one writing and not
 in the same warp instruction (read-after-write, write-after-read, write-after-write, in the order
-the CPU ran them), and a read of shared memory the block has not written.
+the CPU ran them), and a read of shared memory the block has not written. A word of global memory
+(an argument array, a cudaMalloc'd array) is checked by the same rules between two threads of one
+block (`Race.space` "global"): a warp-synchronous reduction through a `volatile` global pointer
+without `__syncwarp` is named as its shared-memory form is. Not between blocks, nor an
+uninitialised global read.
 
 Levels (32-byte sectors): `l1` is every sector the warps request (loads and stores); `l2` what
 leaves L1 if L1 keeps what a block loads while it runs (each sector a block loads once, every
@@ -50,6 +54,9 @@ from .runner import MAX_THREADS, PROGRAM_THREADS, index, launch, printed, run_pr
 
 OUTPUT_LINES = 40
 """Lines of the kernel's printf output `Trace.report` shows (the first; the rest counted)."""
+
+RACES_SHOWN = 2
+"""Races `Program.report` writes out under each launch (the most frequent; the rest counted)."""
 
 
 @dataclass
@@ -92,11 +99,12 @@ HAZARDS = ("read-after-write", "write-after-read", "write-after-write", "uniniti
 
 @dataclass
 class Race:
-    """A shared-memory hazard the trace found: `hazard` (one of `HAZARDS`), the `first` and
+    """A hazard the trace found: `hazard` (one of `HAZARDS`), the `first` and
     `second` access as (line, column, source text) in the order the CPU ran them (one thread
     after another; the same access twice for an uninitialized read), their threads, the first
     block where it happened and `count`, how many times in the traced blocks; `one_warp`: every
-    hazard of the trace is between lanes of one warp (the fix a __syncwarp(), not a __syncthreads())."""
+    hazard of the trace is between lanes of one warp (the fix a __syncwarp(), not a __syncthreads());
+    `space`: "shared" or "global", the memory of the word."""
 
     hazard: str
     first: tuple
@@ -106,6 +114,7 @@ class Race:
     count: int
     one_warp: bool = False
     next_pass: bool = False  # a barrier already lies between the two lines: the race is across a loop's passes
+    space: str = "shared"
 
     @property
     def message(self) -> str:
@@ -126,7 +135,7 @@ class Race:
         if self.one_warp:
             fix += (" (the two are lanes of one warp, and a warp's lanes need not run in step: since Volta each "
                     "thread is scheduled on its own, CUDA C++ Programming Guide, \"Independent Thread Scheduling\")")
-        return (f"{self.hazard} race on shared memory: thread {t1} {verbs[0]} at {where(line1, col1)} (`{text1}`), "
+        return (f"{self.hazard} race on {self.space} memory: thread {t1} {verbs[0]} at {where(line1, col1)} (`{text1}`), "
                 f"then thread {t2} {verbs[1]} at {where(line2, col2)} (`{text2}`) with no barrier between "
                 f"(block {self.block}; {self.count:,} such hazards). Missing: {fix}.")
 
@@ -389,6 +398,10 @@ class Program:
             out.append(f"  {i}. line {line}: {t.kernel}<<<{t.grid}, {t.block}>>>, {t.blocks_traced} of {t.blocks} blocks "
                        f"traced; bytes l1 {b['l1']:,.0f}, l2 {b['l2']:,.0f}, hbm {b['hbm']:,.0f}; at best "
                        f"{float(p.time) * 1e6:.2f} us, bound by {p.bound}" + ("; RACES" if t.races else ""))
+            for race in t.races[:RACES_SHOWN]:
+                out.append("     " + ("RACE " if race.hazard != "uninitialized read" else "INITCHECK ") + race.message)
+            if len(t.races) > RACES_SHOWN:
+                out.append(f"     and {len(t.races) - RACES_SHOWN} more (Program.launches[{i - 1}].races)")
         for size, line in self.unallocated:
             out.append(f"  cudaMalloc of {fmt_bytes(size)} at line {line} failed (cudaErrorMemoryAllocation): the lab "
                        f"ran the program in {fmt_bytes(self.memory)} of the CPU's memory, its arrays included (its "
@@ -515,6 +528,7 @@ def _races(rows, where, text, block, grid) -> list:
         between = any("__syncthreads" in text(line) for line in range(lo + 1, hi))
         races.append(Race(HAZARDS[hazard], (l1, c1, text(l1)), (l2, c2, text(l2)), (index(t1, block), index(t2, block)),
                           index(b, grid), count, one_warp and hazard != uninitialized, between))
+        races[-1].space = "global" if int(r[10]) else "shared"
     return sorted(races, key=lambda race: (race.hazard == "uninitialized read", -race.count, race.first, race.second))
 
 

@@ -15,7 +15,10 @@
 // another thread, the last of another warp); an access that conflicts with one of them (another thread, at least one a write, not
 // the same warp instruction, no __syncwarp or shuffle of their warp between) is a hazard, named
 // in the order the fibers ran them. A read of a word the block has not written yet, and that no
-// other thread writes before the barrier, is an uninitialised read.
+// other thread writes before the barrier, is an uninitialised read. A word of an argument array
+// (global memory) is checked by the same rules within the block (a __syncthreads orders the
+// block's global accesses too), the first MAX_GLOBAL_WORDS words a phase touches; never for an
+// uninitialised read (the host wrote it), nor between blocks (they run one after another).
 //
 // Usage: run SPEC STATS. SPEC lines: "kernel i" (which of the source's kernels), "grid x y z",
 // "block x y z", "blocks b0 b1 ..." (linear ids to trace, ascending: every block runs), "shared_mem bytes" (the launch's dynamic
@@ -140,9 +143,12 @@ struct HazardHash {
     size_t operator()(const HazardKey& h) const { return h.first * 1000003u ^ h.second * 31u ^ h.hazard; }
 };
 struct Found { uint64_t count = 0; uint32_t first_thread, second_thread; unsigned block; uintptr_t offset;
-               bool across_warps = false; };  // one of its hazards between threads of two warps
+               bool across_warps = false;  // one of its hazards between threads of two warps
+               bool global = false; };     // on an argument array's word, not shared memory's
 constexpr size_t MAX_HAZARDS = 64;  // distinct (hazard, site, site) kept; each counted
-std::unordered_map<uintptr_t, Word> phase_words;        // shared word (or byte) -> this phase's touches
+std::unordered_map<uintptr_t, Word> phase_words;        // shared or global word (or byte) -> this phase's touches
+constexpr size_t MAX_GLOBAL_WORDS = 1 << 20;            // global words a phase checks (memory stays bounded)
+size_t global_words = 0;                                // of phase_words, this phase's global ones
 std::unordered_map<uintptr_t, Touch> unwritten_reads;   // this phase's first read of each word not yet written
 std::unordered_set<uintptr_t> written;                  // words this block has written
 std::unordered_map<HazardKey, Found, HazardHash> hazards;
@@ -162,12 +168,13 @@ bool is_shared(uintptr_t a) {  // a static of the kernel's, not one of the emula
            in(a, emu_dynamic_shared(), emu_dynamic_shared_bytes);
 }
 
-void found(Hazard h, const Touch& first, const Touch& second, uintptr_t word) {
+void found(Hazard h, const Touch& first, const Touch& second, uintptr_t word, bool global = false) {
     auto it = hazards.find({h, first.pc, second.pc});
     if (it == hazards.end()) {
         if (hazards.size() >= MAX_HAZARDS) return;
         it = hazards.emplace(HazardKey{h, first.pc, second.pc},
-                             Found{0, first.thread, second.thread, current_block, word - (uintptr_t)__bss_start}).first;
+                             Found{0, first.thread, second.thread, current_block,
+                                   global ? word : word - (uintptr_t)__bss_start, false, global}).first;
     }
     ++it->second.count;
     it->second.across_warps |= first.thread / WARP != second.thread / WARP;
@@ -181,33 +188,43 @@ bool unordered(const Touch& earlier, const Touch& now) {
     return earlier.warp_sync == now.warp_sync && !(earlier.pc == now.pc && earlier.k == now.k);
 }
 
-// An atomic is no race (the hardware orders atomics); it initialises what it touches.
-void check_race(uintptr_t a, uint32_t size, bool write, bool atomic, const Touch& now) {
-    if (a < (uintptr_t)__bss_start) return;  // an initialised static: not __shared__
+// An atomic is no race (the hardware orders atomics); it initialises what it touches. `base`: the
+// argument array's first byte for a global word (its offset is reported), 0 for shared memory.
+void check_race(uintptr_t a, uint32_t size, bool write, bool atomic, const Touch& now, uintptr_t base = 0) {
+    const bool global = base != 0;
+    if (!global && a < (uintptr_t)__bss_start) return;  // an initialised static: not __shared__
     const uint32_t unit = size < 4 ? 1 : 4;  // bytes apart are not a race; a float's bytes are one word
     for (uintptr_t w = a / unit; w <= (a + size - 1) / unit; ++w) {
         const uintptr_t key = w * unit;
         if (atomic) {
-            written.insert(key);
+            if (!global) written.insert(key);
             continue;
         }
-        Word& word = phase_words[key];
+        auto at = phase_words.find(key);
+        if (at == phase_words.end()) {
+            if (global && global_words >= MAX_GLOBAL_WORDS) continue;  // past the bound: unchecked
+            global_words += global;
+            at = phase_words.emplace(key, Word{}).first;
+        }
+        Word& word = at->second;
+        const uintptr_t offset = global ? key - base : key;
         if (write) {
-            if (unordered(word.writer, now)) found(WAW, word.writer, now, key);
+            if (unordered(word.writer, now)) found(WAW, word.writer, now, offset, global);
             else for (const Touch& r : word.readers)
-                if (unordered(r, now)) { found(WAR, r, now, key); break; }
+                if (unordered(r, now)) { found(WAR, r, now, offset, global); break; }
             word.writer = now;
             for (Touch& r : word.readers) r = Touch{};
+            if (global) continue;
             written.insert(key);
             auto unread = unwritten_reads.find(key);
             if (unread != unwritten_reads.end() && unread->second.thread != now.thread) unwritten_reads.erase(unread);
         } else {
-            if (unordered(word.writer, now)) found(RAW, word.writer, now, key);
+            if (unordered(word.writer, now)) found(RAW, word.writer, now, offset, global);
             Touch& last = word.readers[0];
             if (last.thread != UINT32_MAX && last.thread / WARP != now.thread / WARP) word.readers[2] = last;
             if (last.thread != now.thread) word.readers[1] = last;
             last = now;
-            if (!written.count(key)) unwritten_reads.emplace(key, now);
+            if (!global && !written.count(key)) unwritten_reads.emplace(key, now);
         }
     }
 }
@@ -219,6 +236,7 @@ void end_phase_races() {  // at a barrier: what was read unwritten stays so; tou
     for (auto& [key, read] : reads) found(UNINIT, read, read, key);  // the first thread's named
     unwritten_reads.clear();
     phase_words.clear();
+    global_words = 0;
 }
 
 void out_of_bounds(uintptr_t at, uintptr_t a, bool write, int array, long offset) {  // the first one kept, all counted
@@ -295,7 +313,10 @@ void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
         const auto lo = (uintptr_t)arrays[i].base;
         if (arrays[i].freed || a + size <= lo - GUARD || a >= lo + arrays[i].bytes + GUARD) continue;
         if (a >= lo && a + size <= lo + arrays[i].bytes) {
-            log->accesses.push_back({at, a, log->next_run(at), (uint8_t)size, write, (int16_t)i});
+            const uint32_t k = log->next_run(at);
+            const unsigned t = emu_run->current;
+            check_race(a, size, write, atomic, {t, at, k, (*emu_block_warps)[t / WARP].generation}, lo);
+            log->accesses.push_back({at, a, k, (uint8_t)size, write, (int16_t)i});
             return;
         }
         out_of_bounds(at, a, write, (int)i, (long)(a - lo));
@@ -610,9 +631,9 @@ void write_stats(FILE* out) {
     }
     std::fprintf(out, "l2_sectors %lu\nlocal %lu\nrounds %lu\n", l2_sectors, local_accesses, load_rounds);
     for (auto& [key, f] : hazards)
-        std::fprintf(out, "hazard %d %lx %lx %lu %u %u %u %lu %d\n", key.hazard, (unsigned long)(key.first - base),
+        std::fprintf(out, "hazard %d %lx %lx %lu %u %u %u %lu %d %d\n", key.hazard, (unsigned long)(key.first - base),
                      (unsigned long)(key.second - base), f.count, f.first_thread, f.second_thread, f.block,
-                     (unsigned long)f.offset, (int)f.across_warps);
+                     (unsigned long)f.offset, (int)f.across_warps, (int)f.global);
     for (auto& b : barrier_sites)
         std::fprintf(out, "barriers %lx %lx %u %u %u\n", (unsigned long)b.site, (unsigned long)b.other, b.waited, b.threads,
                      b.block);

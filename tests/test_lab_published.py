@@ -1,0 +1,174 @@
+"""The kernel lab on code as it is published (issue 74): our own kernels and programs written in
+the styles of public sources the lab must take unchanged (a textbook's in-place reductions in
+global memory, a program that prints its launch configuration, vLLM's csrc kernels in a namespace
+beside torch-only host wrappers, ggml's params struct passed by value), each traced and its
+result checked against NumPy or a hand derivation."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from gpumodel.lab import run_program, trace
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the lab needs g++")
+
+
+# 1. The race check covers global memory as it covers shared memory.
+
+GLOBAL_REDUCE = r"""
+// A textbook's in-place reduction in global memory: a tree with __syncthreads() down to 64
+// values, then the last warp unrolled through a volatile pointer.
+__global__ void unrolled(int* data, int* sums) {
+    const unsigned t = threadIdx.x;
+    int* own = data + blockIdx.x * blockDim.x;
+    for (unsigned stride = blockDim.x / 2; stride > 32; stride >>= 1) {
+        if (t < stride) own[t] += own[t + stride];
+        __syncthreads();
+    }
+    if (t < 32) {
+        volatile int* v = own;
+        v[t] += v[t + 32];
+        v[t] += v[t + 16];
+        v[t] += v[t + 8];
+        v[t] += v[t + 4];
+        v[t] += v[t + 2];
+        v[t] += v[t + 1];
+    }
+    if (t == 0) sums[blockIdx.x] = own[0];
+}
+
+// The same, each step's read and write apart with __syncwarp() between them.
+__global__ void synced(int* data, int* sums) {
+    const unsigned t = threadIdx.x;
+    int* own = data + blockIdx.x * blockDim.x;
+    for (unsigned stride = blockDim.x / 2; stride > 32; stride >>= 1) {
+        if (t < stride) own[t] += own[t + stride];
+        __syncthreads();
+    }
+    if (t < 32) {
+        for (unsigned o = 32; o > 0; o >>= 1) {
+            const int x = t < o ? own[t + o] : 0;
+            __syncwarp();
+            if (t < o) own[t] += x;
+            __syncwarp();
+        }
+    }
+    if (t == 0) sums[blockIdx.x] = own[0];
+}
+
+// The tree's barrier forgotten: warp 0 reads what warp 1 writes.
+__global__ void no_barrier(int* data, int* sums) {
+    const unsigned t = threadIdx.x;
+    int* own = data + blockIdx.x * blockDim.x;
+    if (t < 64) own[t] += own[t + 64];
+    if (t == 0) sums[blockIdx.x] = own[0] + own[32];
+}
+"""
+
+
+def _line(source: str, text: str) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+def test_a_warp_synchronous_reduction_in_global_memory_is_named_as_a_race_at_its_lines():
+    """The last warp unrolled through a volatile global pointer with no __syncwarp(): lane 0
+    runs its six steps before lane 1 runs any (the lab's lanes take turns, as independent thread
+    scheduling allows), so lane 0 reads v[1] at the last step, then lane 1 writes it at the
+    first: a write-after-read on global memory between lanes of one warp, named at both lines,
+    the fix a __syncwarp()."""
+    data, sums = np.ones(4 * 128, np.int32), np.zeros(4, np.int32)
+    t = trace(GLOBAL_REDUCE, "unrolled", 4, 128, [data, sums])
+    assert t.races and all(r.space == "global" and r.one_warp for r in t.races)
+    race = next(r for r in t.races if r.hazard == "write-after-read")
+    first, last = _line(GLOBAL_REDUCE, "v[t] += v[t + 32]"), _line(GLOBAL_REDUCE, "v[t] += v[t + 1]")
+    assert (race.first[0], race.second[0]) == (last, first) and race.threads[:2] == ((0, 0, 0), (1, 0, 0))
+    assert race.message.startswith("write-after-read race on global memory: thread (0, 0, 0) reads at line "
+                                   f"{last}")
+    assert f"Missing: a __syncwarp() between line {first} and line {last}" in race.message
+    assert "RACE write-after-read race on global memory" in t.report(gpus=["H100-SXM"])
+    assert int(t.arrays[1][0]) != 128  # the lab's lane order gives a wrong sum, as a GPU may
+
+
+def test_the_same_reduction_with_syncwarp_is_race_free_and_right():
+    """Each step reads, waits at __syncwarp(), writes, waits: no race on global memory, and every
+    block's sum is right. The tree above it (in place, a __syncthreads() a step) is race-free too."""
+    rng = np.random.default_rng(7)
+    data = rng.integers(-100, 100, 4 * 256).astype(np.int32)
+    sums = np.zeros(4, np.int32)
+    t = trace(GLOBAL_REDUCE, "synced", 4, 256, [data.copy(), sums])
+    assert t.races == []
+    assert t.arrays[1].tolist() == data.reshape(4, 256).sum(axis=1).tolist()
+
+
+def test_a_race_on_global_memory_between_warps_asks_for_a_syncthreads():
+    """Thread 0 reads own[32] for the block's sum, which thread 32 (warp 1) adds to in the same
+    phase: the lab runs thread 0 to its end first, so a write-after-read between two warps on
+    global memory, the fix a __syncthreads()."""
+    t = trace(GLOBAL_REDUCE, "no_barrier", 1, 128, [np.ones(128, np.int32), np.zeros(1, np.int32)])
+    (race,) = t.races
+    assert race.space == "global" and not race.one_warp and race.hazard == "write-after-read"
+    read, add = _line(GLOBAL_REDUCE, "own[0] + own[32]"), _line(GLOBAL_REDUCE, "own[t] += own[t + 64]")
+    assert (race.first[0], race.second[0], race.threads) == (read, add, ((0, 0, 0), (32, 0, 0)))
+    assert f"Missing: a __syncthreads() between line {add} and line {read}" in race.message
+
+
+def test_reads_of_an_array_other_threads_write_after_a_barrier_are_no_race():
+    """Rule: the global check keeps shared memory's rules: a read after the barrier that follows
+    the write (each thread reads its neighbour's word), an atomic on one word from every thread,
+    and many threads reading one word are no races; nor is an uninitialised global read."""
+    source = r"""__global__ void k(float* x, float* y, unsigned* count) {
+    const unsigned t = threadIdx.x;
+    x[t] = 2.0f * x[t];
+    __syncthreads();
+    y[t] = x[(t + 1) % blockDim.x] + x[0];
+    atomicAdd(count, 1u);
+}"""
+    x, y, count = np.arange(64, dtype=np.float32), np.zeros(64, np.float32), np.zeros(1, np.uint32)
+    t = trace(source, "k", 1, 64, [x, y, count])
+    assert t.races == []
+    assert t.arrays[1].tolist() == (2 * np.roll(np.arange(64), -1)).tolist() and int(t.arrays[2][0]) == 64
+
+
+GLOBAL_REDUCE_PROGRAM = r"""
+#include <cstdio>
+#include <cuda_runtime.h>
+
+__global__ void last_warp(int* g, int* out) {
+    const unsigned t = threadIdx.x;
+    int* own = g + blockIdx.x * blockDim.x;
+    if (t < 32) {
+        volatile int* v = own;
+        v[t] += v[t + 32];
+        v[t] += v[t + 16];
+        v[t] += v[t + 8];
+    }
+    if (t == 0) out[blockIdx.x] = own[0] + own[1] + own[2] + own[3] + own[4] + own[5] + own[6] + own[7];
+}
+
+int main() {
+    const int blocks = 8, n = 64 * blocks;
+    int h[n], sums[blocks], *d, *o;
+    for (int i = 0; i < n; ++i) h[i] = 1;
+    cudaMalloc(&d, sizeof h);
+    cudaMalloc(&o, sizeof sums);
+    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+    last_warp<<<blocks, 64>>>(d, o);
+    cudaMemcpy(sums, o, sizeof sums, cudaMemcpyDeviceToHost);
+    int total = 0;
+    for (int b = 0; b < blocks; ++b) total += sums[b];
+    printf("total %d (want %d)\n", total, n);
+    return 0;
+}
+"""
+
+
+def test_a_whole_programs_race_on_a_cudamalloc_array_is_written_under_its_launch():
+    """A whole program's arrays are cudaMalloc'd: the same race is found on them, and the
+    program's report writes it under the launch (the sums it printed are the lab's order's)."""
+    p = run_program(GLOBAL_REDUCE_PROGRAM)
+    (t,) = p.launches
+    assert t.races and all(r.space == "global" and r.one_warp for r in t.races)
+    report = p.report()
+    assert "; RACES\n     RACE " in report and "race on global memory" in report
+    assert f"line {_line(GLOBAL_REDUCE_PROGRAM, 'v[t] += v[t + 32]')}" in report
