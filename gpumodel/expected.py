@@ -53,8 +53,9 @@ ESTIMATES = presets.DATA / "expect_estimates.toml"
 """The achievable shares, written by `python -m gpumodel.estimates` (`gpumodel.published.write_estimates`)."""
 LIMITERS = ("latency", "occupancy", "uncoalesced", "issue", "dequantise", "waves", "launch")
 """What can hold a kernel below its bound, beside the bound's own parts (`model.BOUNDS`)."""
-BOUND_PARTS = BOUNDS + ("overhead",)
-"""What can set a bound: a part of the model's, or a launch record's overhead (`published.compare`)."""
+BOUND_PARTS = BOUNDS + ("overhead", "link")
+"""What can set a bound: a part of the model's, a launch record's overhead, or the link of a record
+past one GPU (`published.compare`)."""
 HOLDERS = BOUND_PARTS + LIMITERS
 """What can hold an expected time (`Expectation.limiter`)."""
 DEFAULT_REGISTERS = 32
@@ -519,20 +520,20 @@ together, so no one of them runs at its own peak while the others idle. The L1 t
 whatever the pipelines do, so it has a class of its own."""
 
 
-CLASSES = ("tensor", "sm", "uncoalesced") + tuple(p for p in BOUNDS if p not in SM_PARTS) + ("overhead",)
+CLASSES = ("tensor", "sm", "uncoalesced") + tuple(p for p in BOUNDS if p not in SM_PARTS) + ("overhead", "link")
 """The classes an achievable share is estimated for (`share_class`); 'overhead' is a launch
-record's (`published.compare`)."""
+record's, 'link' a collective's or a step's past one GPU held by its collectives (`published.compare`)."""
 
 
 def share_class(limiter: str, math_: str) -> str:
     """The class an achievable share is estimated for: the tensor cores ('tensor', their
     kernels' waves too), the SM's own parts ('sm'), the L1 tag stage ('uncoalesced'), each
-    level beyond it, a launch's overhead."""
+    level beyond it, a launch's overhead, the links between GPUs ('link')."""
     _check.choice("limiter", limiter, HOLDERS)
     _check.choice("math_", math_, MATH)
     if limiter == "launch":
         return "overhead"
-    if limiter == "uncoalesced":
+    if limiter in ("uncoalesced", "link"):
         return limiter
     if limiter in SM_PARTS:
         return "tensor" if math_ != "fp32" and limiter in ("compute", "waves") else "sm"

@@ -437,20 +437,24 @@ def record_launch(record) -> Launch | None:
 
 
 BEYOND_ONE_GPU = ("collective", "parallel")
-"""The kinds of run past one GPU, held against their bound only (no expected time)."""
+"""The kinds of run past one GPU: a collective's expected time is NCCL's tuner's price of it
+(`parallel.collective` with latencies), a tensor-parallel step's `parallel.step` with them."""
 
 
 def record_expect(record, share: bool = True, table: dict | None = None) -> Expectation | None:
     """A published record's expected time on its GPU at the bound's rates (None for a latency
-    record and one of BEYOND_ONE_GPU): its workloads as `compare` charges them, with its `record_launch`; a decode step's
+    record): past one GPU, the collectives' and steps' prices with their latencies (`_beyond`);
+    else its workloads as `compare` charges them, with its `record_launch`; a decode step's
     dequantising (`dequantise_time`); a read's or a launch's: the bound, then the share; passes
     add up; when `share`, at the shares of `table` (share name -> share), by default those of
     `data/expect_estimates.toml`."""
     share = _check.flag("share", share)
     g = presets.gpu(_record(record).gpu).bound()
     c = compare(record)
-    if c.quantity == "latency" or record.run["kind"] in BEYOND_ONE_GPU:
+    if c.quantity == "latency":
         return None
+    if record.run["kind"] in BEYOND_ONE_GPU:
+        return _at_share(_beyond(record, g, c), "fp32", share, record.run["kind"], table)
     bound = c.model if c.quantity == "time" else record.run["bytes"] / c.model
     launch = record_launch(record)
     run = record.run
@@ -472,6 +476,21 @@ def record_expect(record, share: bool = True, table: dict | None = None) -> Expe
     t = sum(e.time for e in found)
     return _at_share(Expectation(t, bound, c.bound, first.limiter, 1.0, first.parts, first.reason, g.name, first.latency),
                      _math(run), share, run["kind"], table)
+
+
+def _beyond(record, g, c: Comparison) -> Expectation:
+    """The expected time of a record past one GPU on `g` (its preset at the bound's rates), at no
+    share: a collective as NCCL's tuner prices it by the record's algorithm; a tensor-parallel
+    step with its collectives' latencies, held by its link where they outweigh the GPU's share."""
+    run = record.run
+    if run["kind"] == "collective":
+        n, m, algorithm = run["gpus"], run["message"], run.get("algorithm", "ring")
+        bound, _ = parallel.collective(run["link"], run["collective"], n, m, algorithm, latency=False)
+        t, _ = parallel.collective(run["link"], run["collective"], n, m, algorithm)
+        return Expectation(t, bound, "link", "link", 1.0, {"link": t}, "", g.name)
+    formats = {"weight": run.get("weight", "fp16"), "kv": run.get("kv", "fp16")}
+    p = parallel.step(run["model"], g, run["gpus"], run["batch"], run["context"], run["link"], **formats)
+    return Expectation(p.time, c.model, c.bound, p.bound, 1.0, {"gpu": p.gpu_time, "link": p.link_time}, "", g.name)
 
 
 def share_for(kind: str, cls: str, table: dict | None = None) -> float:
@@ -604,7 +623,7 @@ def measured_over_expected(which: str = "judge", model: str = "expected") -> np.
 
 
 CLASS_NAMES = {"gemm": "GEMM", "attention": "attention", "read": "memory streams", "decode": "decode",
-               "launch": "launches"}
+               "launch": "launches", "collective": "collectives", "parallel": "tensor-parallel steps"}
 """The classes of records `accuracy` reports, by their run's kind."""
 
 
@@ -618,8 +637,8 @@ def accuracy(which: str = "judge") -> dict:
 
 
 def _judged(record) -> bool:
-    """Whether a record has an expected time to judge (not a latency, not past one GPU)."""
-    return record.run["kind"] != "latency" and record.run["kind"] not in BEYOND_ONE_GPU
+    """Whether a record has an expected time to judge (not a latency)."""
+    return record.run["kind"] != "latency"
 
 
 def left_out_accuracy() -> dict:

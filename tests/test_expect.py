@@ -303,7 +303,7 @@ def test_a_record_added_moves_no_expected_time_until_the_estimates_are_written_a
     every half and every expected time as it was; only `python -m gpumodel.estimates` (here
     `estimate_shares` over the longer list) can move them, and then only through the shares."""
     base = P.records()
-    one_gpu = [r for r in base if r.run["kind"] != "latency" and r.run["kind"] not in P.BEYOND_ONE_GPU]
+    one_gpu = [r for r in base if r.run["kind"] != "latency"]
     before = {id(r): (P.half(r), P.record_expect(r).time) for r in one_gpu}
     extra = P.Record(source="boehm2022sgemm", gpu="A100-40GB", what="synthetic record", where="none",
                      run={"kind": "gemm", "size": 1024}, value=1.0, unit="ms", chapter=98)
@@ -316,11 +316,34 @@ def test_a_record_added_moves_no_expected_time_until_the_estimates_are_written_a
                                    "python -m gpumodel.estimates, then make moved to see the chapters it changes")
 
 
+def test_records_past_one_gpu_are_expected_at_nccls_prices_with_their_latencies():
+    """A collective's expected time is NCCL's tuner's price by the record's algorithm (latencies
+    and the in-switch reduction's credited rate), never below its bound; a tensor-parallel step's
+    is `parallel.step` with the collectives' latencies, held by the link where they outweigh the
+    GPU's share."""
+    past = [r for r in P.records() if r.run["kind"] in P.BEYOND_ONE_GPU]
+    assert {r.run["kind"] for r in past} == {"collective", "parallel"}
+    for r in past:
+        e, c = P.record_expect(r, share=False), P.compare(r)
+        assert e.time >= e.bound * (1 - 1e-12) and e.share == 1
+        run = r.run
+        if run["kind"] == "collective":
+            priced, _ = gm.parallel.collective(run["link"], run["collective"], run["gpus"], run["message"],
+                                               run.get("algorithm", "ring"))
+            assert e.time == priced and e.limiter == "link"
+            assert float(gm.collectives.bus_bandwidth(run["collective"], run["gpus"], run["message"], e.bound)) \
+                == pytest.approx(c.model)
+        else:
+            step = gm.parallel.step(run["model"], gm.gpu(r.gpu).bound(), run["gpus"], run["batch"], run["context"],
+                                    run["link"], weight=run.get("weight", "fp16"), kv=run.get("kv", "fp16"))
+            assert e.time == pytest.approx(step.time) and e.limiter == step.bound and e.bound == c.model
+    assert E.share_class("link", "fp32") == "link"
+
+
 def test_accuracy_on_the_judged_half_is_reported_per_class():
     a = P.accuracy()
-    judged = [r for r in P.records() if P.half(r) == "judge" and r.run["kind"] != "latency"
-              and r.run["kind"] not in P.BEYOND_ONE_GPU]
-    assert all(P.record_expect(r) is None for r in P.records() if r.run["kind"] in P.BEYOND_ONE_GPU)
+    judged = [r for r in P.records() if P.half(r) == "judge" and r.run["kind"] != "latency"]
+    assert all(P.record_expect(r) is None for r in P.records() if r.run["kind"] == "latency")
     assert a["all"]["records"] == len(judged) and set(a) >= {"all", "gemm", "attention", "read", "decode"}
     ratios = [P.measured_time(r) / P.record_expect(r).time for r in judged]
     assert a["all"]["median"] == pytest.approx(float(np.median(ratios)))
@@ -341,8 +364,9 @@ def test_left_out_accuracy_judges_each_source_at_shares_estimated_without_it(mon
     halves): its own measurements move none of its own expected times."""
     base = P.records()
     a = P.left_out_accuracy()
-    judged = [r for r in base if r.run["kind"] != "latency" and r.run["kind"] not in P.BEYOND_ONE_GPU]
-    assert a["all"]["records"] == len(judged) and set(a) >= {"all", "gemm", "attention", "read", "decode"}
+    judged = [r for r in base if r.run["kind"] != "latency"]
+    assert a["all"]["records"] == len(judged) and set(a) >= {"all", "gemm", "attention", "read", "decode",
+                                                             "collective", "parallel"}
     source = "boehm2022sgemm"
     mine = [r for r in judged if r.source == source]
     assert mine
