@@ -172,3 +172,51 @@ def test_a_whole_programs_race_on_a_cudamalloc_array_is_written_under_its_launch
     report = p.report()
     assert "; RACES\n     RACE " in report and "race on global memory" in report
     assert f"line {_line(GLOBAL_REDUCE_PROGRAM, 'v[t] += v[t + 32]')}" in report
+
+
+# 2. A printf, a string or a comment that holds `<<<` and `>>>` is never a launch.
+
+PRINTS_ITS_LAUNCH = r"""
+#include <cstdio>
+#include <cuda_runtime.h>
+
+// Launched below as twice<<<blocks, threads>>>(d, n), once.
+__global__ void twice(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= 2.0f;
+}
+
+/* twice<<<1, 1>>>(d, n) would run one thread */
+int main() {
+    const int n = 1000, threads = 128, blocks = (n + threads - 1) / threads;
+    float h[n], *d;
+    for (int i = 0; i < n; ++i) h[i] = i;
+    cudaMalloc(&d, sizeof h);
+    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+    twice<<<blocks, threads>>>(d, n);
+    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    printf("twice elapsed %f sec x[%d] = %.0f <<<grid %d block "
+           "%d>>>\n", 0.0, n - 1, h[n - 1], blocks, threads);
+    printf("as twice<<<%d, %d>>>(d, n)\n", blocks, threads);
+    const char* shape = "<<<'>>>";
+    printf("%s %c\n", shape, '<');
+    return 0;
+}
+"""
+
+
+def test_a_whole_files_printf_holding_a_launchs_brackets_is_no_launch():
+    """gm.lab.trace of the whole file: the two printfs (one whose `<<<` and `>>>` lie in two
+    string literals on two lines, one that reads as `k<<<...>>>(...)`), the string, the comments:
+    none is taken for a launch, so the file compiles and its kernel runs."""
+    x = np.arange(1000, dtype=np.float32)
+    t = trace(PRINTS_ITS_LAUNCH, "twice", 8, 128, [x, 1000])
+    assert t.arrays[0].tolist() == (2 * np.arange(1000)).tolist()
+
+
+def test_a_whole_programs_printf_holding_a_launch_prints_it_and_runs_the_one_launch():
+    """run_program: only the real launch runs (one, with its 8 blocks); each printf prints as written."""
+    p = run_program(PRINTS_ITS_LAUNCH)
+    assert [(t.kernel, t.grid, t.block) for t in p.launches] == [("twice", (8, 1, 1), (128, 1, 1))]
+    assert p.output.splitlines() == ["twice elapsed 0.000000 sec x[999] = 1998 <<<grid 8 block 128>>>",
+                                     "as twice<<<8, 128>>>(d, n)", "<<<'>>> <"]

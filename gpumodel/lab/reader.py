@@ -99,6 +99,20 @@ def _code(source: str) -> str:
     return _DIRECTIVE.sub(_blank, _COMMENT_OR_STRING.sub(_blank, source))
 
 
+def _unquoted(match) -> str:
+    """A comment as spaces, a string or character literal as its quotes around spaces; newlines kept."""
+    text = match.group(0)
+    return text[0] + " " * (len(text) - 2) + text[-1] if text[0] in "\"'" else re.sub(r"[^\n]", " ", text)
+
+
+def _bare(source: str, directives: bool = False) -> str:
+    """`source` with its comments and the contents of its string literals blanked (and its
+    preprocessor lines, where `directives`), each character where it was: where a `<<<` is a
+    launch and not a `printf("<<<%d, %d>>>\\n", ...)`."""
+    text = _COMMENT_OR_STRING.sub(_unquoted, source)
+    return _DIRECTIVE.sub(_blank, text) if directives else text
+
+
 def _closing(text: str, at: int) -> int:
     """The index just past the bracket that closes the one at `text[at]` (the end: none does,
     and g++ will say so)."""
@@ -643,7 +657,7 @@ def _run_launches(source: str) -> str:
     name with a host function, nor one given fewer arguments than it has parameters; a kernel that
     shares its name with a host function is taken by its parameters' types), with its arguments as its parameters'
     types, whose bytes tell one launch from another."""
-    code = _code(source)
+    code = _bare(source, directives=True)
     known = {k.name: k for k in declarations(source)}
     declared = collections.Counter(_FUNCTION_NAME.findall(code))  # kernels and host functions
     for m in reversed(list(_LAUNCH.finditer(code))):
@@ -667,6 +681,14 @@ def _run_launches(source: str) -> str:
     return source
 
 
+def _without_launches(source: str) -> str:
+    """Each host launch's `<<<...>>>` of `source` left out (its newlines kept), so that `k(args)`
+    remains: not one in a string literal or a comment."""
+    for m in reversed(list(_LAUNCH.finditer(_bare(source)))):
+        source = source[:m.start()] + "\n" * m.group(0).count("\n") + source[m.end():]
+    return source
+
+
 def for_gxx(source: str, program: bool = False) -> str:
     """`source` as g++ compiles it, its lines kept: each `extern __shared__ T name[];` a
     `T* const name` at the launch's dynamic shared memory (`emu_dynamic_shared`, sized by its
@@ -680,8 +702,7 @@ def for_gxx(source: str, program: bool = False) -> str:
         ctype = re.sub(_ALIGNMENT, "", f"{match.group(1)} {match.group(2)}").strip()
         return (f"{ctype}* const {match.group(3)} = reinterpret_cast<{ctype}*>(emu_dynamic_shared());"
                 + "\n" * match.group(0).count("\n"))
-    source = (_run_launches(_registered(source)) if program else
-              _LAUNCH.sub(lambda m: "\n" * m.group(0).count("\n"), source))
+    source = _run_launches(_registered(source)) if program else _without_launches(source)
     source = _CONST_CONSTANT.sub("__constant__", source)
     source = _SPECIAL_REGISTER.sub(r"(\2 = emu_sreg_\1())", source)
     source = _SHARED_ALIGNAS.sub(r"\1 __shared__", source)
@@ -696,7 +717,7 @@ def host_code(source: str) -> str:
     """Where g++ refused a source that holds host code: a sentence naming its first line, and
     how the lab treats it (compiled against declarations of CUDA's host API, never run); ""
     where it holds none."""
-    code = _code(source)
+    code = _bare(source, directives=True)
     found = _HOST_CODE.search(code)
     if found is None:
         return ""
