@@ -63,3 +63,27 @@ def test_bad_collectives_are_refused_by_name():
         collectives.collective_time("all-reduce", 4, 100, 0)
     with pytest.raises(ValueError, match="x must be a 2-D array of one row per GPU"):
         simulate.ring_allreduce(np.ones(8))
+
+
+@pytest.mark.parametrize("gpus, steps", [(2, 2), (3, 4), (6, 6), (8, 6), (9, 8), (72, 14)])
+def test_a_trees_steps_round_log2_up_and_an_in_switch_reduction_takes_two_at_any_count(gpus, steps):
+    """2 ceil(log2 n) for the double binary tree, a power of two or not; 2 for NVLS."""
+    assert collectives.steps("all-reduce", gpus, "tree") == steps
+    assert collectives.steps("all-reduce", gpus, "in-switch") == 2
+
+
+def test_the_base_is_paid_once_and_each_step_its_latency():
+    m, w = 2.0**20, 100e9
+    bare = collectives.collective_time("all-reduce", 8, m, w)
+    assert bare == pytest.approx(2 * 7 / 8 * m / w)
+    assert collectives.collective_time("all-reduce", 8, m, w, base=5e-6) - bare == pytest.approx(5e-6)
+    assert collectives.collective_time("all-reduce", 8, m, w, latency=1e-6) - bare == pytest.approx(14e-6)
+    assert collectives.collective_time("all-reduce", 8, m, w, latency=1e-6, algorithm="tree") \
+        == pytest.approx(6e-6 + 2 * m / w)
+
+
+@pytest.mark.parametrize("seconds, message", [(0, "must be positive"), (0.0, "must be positive"),
+                                              (-1e-6, "must be finite and not negative")])
+def test_bus_bandwidth_refuses_a_time_that_is_not_positive(seconds, message):
+    with pytest.raises(ValueError, match=rf"^seconds {message}"):
+        collectives.bus_bandwidth("all-reduce", 8, 2.0**20, seconds)

@@ -90,6 +90,7 @@ BAD_ESTIMATES = {
     "another table": ('[shares."sm"]\nvalue = 0.5\nrecords = 3\n', "must hold [share"),
     "a bool for a value": ('[share."sm"]\nvalue = true\nrecords = 3\n', "share.sm.value must be a number"),
     "a share above 1": ('[share."sm"]\nvalue = 1.5\nrecords = 3\n', "share.sm.value must be a number"),
+    "a share of 0": ('[share."sm"]\nvalue = 0\nrecords = 3\n', "share.sm.value must be a number in (0, 1]"),
     "a string for a value": ('[share."sm"]\nvalue = "0.5"\nrecords = 3\n', "share.sm.value must be a number"),
     "no records": ('[share."sm"]\nvalue = 0.5\n', "share.sm must hold value and records"),
     "records of 0": ('[share."sm"]\nvalue = 0.5\nrecords = 0\n', "share.sm.records must be a whole number"),
@@ -438,3 +439,35 @@ def test_a_bad_expect_file_is_refused_naming_the_key(old, new, message, tmp_path
         monkeypatch.undo()
         E.facts.cache_clear()
         E._kernels.cache_clear()
+
+
+def test_the_summary_counts_hand_made_ratios(monkeypatch):
+    """measured / expected of 1.0, 1.4, 0.6, 2.5 and 0.4 (two kinds): the median of all, the
+    share within 1.5x either way (1.0 and 1.4; not 0.6: 1 / 0.6 > 1.5), those beyond 2x."""
+    gemm, read = ({"kind": "gemm"}, {"kind": "read"})
+    pairs = [(P.Record(source="x", gpu="A100-40GB", what=str(i), where="", run=run, value=1.0, unit="ms", chapter=98),
+              dataclasses.replace(P.record_expect(P.records()[0]), time=1.0))
+             for i, run in enumerate((gemm, gemm, gemm, read, read))]
+    ratios = dict(zip((r.what for r, _ in pairs), (1.0, 1.4, 0.6, 2.5, 0.4)))
+    monkeypatch.setattr(P, "measured_time", lambda r: ratios[r.what])
+    out = P._summary(pairs)
+    assert out["all"] == {"records": 5, "median": 1.0, "within": 2 / 5, "beyond_2": 2}
+    assert out["gemm"]["within"] == pytest.approx(2 / 3) and out["read"] == {"records": 2, "median": 1.45, "within": 0, "beyond_2": 2}
+
+
+def test_writing_the_estimates_clears_the_shares_read_before(monkeypatch, tmp_path):
+    """`write_estimates` empties `shares`' cache, so the next call reads the file written."""
+    P.shares()
+    assert P.shares.cache_info().currsize == 1
+    text = P.write_estimates(tmp_path / "expect_estimates.toml")
+    assert P.shares.cache_info().currsize == 0 and text == (tmp_path / "expect_estimates.toml").read_text()
+
+
+def test_a_round_waits_on_hbm_where_the_workload_states_more_hbm_bytes_than_l2():
+    """Bytes past L2 are at least HBM's: a workload stating fewer L2 bytes than HBM bytes waits
+    as one with both at the HBM bytes (`latency_time` raises L2's to HBM's)."""
+    w = gm.vector_add(2**24)
+    short = dataclasses.replace(w, bytes={**w.bytes, "l2": w.bytes["hbm"] / 4})
+    launch = E.Launch(256, 2**16, rounds=4)
+    got, want = (E.latency_time(x, "A100-40GB", launch, 32) for x in (short, w))
+    assert got["unloaded"] == pytest.approx(want["unloaded"]) and got["unloaded"] > 0

@@ -147,3 +147,41 @@ def test_a_malformed_links_file_is_refused_naming_the_entry(name, monkeypatch, t
     finally:
         monkeypatch.undo()
         gm.links.links.cache_clear()
+
+
+@pytest.mark.parametrize("gpus, heads", [(3, 3), (5, 2), (8, 1), (16, 1)])
+def test_a_gpu_holds_ceil_kv_heads_over_n_and_one_head_past_them(gpus, heads):
+    """Llama-3-70B's 8 key-value heads: 3 GPUs hold ceil(8/3) = 3 each, 5 hold 2, 8 and 16 one
+    (past 8, a head is copied): the cache a GPU holds is that many eighths of the whole."""
+    m, b, c = gm.decode.MODELS["Llama-3-70B"], 4, 4096
+    cache = b * (c + 1) * gm.decode.kv_bytes_per_token(m)
+    p = gm.parallel.step("Llama-3-70B", "B200", gpus, b, c, "NVL72")
+    assert p.held == pytest.approx(m.params * 2 / gpus + cache * heads / m.kv_heads)
+
+
+def test_a_step_pays_two_all_reduces_a_layer_and_one_gather_and_is_held_by_the_link_when_they_outweigh_it():
+    """161 collectives for Llama-3-70B's 80 layers; at batch 1 on 72 GPUs their latencies
+    outweigh each GPU's seventy-second of the weights, so the step's bound is the link."""
+    m = gm.decode.MODELS["Llama-3-70B"]
+    p = gm.parallel.step("Llama-3-70B", "B200", 72, 1, 1024, "NVL72")
+    assert p.collectives == 2 * m.layers + 1 == 161
+    per_layer, _ = gm.parallel.collective("NVL72", "all-reduce", 72, m.width * 2)
+    logits, _ = gm.parallel.collective("NVL72", "all-gather", 72, m.vocab * 2, "ring")
+    assert p.link_time == pytest.approx(2 * m.layers * per_layer + logits)
+    assert p.link_time > p.gpu_time and p.bound == "link" and p.time == pytest.approx(p.gpu_time + p.link_time)
+    one = gm.parallel.step("Llama-3-70B", "B200", 2, 64, 1024, "NVLink 5")
+    assert one.bound != "link" and one.bound == one.gpu_bound
+
+
+def test_an_expert_step_with_a_batch_the_gpus_do_not_divide_runs_the_busiest_gpus_share():
+    """Batch 10 over 8 GPUs: the busiest GPU runs attention for ceil(10/8) = 2 sequences, as
+    batch 16 would; it sends its 2 tokens' vectors to their experts."""
+    uneven = gm.parallel.expert_step("DeepSeek-V2", "H100-SXM", 8, 10, 4096, "NVLink 4")
+    even = gm.parallel.expert_step("DeepSeek-V2", "H100-SXM", 8, 16, 4096, "NVLink 4")
+    m = gm.decode.MODELS["DeepSeek-V2"]
+    assert uneven.link_time == pytest.approx(even.link_time)  # the same 2 tokens' dispatch a GPU
+    dispatch = 2 * m.active * m.width * 2
+    lat = gm.links.link("NVLink 4")
+    assert uneven.link_time == pytest.approx(2 * m.moe_layers * float(gm.collectives.collective_time(
+        "all-to-all", 8, dispatch, lat.bandwidth, lat.latency, lat.base)))
+    assert uneven.time < even.time  # fewer tokens touch fewer experts' flops and reads
