@@ -29,7 +29,7 @@ import time
 from ..folders import create, problems
 from ..units import fmt_bytes
 from .limits import COMPILE_MEMORY, COMPILE_SECONDS, LabError, limit_message, run
-from .reader import (ARCH, SOURCE_NAME, SUPPORTED, arch_number, entries, for_gxx, host_code, kernel_pointer,
+from .reader import (ARCH, SOURCE_NAME, SUPPORTED, arch_number, entries, for_gxx, host_code, kernel_pointer, opened,
                      own_headers)
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -362,7 +362,8 @@ def wrapper(source: str, names: list, traced: bool = False) -> str:
     at the launch's dynamic shared memory), and `gm_body(i, args)`, which calls the i-th of
     `names` with `args` (a pointer's value, a scalar's address), itself not instrumented (g++
     does not inline across that difference). Untraced, `emu_launch_kernel` launches it on a grid."""
-    cases = " ".join(f"case {i}: emu_call({kernel_pointer(source, name)}, a); break;" for i, name in enumerate(names))
+    cases = " ".join(f"case {i}: {{ {opened(source, name)}emu_call({kernel_pointer(source, name)}, a); break; }}"
+                     for i, name in enumerate(names))
     text = (f'{_prologue(traced)}#define main gm_learner_main\n#line 1 "{SOURCE_NAME}"\n'
             f'{for_gxx(source)}\n#undef main\n#line 1 "gm_body.cpp"\n'
             f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(int kernel, void** a) {{\n'

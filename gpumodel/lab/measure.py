@@ -17,7 +17,7 @@ from .. import _check
 from ..cuda.runtime import Timing
 from ..units import fmt_time
 from .limits import LabError
-from .reader import ARCH, launched
+from .reader import ARCH, launched, qualified
 from .reporter import Trace, trace
 
 
@@ -91,8 +91,9 @@ def _on_gpu(source: str, kernel: str, traced: Trace, inputs: list, flops: float,
     runner = Runner()
     cp = runner.cp
     try:
-        module = cp.RawModule(code=source, options=COMPILE_OPTIONS, name_expressions=[kernel])
-        function = module.get_function(kernel)  # found by its C++ name, as the learner need not write extern "C"
+        named = qualified(source, kernel)  # NVRTC names a kernel in a namespace with it: "vllm::append_kernel"
+        module = cp.RawModule(code=source, options=COMPILE_OPTIONS, name_expressions=[named])
+        function = module.get_function(named)  # found by its C++ name, as the learner need not write extern "C"
     except Exception as err:  # CuPy's CompileException, or the driver's error  # noqa: BLE001
         raise LabError(f"CuPy (NVRTC) does not compile {kernel}, though g++ did:\n{err}") from None
     # A scalar as its parameter's exact C type: CuPy passes a Python int as 64 bits, a float as a double.

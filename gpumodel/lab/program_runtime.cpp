@@ -670,6 +670,10 @@ void emu_capture_refused(const char* kernel, unsigned line) {
     program.last_error = cudaErrorStreamCaptureUnsupported;
 }
 void emu_register(const void* kernel, emu_pointer_kernel how) { pointer_kernels()[kernel] = how; }
+const char* emu_registered_name(const void* kernel) {
+    const auto found = pointer_kernels().find(kernel);
+    return found == pointer_kernels().end() ? nullptr : found->second.name;
+}
 
 cudaError_t cudaLaunchKernel(const void* kernel, dim3 grid, dim3 block, void** args, size_t shared_mem,
                              cudaStream_t stream, unsigned line) {

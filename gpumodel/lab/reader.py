@@ -72,13 +72,15 @@ SOURCE_NAME = "kernel.cu"
 @dataclass(frozen=True)
 class Kernel:
     """A `__global__` function of a source: its `name`, its `template` parameters ((name, default
-    or None) each; empty when it is not a template), its `params` ((type, name) each) and their
-    `defaults` (each parameter's default argument as written, or None)."""
+    or None) each; empty when it is not a template), its `params` ((type, name) each), their
+    `defaults` (each parameter's default argument as written, or None) and the namespaces it is
+    declared in (`scope`: "vllm::", "a::b::", "" at file scope; an unnamed one adds nothing)."""
 
     name: str
     template: tuple
     params: tuple
     defaults: tuple = ()
+    scope: str = ""
 
 
 _COMMENT_OR_STRING = re.compile(r"//[^\n]*|/\*[\s\S]*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'")
@@ -173,15 +175,55 @@ def _globals(code: str):
                 break  # not a function
 
 
+_NAMESPACE = re.compile(r"\b(?:inline\s+)?namespace\s+((?:\w+|::|inline|\s)*?)\s*(?:\[\[[^\]]*\]\]\s*)?\{")
+"""A namespace's opening, `namespace vllm {`, `namespace a::b {`, `inline namespace v1 {`, `namespace {`."""
+
+
+def _namespaces(code: str) -> list:
+    """(where its `{` is, where its `}` ends, its name as a prefix: "vllm::", "" unnamed) of each
+    namespace body of `code` (`_code`'s), outer ones first."""
+    return [(m.end() - 1, _closing(code, m.end() - 1),
+             "".join(f"{part}::" for part in re.findall(r"\w+", m.group(1)) if part != "inline"))
+            for m in _NAMESPACE.finditer(code)]
+
+
+def _scope(namespaces: list, at: int) -> str:
+    """The namespaces (`_namespaces`) that enclose `code[at]`, as a prefix: "vllm::detail::"."""
+    return "".join(name for opening, closing, name in namespaces if opening < at < closing)
+
+
 def declarations(source: str) -> list:
-    """The `__global__` functions `source` defines or declares, as `Kernel`s, each once, in order."""
+    """The `__global__` functions `source` defines or declares, as `Kernel`s, each once (the first
+    of a name, whatever its namespace), in order."""
     code, found = _code(source), {}
+    namespaces = _namespaces(code)
     for start, word, opening in _globals(code):
         inside = code[opening + 1:_closing(code, opening) - 1]
         parts = [p for p in _split(inside) if _declared(p) != ("void", "")]
         defaults = tuple((_split(p, "=")[1:] or [None])[0] for p in parts)
-        found.setdefault(word, Kernel(word, _template(code, start), tuple(map(_declared, parts)), defaults))
+        found.setdefault(word, Kernel(word, _template(code, start), tuple(map(_declared, parts)), defaults,
+                                      _scope(namespaces, start)))
     return list(found.values())
+
+
+def opened(source: str, kernel: str) -> str:
+    """`using namespace` directives for each namespace `source` declares `kernel` in (outer
+    first), so that a name expression's template arguments may name that namespace's types and
+    functions as the kernel's own code does ("act<float, silu<float>>" for vllm::silu)."""
+    prefix = qualified(source, kernel)[:-len(kernel.strip())] if _EXPRESSION.fullmatch(kernel) else ""
+    parts = [p for p in prefix.split("::") if p]
+    return "".join(f"using namespace {'::'.join(parts[:i + 1])}; " for i in range(len(parts)))
+
+
+def qualified(source: str, kernel: str) -> str:
+    """`kernel` (a name or name expression) with the namespaces `source` declares it in, where it
+    names none itself: "append_kernel" -> "vllm::append_kernel", as C++ names it at file scope
+    (CuPy's name_expressions, the lab's own call of it)."""
+    match = _EXPRESSION.fullmatch(kernel)
+    if match is None or match.group(1):
+        return kernel
+    scope = next((k.scope for k in declarations(source) if k.name == match.group(2)), "")
+    return scope + kernel.strip()
 
 
 def _registered(source: str) -> str:
@@ -190,14 +232,15 @@ def _registered(source: str) -> str:
     so that cudaLaunchKernel and a graph's kernel node, which name it by a `void*`, launch it."""
     code = _code(source)
     names = collections.Counter(_FUNCTION_NAME.findall(code))
+    namespaces = _namespaces(code)
     ends = []
     for start, word, opening in _globals(code):
         body = re.compile(r"\s*\{").match(code, _closing(code, opening))
         if body and names[word] <= 1 and not _template(code, start):
-            ends.append((_closing(code, body.end() - 1), word))
-    for end, word in reversed(ends):
-        source = (f"{source[:end]} static const bool emu_registered_{word} = emu_register_kernel<&{word}>(\"{word}\");"
-                  f"{source[end:]}")
+            ends.append((_closing(code, body.end() - 1), word, _scope(namespaces, start)))
+    for end, word, scope in reversed(ends):  # named as C++ names it at file scope: "vllm::append_kernel"
+        source = (f"{source[:end]} static const bool emu_registered_{word} = emu_register_kernel<&{word}>"
+                  f"(\"{scope}{word}\");{source[end:]}")
     return source
 
 
@@ -421,11 +464,11 @@ def kernel_pointer(source: str, kernel: str) -> str:
     """The C++ expression of a pointer to `kernel` (a name or name expression) of `source`:
     `&name`, or, where the source defines another function of that name (a host launcher named as
     its kernel: legal overloading), `&name` cast to the kernel's own signature."""
-    base = _EXPRESSION.fullmatch(kernel)[2]
+    base, named = _EXPRESSION.fullmatch(kernel)[2], qualified(source, kernel)
     definitions = re.findall(rf"[\w>*&]\s+{re.escape(base)}\s*\([^;{{}}]*\)\s*\{{", _code(source))
     if len(definitions) < 2:
-        return f"&{kernel}"
-    return f"static_cast<void (*)({', '.join(t for t, _ in instantiate(source, kernel)[1])})>(&{kernel})"
+        return f"&{named}"
+    return f"static_cast<void (*)({', '.join(t for t, _ in instantiate(source, kernel)[1])})>(&{named})"
 
 
 def entries(source: str, kernel: str | None = None, defines: dict | None = None) -> list:
@@ -656,7 +699,10 @@ def _run_launches(source: str) -> str:
     `k` names a kernel of `source` (not a template whose arguments are deduced or one that shares its
     name with a host function, nor one given fewer arguments than it has parameters; a kernel that
     shares its name with a host function is taken by its parameters' types), with its arguments as its parameters'
-    types, whose bytes tell one launch from another."""
+    types, whose bytes tell one launch from another. A launch is named by its kernel's own name with its
+    namespaces ("vllm::append_kernel", as Nsight names it), and a launch through a function pointer
+    (`f<<<...>>>(args)`, `f` a variable or a `(*f)` parameter) by the kernel `f` holds where it is one the
+    program registers (`_registered`), found as the launch runs."""
     code = _bare(source, directives=True)
     known = {k.name: k for k in declarations(source)}
     declared = collections.Counter(_FUNCTION_NAME.findall(code))  # kernels and host functions
@@ -676,7 +722,12 @@ def _run_launches(source: str) -> str:
                and len(_split(code[opening + 1:end - 1])) == len(k.params))
         body = (f"{launch}, decltype(emu_params({launch})){{{args}}}" if one else
                 f"[&]() EMU_UNTRACED {{ {source[start:m.start()]}{source[m.end():end]}; }}")
-        call = f"emu_launch_config({source[m.start() + 3:m.end() - 3]}).run(\"{' '.join(kernel.split())}\", {line}, {body})"
+        own = (k.scope + kernel[re.match(r"(?:\w+\s*::\s*)*", kernel).end():]
+               if k is not None and declared[name] == 1 and not kernel.startswith("::") else kernel)
+        named = f"\"{' '.join(own.split())}\""  # as Nsight names it: "vllm::append_kernel", wherever it is launched
+        if k is None and re.search(rf"(?<![\w.>])({re.escape(kernel)}\s*=(?!=)|\(\s*\*\s*{re.escape(kernel)}\s*\))", code):
+            named = f"emu_launched_name({kernel}, {named})"  # a function pointer: the kernel it holds, by its own name
+        call = f"emu_launch_config({source[m.start() + 3:m.end() - 3]}).run({named}, {line}, {body})"
         source = source[:start] + call + source[end:]
     return source
 

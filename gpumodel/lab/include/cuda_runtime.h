@@ -6,6 +6,7 @@
 // host code compiles and links; device code that calls one of these fails to link, naming it.
 #pragma once
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <cstddef>
 #include <cstring>
@@ -283,6 +284,17 @@ template <auto K> emu_work* emu_bind(void** args, const emu_launch_config& confi
 template <auto K> bool emu_register_kernel(const char* name) {
     emu_register(reinterpret_cast<const void*>(K), {name, &emu_bind<K>});
     return true;
+}
+// The name a launch through a function pointer (`f<<<grid, block>>>(args)`, `f` a variable) is
+// reported under: the kernel's own where `f` holds a registered kernel's address, else as written.
+const char* emu_registered_name(const void* kernel);  // null where none is registered there
+template <class K> const char* emu_launched_name(K k, const char* written) {
+    if constexpr (std::is_pointer_v<K> && std::is_function_v<std::remove_pointer_t<K>>) {
+        const char* name = emu_registered_name(reinterpret_cast<const void*>(k));
+        return name ? name : written;
+    } else {
+        return written;
+    }
 }
 // The launch as CUDA's runtime API takes it, the line it is written at (a whole program's report names it).
 cudaError_t cudaLaunchKernel(const void* kernel, dim3 grid, dim3 block, void** args, size_t shared_mem = 0,
