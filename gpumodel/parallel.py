@@ -13,7 +13,8 @@ NCCL's tuner chooses (`collective`): a ring; a double binary tree where the link
 in-switch reduction (NVLS) where the link's switches add; across nodes of several GPUs, the
 hierarchical one (within each node, then across). Within one node NCCL's tree is a chain as
 long as the ring, with more bytes, so it is never the faster there and is not offered. A GPU holds ceil(kv_heads / n) key-value heads where n <= kv_heads; past that
-each head is kept on n / kv_heads GPUs (the cache no longer shrinks). The link's latency per
+each head is kept on n / kv_heads GPUs (the cache no longer shrinks). Each GPU computes whole
+query heads, so n must divide the model's query heads (`head_splits`), as serving engines require. The link's latency per
 step is the data's where one is published (0 otherwise: then the link term is a bound too).
 Expert parallelism for a mixture of experts (`expert_step`): each GPU holds 1/n of the routed
 experts, and two all-to-alls per MoE layer carry the tokens to their experts and back.
@@ -148,14 +149,24 @@ def collective(link, collective_name: str, gpus, message, algorithm: str = FASTE
     return priced[best], best
 
 
+def head_splits(name, most: int) -> tuple:
+    """The GPU counts, 1 to `most`, over which tensor parallelism can split the model `name`:
+    those that divide its query heads, so that each GPU computes whole heads."""
+    m = decode.model(name)
+    return tuple(n for n in range(1, _check.one("most", most, collectives.MOST_GPUS) + 1) if m.heads % n == 0)
+
+
 def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: str = "fp16", math: str = "fp16",
          algorithm: str = FASTEST, latency: bool = True) -> ParallelStep:
     """One decode step of `batch` sequences with `context` cached tokens of model `name` split
     over `gpus` GPUs of `gpu` joined by `link` (a name of `links.links()`), its all-reduces by
     `algorithm` (one the link offers, or FASTEST: `collective`), each collective paying NCCL's
     tuner's costs or, without `latency`, its bytes alone: then the step's time is a bound. See
-    the module doc. Chapter 10."""
+    the module doc. `gpus` must divide the model's query heads (`head_splits`). Chapter 10."""
     m, device, n, b, c, joined, _, _ = _setup(name, gpu, gpus, batch, context, link, latency)
+    if m.heads % n:
+        raise ValueError(f"gpus must divide {m.name}'s {m.heads} query heads, so that each GPU computes whole heads "
+                         f"({', '.join(map(str, head_splits(m, joined.domain)))} over {joined.name}), got {gpus!r}")
     share, held = _share(m, n, b, c, weight, kv, math)
     alone = predict(share, device)
     count = 2 * m.layers + 1

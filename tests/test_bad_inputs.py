@@ -576,6 +576,8 @@ SIGNATURES = {
         "weight": ("fp16", choice(tuple(gm.tensor_cores.WEIGHT_BYTES))), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
         "math": ("fp16", choice(MATH)), "algorithm": ("ring", choice(gm.collectives.ALGORITHMS + ("fastest",))),
         "latency": (True, FLAG)}),
+    "parallel.head_splits": (gm.parallel.head_splits, {"name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))),
+                                                       "most": (72, SIZE)}),
     "parallel.algorithms": (gm.parallel.algorithms, {"link": ("NVLink 4", choice(tuple(gm.links.links()))),
                                                      "collective_name": ("all-reduce", choice(gm.collectives.COLLECTIVES))}),
     "parallel.collective": (gm.parallel.collective, {

@@ -114,9 +114,19 @@ def test_two_nodes_all_reduce_records_sit_below_their_hierarchical_bound_and_far
         assert c.measured > 4 * float(gm.collectives.bus_bandwidth("all-reduce", 16, run["message"], ring))
 
 
+@pytest.mark.parametrize("gpus", [3, 5, 72])
+def test_tensor_parallelism_over_a_count_that_does_not_divide_the_heads_is_refused(gpus):
+    """Llama-3-70B's 64 query heads split over 1, 2, 4, ... 64 GPUs; each GPU computes whole heads."""
+    assert gm.parallel.head_splits("Llama-3-70B", 72) == (1, 2, 4, 8, 16, 32, 64)
+    assert gm.parallel.head_splits("Llama-3-8B", 8) == (1, 2, 4, 8)
+    with pytest.raises(ValueError, match=r"^gpus must divide Llama-3-70B's 64 query heads, so that each GPU computes "
+                                         r"whole heads \(1, 2, 4, 8, 16, 32, 64 over NVL72\), got " + str(gpus)):
+        gm.parallel.step("Llama-3-70B", "B200", gpus, 1, 4096, "NVL72")
+
+
 def test_a_tensor_parallel_step_runs_its_all_reduces_by_the_fastest_algorithm():
     m = gm.decode.MODELS["Llama-3-70B"]
-    for gpus, ran in ((8, "ring"), (72, "in-switch")):
+    for gpus, ran in ((8, "ring"), (64, "in-switch")):
         s = gm.parallel.step(m.name, "B200", gpus, 1, 4096, "NVL72")
         per_layer, algorithm = gm.parallel.collective("NVL72", "all-reduce", gpus, m.width * 2)
         logits, _ = gm.parallel.collective("NVL72", "all-gather", gpus, m.vocab * 2)
@@ -149,10 +159,10 @@ def test_a_malformed_links_file_is_refused_naming_the_entry(name, monkeypatch, t
         gm.links.links.cache_clear()
 
 
-@pytest.mark.parametrize("gpus, heads", [(3, 3), (5, 2), (8, 1), (16, 1)])
-def test_a_gpu_holds_ceil_kv_heads_over_n_and_one_head_past_them(gpus, heads):
-    """Llama-3-70B's 8 key-value heads: 3 GPUs hold ceil(8/3) = 3 each, 5 hold 2, 8 and 16 one
-    (past 8, a head is copied): the cache a GPU holds is that many eighths of the whole."""
+@pytest.mark.parametrize("gpus, heads", [(2, 4), (4, 2), (8, 1), (16, 1), (64, 1)])
+def test_a_gpu_holds_kv_heads_over_n_and_one_head_past_them(gpus, heads):
+    """Llama-3-70B's 8 key-value heads: 2 GPUs hold 4 each, 4 hold 2, 8 and more one (past 8, a
+    head is copied): the cache a GPU holds is that many eighths of the whole."""
     m, b, c = gm.decode.MODELS["Llama-3-70B"], 4, 4096
     cache = b * (c + 1) * gm.decode.kv_bytes_per_token(m)
     p = gm.parallel.step("Llama-3-70B", "B200", gpus, b, c, "NVL72")
@@ -160,13 +170,13 @@ def test_a_gpu_holds_ceil_kv_heads_over_n_and_one_head_past_them(gpus, heads):
 
 
 def test_a_step_pays_two_all_reduces_a_layer_and_one_gather_and_is_held_by_the_link_when_they_outweigh_it():
-    """161 collectives for Llama-3-70B's 80 layers; at batch 1 on 72 GPUs their latencies
-    outweigh each GPU's seventy-second of the weights, so the step's bound is the link."""
+    """161 collectives for Llama-3-70B's 80 layers; at batch 1 on 64 GPUs their latencies
+    outweigh each GPU's sixty-fourth of the weights, so the step's bound is the link."""
     m = gm.decode.MODELS["Llama-3-70B"]
-    p = gm.parallel.step("Llama-3-70B", "B200", 72, 1, 1024, "NVL72")
+    p = gm.parallel.step("Llama-3-70B", "B200", 64, 1, 1024, "NVL72")
     assert p.collectives == 2 * m.layers + 1 == 161
-    per_layer, _ = gm.parallel.collective("NVL72", "all-reduce", 72, m.width * 2)
-    logits, _ = gm.parallel.collective("NVL72", "all-gather", 72, m.vocab * 2, "ring")
+    per_layer, _ = gm.parallel.collective("NVL72", "all-reduce", 64, m.width * 2)
+    logits, _ = gm.parallel.collective("NVL72", "all-gather", 64, m.vocab * 2, "ring")
     assert p.link_time == pytest.approx(2 * m.layers * per_layer + logits)
     assert p.link_time > p.gpu_time and p.bound == "link" and p.time == pytest.approx(p.gpu_time + p.link_time)
     one = gm.parallel.step("Llama-3-70B", "B200", 2, 64, 1024, "NVLink 5")

@@ -67,7 +67,7 @@ CHECKPOINTS = {"cp-parallel-ring": cp_ring, "cp-parallel-collectives": cp_collec
 RELIES_ON = {
     "cp-parallel-ring": ("ring_share", "term:all-reduce"),            # 2(n - 1)/n of the message, worked for 8
     "cp-parallel-collectives": ("term:tensor parallelism", "term:LM head"),  # two all-reduces a layer, one gather
-    "ex-parallel-best-gpus": ("b200_best", "nvls_floor"),              # Llama-3-70B's count and why; the question gives the rest
+    "ex-parallel-best-gpus": ("b200_best", "nvls_floor", "head_divisors"),             # Llama-3-70B's count and why; the question gives the rest
     "ex-parallel-explore-steps": ("nvls_from", "nvls_fixed", "nvls_eff_blackwell", "ring_base", "ring_step",
                                   "term:in-switch reduction"),         # batch 1's switch-over; each algorithm's costs
     "ex-parallel-explore-drafts": ("term:speculative decoding",),      # the checking step of k + 1 queries
@@ -77,7 +77,8 @@ RELIES_ON = {
 
 SYSTEMS = {"B200": "NVL72", "H100-SXM": "NVLink 4"}
 """The explorer's systems: each GPU with the link that joins it (an HGX H100 board, an NVL72 rack)."""
-GPU_COUNTS = (1, 2, 4, 8, 16, 36, 72)
+GPU_COUNTS = parallel.head_splits("Llama-3-70B", 72)
+"""The explorer's GPU counts: those that split Llama-3-70B's query heads on an NVL72 rack."""
 BATCHES = (1, 8, 64)
 CONTEXTS = (1024, 4096, 32768)
 MODEL = "Llama-3-70B"
@@ -132,10 +133,6 @@ def steps(question_batch: int = 64, question_context: int = 4096) -> WidgetExerc
     if question_batch != 1 and one != answer:
         mistakes.append((float(one), "That is where it takes over at batch 1. At this batch each all-reduce carries "
                                      "more bytes; weigh them by each algorithm's rate."))
-        later = next((n for n in GPU_COUNTS if n >= one), 0)
-        if later not in (one, answer):
-            mistakes.append((float(later), "That is the first count of the explorer's menu at which it runs at batch 1; "
-                                           "at this batch, compare the two algorithms' costs again."))
     return WidgetExercise(
         "parallel-steps", {"gpu": list(SYSTEMS), "gpus": list(GPU_COUNTS), "batch": list(BATCHES), "context": list(CONTEXTS)},
         view,
@@ -210,18 +207,19 @@ WIDGET_EXERCISES = (steps, drafts)
 
 
 def best_gpus(name: str, gpu: str, link: str, batch: int, context: int) -> int:
-    """The number of GPUs (1 to the link's domain) on which the model's tensor-parallel step of
-    `name` at `batch` and `context` is fastest (`parallel.step`, with the link's latencies)."""
-    most = links.link(link).domain
-    return min(range(1, most + 1), key=lambda n: parallel.step(name, gpu, n, batch, context, link).time)
+    """The number of GPUs (of those that split the model's heads, within the link's domain:
+    `parallel.head_splits`) on which the tensor-parallel step of `name` at `batch` and `context`
+    is fastest (`parallel.step`, with the link's latencies)."""
+    return min(parallel.head_splits(name, links.link(link).domain),
+               key=lambda n: parallel.step(name, gpu, n, batch, context, link).time)
 
 
 def check_best_gpus(name: str, gpu: str, link: str, batch: int, context: int, answer) -> Feedback:
     """Chapter 10: the GPUs on which a tensor-parallel decode step is fastest."""
     best = best_gpus(name, gpu, link, batch, context)
-    most = links.link(link).domain
-    wrong = {float(most): "All of them is slower for this model: each collective still pays its fixed latency, "
-                          "while the share of the weights one more GPU saves has grown small."}
+    most = parallel.head_splits(name, links.link(link).domain)[-1]
+    wrong = {float(most): "The most GPUs that split its heads is slower for this model: each collective still pays "
+                          "its fixed latency, while the share of the weights one more GPU saves has grown small."}
     if name != MODEL and decode.model(name).params != decode.model(MODEL).params:
         theirs = float(best_gpus(MODEL, gpu, link, batch, context))
         wrong[theirs] = (f"That is {MODEL}'s count, from the chapter; this model has another balance of weights to "
