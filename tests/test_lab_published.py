@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from gpumodel.lab import run_program, trace
+from gpumodel.lab import LabError, run_program, trace
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the lab needs g++")
 
@@ -293,3 +293,137 @@ def test_a_launch_through_a_function_pointer_is_reported_under_the_kernels_own_n
     assert [t.kernel for t in p.launches] == ["paged::detail::add"] * 4
     assert p.output.split() == ["15", "46"]
     assert "step<<<" not in p.report() and "kernel<<<" not in p.report()
+
+
+# 4. A kernel file whose host wrappers need PyTorch: the wrappers left out and named, the kernels run.
+
+TORCH_DISPATCH = r"""#pragma once
+#include <torch/all.h>
+
+#define LAB_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...) \
+  AT_DISPATCH_SWITCH(TYPE, NAME, AT_DISPATCH_CASE(at::ScalarType::Float, __VA_ARGS__))
+"""
+
+TORCH_CONVERT = r"""#pragma once
+#include <torch/headeronly/util/Half.h>
+#include <cuda_fp16.h>
+
+namespace lab {
+template <typename T> struct Convert { static constexpr bool exists = false; };
+template <> struct Convert<float> {
+  static constexpr bool exists = true;
+  __device__ static float to_float(float x) { return x; }
+};
+template <> struct Convert<c10::Half> {
+  static constexpr bool exists = true;
+  __device__ static float to_float(__half x) { return __half2float(x); }
+};
+}  // namespace lab
+"""
+
+TORCH_KERNELS = r"""#include "convert.cuh"
+#include "dispatch.h"
+
+#include <torch/cuda.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <cub/cub.cuh>
+
+namespace lab {
+
+// vLLM's csrc style: a row per block, the block's sum of squares through CUB.
+template <typename scalar_t>
+__global__ void rms_norm_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ input,
+                                const scalar_t* __restrict__ weight, const float epsilon, const int hidden_size) {
+  __shared__ float s_variance;
+  float variance = 0.0f;
+  for (int i = threadIdx.x; i < hidden_size; i += blockDim.x) {
+    const float x = Convert<scalar_t>::to_float(input[blockIdx.x * hidden_size + i]);
+    variance += x * x;
+  }
+  using BlockReduce = cub::BlockReduce<float, 256>;
+  __shared__ typename BlockReduce::TempStorage store;
+  variance = BlockReduce(store).Sum(variance, blockDim.x);
+  if (threadIdx.x == 0) s_variance = rsqrtf(variance / hidden_size + epsilon);
+  __syncthreads();
+  for (int i = threadIdx.x; i < hidden_size; i += blockDim.x)
+    out[blockIdx.x * hidden_size + i] = (scalar_t)(input[blockIdx.x * hidden_size + i] * s_variance) * weight[i];
+}
+
+__global__ void copy_blocks_kernel(const int64_t* __restrict__ mapping, float* __restrict__ cache, int block_size) {
+  const int64_t src = mapping[2 * blockIdx.x], dst = mapping[2 * blockIdx.x + 1];
+  for (int i = threadIdx.x; i < block_size; i += blockDim.x) cache[dst * block_size + i] = cache[src * block_size + i];
+}
+
+}  // namespace lab
+
+void rms_norm(torch::Tensor& out, torch::Tensor& input, torch::Tensor& weight, double epsilon) {
+  TORCH_CHECK(out.is_contiguous());
+  int hidden_size = input.size(-1);
+  int num_tokens = input.numel() / hidden_size;
+  const at::cuda::OptionalCUDAGuard device_guard(device_of(input));
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  LAB_DISPATCH_FLOATING_TYPES(input.scalar_type(), "rms_norm_kernel", [&] {
+    lab::rms_norm_kernel<scalar_t><<<num_tokens, 256, 0, stream>>>(
+        out.data_ptr<scalar_t>(), input.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), epsilon, hidden_size);
+  });
+}
+
+static inline int blocks_of(const torch::Tensor& mapping) { return mapping.size(0); }
+
+void copy_blocks(torch::Tensor& cache, const torch::Tensor& mapping, int64_t block_size) {
+  lab::copy_blocks_kernel<<<blocks_of(mapping), 128>>>(mapping.data_ptr<int64_t>(), cache.data_ptr<float>(),
+                                                       block_size);
+}
+
+TORCH_LIBRARY_FRAGMENT(_lab, ops) {
+  ops.def("rms_norm(Tensor! out, Tensor input, Tensor weight, float epsilon) -> ()");
+  ops.impl("rms_norm", torch::kCUDA, &rms_norm);
+}
+"""
+
+
+@pytest.fixture
+def torch_style(tmp_path):
+    """The kernel file's folder, with its two headers (each includes PyTorch's)."""
+    (tmp_path / "convert.cuh").write_text(TORCH_CONVERT)
+    (tmp_path / "dispatch.h").write_text(TORCH_DISPATCH)
+    return (f"-I{tmp_path}",)
+
+
+def test_a_kernel_file_with_torch_wrappers_traces_its_kernels_and_names_what_it_left_out(torch_style):
+    """rms_norm_kernel<float> as NumPy computes it (x / sqrt(mean(x^2) + eps) * w, a row per block),
+    copy_blocks_kernel by its bare name; the report names the three wrappers, the inline helper
+    and the class specialised for c10::Half, each at its line, and nothing else."""
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((4, 300)).astype(np.float32), rng.standard_normal(300).astype(np.float32)
+    out = np.zeros_like(x)
+    t = trace(TORCH_KERNELS, "rms_norm_kernel<float>", 4, 256, [out, x, w, 1e-6, 300], options=torch_style)
+    want = x / np.sqrt((x.astype(np.float64) ** 2).mean(axis=1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(t.arrays[0], want, rtol=1e-5, atol=1e-5)
+    line = {name: _line(TORCH_KERNELS, text) for name, text in (
+        ("rms_norm", "void rms_norm("), ("blocks_of", "int blocks_of("), ("copy_blocks", "void copy_blocks("),
+        ("TORCH_LIBRARY_FRAGMENT", "TORCH_LIBRARY_FRAGMENT"))}
+    assert t.left_out == [f"{name} (line {n})" for name, n in line.items()] + [
+        f"Convert<c10::Half> (convert.cuh, line {_line(TORCH_CONVERT, 'Convert<c10::Half>')})"]
+    report = t.report(gpus=["H100-SXM"])
+    assert report.splitlines()[1].startswith("left out of the build, as code written against PyTorch")
+    assert f"rms_norm (line {line['rms_norm']})" in report
+    cache, mapping = np.arange(6 * 16, dtype=np.float32), np.array([0, 5, 2, 3], np.int64)
+    trace(TORCH_KERNELS, "copy_blocks_kernel", 2, 128, [mapping, cache, 16], options=torch_style)
+    want = np.arange(6 * 16, dtype=np.float32).reshape(6, 16)
+    want[5], want[3] = want[0], want[2]
+    assert cache.reshape(6, 16).tolist() == want.tolist()
+
+
+def test_a_kernel_that_needs_torch_itself_says_what_the_lab_left_out():
+    """A kernel whose own code names c10::Half is kept (the lab leaves out no kernel), so g++
+    refuses it; the message says the lab left out PyTorch and what, and what such an error means."""
+    source = TORCH_KERNELS.replace('#include "convert.cuh"\n#include "dispatch.h"\n', "").replace(
+        "  __shared__ float s_variance;", "  __shared__ c10::Half s_variance;")
+    with pytest.raises(LabError) as err:
+        trace(source, "copy_blocks_kernel", 1, 128, [np.zeros(2, np.int64), np.zeros(16, np.float32), 16])
+    message = str(err.value)
+    assert "error: ‘c10’ does not name a type" in message and "is host code" not in message  # the wrappers are out
+    assert "The lab left out the file's PyTorch headers and the code written against them: rms_norm (line" in message
+    assert "an error above that names torch::, at:: or c10:: is in code it kept" in message

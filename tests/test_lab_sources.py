@@ -436,11 +436,15 @@ def test_a_file_with_its_host_code_traces_the_kernel_named_and_host_code_never_r
 
 
 def test_a_header_the_lab_lacks_is_named_as_such():
-    extension = ("#include <torch/extension.h>\n__global__ void k(float* y) { y[0] = 1; }\n"
+    extension = ("#include <cutlass/cutlass.h>\n__global__ void k(float* y) { y[0] = 1; }\n"
                  "void launch(float* y) { k<<<1, 32>>>(y); }\n")
-    with pytest.raises(LabError, match=r"torch/extension.h is not a header the lab has: leave its #include out") as err:
+    with pytest.raises(LabError, match=r"cutlass/cutlass.h is not a header the lab has: leave its #include out") as err:
         trace(extension, "k", 1, 32, [np.zeros(32, np.float32)])
     assert "host code" not in str(err.value)  # the header is the cause, not the launch at line 3
+    # PyTorch's headers are left out with the host code written against them (tests/test_lab_published.py)
+    torch = ("#include <torch/extension.h>\n__global__ void k(float* y) { y[0] = 1; }\n"
+             "void launch(torch::Tensor& y) { k<<<1, 32>>>(y.data_ptr<float>()); }\n")
+    assert trace(torch, "k", 1, 32, [np.zeros(32, np.float32)]).left_out == ["launch (line 3)"]
 
 
 # In ggml's style (ggml-cuda/common.cuh, norm.cu): a vendor header of the file's own named as

@@ -30,7 +30,7 @@ from ..folders import create, problems
 from ..units import fmt_bytes
 from .limits import COMPILE_MEMORY, COMPILE_SECONDS, LabError, limit_message, run
 from .reader import (ARCH, SOURCE_NAME, SUPPORTED, arch_number, entries, for_gxx, host_code, kernel_pointer, opened,
-                     own_headers)
+                     own_headers, without_framework)
 
 HERE = pathlib.Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
@@ -354,7 +354,21 @@ def compile_with_header(args: list, header: list, what: str, source: str, progra
         if not pathlib.Path(header[-1] + ".gch").exists():
             raise LabError(f"{err}\n(the lab's precompiled header was removed meanwhile: run it again)") from None
         missing = _NO_HEADER.search(str(err))  # a header the lab lacks: the host code is beside the point
-        raise CompileError(f"{err}{'' if program or missing else host_code(source)}") from None
+        raise CompileError(f"{err}{'' if program or missing else host_code(source)}"
+                           f"{'' if program else _framework_note(source)}") from None
+
+
+def _framework_note(source: str) -> str:
+    """Where the lab left code written against PyTorch out of `source` (`reader.without_framework`):
+    a sentence saying so, naming what it left out, and what an error that names PyTorch means."""
+    text, left = without_framework(source)
+    if text == source:
+        return ""
+    named = ", ".join(f"{name} (line {line})" for name, line in left[:6]) + (f" and {len(left) - 6} more" if len(left) > 6 else "")
+    return ("\nThe lab left out the file's PyTorch headers" + (f" and the code written against them: {named}" if left else "")
+            + ". PyTorch is not part of the lab: an error above that names torch::, at:: or c10:: is in code it kept (a "
+            "kernel, or a device function one calls), which needs PyTorch's types; a kernel traces with NumPy arrays as "
+            "its pointers.")
 
 
 def wrapper(source: str, names: list, traced: bool = False) -> str:
@@ -409,7 +423,7 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
     # Only __FILE__ renamed (not the line table's file, nor g++'s messages), and not in the precompiled header's flags.
     renamed = [f"-fmacro-prefix-map={SOURCE_NAME}={file_name}"] if file_name != SOURCE_NAME else []
     key = digest((text + str(flags + renamed) + runtime.name + str(sorted(headers.items()))).encode()
-                 + pathlib.Path(__file__).read_bytes())  # this file: its messages
+                 + pathlib.Path(__file__).read_bytes() + (HERE / "reader.py").read_bytes())  # their messages
 
     def make(exe):
         cpp, obj, copies = (exe.with_suffix(end) for end in (".cpp", ".o", ".headers"))

@@ -740,6 +740,86 @@ def _without_launches(source: str) -> str:
     return source
 
 
+FRAMEWORKS = ("torch", "ATen", "c10", "caffe2", "pybind11")
+"""Folders of the headers of PyTorch (and pybind11) that a library's kernel file includes for its
+host wrappers (vLLM's and SGLang's csrc): none is part of the lab."""
+_FRAMEWORK_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](?:" + "|".join(FRAMEWORKS)
+                                + r")/[^>\"\n]*[>\"]|^[ \t]*#[ \t]*include[ \t]*[<\"]Python\.h[>\"]", re.M)
+_FRAMEWORK_USE = re.compile(r"\b(?:torch|at|c10|caffe2|pybind11|py)\s*::|\b(?:TORCH|C10|PYBIND11)_\w+|\bAT_(?:DISPATCH|ASSERT|ERROR)\w*"
+                            r"|\bVLLM_DISPATCH\w*|\bDISPATCH_\w*FLOAT\w*")
+"""What only code written against PyTorch names: its namespaces and macros, the dispatch macros
+libraries build on them."""
+
+
+def _items(code: str, lo: int, hi: int):
+    """(start, end) of each declaration or definition at namespace scope in `code[lo:hi]` (`_bare`'s,
+    directives blanked): a function with its body, a class with its `;`, a declaration to its `;`;
+    the bodies of namespaces and `extern "C"` blocks entered."""
+    i = lo
+    while i < hi:
+        i = re.compile(r"\s*").match(code, i).end()
+        if i >= hi:
+            return
+        block = re.compile(r'(?:inline\s+)?namespace\b[^{};()]*\{|extern\s*"[^"\n]*"\s*\{').match(code, i)
+        if block:
+            closing = _closing(code, block.end() - 1)
+            yield from _items(code, block.end(), min(closing - 1, hi))
+            i = closing
+            continue
+        j, depth = i, 0
+        while j < hi:
+            c = code[j]
+            depth += (c in "([") - (c in ")]")
+            if depth == 0 and c == ";":
+                j += 1
+                break
+            if depth == 0 and c == "{":
+                head = code[i:j].rstrip()
+                j = _closing(code, j)
+                if re.search(r"\)\s*(?:const|noexcept|override|final|\s|->[^{};=]*)*$", head):
+                    break  # a function's body (or a macro's block): the item ends with it
+                continue  # a class, enum or braced initialiser: on to its `;`
+            if depth == 0 and c == "}":  # unbalanced (an #if's two branches): the item ends here
+                break
+            j += 1
+        yield i, max(j, i + 1)
+        i = max(j, i + 1)
+
+
+def _item_name(text: str) -> str:
+    """How a note names a declaration: a function (or a macro's block, `TORCH_LIBRARY(...)`) by its
+    name, a class by its name and arguments, another by its first words."""
+    head = re.split(r"[{;=]", text, maxsplit=1)[0]
+    named = re.search(r"\b(?:struct|class|union|enum)\s+(?:alignas\s*\([^()]*\)\s*)?([\w:]+\s*(?:<.*>)?)", head, re.S)
+    if named and "(" not in head.split(named.group(0))[-1]:
+        return " ".join(named.group(1).split())
+    called = re.search(r"([\w:~]+)\s*\(", head)
+    return called.group(1) if called else " ".join(head.split())[:40]
+
+
+def without_framework(source: str) -> tuple:
+    """(`source` as the lab compiles a file that holds code written against PyTorch, each line
+    kept; what it left out): its `#include`s of `FRAMEWORKS`' headers blanked, and each declaration
+    at namespace scope that names PyTorch's namespaces or macros (`_FRAMEWORK_USE`: a host wrapper
+    that takes `torch::Tensor`s and launches the kernels, a `TORCH_LIBRARY` block, a class
+    specialised for `c10::Half`) blanked, unless it is a kernel, whose compile error then names
+    what it lacks. What was left out: (name, line) of each such declaration, the includes not
+    counted. The source unchanged where it holds neither."""
+    if not (_FRAMEWORK_INCLUDE.search(source) or _FRAMEWORK_USE.search(source)):
+        return source, []
+    text = _FRAMEWORK_INCLUDE.sub(lambda m: " " * len(m.group(0)), source)
+    code, left = _bare(text, directives=True), []
+    spans = []
+    for start, end in _items(code, 0, len(code)):
+        item = code[start:end]
+        if _FRAMEWORK_USE.search(item) and not re.search(r"\b__global__\b", item):
+            spans.append((start, end))
+            left.append((_item_name(item), code.count("\n", 0, start) + 1))
+    for start, end in reversed(spans):
+        text = text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
+    return text, left
+
+
 def for_gxx(source: str, program: bool = False) -> str:
     """`source` as g++ compiles it, its lines kept: each `extern __shared__ T name[];` a
     `T* const name` at the launch's dynamic shared memory (`emu_dynamic_shared`, sized by its
@@ -748,12 +828,13 @@ def for_gxx(source: str, program: bool = False) -> str:
     reads a special register (`asm("mov.u32 %0, %%laneid;" : "=r"(lane))`) a call that reads it
     (`SPECIAL_REGISTERS`); each host launch
     `k<<<...>>>(args)` a plain call `k(args)`, so that the file's host code compiles (the lab
-    never runs it), or, in a whole `program`, a launch the lab runs (`_run_launches`)."""
+    never runs it), its code written against PyTorch left out (`without_framework`), or, in a whole
+    `program`, a launch the lab runs (`_run_launches`)."""
     def pointer(match):
         ctype = re.sub(_ALIGNMENT, "", f"{match.group(1)} {match.group(2)}").strip()
         return (f"{ctype}* const {match.group(3)} = reinterpret_cast<{ctype}*>(emu_dynamic_shared());"
                 + "\n" * match.group(0).count("\n"))
-    source = _run_launches(_registered(source)) if program else _without_launches(source)
+    source = _run_launches(_registered(source)) if program else _without_launches(without_framework(source)[0])
     source = _CONST_CONSTANT.sub("__constant__", source)
     source = _SPECIAL_REGISTER.sub(r"(\2 = emu_sreg_\1())", source)
     source = _SHARED_ALIGNAS.sub(r"\1 __shared__", source)
@@ -768,7 +849,7 @@ def host_code(source: str) -> str:
     """Where g++ refused a source that holds host code: a sentence naming its first line, and
     how the lab treats it (compiled against declarations of CUDA's host API, never run); ""
     where it holds none."""
-    code = _bare(source, directives=True)
+    code = _bare(without_framework(source)[0], directives=True)  # not the host code the lab left out
     found = _HOST_CODE.search(code)
     if found is None:
         return ""

@@ -49,7 +49,8 @@ from ..units import fmt_bytes
 from ..workloads import Workload
 from .builder import build
 from .limits import PROGRAM_MEMORY, physical_memory
-from .reader import ARCH, arch_number, compile_options, launched, source_line, where
+from .reader import (ARCH, arch_number, compile_options, launched, own_headers, source_line, where,
+                     without_framework)
 from .runner import MAX_THREADS, PROGRAM_THREADS, index, launch, printed, run_program_traced, run_traced
 
 OUTPUT_LINES = 40
@@ -169,6 +170,9 @@ class Trace:
     and phase (between barriers), a load whose site already ran in the open round starts one,
     and a phase's loads staged into shared memory are one round together (`trace_runtime.cpp`,
     `phase_rounds`). The expected time's loads in flight (`gm.expected.trace_launch`)."""
+    left_out: list = field(default_factory=list)
+    """What the lab left out of the file's build as code written against PyTorch (`reader.without_framework`:
+    the host wrappers of a library's kernel file, say), each "name (line N)" or "name (header, line N)"."""
 
     @property
     def scale(self) -> float:
@@ -250,6 +254,9 @@ class Trace:
         bound with the level that sets it and the expected time with what holds it."""
         out = [f"{self.kernel}<<<{self.grid}, {self.block}>>>: {self.blocks_traced} of {self.blocks} blocks traced"
                + (f" (a sample: every block ran, these traced; counts scaled by {self.scale:.3g})" if self.sampled else "")]
+        if self.left_out:
+            out.append(f"left out of the build, as code written against PyTorch (which the lab does not have; the kernel "
+                       f"needs none of it): {', '.join(self.left_out)}")
         out += self.counted()
         work = self.workload(flops)
         out.append("time per GPU: at best (the bound: no kernel moving these bytes beats it; the level that sets it), "
@@ -328,8 +335,20 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
         build(source, arch=arch, options=flags)  # a source that does not compile says so first
         raise
     done = run_traced(build(source, names, arch, flags), source, kernel, names, shape, params, values)
-    return _trace(source, kernel, shape, done.rows, done.where, done.calls, done.traced,
-                  [v for v in values if isinstance(v, np.ndarray)], done.output)
+    traced = _trace(source, kernel, shape, done.rows, done.where, done.calls, done.traced,
+                    [v for v in values if isinstance(v, np.ndarray)], done.output)
+    traced.left_out = _left_out(source, folders)
+    return traced
+
+
+def _left_out(source: str, folders) -> list:
+    """What the build left out of `source` and the headers it includes from `folders` as code
+    written against PyTorch (`reader.without_framework`), each as `Trace.left_out` names it."""
+    left = [f"{name} (line {line})" for name, line in without_framework(source)[1]]
+    for header, path in own_headers(source, folders).items():
+        left += [f"{name} ({header}, line {line})"
+                 for name, line in without_framework(path.read_text(errors="replace"))[1]]
+    return left
 
 
 def _trace(source: str, kernel: str, shape, rows: list, where_of: dict, calls: dict, traced: int, arrays: list,
