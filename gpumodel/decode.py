@@ -10,6 +10,8 @@ sequence's KV cache once for that sequence alone. So:
 - the weights a step reads (`weights_read`): every matrix once, the LM head included, but of the
   input embedding table only the rows the batch looks up; for a mixture of experts, the routed
   experts the batch touches (`experts_touched`);
+- one weight GEMM of a step, chapter 6's: its HBM intensity at a batch (`gemm_intensity`) and
+  the batch at which it reaches HBM's ridge (`gemm_critical_batch`);
 - the step as a `Workload` (`step`) that the model times (`gm.predict`): its tokens per second
   (`tokens_per_second`), the batch at which it leaves HBM's bound (`critical_batch`, chapter 6's
   critical batch with the cache), the batches whose caches fit (`max_batch`);
@@ -224,7 +226,7 @@ def row_bytes(elements, kv: str = "fp16"):
 def kv_bytes_per_token(name, kv: str = "fp16") -> float:
     """Bytes of KV cache one token of context adds to a sequence of the model `name` (a name of
     MODELS or a `Model`), in the cache format `kv`: rows x row bytes; for MHA and GQA in fp16,
-    chapter 6's layers x 2 x kv_heads x head_dim x 2. Chapter 9."""
+    chapter 6's layers x 2 x kv_heads x head_dim x 2. Chapters 6 and 9."""
     m = model(name)
     return float(m.rows * row_bytes(m.row_elements, kv))
 
@@ -426,6 +428,47 @@ def tokens_per_second(name, gpu, batch, context, weight: str = "fp16", kv: str =
     ask whether the weights and caches fit (`max_batch`). Chapter 9."""
     b = _check.size("batch", batch, MOST_BATCH)
     return _check.as_output(b / np.asarray(step_time(name, gpu, batch, context, weight, kv, math)))
+
+
+def _weight_bytes(weight: str) -> float:
+    return WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
+
+
+def gemm_intensity(batch, width, weight: str = "fp16", act_bytes: float = 2):
+    """HBM intensity (FLOP/B) of one weight GEMM of a decode step: `batch` rows of activations
+    (`act_bytes` each) times a `width` x `width` weight matrix stored as `weight`:
+    2Bw^2 / (b_w w^2 + 2 s_a B w), weights read once, activations in and out. Chapter 6."""
+    b, w = _check.size("batch", batch), _check.size("width", width)
+    _check.broadcast(("batch", b), ("width", w))
+    b_w = _weight_bytes(weight)
+    if _check.real("act_bytes", act_bytes) <= 0:
+        raise ValueError(f"act_bytes must be a positive number, got {act_bytes!r}")
+    return _check.as_output(2 * b * w * w / (b_w * w * w + 2 * act_bytes * b * w))
+
+
+def gemm_critical_batch(gpu, width, weight: str = "fp16", math: str = "fp16", act_bytes: float = 2,
+                        largest: int = 1 << 16) -> int:
+    """The smallest batch at which one weight GEMM of a decode step (`gemm_intensity`,
+    activations of `act_bytes`) reaches the HBM ridge of `gpu` for `math`: the fp16 peak where
+    narrow weights are widened to fp16 in registers before the MMA, the fp8 peak where weights
+    and activations are both fp8. The whole step's, cache and all, is `critical_batch`.
+    Chapter 6."""
+    g = presets.gpu(gpu)
+    ridge = g.ridge("hbm", math)
+    w, largest = _check.one("width", width), _check.one("largest", largest)
+    gemm_intensity(1, w, weight, act_bytes)  # refuses a bad weight or act_bytes, naming it
+    # The intensity 2Bw / (b_w w + 2 s_a B) grows with B towards w / s_a: solve for B, then step to
+    # the first whole batch that reaches the ridge as gemm_intensity computes it.
+    room = 2 * (w - act_bytes * ridge)
+    solved = np.ceil(ridge * _weight_bytes(weight) * w / room) if room > 0 else largest + 1
+    batch = int(min(max(solved, 1), largest + 1))
+    while batch > 1 and gemm_intensity(batch - 1, w, weight, act_bytes) >= ridge:
+        batch -= 1
+    while batch <= largest and gemm_intensity(batch, w, weight, act_bytes) < ridge:
+        batch += 1
+    if batch > largest:
+        raise ValueError(f"width must be large enough for a batch of at most {largest} to reach the ridge, got {width!r}")
+    return batch
 
 
 def critical_batch(name, gpu, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16",

@@ -7,11 +7,11 @@
 - thread-block clusters sharing panels through TMA multicast (`cluster_gemm`);
 - how deep a copy pipeline must be (`pipeline`), from the latency of a level and the time
   the tensor cores take for one stage;
-- decode with narrow weights (`decode_intensity`, `critical_batch`, `kv_bytes_per_token`);
 - waves and tails (`wave_quantisation`, `split_k_bytes`, `stream_k`).
 
-NumPy and the standard library only; SI units (bytes, seconds, FLOP/s). The chapter's
-exercises are in `gpumodel.course.tensor_cores`.
+The chapter's decode formulas (a decode GEMM's intensity and critical batch, the KV cache a
+token adds) are `gpumodel.decode`'s. NumPy and the standard library only; SI units (bytes,
+seconds, FLOP/s). The chapter's exercises are in `gpumodel.course.tensor_cores`.
 """
 
 from __future__ import annotations
@@ -151,55 +151,6 @@ def pipeline(gpu, block=(128, 128), bk: int = 64, dtype: str = "fp16", level: st
     in_flight = stage_bytes * latency / stage_time
     stages = 1 + math.ceil(in_flight / stage_bytes)
     return Pipeline(stage_bytes, stage_time, latency, in_flight, stages, stages * stage_bytes, littles_law)
-
-
-def _weight_bytes(weight: str) -> float:
-    return WEIGHT_BYTES[_check.choice("weight", weight, WEIGHT_BYTES)]
-
-
-def decode_intensity(batch, width, weight: str = "fp16", act_bytes: float = 2):
-    """HBM intensity (FLOP/B) of a decode step's weight GEMM: `batch` rows of activations
-    (`act_bytes` each) times a `width` x `width` weight matrix stored as `weight`:
-    2Bw^2 / (b_w w^2 + 2 s_a B w), weights read once, activations in and out. Chapter 6."""
-    b, w = _check.size("batch", batch), _check.size("width", width)
-    _check.broadcast(("batch", b), ("width", w))
-    b_w = _weight_bytes(weight)
-    if _check.real("act_bytes", act_bytes) <= 0:
-        raise ValueError(f"act_bytes must be a positive number, got {act_bytes!r}")
-    return _check.as_output(2 * b * w * w / (b_w * w * w + 2 * act_bytes * b * w))
-
-
-def critical_batch(gpu, width, weight: str = "fp16", math: str = "fp16", act_bytes: float = 2,
-                   largest: int = 1 << 16) -> int:
-    """The smallest batch at which the decode GEMM (`decode_intensity`, activations of
-    `act_bytes`) reaches the HBM ridge of `gpu` for `math`: the fp16 peak where narrow
-    weights are widened to fp16 in registers before the MMA, the fp8 peak where weights and
-    activations are both fp8. Chapter 6."""
-    g = presets.gpu(gpu)
-    ridge = g.ridge("hbm", math)
-    w, largest = _check.one("width", width), _check.one("largest", largest)
-    decode_intensity(1, w, weight, act_bytes)  # refuses a bad weight or act_bytes, naming it
-    # The intensity 2Bw / (b_w w + 2 s_a B) grows with B towards w / s_a: solve for B, then step to
-    # the first whole batch that reaches the ridge as decode_intensity computes it.
-    room = 2 * (w - act_bytes * ridge)
-    solved = np.ceil(ridge * _weight_bytes(weight) * w / room) if room > 0 else largest + 1
-    batch = int(min(max(solved, 1), largest + 1))
-    while batch > 1 and decode_intensity(batch - 1, w, weight, act_bytes) >= ridge:
-        batch -= 1
-    while batch <= largest and decode_intensity(batch, w, weight, act_bytes) < ridge:
-        batch += 1
-    if batch > largest:
-        raise ValueError(f"width must be large enough for a batch of at most {largest} to reach the ridge, got {width!r}")
-    return batch
-
-
-def kv_bytes_per_token(layers, kv_heads, head_dim, dtype: str = "fp16"):
-    """Bytes of KV cache one token adds: layers x 2 (a key and a value) x kv_heads x
-    head_dim x bytes per element. Chapter 6."""
-    layers, kv_heads = _check.size("layers", layers), _check.size("kv_heads", kv_heads)
-    head_dim = _check.size("head_dim", head_dim)
-    _check.broadcast(("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim))
-    return _check.as_output(layers * 2 * kv_heads * head_dim * _check.dtype_bytes(dtype))
 
 
 @dataclass(frozen=True)

@@ -287,8 +287,8 @@ EDGES = {
                        ("2^17 x 2^17, 1 block per SM on the T4", lambda: gm.waves.gemm_hbm(
                            2**17, 2**17, 128, gpu="T4", blocks_per_sm=1)),
                        ("2^18 x 2^18 (refused)", lambda: gm.waves.gemm_hbm(2**18, 2**18, 128, block=(128, 128)))],
-    "tensor_cores.critical_batch": [("largest=2^24", lambda: gm.tensor_cores.critical_batch("A100-40GB", 4096, "int4",
-                                                                                             largest=2**24))],
+    "decode.gemm_critical_batch": [("largest=2^24", lambda: gm.decode.gemm_critical_batch("A100-40GB", 4096, "int4",
+                                                                                           largest=2**24))],
     "tiles.search": [("2^20 x 2^20 x 2^20", lambda: gm.tiles.search("A100-40GB", 2**20, 2**20, 2**20))],
 }
 

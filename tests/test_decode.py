@@ -11,13 +11,12 @@ import pytest
 import gpumodel as gm
 from gpumodel import decode as dc
 from gpumodel import simulate as sim
-from gpumodel import tensor_cores as tc
 
 
 def test_dense_7b_bytes_per_token():
     # Llama-2-7B: 32 layers, 32 heads of d = 128, fp16. A token of context adds a key and a value
     # per head per layer: 2 x 32 x 32 x 128 x 2 B = 524,288 B (512 KiB), chapter 6's formula.
-    assert dc.kv_bytes_per_token("Llama-2-7B") == 524288 == tc.kv_bytes_per_token(32, 32, 128)
+    assert dc.kv_bytes_per_token("Llama-2-7B") == 524288 == 32 * 2 * 32 * 128 * 2
     # At a context of 4096 a step of one sequence reads the weights but the 32,000 x 4,096 input
     # table, of which it reads one row (4,096 weights), at 2 B each, plus 4096 cached tokens, and
     # writes one: (6.7e9 - 131,072,000 + 4,096) x 2 + 4097 x 524,288 B.
@@ -36,6 +35,7 @@ def test_gqa_with_8_groups_is_an_eighth():
     assert gqa.group == 8 and gqa.attention == "gqa" and mha.attention == "mha"
     assert dc.kv_bytes_per_token(gqa) * 8 == dc.kv_bytes_per_token(mha)
     assert dc.kv_bytes_per_token("Llama-3-8B") == 2 * 32 * 8 * 128 * 2 == 131072
+    assert dc.kv_bytes_per_token("Llama-3-8B", "fp32") == 32 * 2 * 8 * 128 * 4  # 4 bytes an element
 
 
 def test_mla_latent_size():
@@ -94,6 +94,36 @@ def test_critical_batch_closed_form_and_the_long_context_limit():
     ds = dc.MODELS["DeepSeek-V2"]
     assert ds.attention_flops / dc.kv_bytes_per_token(ds) == pytest.approx(60 * 128 * 2 * (2 * 512 + 64) / (60 * 576 * 2))
     assert dc.critical_batch(ds, g, 4096) is not None
+
+
+@pytest.mark.parametrize("width", [4096, 8192])
+def test_fp16_gemm_critical_batch_agrees_with_the_model(width):
+    batches = np.arange(1, 2049)
+    p = gm.predict(gm.gemm(batches, width, width, block=(1, 1), dtype="fp16"), "H100-SXM")
+    assert dc.gemm_critical_batch("H100-SXM", width) == int(batches[np.argmax(p.intensity["hbm"] >= p.ridge["hbm"])])
+    assert np.allclose(dc.gemm_intensity(batches, width), p.intensity["hbm"])
+
+
+def test_narrower_weights_lower_the_gemm_critical_batch():
+    crit = {w: dc.gemm_critical_batch("H100-SXM", 8192, w) for w in ("fp16", "int8", "int4")}
+    assert 250 < crit["fp16"] < 400 and crit["fp16"] > crit["int8"] > crit["int4"]
+    assert dc.gemm_intensity(1, 8192, "int4") == pytest.approx(4 * dc.gemm_intensity(1, 8192, "fp16"), rel=0.01)
+    with pytest.raises(ValueError, match="weight must be one of"):
+        dc.gemm_intensity(1, 8192, "int2")
+    with pytest.raises(ValueError, match="width must be large enough"):
+        dc.gemm_critical_batch("H100-SXM", 64)
+
+
+@pytest.mark.parametrize("width", [4096, 8192, 16384])
+def test_fp8_math_halves_the_gemm_bytes_and_doubles_the_peak(width):
+    batches = np.arange(1, 1025)
+    assert np.allclose(dc.gemm_intensity(batches, width, "fp8", act_bytes=1), 2 * dc.gemm_intensity(batches, width))
+    h100 = gm.gpu("H100-SXM")
+    assert h100.ridge("hbm", "fp8") == pytest.approx(2 * h100.ridge("hbm", "fp16"), rel=1e-4)
+    assert dc.gemm_critical_batch(h100, width, "fp8", math="fp8", act_bytes=1) == dc.gemm_critical_batch(h100, width)
+    assert dc.gemm_critical_batch(h100, width, "fp8") < dc.gemm_critical_batch(h100, width)  # widened to fp16: fewer bytes only
+    with pytest.raises(ValueError, match="A100-40GB has no fp8"):
+        dc.gemm_critical_batch("A100-40GB", width, "fp8", math="fp8", act_bytes=1)
 
 
 def test_max_batch_fits_in_hbm():

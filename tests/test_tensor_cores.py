@@ -10,6 +10,7 @@ import pytest
 import gpumodel as gm
 
 tc = gm.tensor_cores
+dc = gm.decode
 
 
 # The formulas.
@@ -84,29 +85,6 @@ def test_pipeline_follows_littles_law():
         tc.pipeline("H100-SXM", level="smem")
 
 
-@pytest.mark.parametrize("width", [4096, 8192])
-def test_fp16_critical_batch_agrees_with_the_model(width):
-    batches = np.arange(1, 2049)
-    p = gm.predict(gm.gemm(batches, width, width, block=(1, 1), dtype="fp16"), "H100-SXM")
-    assert tc.critical_batch("H100-SXM", width) == int(batches[np.argmax(p.intensity["hbm"] >= p.ridge["hbm"])])
-    assert np.allclose(tc.decode_intensity(batches, width), p.intensity["hbm"])
-
-
-def test_narrower_weights_lower_the_critical_batch():
-    crit = {w: tc.critical_batch("H100-SXM", 8192, w) for w in ("fp16", "int8", "int4")}
-    assert 250 < crit["fp16"] < 400 and crit["fp16"] > crit["int8"] > crit["int4"]
-    assert tc.decode_intensity(1, 8192, "int4") == pytest.approx(4 * tc.decode_intensity(1, 8192, "fp16"), rel=0.01)
-    with pytest.raises(ValueError, match="weight must be one of"):
-        tc.decode_intensity(1, 8192, "int2")
-    with pytest.raises(ValueError, match="width must be large enough"):
-        tc.critical_batch("H100-SXM", 64)
-
-
-def test_kv_bytes_per_token():
-    assert tc.kv_bytes_per_token(32, 32, 128) == 32 * 2 * 32 * 128 * 2
-    assert tc.kv_bytes_per_token(32, 8, 128, "fp32") == 32 * 2 * 8 * 128 * 4
-
-
 def test_waves_and_tails():
     w = tc.wave_quantisation(4096, 4096, (128, 128), "H100-SXM")
     assert (w.tiles, w.slots, w.waves) == (1024, 132, 8)
@@ -151,7 +129,7 @@ def test_check_critical_batch():
     ridge = g.peak("fp16") / g.bandwidth("hbm")
     b = next(b for b in range(1, 5000) if 2 * b * w * w / (b_w * w * w + 4 * b * w) >= ridge)
     assert gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", b)
-    for wrong in (b - 5, 4 * b, tc.critical_batch("H100-SXM", w, "fp16")):
+    for wrong in (b - 5, 4 * b, dc.gemm_critical_batch("H100-SXM", w, "fp16")):
         assert _is_hint(gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", wrong), b)
     assert gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", str(b))  # read as the site's box reads it
     assert not gm.course.tensor_cores.check_critical_batch("H100-SXM", w, "int4", None)
@@ -173,18 +151,6 @@ def test_check_last_wave():
     for bad in ([right], None):
         assert not gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", bad)
     assert gm.course.tensor_cores.check_last_wave(6144, 6144, (128, 256), "H100-SXM", "most").message.startswith("The answer should be")
-
-
-@pytest.mark.parametrize("width", [4096, 8192, 16384])
-def test_fp8_math_halves_the_bytes_and_doubles_the_peak(width):
-    batches = np.arange(1, 1025)
-    assert np.allclose(tc.decode_intensity(batches, width, "fp8", act_bytes=1), 2 * tc.decode_intensity(batches, width))
-    h100 = gm.gpu("H100-SXM")
-    assert h100.ridge("hbm", "fp8") == pytest.approx(2 * h100.ridge("hbm", "fp16"), rel=1e-4)
-    assert tc.critical_batch(h100, width, "fp8", math="fp8", act_bytes=1) == tc.critical_batch(h100, width)
-    assert tc.critical_batch(h100, width, "fp8") < tc.critical_batch(h100, width)  # widened to fp16: fewer bytes only
-    with pytest.raises(ValueError, match="A100-40GB has no fp8"):
-        tc.critical_batch("A100-40GB", width, "fp8", math="fp8", act_bytes=1)
 
 
 def test_split_k_partial_sums_cost_at_the_level_that_holds_them():

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import gpumodel as gm
-from gpumodel import tensor_cores as tc
 
 SECOND = 1.0
 
@@ -47,8 +46,8 @@ def test_refusing_large_matrices_copies_nothing():
     lambda: gm.waves.gemm_hbm(2**17, 2**17, 128, block=(128, 128)),  # the largest grid (2^20 tiles)
     lambda: gm.waves.gemm_hbm(2**17, 2**17, 128, block=(128, 128), order="grouped", group=3),
     lambda: gm.waves.gemm_hbm(2**18, 2**18, 128, block=(128, 128)),  # refused: it ran 2.9-3.9 s
-    lambda: tc.critical_batch("A100-40GB", 4096, "int4", largest=2**24),  # it took up to 7 s
-    lambda: tc.critical_batch("H100-SXM", 2**40, "fp16", largest=2**53),
+    lambda: gm.decode.gemm_critical_batch("A100-40GB", 4096, "int4", largest=2**24),  # it took up to 7 s
+    lambda: gm.decode.gemm_critical_batch("H100-SXM", 2**40, "fp16", largest=2**53),
 ])
 def test_the_calls_that_took_seconds_take_well_under_one(call):
     assert cpu_seconds(call) < SECOND
@@ -77,5 +76,5 @@ def test_critical_batch_solved_equals_the_first_batch_that_reaches_the_ridge():
             if math not in gm.gpu(gpu).tensor:
                 continue
             batches = np.arange(1, 2**16 + 1)
-            enough = tc.decode_intensity(batches, width, weight) >= gm.gpu(gpu).ridge("hbm", math)
-            assert tc.critical_batch(gpu, width, weight, math) == batches[enough.argmax()]
+            enough = gm.decode.gemm_intensity(batches, width, weight) >= gm.gpu(gpu).ridge("hbm", math)
+            assert gm.decode.gemm_critical_batch(gpu, width, weight, math) == batches[enough.argmax()]

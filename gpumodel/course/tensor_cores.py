@@ -11,7 +11,8 @@ import numpy as np
 
 from .. import _check, presets
 from ..hardware import MATH
-from ..tensor_cores import WEIGHT_BYTES, critical_batch, decode_intensity, operand_intensity, wave_quantisation
+from ..decode import gemm_critical_batch, gemm_intensity
+from ..tensor_cores import WEIGHT_BYTES, operand_intensity, wave_quantisation
 from ..units import fmt_intensity, fmt_percent
 from .checks import FLOPS_AND_BYTES, Feedback, check_number, judge, number_rules
 from .widgets import Checkpoint, WidgetExercise, asked, bars, upto
@@ -52,22 +53,22 @@ WORKED = ("H100-SXM", 8192)
 
 def check_critical_batch(gpu, width, weight: str, answer) -> Feedback:
     """Chapter 6: the smallest batch at which a decode GEMM with `weight` weights (fp16
-    activations, fp16 tensor math) on `gpu` stops being HBM-bound (`critical_batch`). The
+    activations, fp16 tensor math) on `gpu` stops being HBM-bound (`gemm_critical_batch`). The
     chapter's own case (`WORKED`, same weights) is a slip where the question asks another."""
-    smallest = critical_batch(gpu, width, weight)
+    smallest = gemm_critical_batch(gpu, width, weight)
     g = presets.gpu(gpu)
     slips = {math.ceil(g.ridge("hbm", "fp16") * WEIGHT_BYTES[weight] / 2): "That leaves out the activations' bytes: "
              "2 per element, read in and written out.",
-             critical_batch(gpu, width, weight, math="fp32"): "That uses the FP32 ALUs' peak; this GEMM runs on the "
+             gemm_critical_batch(gpu, width, weight, math="fp32"): "That uses the FP32 ALUs' peak; this GEMM runs on the "
              "tensor cores at fp16."}
     if (g.name, int(width)) != WORKED:
-        slips.setdefault(critical_batch(WORKED[0], WORKED[1], weight),
+        slips.setdefault(gemm_critical_batch(WORKED[0], WORKED[1], weight),
                          f"That is the chapter's own case, the {WORKED[0]} at the width it worked; this question "
                          "changes the GPU or the width, so redo the count with its ridge and its width.")
     if smallest > 1:
         slips.setdefault(smallest - 1, "One short: at that batch the intensity still falls just below the ridge. "
                          "Carry the figures at the precision the question gives them, and round up.")
-    reached, ridge = float(decode_intensity(smallest, width, weight)), g.ridge("hbm", "fp16")
+    reached, ridge = float(gemm_intensity(smallest, width, weight)), g.ridge("hbm", "fp16")
     relation = "past" if fmt_intensity(reached) != fmt_intensity(ridge) else "level with"
     return check_number(answer, smallest, "sequences", rtol=0, whole=True,
                         key=f"check_critical_batch({g.name}, {width}, {weight})",
@@ -117,13 +118,13 @@ def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192)
     _check.member("gpu", gpu, DECODE_GPUS)
     _check.member("weight", weight, WEIGHTS)
     width = _check.one("width", width)
-    if decode_intensity(DECODE_BATCHES[-1], width, weight) < presets.gpu(gpu).ridge("hbm", "fp16"):
+    if gemm_intensity(DECODE_BATCHES[-1], width, weight) < presets.gpu(gpu).ridge("hbm", "fp16"):
         raise ValueError(f"width must let a batch of {DECODE_BATCHES[-1]} reach the {gpu}'s HBM ridge with {weight} "
                          f"weights, got {width!r}")
 
     def view(gpu, weight, batch):
         g = presets.gpu(gpu)
-        intensity, ridge = float(decode_intensity(batch, width, weight)), g.ridge("hbm", "fp16")
+        intensity, ridge = float(gemm_intensity(batch, width, weight)), g.ridge("hbm", "fp16")
         side = "below" if intensity < ridge else "at or past"
         return bars(f"Decode GEMM, batch {batch}, {weight} weights, width {width:,} on the {gpu}: "
                     f"<b>{fmt_intensity(intensity)}</b> against HBM, <b>{side}</b> the HBM ridge",
@@ -132,8 +133,8 @@ def decode_batch(gpu: str = "H100-SXM", weight: str = "int8", width: int = 8192)
 
     g = presets.gpu(gpu)
     smallest = next(b for b in DECODE_BATCHES
-                    if decode_intensity(b, width, weight) >= g.ridge("hbm", "fp16"))
-    exact = critical_batch(g, width, weight)  # the critical batch itself, which the menu may not offer
+                    if gemm_intensity(b, width, weight) >= g.ridge("hbm", "fp16"))
+    exact = gemm_critical_batch(g, width, weight)  # the critical batch itself, which the menu may not offer
     mistakes = [] if exact in DECODE_BATCHES else [
         (exact, "That is the critical batch itself, where the intensity first reaches the ridge. The explorer "
          "offers only some batches: which is the first of them at or past it?")]
@@ -190,8 +191,8 @@ def cp_decode(width: int = 8192) -> Checkpoint:
     """Chapter 6, "Decode, and narrower numbers": a batch of 8 decode GEMM's HBM intensity,
     reasoned from batch 1's (each weight read once, used by every sequence)."""
     batch = 8
-    intensity = float(decode_intensity(batch, width, "fp16"))
-    one = float(decode_intensity(1, width, "fp16"))
+    intensity = float(gemm_intensity(batch, width, "fp16"))
+    one = float(gemm_intensity(1, width, "fp16"))
     return Checkpoint(
         "cp-tc-decode",
         f"At batch 1 the decode GEMM (a {width:,} x {width:,} fp16 weight matrix read from HBM) does about "
