@@ -376,6 +376,11 @@ void copy_blocks(torch::Tensor& cache, const torch::Tensor& mapping, int64_t blo
                                                        block_size);
 }
 
+#define LAB_LAUNCH_COPY(CACHE, MAPPING, N) \
+  lab::copy_blocks_kernel<<<N, 128, 0, at::cuda::getCurrentCUDAStream()>>>(MAPPING, CACHE, 16)
+
+void copy_blocks_raw(float* cache, const int64_t* mapping, int n) { LAB_LAUNCH_COPY(cache, mapping, n); }
+
 TORCH_LIBRARY_FRAGMENT(_lab, ops) {
   ops.def("rms_norm(Tensor! out, Tensor input, Tensor weight, float epsilon) -> ()");
   ops.impl("rms_norm", torch::kCUDA, &rms_norm);
@@ -393,8 +398,9 @@ def torch_style(tmp_path):
 
 def test_a_kernel_file_with_torch_wrappers_traces_its_kernels_and_names_what_it_left_out(torch_style):
     """rms_norm_kernel<float> as NumPy computes it (x / sqrt(mean(x^2) + eps) * w, a row per block),
-    copy_blocks_kernel by its bare name; the report names the three wrappers, the inline helper
-    and the class specialised for c10::Half, each at its line, and nothing else."""
+    copy_blocks_kernel by its bare name; the report names the four wrappers (one written against
+    PyTorch only through the file's launch macro), the inline helper, the TORCH_LIBRARY block and
+    the class specialised for c10::Half, each at its line, and nothing else."""
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal((4, 300)).astype(np.float32), rng.standard_normal(300).astype(np.float32)
     out = np.zeros_like(x)
@@ -403,7 +409,7 @@ def test_a_kernel_file_with_torch_wrappers_traces_its_kernels_and_names_what_it_
     np.testing.assert_allclose(t.arrays[0], want, rtol=1e-5, atol=1e-5)
     line = {name: _line(TORCH_KERNELS, text) for name, text in (
         ("rms_norm", "void rms_norm("), ("blocks_of", "int blocks_of("), ("copy_blocks", "void copy_blocks("),
-        ("TORCH_LIBRARY_FRAGMENT", "TORCH_LIBRARY_FRAGMENT"))}
+        ("copy_blocks_raw", "void copy_blocks_raw("), ("TORCH_LIBRARY_FRAGMENT", "TORCH_LIBRARY_FRAGMENT"))}
     assert t.left_out == [f"{name} (line {n})" for name, n in line.items()] + [
         f"Convert<c10::Half> (convert.cuh, line {_line(TORCH_CONVERT, 'Convert<c10::Half>')})"]
     report = t.report(gpus=["H100-SXM"])

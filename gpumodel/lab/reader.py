@@ -800,19 +800,22 @@ def _item_name(text: str) -> str:
 def without_framework(source: str) -> tuple:
     """(`source` as the lab compiles a file that holds code written against PyTorch, each line
     kept; what it left out): its `#include`s of `FRAMEWORKS`' headers blanked, and each declaration
-    at namespace scope that names PyTorch's namespaces or macros (`_FRAMEWORK_USE`: a host wrapper
-    that takes `torch::Tensor`s and launches the kernels, a `TORCH_LIBRARY` block, a class
-    specialised for `c10::Half`) blanked, unless it is a kernel, whose compile error then names
-    what it lacks. What was left out: (name, line) of each such declaration, the includes not
+    at namespace scope that names PyTorch's namespaces or macros (`_FRAMEWORK_USE`, or a macro of
+    the file's whose body does: a host wrapper that takes `torch::Tensor`s and launches the
+    kernels, a `TORCH_LIBRARY` block, a class specialised for `c10::Half`) blanked, unless it is a
+    kernel, whose compile error then names what it lacks. What was left out: (name, line) of each such declaration, the includes not
     counted. The source unchanged where it holds neither."""
     if not (_FRAMEWORK_INCLUDE.search(source) or _FRAMEWORK_USE.search(source)):
         return source, []
     text = _FRAMEWORK_INCLUDE.sub(lambda m: " " * len(m.group(0)), source)
     code, left = _bare(text, directives=True), []
+    macros = [m.group(1) for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)((?:\\\n|[^\n])*)", _bare(text), re.M)
+              if _FRAMEWORK_USE.search(m.group(2))]  # a launcher's macro whose body is written against PyTorch
+    uses = re.compile(_FRAMEWORK_USE.pattern + "".join(rf"|\b{name}\b" for name in macros))
     spans = []
     for start, end in _items(code, 0, len(code)):
         item = code[start:end]
-        if _FRAMEWORK_USE.search(item) and not re.search(r"\b__global__\b", item):
+        if uses.search(item) and not re.search(r"\b__global__\b", item):
             spans.append((start, end))
             left.append((_item_name(item), code.count("\n", 0, start) + 1))
     for start, end in reversed(spans):
