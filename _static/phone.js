@@ -1,5 +1,5 @@
 // What a phone needs that the theme does not give (loaded through html_js_files in _config.yml):
-// drawers that open, and tables that scroll in their own box reachable by keyboard. (Figures need nothing: each is drawn narrow enough to read when scaled to
+// drawers that open, and tables that scroll sideways in their own box reachable by keyboard. (Figures need nothing: each is drawn narrow enough to read when scaled to
 // a phone's column, gpumodel/course/plots.py.)
 (function () {
   "use strict";
@@ -47,8 +47,8 @@
     });
   }
 
-  // A table that scrolls in its own box (course.css: sideways when wide, and on a phone down
-  // when long) takes keyboard focus, so that its arrows scroll it; one that fits does not.
+  // A table that scrolls in its own box (course.css: sideways, when wider than the column) takes
+  // keyboard focus, so that its arrows scroll it; one that fits does not.
   // Checked once the page has loaded, again once the fonts have arrived (they widen a table's
   // cells) and whenever the window's width changes: not while the page is still being read,
   // where asking for a table's size makes the browser lay out the whole page an extra time.

@@ -484,11 +484,11 @@ WIDE_FORMULAS = """() => [...document.querySelectorAll("article div.math")].map(
   [(m.textContent || "").slice(0, 50), m.scrollWidth > m.clientWidth + 1, m.tabIndex === 0])"""
 
 
-# Each table of the article: [its first header's text, its height (px), whether it scrolls in
-# its box, whether it takes keyboard focus].
+# Each table of the article: [its first header's text, its height (px), whether it scrolls
+# sideways in its box, whether it scrolls down in its box, whether it takes keyboard focus].
 TABLES = """() => [...document.querySelectorAll("article table")].map(t =>
   [(t.querySelector("th, td") || {}).textContent, Math.round(t.getBoundingClientRect().height),
-   t.scrollWidth > t.clientWidth + 1 || t.scrollHeight > t.clientHeight + 1, t.tabIndex === 0])"""
+   t.scrollWidth > t.clientWidth + 1, t.scrollHeight > t.clientHeight + 1, t.tabIndex === 0])"""
 
 
 AXE_JS = pathlib.Path(__import__("axe_playwright_python").__file__).parent / "axe.min.js"
@@ -694,14 +694,17 @@ def test_every_displayed_formula_fits_a_phone_and_takes_keyboard_focus(visits):
     assert {rel: [f[0] for f in found if f[1] or not f[2]] for rel, found in shown.items()} == {rel: [] for rel in shown}
 
 
-def test_no_table_is_taller_than_a_phone_and_one_that_scrolls_takes_keyboard_focus(visits):
-    """At 390 px a long table is a box at most a screen tall that scrolls down (its header row
-    kept in view) as well as sideways; every table that scrolls takes keyboard focus (axe's
-    scrollable-region-focusable), and one that fits does not."""
+def test_no_table_scrolls_down_in_its_own_box_and_one_that_scrolls_takes_keyboard_focus(visits):
+    """At 390 px a long table is read in the page: no table is a box that scrolls down inside
+    the page (one once was 631 px of chapter 9's 2,618 px table); a wide one scrolls sideways
+    in its box, which then takes keyboard focus (axe's scrollable-region-focusable), and one
+    that fits does not."""
     found = {rel: v["tables"] for rel, v in visits[PHONE["width"]].items() if v["tables"]}
     assert sum(len(t) for t in found.values()) > 30 and any(t[2] for ts in found.values() for t in ts)
-    wrong = {rel: [t for t in ts if t[1] > PHONE["height"] or t[2] != t[3]] for rel, ts in found.items()}
+    wrong = {rel: [t for t in ts if t[3] or t[2] != t[4]] for rel, ts in found.items()}
     assert wrong == {rel: [] for rel in found}
+    tallest = max((t[1], rel) for rel, ts in found.items() for t in ts if rel.startswith("chapters/09"))
+    assert tallest[0] < 2000, f"chapter 9's longest table is {tallest[0]} px tall at 390 px: a word a line?"
 
 
 @pytest.mark.parametrize("width", [390, 1400])
@@ -798,6 +801,58 @@ def test_long_tables_keep_their_key_column_in_view_on_a_phone(site, browser):
         page.screenshot(path=str(SHOTS / ("phone-table-" + rel.split("/")[-1].removesuffix(".html") + ".png")))
         page.close()
     assert long_tables >= 1  # the model against every published measurement (chapter 98)
+
+
+# Each table of the article wider than its box: for each of its rows, its first cell's left and
+# right edges (px, in the window) and whether that cell's background is its row's colour, opaque;
+# whether the table scrolls down in its box; the positions of its header cells but the first.
+WIDE_TABLES = """() => [...document.querySelectorAll("article table")].filter(t => t.scrollWidth > t.clientWidth + 1).map(t => ({
+  rows: [...t.rows].map(r => { const c = r.cells[0], box = c.getBoundingClientRect(), bg = getComputedStyle(c).backgroundColor;
+    return [Math.round(box.left), Math.round(box.right), bg === getComputedStyle(r).backgroundColor && !/rgba\\(.*, 0(\\.\\d+)?\\)$/.test(bg),
+            c.textContent.trim().slice(0, 20)]; }),
+  down: t.scrollHeight > t.clientHeight + 1,
+  hidden: [...t.rows].flatMap(r => [...r.cells].slice(1).filter(c => c.getBoundingClientRect().width > t.clientWidth - r.cells[0].getBoundingClientRect().width + 1)
+    .map(c => c.textContent.trim().slice(0, 20))),
+  header: [...t.querySelectorAll("thead th:not(:first-child)")].map(th => getComputedStyle(th).position)}))"""
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("chapter", ["09_decode", "10_parallel"])
+def test_on_a_phone_every_row_of_a_wide_table_shows_its_key_cell(site, browser, chapter, mode):
+    """At 390 px, in either mode, each table wider than the column (chapter 10's "model" column
+    once showed as "mo"): once the page has loaded, the first cell of every row, which names the
+    row, lies inside the window, and still does with the table scrolled to its far end; that
+    cell is opaque in its row's stripe colour; every other cell is narrow enough to be seen whole
+    beside it; no table scrolls down in a box of its own (chapter 9's 2,618 px table once did,
+    in 631 px), and no header row is pinned over the stripes."""
+    _, base = site
+    page = browser.new_page(viewport=PHONE, color_scheme=mode)
+    page.goto(f"{base}/chapters/{chapter}.html", wait_until=LOADED)
+    page.evaluate(f"document.documentElement.dataset.theme = '{mode}'")
+    page.evaluate("document.fonts.ready")
+    problems, wide = [], 0
+    for end in ("0", "el.scrollWidth"):
+        if end != "0":
+            for table in page.locator("article table").all():
+                table.evaluate(f"el => {{ el.scrollLeft = {end}; }}")
+        for i, table in enumerate(page.evaluate(WIDE_TABLES)):
+            wide = max(wide, i + 1)
+            problems += [f"table {i + 1}, row {r + 1} ({text!r}) at scroll {end}: first cell at {left}..{right} px"
+                         for r, (left, right, _, text) in enumerate(table["rows"]) if left < 0 or right > PHONE["width"]]
+            problems += [f"table {i + 1}, row {r + 1} ({text!r}): its first cell is not its row's colour"
+                         for r, (_, _, striped, text) in enumerate(table["rows"]) if not striped]
+            problems += [f"table {i + 1} scrolls down in its own box"] if table["down"] else []
+            problems += [f"table {i + 1}: {text!r} is wider than the view beside the first column, never seen whole"
+                         for text in table["hidden"]]
+            problems += [f"table {i + 1}: a header pinned ({table['header']})"] if "sticky" in table["header"] else []
+    table = page.locator("article table").first
+    table.evaluate("el => { el.scrollLeft = el.scrollWidth / 3; }")
+    table.scroll_into_view_if_needed()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"phone-{mode}-wide-table-{chapter}.png"))
+    page.close()
+    assert wide >= 2, f"{chapter}: only {wide} table(s) wider than a phone's column"
+    assert problems == [], "\n".join(sorted(set(problems)))
 
 
 def test_typed_numbers_read_in_the_browser_as_in_python(site, browser):
