@@ -1,6 +1,6 @@
 // What a phone needs that the theme does not give (loaded through html_js_files in _config.yml):
-// drawers that open, and tables that scroll sideways in their own box reachable by keyboard. (Figures need nothing: each is drawn narrow enough to read when scaled to
-// a phone's column, gpumodel/course/plots.py.)
+// drawers that open, tables that scroll sideways in their own box reachable by keyboard, and
+// figures that open enlarged over the page.
 (function () {
   "use strict";
 
@@ -60,6 +60,33 @@
     });
   }
 
+  // A figure is a link to its SVG (gpumodel/book/site.py); a click (a tap, or Enter on the focused
+  // link) opens it in a dialog over the page instead, as course.css sizes it: the whole screen, or on
+  // a phone held upright wider than the screen, to drag (a hint says so). Any click in the dialog, its Close button
+  // or Escape closes it, and the focus goes back to the figure. A click with a modifier key (a new
+  // tab, a download) is the link's own.
+  var zoom = null;
+  function enlarge(event) {
+    var link = event.target.closest && event.target.closest("a.gm-enlarge");
+    if (!link || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+    event.preventDefault();
+    if (!zoom) {
+      zoom = document.createElement("dialog");
+      zoom.className = "gm-zoom";
+      zoom.innerHTML = '<p class="gm-zoom-hint">Drag the figure to see all of it.</p>' +
+        '<button type="button" class="gm-zoom-close">Close</button><img alt="">';
+      zoom.addEventListener("click", function () { zoom.close(); });
+      document.body.appendChild(zoom);
+    }
+    var figure = link.querySelector("img"), shown = zoom.querySelector("img");
+    shown.src = link.href;
+    shown.alt = figure ? figure.alt : "";
+    zoom.setAttribute("aria-label", "The figure, enlarged");
+    zoom.showModal();
+    zoom.scrollTop = zoom.scrollLeft = 0;
+    zoom.querySelector("button").focus();
+  }
+
   function loaded() {
     scrollers();
     if (document.fonts) document.fonts.ready.then(scrollers);
@@ -67,6 +94,7 @@
 
   function start() {
     drawers();
+    document.addEventListener("click", enlarge);
     window.addEventListener("resize", scrollers);
     if (document.readyState === "complete") loaded();
     else window.addEventListener("load", loaded);

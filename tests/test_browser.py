@@ -1014,3 +1014,49 @@ def test_an_answer_boxs_verdict_is_legible_in_either_mode(site, browser, mode):
         assert verdict.evaluate(CONTRAST) >= 4.5, f"{mode}: the verdict for {typed!r} is hard to read"
     assert box.locator(".gm-asked").evaluate(CONTRAST) >= 4.5
     page.close()
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_a_figure_opens_enlarged_and_closes(site, browser, width):
+    """Each figure is a link to its own SVG; chapter 3's first, tapped on a phone (or on a desk
+    clicked), opens over the page: on a phone held upright 1.5 times as wide as drawn, its 12 px
+    text at 18 px, to pan with a finger (it was scaled from 442 to 342 px, its text to 9.3 px);
+    on a desk as large as the window lets it (as wide or as tall). Escape closes it and the focus is back on the
+    figure; Enter on the focused figure opens it too."""
+    html, base = site
+    page, errors, _ = open_page(browser, f"{base}/chapters/03_tiling.html",
+                                PHONE if width < 1000 else DESKTOP)
+    links = page.locator(".bd-article figure a.gm-enlarge")
+    assert links.count() >= 4 and all((html / "chapters" / h).resolve().is_file()
+                                      for h in links.evaluate_all("els => els.map(a => a.getAttribute('href'))"))
+    link = links.first
+    link.scroll_into_view_if_needed()
+    shown = link.locator("img").bounding_box()["width"]
+    link.click()
+    zoom = page.locator("dialog.gm-zoom[open]")
+    zoom.wait_for(timeout=3000)
+    page.wait_for_function("() => { const i = document.querySelector('dialog.gm-zoom img'); return i.complete && i.naturalWidth > 0; }")
+    # The drawn size of the SVG: its box, its picture fitted in it (object-fit: contain).
+    drawn = zoom.locator("img").evaluate("""i => { const b = i.getBoundingClientRect();
+      return Math.min(b.width, b.height * i.naturalWidth / i.naturalHeight); }""")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"figure-enlarged-{width}.png"))
+    drawn_px = gm.course.plots.WIDTH * 96
+    if width < 1000:
+        assert drawn >= 1.5 * drawn_px - 1 and drawn > 1.8 * shown, (drawn, shown)
+    else:
+        tall = zoom.locator("img").evaluate("i => i.naturalHeight / i.naturalWidth")
+        box = zoom.locator("img").bounding_box()  # the window below the dialog's bar
+        assert box["width"] >= DESKTOP["width"] - 1 and box["height"] >= DESKTOP["height"] - 60, box
+        assert drawn >= box["width"] - 1 or drawn * tall >= box["height"] - 1, (drawn, tall, box)
+        assert drawn > shown, (drawn, shown)  # a tall figure is as tall as the window: 589 to 682 px
+    assert zoom.locator("img").get_attribute("alt") == link.locator("img").get_attribute("alt")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("dialog.gm-zoom[open]", state="detached", timeout=3000)
+    assert page.evaluate("() => document.activeElement.classList.contains('gm-enlarge')")
+    page.keyboard.press("Enter")
+    zoom.wait_for(timeout=3000)
+    page.locator("dialog.gm-zoom button").click()
+    page.wait_for_selector("dialog.gm-zoom[open]", state="detached", timeout=3000)
+    assert errors == []
+    page.close()

@@ -24,7 +24,8 @@ network it did by a second and more (Lighthouse). `documentation_options.js` alo
 place, a few hundred bytes that the page's inline scripts use as they are read; the search
 page keeps its scripts in place (`defer_scripts`).
 
-After the build, `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
+After the build, each page is mended (`mend`): each figure links to its own image, which phone.js
+opens enlarged. Then `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
 pages use and takes plain tokens' spans out of the listings, `bundle` makes each page's
 stylesheets one file, and the reference list loses a list role its entries do not fit
 (`drop_citation_list_role`).
@@ -86,6 +87,25 @@ def drop_citation_list_role(out: pathlib.Path) -> None:
             page.write_text(html.replace(CITATION_LIST, '<div class="citation-list">'), encoding="utf-8")
 
 
+FIGURE = re.compile(r'(<figure\b[^>]*>\s*)(<img\b[^>]*?\bsrc="(?!data:)([^"]+)"[^>]*>)')
+"""A figure's image (myst-nb's figures from a cell's output, the pages' own figures), with its address."""
+
+
+def mend(html: str) -> str:
+    """One built page as a reader needs it: each figure a link to its own image (phone.js opens it
+    enlarged)."""
+    return FIGURE.sub(lambda m: f'{m[1]}<a class="gm-enlarge" href="{m[3]}" title="Enlarge the figure">{m[2]}</a>', html)
+
+
+def mend_pages(out: pathlib.Path) -> None:
+    """`mend` every built page."""
+    for page in out.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        mended = mend(html)
+        if mended != html:
+            page.write_text(mended, encoding="utf-8")
+
+
 def finish(app, exception) -> None:
     """The built site without Font Awesome's script, then trimmed (`trim`). The static files are
     copied afresh first: a build with no page out of date copies none, and trimming what an
@@ -98,6 +118,7 @@ def finish(app, exception) -> None:
     out = pathlib.Path(app.outdir)
     drop_fontawesome(out)
     drop_citation_list_role(out)
+    mend_pages(out)
     trim.trim(out)
 
 
