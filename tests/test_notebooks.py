@@ -169,6 +169,60 @@ def test_a_local_clones_notebooks_name_no_placeholder(chapter, monkeypatch):
         assert re.search(r"\(\[[^]]+ \d{4}\]\(https://(?!\w+\.github\.io)", text), "citations link to their references"
 
 
+RELATIVE = re.compile(r"\]\((?![a-zA-Z][\w+.-]*:|#)([^)\s]+)\)|\bhref=\"(?![a-zA-Z][\w+.-]*:|#)([^\"]+)\"")
+"""A Markdown or HTML link to an address relative to the notebook (no scheme, no lone anchor)."""
+
+
+def _markdown(nb) -> str:
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_no_notebook_links_to_a_markdown_file_beside_it(chapter, monkeypatch):
+    """A downloaded or Colab-uploaded notebook has no `../glossary.md` beside it (136 of its links
+    once led there). No notebook holds a relative link to a .md file: the committed ones (which
+    know no site) link a chapter as its sibling notebook and each term to the entry of the glossary
+    they ship, under the site's anchor for it; those the Pages workflow publishes link the site's
+    pages and its glossary."""
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    stored = _stored(chapter)
+    text = _markdown(stored)
+    relative = [a or b for a, b in RELATIVE.findall(text)]
+    assert not [r for r in relative if ".md" in r], relative
+    assert all(r.endswith(".ipynb") and (ROOT / "notebooks" / r).is_file() for r in relative), relative
+    anchors = set(re.findall(r'<a id="([^"]+)"></a>', text))
+    fragments = set(re.findall(r"\]\(#([^)]+)\)", text))
+    assert fragments <= anchors, sorted(fragments - anchors)
+    if "{term}" in chapter.read_text():
+        shipped = stored.cells[-1].source
+        assert shipped.startswith(f'<a id="{book.GLOSSARY_ID}"></a>') and "## Glossary" in shipped
+        terms = {f for f in fragments if f.startswith("term-")}
+        assert terms and all(f'<a id="{t}"></a>' in shipped for t in terms)
+        entry = next(names for names, _ in book.glossary_entries() if book.term_anchor(names[0]) in terms)
+        assert f"**{' / '.join(entry)}**: " in shipped
+    monkeypatch.setenv("GITHUB_REPOSITORY", "Some-Fork/gpu-course")
+    meta = stored.metadata["gpumodel"]
+    published = _markdown(book.learner_notebook(chapter, meta["glued"], meta["varies"]))
+    assert [a or b for a, b in RELATIVE.findall(published)] == []
+    assert "](#" not in published and "## Glossary" not in published
+    if "{term}" in chapter.read_text():
+        assert "](https://some-fork.github.io/gpu-course/glossary.html#term-" in published
+
+
+def test_a_notebook_that_knows_no_site_names_its_other_pages_as_files():
+    """Where no site is known, a chapter is its sibling notebook, the glossary the one the
+    notebook ships, any other page its file in the repository, as text."""
+    chapter = book._Chapter(ROOT / "chapters" / "09_decode.md", {})
+    text = chapter.markdown("the {doc}`formula sheet <../formulas>`, {doc}`../glossary`, {doc}`03_tiling`, {term}`KV cache`")
+    assert text == ("the formula sheet `formulas.md`, [Glossary](#glossary), "
+                    f"[{chapter.title(ROOT / 'chapters' / '03_tiling')}](03_tiling.ipynb), [KV cache](#term-KV-cache)")
+    on_site = book._Chapter(ROOT / "chapters" / "09_decode.md", {}, repo="https://github.com/a/b")
+    assert on_site.markdown("{doc}`03_tiling` {doc}`formula sheet <../formulas>`") == (
+        f"[{chapter.title(ROOT / 'chapters' / '03_tiling')}](https://a.github.io/b/chapters/03_tiling.html) "
+        "[formula sheet](https://a.github.io/b/formulas.html)")
+    assert book.glossary_link("kv CACHE") == "#term-KV-cache"  # the glossary's spelling, as Sphinx finds it
+
+
 def test_citations_link_to_the_site_or_to_the_reference(monkeypatch):
     monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
     assert book.cite("luo2024hopper, nvidia2019t4ds") == (

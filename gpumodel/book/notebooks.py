@@ -4,8 +4,12 @@
 Every Markdown cell is plain Markdown and HTML: glued numbers appear as their values (the
 chapter is executed once to compute them), citations as "(Author Year)" linked to the
 reference list on the site (in a local clone's notebooks, which know no site, to each
-reference's own address), `{doc}` links point to the sibling notebook (or, for a page that
-is no chapter, to the site), `{term}` links to the term in the site's glossary, admonitions become
+reference's own address), `{doc}` and `{term}` links to the pages of the site and the term in
+its glossary. A notebook that knows no site (a local clone's, the committed ones) ships the
+glossary's entries of the terms it links, in a last cell its term links point to (`#term-...`),
+links a chapter as its sibling notebook and names any other page by its file in the repository,
+so that no link of it leads to a file that is not beside a downloaded or uploaded notebook
+(a `../glossary.md`). Admonitions become
 quoted blocks with a bold title (an aside of class `dropdown` a closed `<details>`), exercises headed blocks, and each solution (its prose and
 its code) sits closed inside `<details>`, so Run All neither runs nor shows it. Cells hidden
 on the site keep their code, collapsed (`jupyter.source_hidden` for JupyterLab, a `#@title`
@@ -18,6 +22,7 @@ pushes them to the branch `BRANCH`, where the site's Colab links open them.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 import os
@@ -155,21 +160,47 @@ def cite(keys: str, repo: str | None = None) -> str:
     return "(" + "; ".join(one(k) for k in keys.split(",")) + ")"
 
 
-def page_link(where: str, repo: str | None = None, anchor: str = "") -> str:
-    """A page of the book that is no chapter (`where`: its path from the book's root, no
-    suffix): on the site where the notebooks know one (`_on_site`), else its MyST source in
-    the clone beside `notebooks/`."""
+def page_link(where: str, repo: str | None = None, anchor: str = "") -> str | None:
+    """A page of the book (`where`: its path from the book's root, no suffix) on the site, where
+    the notebooks know one (`_on_site`); None where they know none."""
     if _on_site(repo):
         return f"{site_url(repo)}{where}.html" + (f"#{anchor}" if anchor else "")
-    return f"../{where}.md"
+    return None
+
+
+GLOSSARY_ID = "glossary"
+"""The anchor of the glossary a notebook that knows no site ships (`glossary_cell`)."""
+
+
+@functools.lru_cache(maxsize=None)
+def glossary_entries(path: pathlib.Path = ROOT / "glossary.md") -> tuple:
+    """The glossary's entries in its order: (its terms, its definition in MyST) each."""
+    body = re.search(r"```\{glossary\}\n(?::\w+:[^\n]*\n)*\n(.*?)^```", pathlib.Path(path).read_text(), re.S | re.M)
+    entries = []
+    for entry in re.split(r"\n\s*\n(?=\S)", body.group(1).strip()):
+        lines = entry.splitlines()
+        names = tuple(line.strip() for line in lines if line.strip() and not line.startswith(" "))
+        entries.append((names, " ".join(line.strip() for line in lines if line.startswith(" "))))
+    return tuple(entries)
+
+
+def glossary_term(term: str) -> str:
+    """`term` as the glossary spells it (Sphinx finds a term whatever its case), or as given
+    where the glossary has no such term."""
+    term = " ".join(term.split())
+    return next((name for names, _ in glossary_entries() for name in names if name.lower() == term.lower()), term)
+
+
+def term_anchor(term: str) -> str:
+    """Sphinx's anchor for a glossary term: "term-" and the term with every run of characters
+    other than letters, digits, "." and "_" made one "-"."""
+    return re.sub(r"-+$", "", re.sub(r"[^a-zA-Z0-9._]+", "-", f"term-{glossary_term(term)}"))
 
 
 def glossary_link(term: str, repo: str | None = None) -> str:
-    """The address of `term` in the glossary: Sphinx's anchor for a glossary term is "term-"
-    and the term with every run of characters other than letters, digits, "." and "_" made
-    one "-" (a local clone's notebooks link to glossary.md, which has no anchors)."""
-    anchor = re.sub(r"-+$", "", re.sub(r"[^a-zA-Z0-9._]+", "-", f"term-{term.strip()}"))
-    return page_link(GLOSSARY, repo, anchor)
+    """The address of `term` in the site's glossary, or where the notebook knows no site, in the
+    glossary it ships (`glossary_cell`)."""
+    return page_link(GLOSSARY, repo, term_anchor(term)) or f"#{term_anchor(term)}"
 
 
 class _Chapter:
@@ -180,6 +211,7 @@ class _Chapter:
         self.number = int(path.stem.split("_")[0])
         self.exercises = 0
         self.figures: dict = {}
+        self.terms: dict = {}  # the glossary's terms its {term} links name, in their order (a set)
 
     def title(self, page: pathlib.Path) -> str:
         """The first heading of the page at `page` (a path without its ".md")."""
@@ -199,12 +231,18 @@ class _Chapter:
         if role == "doc":
             label, target = re.fullmatch(r"(?:(.*?)\s*<)?([^<>]+)>?", text).groups()
             page = self.path.parent / target
-            if page.parent.resolve() == self.path.parent.resolve():  # a chapter: its notebook
-                return f"[{label or self.title(page)}]({page.name}.ipynb)"
-            where = page.resolve().relative_to(ROOT.resolve()).as_posix()  # another page
-            return f"[{label or self.title(page)}]({page_link(where, self.repo)})"
+            where = page.resolve().relative_to(ROOT.resolve()).as_posix()
+            label = label or self.title(page)
+            if _on_site(self.repo):
+                return f"[{label}]({page_link(where, self.repo)})"
+            if page.parent.resolve() == self.path.parent.resolve():  # a chapter: its notebook beside
+                return f"[{label}]({page.name}.ipynb)"
+            if where == GLOSSARY:  # the glossary the notebook ships
+                return f"[{label}](#{GLOSSARY_ID})"
+            return f"{label} `{where}.md`"  # the page's file in the repository, named
         if role == "term":
             label, target = re.fullmatch(r"(.*?)\s*(?:<([^<>]+)>)?", text).groups()
+            self.terms[glossary_term(target or label)] = None
             return f"[{label}]({glossary_link(target or label, self.repo)})"
         if role == "numref":
             if text not in self.figures:
@@ -247,6 +285,23 @@ class _Chapter:
             quoted = "\n".join(f"> {line}" if line else ">" for line in self.markdown(body).splitlines())
             return f"> **{title}**\n>\n{quoted}"
         raise ValueError(f"{self.path.name}: no plain-Markdown form for the {{{name}}} directive")
+
+
+def glossary_cell(chapter: _Chapter) -> str | None:
+    """The last cell of a notebook that knows no site: the glossary's entries of the terms its
+    `{term}` links name, each under the anchor of each of its terms (as on the site), in the
+    glossary's order; None where it links no term."""
+    used = {name.lower() for name in chapter.terms}
+    entries = [(names, text) for names, text in glossary_entries() if used & {n.lower() for n in names}]
+    if not entries:
+        return None
+    lines = [f'<a id="{GLOSSARY_ID}"></a>', "", "## Glossary", "",
+             "The terms this notebook links, as the course's glossary (`glossary.md`) defines them.", ""]
+    for names, text in sorted(entries, key=lambda e: e[0][0].lower()):
+        anchors = "".join(f'<a id="{term_anchor(n)}"></a>' for n in names)
+        body = chapter.markdown(text.replace("{doc}`chapters/", "{doc}`"))  # the chapters beside its own
+        lines += [f"{anchors}**{' / '.join(names)}**: {body}", ""]
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def _hidden(cell) -> bool:
@@ -306,6 +361,9 @@ def learner_notebook(path, glued: dict, varies=(), repo: str | None = None, spec
                     solution = None
     if solution is not None:
         raise ValueError(f"{path.name}: a solution is never ended")
+    shipped = None if _on_site(repo) else glossary_cell(chapter)
+    if shipped:
+        cells.append(nbformat.v4.new_markdown_cell(shipped))
     nb = nbformat.v4.new_notebook(cells=cells, metadata={
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
