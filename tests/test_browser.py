@@ -1060,3 +1060,34 @@ def test_a_figure_opens_enlarged_and_closes(site, browser, width):
     page.wait_for_selector("dialog.gm-zoom[open]", state="detached", timeout=3000)
     assert errors == []
     page.close()
+
+
+PRINTED_PAGES = 24
+"""The most US Letter pages chapter 3 may print to (it printed to 31, then 36, with every control
+and a 4/3 figure; with the print stylesheet 22)."""
+
+# The controls a printed page shows: every button, field, menu, folded cell's bar, dialog and
+# widget control box that has a box and is visible.
+CONTROLS = """() => [...document.querySelectorAll('button, input, select, textarea, summary, dialog, [role=button], .gm-controls, .sidebar-primary-item')]
+  .filter(e => e.getClientRects().length && getComputedStyle(e).visibility !== 'hidden')
+  .map(e => e.tagName.toLowerCase() + '.' + String(e.className).trim().split(/\\s+/).join('.') + ' ' + (e.textContent || '').trim().slice(0, 30))"""
+
+
+def test_a_chapter_prints_without_controls_in_a_sensible_number_of_pages(site, browser):
+    """Printed (the print media of `_static/course.css`), chapter 3 shows no control (the
+    drawers, buttons, answer fields, menus, folded cells' bars), no solution and no dropdown
+    aside opened, and takes at most PRINTED_PAGES pages of US Letter."""
+    _, base = site
+    page, errors, _ = open_page(browser, f"{base}/chapters/03_tiling.html", DESKTOP, wait_until="networkidle")
+    page.emulate_media(media="print")
+    shown = page.evaluate(CONTROLS)
+    hidden = page.evaluate("""() => [...document.querySelectorAll('.bd-article .solution, .bd-article .dropdown .admonition-title ~ *')]
+      .filter(e => e.getBoundingClientRect().height > 0 && getComputedStyle(e).visibility !== "hidden").map(e => e.className)""")
+    pdf = page.pdf(format="Letter")
+    printed = len(re.findall(rb"/Type\s*/Page\b(?!s)", pdf))
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / "print-03_tiling.pdf").write_bytes(pdf)
+    page.close()
+    assert shown == [] and hidden == []
+    assert 5 < printed <= PRINTED_PAGES, f"chapter 3 prints to {printed} pages"
+    assert errors == []
