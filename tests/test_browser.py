@@ -490,6 +490,10 @@ TABLES = """() => [...document.querySelectorAll("article table")].map(t =>
   [(t.querySelector("th, td") || {}).textContent, Math.round(t.getBoundingClientRect().height),
    t.scrollWidth > t.clientWidth + 1, t.scrollHeight > t.clientHeight + 1, t.tabIndex === 0])"""
 
+# The h1 of the article: [its text, its height and its line height (px)].
+TITLE = """() => { const h = document.querySelector("article h1"); if (!h) return null;
+  return [h.textContent.replace("#", "").trim(), h.getBoundingClientRect().height, parseFloat(getComputedStyle(h).lineHeight)]; }"""
+
 
 AXE_JS = pathlib.Path(__import__("axe_playwright_python").__file__).parent / "axe.min.js"
 """axe-core, as the axe-playwright-python package bundles it (requirements.txt)."""
@@ -579,7 +583,7 @@ def visit_phone(browser, base: str, rel: str) -> dict:
     seen = {"errors": errors, "outside": outside, "weight": page.evaluate(PAGE_BYTES),
             "wide": page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]"),
             "too_wide": page.evaluate(TOO_WIDE), "formulas": page.evaluate(WIDE_FORMULAS),
-            "tables": page.evaluate(TABLES), "axe": axe_violations(page),
+            "tables": page.evaluate(TABLES), "title": page.evaluate(TITLE), "axe": axe_violations(page),
             "figures": page.eval_on_selector_all("article .cell_output img:not(.gm-player img)", "els => els.map(e => e.currentSrc)"),
             **figures_seen(page, rel, PHONE["width"])}
     if FULL_SHOTS:
@@ -705,6 +709,18 @@ def test_no_table_scrolls_down_in_its_own_box_and_one_that_scrolls_takes_keyboar
     assert wrong == {rel: [] for rel in found}
     tallest = max((t[1], rel) for rel, ts in found.items() for t in ts if rel.startswith("chapters/09"))
     assert tallest[0] < 2000, f"chapter 9's longest table is {tallest[0]} px tall at 390 px: a word a line?"
+
+
+MAX_TITLE_LINES = 3
+
+
+def test_on_a_phone_a_pages_title_takes_at_most_three_lines(visits):
+    """At 390 px each page's h1 takes at most MAX_TITLE_LINES lines of the first screen (the
+    theme's 42 px set chapter 3's title on 4 lines, 193 px)."""
+    long = {rel: f"{v['title'][0]!r}: {v['title'][1] / v['title'][2]:.1f} lines, {v['title'][1]:.0f} px"
+            for rel, v in visits[PHONE["width"]].items() if v["title"] and v["title"][1] > MAX_TITLE_LINES * v["title"][2] + 1}
+    assert long == {}
+    assert sum(bool(v["title"]) for v in visits[PHONE["width"]].values()) > 10
 
 
 @pytest.mark.parametrize("width", [390, 1400])
