@@ -1,6 +1,6 @@
 // What a phone needs that the theme does not give (loaded through html_js_files in _config.yml):
-// drawers that open, tables that scroll sideways in their own box reachable by keyboard, and
-// figures that open enlarged over the page.
+// drawers that open, tables that scroll sideways in their own box reachable by keyboard, figures
+// that open enlarged over the page, and the dropdowns' buttons named as their titles.
 (function () {
   "use strict";
 
@@ -87,8 +87,20 @@
     zoom.querySelector("button").focus();
   }
 
+  // sphinx-togglebutton names the button of every dropdown (an aside, a solution) "Toggle hidden
+  // content"; a listener hears what the reader sees, the dropdown's title ("Solution to Exercise
+  // 3.1"), with the button's state (expanded or not). Its buttons exist once the page has loaded.
+  function toggleNames() {
+    document.querySelectorAll("button.toggle-button").forEach(function (button) {
+      var title = button.closest(".admonition-title");
+      var text = title ? title.textContent.replace(/\s+/g, " ").trim() : "";
+      if (text) button.setAttribute("aria-label", text);
+    });
+  }
+
   function loaded() {
     scrollers();
+    toggleNames();
     if (document.fonts) document.fonts.ready.then(scrollers);
   }
 

@@ -1107,3 +1107,36 @@ def test_a_chapter_prints_without_controls_in_a_sensible_number_of_pages(site, b
     assert shown == [] and hidden == []
     assert 5 < printed <= PRINTED_PAGES, f"chapter 3 prints to {printed} pages"
     assert errors == []
+
+
+def test_folded_cells_and_dropdowns_are_named_as_they_read_and_each_page_has_one_viewport(site, browser):
+    """A folded cell's bar is named by what it shows ("Show code cell source"), not "Toggle
+    hidden content" (WCAG 2.5.3, label in name: axe's label-content-name-mismatch), a dropdown's
+    button by its title; the sidebar's title and search are in a landmark (axe: region); each
+    page has one viewport tag (the layouts wrote three)."""
+    html, base = site
+    problems = []
+    for rel in pages(html):
+        if rel == "index.html":  # a redirect to intro.html
+            continue
+        text = (html / rel).read_text()
+        if "Toggle hidden content" in text:
+            problems.append(f"{rel}: 'Toggle hidden content'")
+        tags = text.count('<meta name="viewport"')
+        if tags != 1:
+            problems.append(f"{rel}: {tags} viewport tags")
+    for viewport in (DESKTOP, PHONE):
+        page, _, _ = open_page(browser, f"{base}/chapters/03_tiling.html", viewport)
+        page.add_script_tag(path=str(AXE_JS))
+        found = page.evaluate("""async () => (await axe.run(document, {preload: false, resultTypes: ["violations"],
+          runOnly: {type: "rule", values: ["label-content-name-mismatch", "region", "landmark-unique", "landmark-no-duplicate-contentinfo"]}}))
+          .violations.map(v => [v.id, v.nodes.slice(0, 3).map(n => n.target.join(" "))])""")
+        problems += [f"{viewport['width']} px: {v}" for v in found]
+        buttons = page.evaluate("""() => [...document.querySelectorAll('.bd-article button.toggle-button')].map(b =>
+          [b.getAttribute('aria-label'), b.closest('.admonition-title').textContent.replace(/\\s+/g, ' ').trim()])""")
+        assert len(buttons) >= 5
+        problems += [f"a dropdown's button named {name!r} under {title!r}" for name, title in buttons if name != title]
+        summary = page.locator(".bd-article details.hide > summary").first
+        assert summary.get_attribute("aria-label") is None and summary.inner_text().strip() == "Show code cell source"
+        page.close()
+    assert problems == [], "\n".join(problems)

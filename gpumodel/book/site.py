@@ -24,8 +24,10 @@ network it did by a second and more (Lighthouse). `documentation_options.js` alo
 place, a few hundred bytes that the page's inline scripts use as they are read; the search
 page keeps its scripts in place (`defer_scripts`).
 
-After the build, each page is mended (`mend`): each figure links to its own image, which phone.js
-opens enlarged. Then `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
+After the build, each page is mended (`mend`): a folded cell's bar is named by what it shows,
+not "Toggle hidden content"; one viewport tag is left of the three the layouts write; each figure
+links to its own image, which phone.js opens enlarged; the sidebar's title and search sit in a
+landmark. Then `trim` cuts the theme's stylesheets, icon fonts and search scripts to what the
 pages use and takes plain tokens' spans out of the listings, `bundle` makes each page's
 stylesheets one file, and the reference list loses a list role its entries do not fit
 (`drop_citation_list_role`).
@@ -87,14 +89,30 @@ def drop_citation_list_role(out: pathlib.Path) -> None:
             page.write_text(html.replace(CITATION_LIST, '<div class="citation-list">'), encoding="utf-8")
 
 
+HIDDEN_CELL = '<summary aria-label="Toggle hidden content">'
+"""myst-nb's bar over a folded cell: named "Toggle hidden content" for a listener while it shows
+"Show code cell source" (WCAG 2.5.3, label in name). Without the label its name is what it shows."""
+VIEWPORT = re.compile(r'[ \t]*<meta name="viewport"[^>]*>\n?')
+"""The viewport tag, which Sphinx's layout, docutils and pydata-sphinx-theme's layout each write."""
 FIGURE = re.compile(r'(<figure\b[^>]*>\s*)(<img\b[^>]*?\bsrc="(?!data:)([^"]+)"[^>]*>)')
 """A figure's image (myst-nb's figures from a cell's output, the pages' own figures), with its address."""
+SEARCH_FIELD = '<button class="btn search-button-field search-button__button pst-js-only" title="Search" aria-label="Search"'
+"""The sidebar's search button, which shows "Search Ctrl+K" and was named "Search" (label in name);
+its name is what it shows."""
+SIDEBAR_START = '<div class="sidebar-primary-items__start sidebar-primary__section">'
+"""The sidebar's first section: the course's title (its home link) and the search button, above the
+chapters' navigation, in no landmark of the theme's (axe: region)."""
 
 
 def mend(html: str) -> str:
     """One built page as a reader needs it: each figure a link to its own image (phone.js opens it
-    enlarged)."""
-    return FIGURE.sub(lambda m: f'{m[1]}<a class="gm-enlarge" href="{m[3]}" title="Enlarge the figure">{m[2]}</a>', html)
+    enlarged); folded cells and the search field named by what they show; one viewport tag; the
+    sidebar's title and search in a navigation landmark, "Course" (its chapters' list is "Main")."""
+    html = FIGURE.sub(lambda m: f'{m[1]}<a class="gm-enlarge" href="{m[3]}" title="Enlarge the figure">{m[2]}</a>', html)
+    html = html.replace(HIDDEN_CELL, "<summary>").replace(SEARCH_FIELD, SEARCH_FIELD.removesuffix(' aria-label="Search"'))
+    seen = []
+    html = VIEWPORT.sub(lambda m: "" if seen else seen.append(m) or m[0], html)
+    return html.replace(SIDEBAR_START, SIDEBAR_START[:-1] + ' role="navigation" aria-label="Course">')
 
 
 def mend_pages(out: pathlib.Path) -> None:
