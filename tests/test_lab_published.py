@@ -433,3 +433,76 @@ def test_a_kernel_that_needs_torch_itself_says_what_the_lab_left_out():
     assert "error: ‘c10’ does not name a type" in message and "is host code" not in message  # the wrappers are out
     assert "The lab left out the file's PyTorch headers and the code written against them: rms_norm (line" in message
     assert "an error above that names torch::, at:: or c10:: is in code it kept" in message
+
+
+# 5. A struct passed by value (ggml's softmax params struct): a NumPy structured scalar or a ctypes.Structure.
+
+PARAMS_BY_VALUE = r"""
+#include <cstdint>
+
+enum scale_mode { SCALE_NONE = 0, SCALE_BY_PARAM = 1 };
+
+struct row_params {
+    int64_t ncols;
+    uint32_t n_head_log2;
+    int64_t nrows;
+    float scale;
+    float bias;
+};
+
+// ggml's style: the shape and the scalars of an op in one struct, passed by value.
+template <int block_size>
+static __global__ void scaled_rows(const float * x, float * dst, const row_params p, const scale_mode mode) {
+    const int64_t row = blockIdx.x;
+    for (int64_t col = threadIdx.x; col < p.ncols; col += block_size) {
+        const float s = mode == SCALE_BY_PARAM ? p.scale : 1.0f;
+        dst[row * p.ncols + col] = x[row * p.ncols + col] * s + p.bias + (float) p.n_head_log2;
+    }
+}
+"""
+
+ROW_PARAMS = np.dtype([("ncols", np.int64), ("n_head_log2", np.uint32), ("nrows", np.int64), ("scale", np.float32),
+                       ("bias", np.float32)], align=True)
+
+
+def _row_params(ncols=48, n_head_log2=3, nrows=2, scale=0.5, bias=1.0, dtype=ROW_PARAMS):
+    p = np.zeros((), dtype)
+    p["ncols"], p["n_head_log2"], p["nrows"], p["scale"], p["bias"] = ncols, n_head_log2, nrows, scale, bias
+    return p
+
+
+@pytest.mark.parametrize("how", ["scalar", "array", "ctypes"])
+def test_a_struct_passed_by_value_takes_a_structured_scalar_or_a_ctypes_structure(how):
+    """The struct's 32 bytes (int64, uint32 and 4 bytes of padding, int64, two floats) as NumPy's
+    aligned structured dtype lays them out, as a 0-d structured array, or as a ctypes.Structure;
+    the enum as an int. dst = x * scale + bias + n_head_log2 on 2 rows of 48."""
+    import ctypes
+
+    class RowParams(ctypes.Structure):
+        _fields_ = [("ncols", ctypes.c_int64), ("n_head_log2", ctypes.c_uint32), ("nrows", ctypes.c_int64),
+                    ("scale", ctypes.c_float), ("bias", ctypes.c_float)]
+
+    p = {"scalar": _row_params()[()], "array": _row_params(),
+         "ctypes": RowParams(ncols=48, n_head_log2=3, nrows=2, scale=0.5, bias=1.0)}[how]
+    x, dst = np.arange(96, dtype=np.float32), np.zeros(96, np.float32)
+    trace(PARAMS_BY_VALUE, "scaled_rows<32>", 2, 32, [x, dst, p, 1])
+    assert dst.tolist() == (np.arange(96) * 0.5 + 1.0 + 3).tolist()
+
+
+def test_a_struct_of_another_layout_is_refused_naming_its_type_and_sizes():
+    """Packed fields (no padding after n_head_log2: 28 bytes, not C's 32) are refused before the
+    kernel runs, by the parameter's name and type; a dict (no C layout) names the struct type first."""
+    packed = np.dtype([(name, ROW_PARAMS.fields[name][0]) for name in ROW_PARAMS.names])  # align=False
+    args = [np.zeros(96, np.float32), np.zeros(96, np.float32)]
+    with pytest.raises(TypeError, match=r"^args: p is const row_params, which takes 32 bytes \(its sizeof in C\+\+ "
+                                        r"here\), got 28 in the fields ncols, n_head_log2, nrows, scale, bias"):
+        trace(PARAMS_BY_VALUE, "scaled_rows<32>", 2, 32, [*args, _row_params(dtype=packed)[()], 1])
+    with pytest.raises(TypeError, match=r"^args: p is row_params passed by value \(a struct, or an enum\), which takes "
+                                        r"a NumPy structured scalar .* got dict: a dict's fields have no C layout"):
+        trace(PARAMS_BY_VALUE, "scaled_rows<32>", 2, 32, [*args, {"ncols": 48}, 1])
+
+
+def test_a_type_the_lab_cannot_pass_is_named_before_the_types_it_can():
+    with pytest.raises(TypeError, match=r"^row_params \* is not a type the lab passes: it passes NumPy arrays"):
+        trace("struct row_params { int n; };\n__global__ void k(row_params* p) { p->n = 1; }", "k", 1, 1,
+              [np.zeros(1, np.int32)])

@@ -375,13 +375,18 @@ def wrapper(source: str, names: list, traced: bool = False) -> str:
     """What g++ compiles: cuda_emu.h, the source as `SOURCE_NAME` (its `extern __shared__` arrays
     at the launch's dynamic shared memory), and `gm_body(i, args)`, which calls the i-th of
     `names` with `args` (a pointer's value, a scalar's address), itself not instrumented (g++
-    does not inline across that difference). Untraced, `emu_launch_kernel` launches it on a grid."""
+    does not inline across that difference), and `gm_value_bytes(i, k)`, the bytes its k-th
+    parameter takes by value (-1 for a pointer), which the traced run checks a struct's against. Untraced, `emu_launch_kernel` launches it on a grid."""
     cases = " ".join(f"case {i}: {{ {opened(source, name)}emu_call({kernel_pointer(source, name)}, a); break; }}"
+                     for i, name in enumerate(names))
+    sizes = " ".join(f"case {i}: {{ {opened(source, name)}return emu_value_bytes({kernel_pointer(source, name)}, i); }}"
                      for i, name in enumerate(names))
     text = (f'{_prologue(traced)}#define main gm_learner_main\n#line 1 "{SOURCE_NAME}"\n'
             f'{for_gxx(source)}\n#undef main\n#line 1 "gm_body.cpp"\n'
             f'extern "C" __attribute__((no_sanitize("thread"))) void gm_body(int kernel, void** a) {{\n'
-            f"    switch (kernel) {{ {cases} }}\n}}\n")
+            f"    switch (kernel) {{ {cases} }}\n}}\n"
+            f'extern "C" __attribute__((no_sanitize("thread"))) long gm_value_bytes(int kernel, int i) {{\n'
+            f"    switch (kernel) {{ {sizes} }}\n    return -1;\n}}\n")
     if not traced:
         text += ('extern "C" void emu_launch_kernel(int kernel, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, '
                  "unsigned bz, size_t shared_mem, void** a) {\n    emu_launch(dim3(gx, gy, gz), dim3(bx, by, bz), "

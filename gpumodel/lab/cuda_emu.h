@@ -833,6 +833,12 @@ template <class... P>
 __attribute__((no_sanitize("thread"))) void emu_call(void (*kernel)(P...), void** a) {
     emu_call(kernel, a, std::index_sequence_for<P...>());
 }
+// The bytes `kernel`'s i-th parameter takes by value (a struct's sizeof); -1 for a pointer or past the last:
+// the traced run checks the bytes it was given against it.
+template <class... P> long emu_value_bytes(void (*)(P...), int i) {
+    const long bytes[] = {(std::is_pointer_v<P> ? -1L : (long)sizeof(P))..., -1L};
+    return i >= 0 && i < (int)sizeof...(P) ? bytes[i] : -1L;
+}
 
 #ifdef GM_LAB_TRACE
 void __syncthreads();

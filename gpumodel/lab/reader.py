@@ -12,6 +12,7 @@ comments, `__launch_bounds__(...)` and default arguments), a kernel named as CuP
 from __future__ import annotations
 
 import collections
+import ctypes
 import math
 import numbers
 import pathlib
@@ -493,8 +494,34 @@ def element_type(ctype: str):
     base = vector[0] if vector else base_type(ctype)
     if base in SCALAR_TYPES or base == "void":
         return SCALAR_TYPES.get(base)
-    raise TypeError(f"the lab passes NumPy arrays to pointers to C's scalar types ({', '.join(sorted(SCALAR_TYPES))}), "
-                    f"CUDA's vector types (float4, int2, half2 ...) and void, and those by value; not {ctype}")
+    raise TypeError(f"{ctype} is not a type the lab passes: it passes NumPy arrays to pointers to C's scalar "
+                    "types, CUDA's vector types (float4, int2, half2 ...) and void, those by value, and a struct "
+                    f"by value; the scalar types: {', '.join(sorted(SCALAR_TYPES))}")
+
+
+def _by_value(ctype: str) -> bool:
+    """Whether a parameter of `ctype` is a struct, class or enum passed by value: no pointer, and
+    no scalar, vector or void type."""
+    return "*" not in ctype and _vector(ctype) is None and base_type(ctype) not in (*SCALAR_TYPES, "void")
+
+
+def _struct(ctype: str, name: str, arg):
+    """`arg` as the bytes a launch passes for parameter `name`, a struct (or enum) of `ctype` by value:
+    a NumPy structured scalar (or a structured array of one element), its fields in the struct's order
+    and C layout, as CuPy passes a struct; a ctypes.Structure or Union; an int for an enum (as a
+    32-bit int). The traced run checks its size against the type's sizeof."""
+    if isinstance(arg, (ctypes.Structure, ctypes.Union)):
+        return np.void(bytes(arg))
+    if isinstance(arg, np.ndarray) and arg.dtype.names and arg.size == 1:
+        return arg.reshape(-1)[0]
+    if isinstance(arg, np.void) and arg.dtype.names:
+        return arg
+    if isinstance(arg, numbers.Integral) and not isinstance(arg, (bool, np.bool_)):
+        return _scalar(ctype, name, np.dtype(np.int32), arg)
+    raise TypeError(f"args: {name} is {base_type(ctype)} passed by value (a struct, or an enum), which takes a NumPy "
+                    "structured scalar of its fields in their C order and types (np.zeros((), np.dtype([(field, type), "
+                    "...], align=True))[()], each field then set), a ctypes.Structure, or an int for an enum; got "
+                    f"{type(arg).__name__}" + (": a dict's fields have no C layout" if isinstance(arg, dict) else ""))
 
 
 def arguments(params: list, args, defaults: tuple = ()) -> list:
@@ -502,8 +529,8 @@ def arguments(params: list, args, defaults: tuple = ()) -> list:
     NumPy array of the pointee's dtype itself (writeable unless the pointee is const), or None for
     NULL; a scalar as a NumPy scalar of its parameter's C type: an integer (not a bool) within the
     type's range for an integer type, a real number within its range for a floating-point one, a
-    bool for bool; TypeError or ValueError naming the parameter otherwise, never a value
-    converted. Parameters left out at the end take their `defaults` (`default_value`), as C++
+    bool for bool; a struct by value as `_struct` takes it; TypeError or ValueError naming the
+    parameter otherwise, never a value converted. Parameters left out at the end take their `defaults` (`default_value`), as C++
     applies them."""
     if not isinstance(args, (list, tuple)):
         raise TypeError(f"args must be a list of the kernel's arguments, got {type(args).__name__}")
@@ -516,6 +543,9 @@ def arguments(params: list, args, defaults: tuple = ()) -> list:
     args = [*args, *(default_value(*params[i], defaults[i]) for i in range(len(args), len(params)))]
     converted = []
     for (ctype, name), arg in zip(params, args):
+        if _by_value(ctype):
+            converted.append(_struct(ctype, name, arg))
+            continue
         want, vector = element_type(ctype), _vector(ctype)
         if "*" in ctype and arg is None:
             converted.append(None)  # NULL

@@ -307,8 +307,10 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
           timeout: float = 30.0, max_threads: int = MAX_THREADS, options: tuple = ()) -> Trace:
     """Run `kernel` of the CUDA C `source` on the CPU over `grid` x `block` with `args` (NumPy
     arrays for pointers, written back after the run; numbers for scalars, as their parameter's
-    C type), tracing every global and shared-memory access; as CuPy's `RawModule` and launch
-    take them: `kernel` a name or a C++ name expression ("reduce<float>", "sgemm<128, 128, 8>"),
+    C type; a struct passed by value as a NumPy structured scalar of its fields in C's order and
+    layout, `np.dtype([...], align=True)`, as CuPy passes one, or a ctypes.Structure, its size held
+    to the type's sizeof; an enum as an int), tracing every global and shared-memory access; as
+    CuPy's `RawModule` and launch take them: `kernel` a name or a C++ name expression ("reduce<float>", "sgemm<128, 128, 8>"),
     `shared_mem` the bytes of the `extern __shared__` arrays, the source compiled for `arch`
     (`__CUDA_ARCH__`) with NVRTC-style `options` ("-I<folder>" for the file's own headers,
     "-DNAME=value"; `reader.compile_options`). A pointer takes None (NULL); parameters left out

@@ -186,6 +186,7 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
                 raise LabError(f"{kernel} printed more than the lab's output limit of {fmt_bytes(OUTPUT_LIMIT)} and "
                                "was stopped: a printf in a loop, or in every thread?")
             if done.returncode:
+                _wrong_size(tmp / "stats", params, values)
                 _crashed(done, tmp / "stats", exe, kernel, grid, block, source, memory)
             rows = [r.split() for r in (tmp / "stats").read_text().split("\n") if r]
             for i, value in enumerate(values):
@@ -416,6 +417,22 @@ def _barrier_error(kernel, waited, threads, block, at, other, source) -> None:
         "where the condition is the same for every thread of the block (CUDA C++ Programming Guide, Synchronization "
         "Functions); otherwise a GPU may hang or give wrong results. Keep every thread of the block to each barrier: "
         "guard the work (if (i < n) { ... }), not the barrier.")
+
+
+def _wrong_size(stats: pathlib.Path, params: list, values: list) -> None:
+    """TypeError naming the parameter where the traced run refused a value of another size than its
+    type's (trace_runtime.cpp's "fault argument": a struct whose fields are not the C struct's)."""
+    text = stats.read_text(errors="replace") if stats.exists() else ""
+    row = next((r.split() for r in text.splitlines() if r.startswith("fault argument ")), None)
+    if row is None:
+        return
+    i, given, want = (int(v, 16) for v in row[2:5])
+    ctype, name = params[i]
+    fields = getattr(getattr(values[i], "dtype", None), "names", None)
+    raise TypeError(f"args: {name} is {ctype}, which takes {want} bytes (its sizeof in C++ here), got {given}"
+                    + (f" in the fields {', '.join(fields)}" if fields else "") + ": give it the struct's fields "
+                    "in their C order and types, aligned as C aligns them (np.dtype([...], align=True), or a "
+                    "ctypes.Structure)")
 
 
 def _crashed(done, stats: pathlib.Path, exe, kernel, grid, block, source, memory: int) -> None:

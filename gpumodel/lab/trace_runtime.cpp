@@ -30,7 +30,8 @@
 // "fault barrier WAITED THREADS SITE BLOCK" (a __syncthreads() that some threads of the block
 // returned without reaching, cuda_emu.h's emu_gate), "fault memory THREAD|- BLOCK" (an allocation failed:
 // std::bad_alloc, in the kernel or the lab's own), "fault stack BYTES THREAD BLOCK" (a thread ran
-// past its fiber's stack into the guard page below it); numbers in hex, threads and blocks as
+// past its fiber's stack into the guard page below it), "fault argument I GIVEN WANT" (the I-th argument's
+// bytes by value are not its parameter's sizeof: a struct of another layout); numbers in hex, threads and blocks as
 // linear ids, sites as code offsets. A barrier that opened with threads at two calls (cuda_emu.h's
 // emu_barrier_sites) is one "barriers SITE OTHER WAITED THREADS BLOCK" line of STATS each.
 #define GM_LAB_TRACE
@@ -54,6 +55,7 @@
 #include <unordered_set>
 
 extern "C" void gm_body(int kernel, void** args);  // runs the source's kernel-th kernel (builder.py writes it; not in a whole program)
+extern "C" long gm_value_bytes(int kernel, int i);  // the bytes its i-th parameter takes by value; -1 for a pointer
 // The executable's writable statics: __shared__ arrays are statics (blocks run one at a time).
 extern "C" char __data_start[], _end[], __executable_start[];
 
@@ -776,7 +778,8 @@ int run(char** argv) {
     int kernel = 0;
     std::vector<unsigned> blocks;
     std::vector<void*> args;
-    std::vector<std::unique_ptr<uint64_t[]>> scalars;  // each scalar argument's bytes, 8-byte aligned
+    std::vector<long> given;  // each argument's bytes by value; -1 for a pointer
+    std::vector<std::unique_ptr<__int128[]>> scalars;  // each scalar argument's bytes, 16-byte aligned
     std::string line;
     while (std::getline(spec, line)) {
         std::istringstream in(line);
@@ -807,16 +810,26 @@ int run(char** argv) {
                 std::ifstream(a.path, std::ios::binary).read(a.base, a.bytes);
                 arrays.push_back(a);
                 args.push_back(a.base);
+                given.push_back(-1);
             } else if (kind == "N") {  // a NULL pointer
                 args.push_back(nullptr);
-            } else {  // V: a scalar's bytes in hex
+                given.push_back(-1);
+            } else {  // V: a scalar's (or a struct's) bytes in hex
                 std::string hex;
                 in >> hex;
-                scalars.emplace_back(new uint64_t[hex.size() / 16 + 1]());
+                scalars.emplace_back(new __int128[hex.size() / 32 + 1]());
                 auto* bytes = reinterpret_cast<unsigned char*>(scalars.back().get());
                 for (size_t i = 0; i + 1 < hex.size(); i += 2) bytes[i / 2] = std::stoul(hex.substr(i, 2), nullptr, 16);
                 args.push_back(bytes);
+                given.push_back((long)(hex.size() / 2));
             }
+        }
+    }
+    for (size_t i = 0; i < given.size(); ++i) {  // a struct by value of another size than the parameter's type
+        const long want = gm_value_bytes(kernel, (int)i);
+        if (given[i] >= 0 && want >= 0 && given[i] != want) {
+            FaultLine fault_line;
+            fault(fault_line << "fault argument " << (uint64_t)i << " " << (uint64_t)given[i] << " " << (uint64_t)want);
         }
     }
     gridDim = grid;
