@@ -506,3 +506,60 @@ def test_a_type_the_lab_cannot_pass_is_named_before_the_types_it_can():
     with pytest.raises(TypeError, match=r"^row_params \* is not a type the lab passes: it passes NumPy arrays"):
         trace("struct row_params { int n; };\n__global__ void k(row_params* p) { p->n = 1; }", "k", 1, 1,
               [np.zeros(1, np.int32)])
+
+
+# 6. A header's compile error names the include chain; a header reached by two names is one header.
+
+DEEP = r"""#pragma once
+template <class T> __device__ T pack(T x) { return __not_an_intrinsic(x, 0x3210); }
+"""
+MIDDLE = '#pragma once\n#include "deep.cuh"\n'
+USES_DEEP = r"""#include "middle.cuh"
+
+__global__ void packed(int* x) {
+    x[threadIdx.x] = pack(x[threadIdx.x]);
+}
+
+void launch(int* x) { packed<<<1, 32>>>(x); }
+"""
+
+
+def test_an_error_in_a_header_names_the_include_chain_and_the_kernel_line_that_reached_it(tmp_path):
+    """The error is deep.cuh's, named at its own line, included from the source's line 1 through
+    middle.cuh's line 2, and reached by the kernel's line 4 (the template's instantiation); the
+    hint about host code is left out, the file's host code being no part of it."""
+    (tmp_path / "deep.cuh").write_text(DEEP)
+    (tmp_path / "middle.cuh").write_text(MIDDLE)
+    with pytest.raises(LabError) as err:
+        trace(USES_DEEP, "packed", 1, 32, [np.zeros(32, np.int32)], options=(f"-I{tmp_path}",))
+    message = str(err.value)
+    assert ("deep.cuh:2:70: error: ‘__not_an_intrinsic’ was not declared in this scope (included from kernel.cu:1 "
+            "through middle.cuh:2; reached from kernel.cu:4:") in message
+    assert "is host code" not in message
+
+
+SHARED_COMMON = r"""#pragma once
+struct pair_sum { float a, b; };
+template <class K> void launch_on(K kernel, float* x) { kernel<<<1, 32>>>(x); }  // a launch: the lab rewrites it
+"""
+KERNELS_HEADER = '#pragma once\n#include "common.cuh"\n__device__ inline float twice(float v) { return 2.0f * v; }\n'
+TWO_NAMES = r"""#include "ops/common.cuh"
+#include "kernels.cuh"
+
+__global__ void doubled(float* x) {
+    pair_sum s{x[threadIdx.x], 0.0f};
+    x[threadIdx.x] = twice(s.a + s.b);
+}
+"""
+
+
+def test_a_header_reached_by_two_include_names_is_one_header(tmp_path):
+    """src/ops/common.cuh is "ops/common.cuh" from -Isrc and "common.cuh" from -Isrc/ops (as
+    ggml's files include it): its one rewritten copy, its #pragma once kept, so pair_sum is
+    defined once."""
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "common.cuh").write_text(SHARED_COMMON)
+    (tmp_path / "ops" / "kernels.cuh").write_text(KERNELS_HEADER)
+    x = np.arange(32, dtype=np.float32)
+    trace(TWO_NAMES, "doubled", 1, 32, [x], options=(f"-I{tmp_path}", f"-I{tmp_path / 'ops'}"))
+    assert x.tolist() == (2 * np.arange(32)).tolist()

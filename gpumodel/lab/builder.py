@@ -228,21 +228,53 @@ _LINK = re.compile(r".*?(?:: )?(undefined reference to .*|multiple definition of
 _FUNCTION = re.compile(r".*: in function (`.*'):$")
 
 
+_INCLUDED_FROM = re.compile(r"^(?:In file included from|\s+from) (?P<file>.+?):(?P<line>\d+)(?::\d+)?[,:]$")
+"""g++'s lines before an error in a header: "In file included from a.cuh:2," then "   from kernel.cu:1:"."""
+
+
+def _chain(includes: list, reached: str | None, source_name: str) -> str:
+    """Where an error in a header of the learner's came from: the include chain from `source_name`
+    (`includes`: g++'s "included from" places, innermost first) and the learner's line whose
+    template instantiation `reached` it."""
+    steps = [f"{os.path.basename(file)}:{line}" for file, line in reversed(includes)]
+    parts = ([f"included from {steps[0]}" + (f" through {', '.join(steps[1:])}" if len(steps) > 1 else "")]
+             if steps and steps[0].startswith(f"{source_name}:") else [])
+    parts += [f"reached from {reached}"] if reached else []
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def diagnostics(stderr: str, source_name: str) -> list:
     """g++'s and the linker's errors as a learner reads them, each at a line of `source_name`:
     an error inside a header (the lab's stand-in for CUDA, the C++ library) at the learner's
-    line that led there, the header named by its file name; no path of the build folder."""
+    line that led there, the header named by its file name; no path of the build folder. An
+    error in a header of the learner's own at its own line, with the chain of includes from
+    `source_name` that reached it and the line of `source_name` whose template it was
+    instantiating."""
     rows, here, function = [], None, ""
     learner = re.compile(re.escape(source_name) + r":\d+(?::\d+)?")
+    includes, chains, reached = [], {}, None  # "included from" places being read; per header, its chain
     for row in stderr.splitlines():
+        if (m := _INCLUDED_FROM.match(row)) is not None:
+            if row.startswith("In file"):
+                includes = []
+            includes.append((m["file"], m["line"]))
+            continue
+        if includes and (header := re.match(r"(?P<file>[^\s:][^:]*):", row)) is not None:
+            chains[header["file"]], includes = includes, []  # the chain of the header the next row names
+        if "In instantiation of" in row:
+            reached = None
+        elif "required from" in row and (found := learner.findall(row)):
+            reached = found[-1]
         if (m := _DIAGNOSTIC.match(row)) is not None:
             if m["file"] == source_name:
                 rows.append(row)
                 here = f"{source_name}:{m['line']}" + (f":{m['column']}" if m["column"] else "")
                 continue
             inside = os.path.basename(m["file"])
-            if _learners(m["file"]):  # a header of the learner's own (found through -I): its own line
-                rows.append(f"{inside}:{m['line']}" + (f":{m['column']}" if m["column"] else "") + f": {m['kind']}: {m['text']}")
+            if _learners(m["file"]):  # a header of the learner's own (found through -I): its own line, and how it came in
+                rows.append(f"{inside}:{m['line']}" + (f":{m['column']}" if m["column"] else "") + f": {m['kind']}: "
+                            f"{m['text']}{_chain(chains.get(m['file'], []), reached, source_name)}")
+                reached = None
                 continue
             if inside == "gm_body.cpp":  # the lab's own call of the kernels, not the learner's line
                 rows.append(f"the lab's call of the kernel: {m['kind']}: {m['text']}")
@@ -354,7 +386,8 @@ def compile_with_header(args: list, header: list, what: str, source: str, progra
         if not pathlib.Path(header[-1] + ".gch").exists():
             raise LabError(f"{err}\n(the lab's precompiled header was removed meanwhile: run it again)") from None
         missing = _NO_HEADER.search(str(err))  # a header the lab lacks: the host code is beside the point
-        raise CompileError(f"{err}{'' if program or missing else host_code(source)}"
+        ours = any(row.startswith(f"{SOURCE_NAME}:") for row in str(err).splitlines())  # not only in a header
+        raise CompileError(f"{err}{'' if program or missing or not ours else host_code(source)}"
                            f"{'' if program else _framework_note(source)}") from None
 
 
@@ -422,9 +455,11 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
             wrapper(source, entries(source) if names is None else names, traced=True))
     own = [*KERNEL_FLAGS, *compile_flags(arch)]
     flags = [*own, *options]  # the source's own -I folders do not change the precompiled header, so it is shared
-    headers = {name: path.read_text(errors="replace")
-               for name, path in own_headers(source, [pathlib.Path(f[2:]) for f in options if f.startswith("-I")]).items()}
+    folders = [pathlib.Path(f[2:]) for f in options if f.startswith("-I")]
+    found = own_headers(source, folders)
+    headers = {name: path.read_text(errors="replace") for name, path in found.items()}
     rewritten = {name: for_gxx(text, program) for name, text in headers.items()}
+    aliases = _other_names(found, folders)
     # Only __FILE__ renamed (not the line table's file, nor g++'s messages), and not in the precompiled header's flags.
     renamed = [f"-fmacro-prefix-map={SOURCE_NAME}={file_name}"] if file_name != SOURCE_NAME else []
     key = digest((text + str(flags + renamed) + runtime.name + str(sorted(headers.items()))).encode()
@@ -438,6 +473,9 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
             for name, header in rewritten.items():  # all of them, so that one includes the others' copies
                 create((copies / name).parent)
                 (copies / name).write_text(header)
+            for alias, name in aliases.items():  # one header, one copy: its #pragma once holds under either name
+                create((copies / alias).parent)
+                (copies / alias).write_text(f'#include "{copies / name}"\n')
             own_flags = [f"-I{copies}", *own_flags]
         try:
             header = precompiled([f for f in flags if not f.startswith("-I") or f in own], traced=True)
@@ -461,6 +499,20 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
         raise type(err)(str(err).replace(f"{SOURCE_NAME}:", f"{file_name}:")) from None
     finally:
         prune(folder, "program-" if program else "trace-", CACHE_KEEP)  # the least recently used beyond CACHE_KEEP
+
+
+def _other_names(found: dict, folders: list) -> dict:
+    """Each other name an #include may reach a header of `found` (`reader.own_headers`: its name ->
+    its path) by, through another of the include `folders` (src/ggml-cuda/common.cuh is
+    "ggml-cuda/common.cuh" from src and "common.cuh" from src/ggml-cuda) -> the name its copy has;
+    the first folder's where two headers share a name, as g++ searches them."""
+    names, taken = {}, set(found)
+    for folder in (pathlib.Path(f).resolve() for f in folders):
+        for name, path in found.items():
+            if path.is_relative_to(folder) and (alias := path.relative_to(folder).as_posix()) not in taken:
+                names[alias] = name
+                taken.add(alias)
+    return names
 
 
 def program_text(source: str) -> str:
