@@ -563,3 +563,50 @@ def test_a_header_reached_by_two_include_names_is_one_header(tmp_path):
     x = np.arange(32, dtype=np.float32)
     trace(TWO_NAMES, "doubled", 1, 32, [x], options=(f"-I{tmp_path}", f"-I{tmp_path / 'ops'}"))
     assert x.tolist() == (2 * np.arange(32)).tolist()
+
+
+NOT_INLINED = r"""#pragma once
+template <typename T> static __device__ __noinline__ T block_sum(T v, T* shared_vals) {
+    shared_vals[threadIdx.x] = v;
+    __syncthreads();
+    T s = 0;
+    for (int i = 0; i < 32; ++i) s += shared_vals[i];
+    return s;
+}
+"""
+
+
+def test_an_access_in_a_headers_function_the_compiler_did_not_inline_is_named_at_the_headers_line(tmp_path):
+    """ggml's block_reduce (common.cuh) style: the shared loads and stores are in no line of the
+    source, and are named at the header's lines, not at "line 0"."""
+    (tmp_path / "reduce.cuh").write_text(NOT_INLINED)
+    source = ('#include "reduce.cuh"\n__global__ void total(const float* x, float* out) {\n'
+              '    __shared__ float vals[32];\n    out[threadIdx.x] = block_sum(x[threadIdx.x], vals);\n}\n')
+    x, out = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
+    t = trace(source, "total", 1, 32, [x, out], options=(f"-I{tmp_path}",))
+    assert out.tolist() == [float(np.arange(32).sum())] * 32
+    shared = sorted((s.where, s.write) for s in t.sites if s.space == "shared")
+    assert shared == [("reduce.cuh:3", True), ("reduce.cuh:6", False)]
+    assert "  reduce.cuh:3:" in t.report(gpus=["H100-SXM"]) and "line 0" not in t.report(gpus=["H100-SXM"])
+
+
+SFINAE_KERNELS = r"""
+#include <type_traits>
+// vLLM's layernorm style: two kernels of one name told apart by their return types (SFINAE).
+template <typename T, int width>
+__global__ std::enable_if_t<(width > 0) && std::is_same_v<T, float>> scaled(T* x, const int n) {
+  for (int i = threadIdx.x * width; i < n; i += blockDim.x * width)
+    for (int j = 0; j < width; ++j) x[i + j] *= 2.0f;
+}
+template <typename T, int width>
+__global__ std::enable_if_t<(width == 0) || !std::is_same_v<T, float>> scaled(T* x, const int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] *= 3.0f;
+}
+"""
+
+
+@pytest.mark.parametrize("width, factor", [(4, 2.0), (0, 3.0)])
+def test_a_kernel_whose_return_type_is_a_template_is_found_and_its_overload_chosen(width, factor):
+    x = np.ones(256, np.float32)
+    trace(SFINAE_KERNELS, f"scaled<float, {width}>", 1, 32, [x, 256])
+    assert x.tolist() == [factor] * 256

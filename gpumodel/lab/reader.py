@@ -127,6 +127,22 @@ def _closing(text: str, at: int) -> int:
     return len(text) + 1
 
 
+def _angle_closing(text: str, at: int) -> int:
+    """The index just past the `>` that closes the `<` at `text[at]`: brackets inside parentheses
+    (`(width > 0)`) not counted; the end where none does."""
+    depth = parens = 0
+    for i in range(at, len(text)):
+        c = text[i]
+        parens += (c in "([{") - (c in ")]}")
+        if parens == 0:
+            depth += (c == "<") - (c == ">")
+            if depth == 0:
+                return i + 1
+        if parens < 0 or c == ";":
+            break
+    return len(text)
+
+
 def _split(text: str, separator: str = ",") -> list:
     """`text` split at each `separator` outside brackets, the parts stripped, empty ones left out."""
     parts, depth, start = [], 0, 0
@@ -165,8 +181,10 @@ def _globals(code: str):
         at, word = match.end(), None
         while (token := _TOKEN.match(code, at)) is not None:
             tok, at = token.group(1), token.end()
-            if tok == "(" and word in _ATTRIBUTES:  # __launch_bounds__((BM * BN) / (TM * TN), 1)
+            if tok == "(" and word in _ATTRIBUTES | {"decltype"}:  # __launch_bounds__((BM * BN) / (TM * TN), 1)
                 at, word = _closing(code, token.start(1)), None
+            elif tok == "<" and word is not None:  # a return type's template arguments: std::enable_if_t<(w > 0)>
+                at, word = _angle_closing(code, token.start(1)), None
             elif tok == "(":
                 yield match.start(), word, token.start(1)
                 break
@@ -893,22 +911,34 @@ def host_code(source: str) -> str:
             "host code, a declaration the lab lacks is the likely cause: leave that code out of what you trace.")
 
 
-def lines(exe: pathlib.Path, offsets: list, calls: dict | None = None) -> dict:
+_LAB = pathlib.Path(__file__).resolve().parent
+
+
+def lines(exe: pathlib.Path, offsets: list, calls: dict | None = None, places: dict | None = None) -> dict:
     """The kernel source's (line, column) of each code offset: the innermost frame in kernel.cu
     (addr2line follows inlined calls), its column where the line table's innermost row is that
     line (an access inlined from the lab's own header, as `__ldg`, gets none). Where `calls` is
     given, it gets each offset's call site: the line of the next kernel.cu frame out, where the
-    access is in a device function inlined there (0 where it is in the kernel itself)."""
+    access is in a device function inlined there (0 where it is in the kernel itself). Where
+    `places` is given, it gets "header:line" for each offset in no kernel.cu frame but in a
+    header of the learner's (a device function there the compiler did not inline: ggml's
+    block_reduce in common.cuh), whose line is then 0."""
     if not offsets:
         return {}
     done = subprocess.run(["addr2line", "-e", str(exe), "-i", "-a", *offsets], capture_output=True, text=True, check=True)
     frames, current = {}, None  # offset -> the kernel.cu lines of its frames, innermost first
+    headers = {}  # offset -> its innermost frame in a header of the learner's, "name:line"
     for row in done.stdout.splitlines():
         if row.startswith("0x"):
             current = f"{int(row, 16):x}"
             frames[current] = []
         elif SOURCE_NAME in row:
             frames[current].append(int(row.rsplit(":", 1)[1].split()[0]))
+        elif (m := re.match(r"(/.+):(\d+)", row)) and current not in headers and _LAB not in pathlib.Path(m[1]).parents \
+                and not m[1].startswith(("/usr/", "/opt/", "/lib")):
+            headers[current] = f"{pathlib.Path(m[1]).name}:{m[2]}"
+    if places is not None:
+        places.update({o: headers[o] for o in offsets if not frames.get(o) and o in headers})
     table = line_table(exe)
     found = {}
     for o in offsets:

@@ -78,9 +78,12 @@ class Site:
     column: int = 0  # 0 where the line table has none
     text: str = ""  # the source line
     called_at: int = 0  # the line that called the device function the access is in (0: in the kernel itself)
+    place: str = ""  # "header:line" where line is 0: the access is in a header's function not inlined into the kernel
 
     @property
     def where(self) -> str:
+        if not self.line and self.place:
+            return self.place
         return where(self.line, self.column) + (f" (called at line {self.called_at})" if self.called_at else "")
 
     @property
@@ -338,7 +341,7 @@ def trace(source: str, kernel: str, grid, block, args, *, shared_mem: int = 0, a
         raise
     done = run_traced(build(source, names, arch, flags), source, kernel, names, shape, params, values)
     traced = _trace(source, kernel, shape, done.rows, done.where, done.calls, done.traced,
-                    [v for v in values if isinstance(v, np.ndarray)], done.output)
+                    [v for v in values if isinstance(v, np.ndarray)], done.output, done.places)
     traced.left_out = _left_out(source, folders)
     return traced
 
@@ -354,14 +357,15 @@ def _left_out(source: str, folders) -> list:
 
 
 def _trace(source: str, kernel: str, shape, rows: list, where_of: dict, calls: dict, traced: int, arrays: list,
-           output: str) -> Trace:
+           output: str, places: dict | None = None) -> Trace:
     """The `Trace` of one launch of `kernel` (`runner.Launch` `shape`) from the runtime's `rows`,
     `traced` blocks of it run traced."""
     def text(line):
         return source_line(source, line)
     other = {r[0]: int(r[1]) for r in rows if r[0] in ("l2_sectors", "local", "rounds")}
     footprint = [tuple(int(v) for v in r[2:5]) for r in rows if r[0] == "footprint"]
-    return Trace(kernel, shape.grid, shape.block, _sites([r for r in rows if r[0] == "site"], where_of, calls, text),
+    return Trace(kernel, shape.grid, shape.block, _sites([r for r in rows if r[0] == "site"], where_of, calls, text,
+                                                          places or {}),
                  footprint, other["l2_sectors"], other["local"], traced, shape.blocks, arrays,
                  _races([r for r in rows if r[0] == "hazard"], where_of, text, shape.block, shape.grid), output,
                  other.get("rounds", 0))
@@ -476,7 +480,7 @@ def run_program(source_or_path, argv=(), options: tuple = (), *, gpu: str | None
     exe = build(source, arch=arch, options=flags, program=True, file_name=file)
     done = run_program_traced(exe, name, source, tuple(argv), shape.timeout, shape.max_threads, _properties(device),
                               repeats, memory, folder)
-    traces = [_trace(source, one.kernel, one.shape, one.rows, done.where, done.calls, one.traced, [], "")
+    traces = [_trace(source, one.kernel, one.shape, one.rows, done.where, done.calls, one.traced, [], "", done.places)
               for one in done.launches]
     return Program(traces, [one.line for one in done.launches], done.output, done.returncode, done.untraced,
                    done.repeated, done.capped, repeats, memory, done.unallocated, done.refused, done.events > 0, device.name,
@@ -517,9 +521,10 @@ def _properties(device) -> dict:
             "registers_per_sm": c.registers_per_sm, "name": (device.devices or (device.name,))[0]}
 
 
-def _sites(rows, where, calls, text) -> list:
+def _sites(rows, where, calls, text, places=None) -> list:
     """One `Site` per access in the source and call of it: the code offsets of one line, column
-    and call site (a loop the compiler unrolled, say) summed; without a column, one per offset."""
+    and call site (a loop the compiler unrolled, say) summed; without a column, one per offset
+    (its `place` in a header where the source has none)."""
     merged = {}
     for r in rows:
         n = [int(v) for v in r[2:]]
@@ -531,8 +536,10 @@ def _sites(rows, where, calls, text) -> list:
                                     "ideal_wavefronts"), n[3:10]):
                 setattr(old, name, getattr(old, name) + value)
         else:
-            merged[key] = Site(line, ("global", "shared")[n[0]], bool(n[1]), *n[2:10], column, text(line),
-                               calls.get(r[1], 0))
+            place = (places or {}).get(r[1], "")
+            merged[key] = Site(line, ("global", "shared")[n[0]], bool(n[1]), *n[2:10], column,
+                               text(line) if line or not place else "(in a device function of the header, not inlined)",
+                               calls.get(r[1], 0), place)
     return list(merged.values())
 
 

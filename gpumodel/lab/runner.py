@@ -20,7 +20,7 @@ import pathlib
 import signal
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -142,6 +142,7 @@ class Run:
     calls: dict
     output: str
     traced: int
+    places: dict = field(default_factory=dict)  # an offset in a header's function not inlined: "header:line"
 
 
 def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: Launch, params: list,
@@ -192,12 +193,12 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
             for i, value in enumerate(values):
                 if isinstance(value, np.ndarray) and value.flags.writeable:  # a read-only one is a const parameter's
                     value[...] = np.fromfile(tmp / f"arg{i}.bin", dtype=value.dtype).reshape(value.shape)
-            calls = {}
+            calls, places = {}, {}
             where = lines(exe, [r[1] for r in rows if r[0] == "site"] + [r[2] for r in rows if r[0] == "oob"]
                           + [pc for r in rows if r[0] == "hazard" for pc in r[2:4]]
-                          + [pc for r in rows if r[0] == "barriers" for pc in r[1:3]], calls)
+                          + [pc for r in rows if r[0] == "barriers" for pc in r[1:3]], calls, places)
             _faults(rows, where, kernel, shape, arrays, gaps, source)
-            return Run(rows, where, calls, done.stdout, len(chosen))
+            return Run(rows, where, calls, done.stdout, len(chosen), places)
         except LabError as error:
             if not done.stdout:
                 raise
@@ -249,6 +250,7 @@ class ProgramRun:
     refused: list
     unallocated: list
     cooperative: int
+    places: dict = field(default_factory=dict)  # as `Run.places`
 
 
 _NUMBERS_AFTER_KERNEL = {"launch": 9, "refused": 8}
@@ -363,8 +365,8 @@ def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, t
             offsets += [pc for s in finished for r in s["rows"] if r[0] in ("hazard", "barriers")
                         for pc in (r[2:4] if r[0] == "hazard" else r[1:3])]
             offsets += [a[2] for s in finished for a in s["arrays"]] + [r[2] for r in other if r[0] == "nomemory"]
-            calls = {}
-            where_of = lines(exe, sorted(set(offsets)), calls)
+            calls, places = {}, {}
+            where_of = lines(exe, sorted(set(offsets)), calls, places)
             traced = []
             for s in finished:
                 arrays = [(f"the array cudaMalloc'd at line {where_of[a[2]][0]}" + (" (freed)" if a[3] == "1" else ""),
@@ -384,7 +386,7 @@ def run_program_traced(exe: pathlib.Path, name: str, source: str, argv: tuple, t
         unallocated = [(int(r[1]), where_of[r[2]][0]) for r in other if r[0] == "nomemory"]
         return ProgramRun(traced, where_of, calls, done.stdout, done.returncode, numbers.get("untraced", 0),
                           numbers.get("repeated", 0), numbers.get("capped", 0), numbers.get("events", 0), refused,
-                          unallocated, numbers.get("cooperative", 0))
+                          unallocated, numbers.get("cooperative", 0), places)
 
 
 def _faults(rows, where, kernel, shape: Launch, arrays: list, gaps: list, source: str) -> None:
