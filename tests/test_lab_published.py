@@ -610,3 +610,12 @@ def test_a_kernel_whose_return_type_is_a_template_is_found_and_its_overload_chos
     x = np.ones(256, np.float32)
     trace(SFINAE_KERNELS, f"scaled<float, {width}>", 1, 32, [x, 256])
     assert x.tolist() == [factor] * 256
+
+
+def test_a_shuffle_without_a_mask_is_named_as_cuda_8s_with_its_sync_form():
+    """Professional CUDA C's reduceIntegerShfl.cu (2014) calls __shfl_xor(v, lane), which CUDA 9
+    replaced: refused as nvcc refuses it for sm_70 and newer, with the form to write."""
+    source = "__global__ void k(int* x) { x[threadIdx.x] += __shfl_xor(x[threadIdx.x], 1); }"
+    with pytest.raises(LabError, match=r"__shfl_xor: the warp functions without a mask, which CUDA 9 replaced with "
+                                       r"their _sync forms .* write __shfl_xor_sync\(0xffffffff, v, lane_mask\)"):
+        trace(source, "k", 1, 32, [np.zeros(32, np.int32)])

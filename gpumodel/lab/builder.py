@@ -302,6 +302,12 @@ def _learners(file: str) -> bool:
 SHOWN_ERRORS = 5
 """The compiler's errors a learner is shown (the first ones); the rest are counted."""
 _NO_HEADER = re.compile(r"fatal error: (\S+): No such file or directory")
+_MASKLESS_FIX = {"__shfl": "__shfl_sync(0xffffffff, v, lane)", "__shfl_up": "__shfl_up_sync(0xffffffff, v, delta)",
+                 "__shfl_down": "__shfl_down_sync(0xffffffff, v, delta)",
+                 "__shfl_xor": "__shfl_xor_sync(0xffffffff, v, lane_mask)", "__any": "__any_sync(0xffffffff, p)",
+                 "__all": "__all_sync(0xffffffff, p)", "__ballot": "__ballot_sync(0xffffffff, p)"}
+"""The warp functions of CUDA 8 and before (no mask), and their CUDA 9 form for all 32 lanes."""
+_MASKLESS = re.compile(r"‘(" + "|".join(_MASKLESS_FIX) + r")’ was not declared")
 
 
 def gxx(args: list, what: str) -> None:
@@ -318,6 +324,10 @@ def gxx(args: list, what: str) -> None:
         closing = (f"{header} is not a header the lab has: leave its #include out, and put into the source "
                    f"what the kernel needs from it; {SUPPORTED}." if header else
                    f"Where it names something of CUDA's that is missing: {SUPPORTED}.")
+        old = sorted({m[1] for e in errors if (m := _MASKLESS.search(e))})
+        if old:
+            closing = (f"{', '.join(old)}: the warp functions without a mask, which CUDA 9 replaced with their _sync forms "
+                       f"and nvcc refuses for sm_70 and newer; write {_MASKLESS_FIX[old[0]]}.\n" + closing)
         numbered = list(itertools.accumulate("error" in r for r in errors))  # errors so far, at each row
         shown = [e.replace("_Float16", "half") for e, n in zip(errors, numbered) if n <= SHOWN_ERRORS]
         hidden = (numbered[-1] if numbered else 0) - SHOWN_ERRORS
