@@ -2,11 +2,14 @@
 compiles, and the built executable read back into the source's lines. ARCHITECTURE.md, "The
 kernel lab" (reader -> builder -> runner -> reporter); chapter 2's lab.
 
-What it reads: each `__global__` function's template and parameters (`declarations`, through
-comments, `__launch_bounds__(...)` and default arguments), a kernel named as CuPy's
-`name_expressions` name it (`instantiate`), the C type of each argument (`element_type`,
-`arguments`), the source's `extern __shared__` arrays rewritten for the launch
-(`for_gxx`), and the line table (`lines`: a code offset to its line and column,
+What it reads: each `__global__` function's template, parameters and namespaces (`declarations`,
+through comments, `__launch_bounds__(...)`, a templated return type and default arguments), a
+kernel named as CuPy's `name_expressions` name it, with or without its namespaces (`instantiate`,
+`qualified`), the C type of each argument (`element_type`, `arguments`: a struct by value as a
+NumPy structured scalar or a ctypes.Structure), the source's `extern __shared__` arrays rewritten
+for the launch and its host launches left out or, in a whole program, run (`for_gxx`; never a
+`<<<` in a string or comment), the code a library's file writes against PyTorch left out
+(`without_framework`), and the line table (`lines`: a code offset to its line and column,
 `dwarf.py` reading the columns; `shared_gaps`: the stretches past each `__shared__` array)."""
 
 from __future__ import annotations
