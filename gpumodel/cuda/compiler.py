@@ -101,12 +101,14 @@ def compiler() -> str | None:
     return None
 
 
-def _log_nvrtc(lib, source: str, name: str, arch: str) -> str:
+def _nvrtc_compile(lib, source: str, name: str, arch: str, options=()) -> tuple[str, bytes]:
+    """(ptxas's log, the cubin) of `source` compiled by NVRTC for `arch` with `options` added;
+    RuntimeError with the log when it fails."""
     prog = ctypes.c_void_p()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None):
         raise RuntimeError(f"NVRTC could not create a program for {name}")
     try:
-        opts = [f"-arch={arch}".encode(), b"--ptxas-options=-v"] + [o.encode() for o in COMPILE_OPTIONS]
+        opts = [f"-arch={arch}".encode()] + [o.encode() for o in (*options, *COMPILE_OPTIONS)]
         status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
         size = ctypes.c_size_t()
         lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
@@ -115,7 +117,10 @@ def _log_nvrtc(lib, source: str, name: str, arch: str) -> str:
         text = log.value.decode(errors="replace")
         if status:
             raise RuntimeError(f"NVRTC failed to compile {name} for {arch}:\n{text}")
-        return text
+        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        cubin = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetCUBIN(prog, cubin)
+        return text, cubin.raw
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
@@ -171,7 +176,7 @@ def report(archs=ARCHS, files=None) -> list[KernelReport]:
 def _compiled(file: str, arch: str, source: str) -> tuple:
     """ptxas's reports for one source and architecture, in source order (cached)."""
     lib = _nvrtc()
-    log = _log_nvrtc(lib, source, file, arch) if lib else _log_nvcc(source, file, arch)
+    log = _nvrtc_compile(lib, source, file, arch, ("--ptxas-options=-v",))[0] if lib else _log_nvcc(source, file, arch)
     order = {name: i for i, name in enumerate(kernel_names(source))}
     return tuple(sorted(parse_ptxas(log, file, arch), key=lambda r: order.get(r.kernel, len(order))))
 
@@ -195,33 +200,16 @@ def _nvdisasm() -> str:
                        "wheel (pip install nvidia-cuda-nvdisasm) or put the CUDA toolkit's bin on the PATH")
 
 
-def _cubin(source: str, name: str, arch: str) -> bytes:
-    """NVRTC's cubin of `source` for `arch`."""
-    lib = _nvrtc()
-    if lib is None:
-        raise RuntimeError("no NVRTC here: install nvidia-cuda-nvrtc-cu12 (requirements.txt)")
-    prog = ctypes.c_void_p()
-    lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None)
-    try:
-        opts = [f"-arch={arch}".encode()] + [o.encode() for o in COMPILE_OPTIONS]
-        if lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts)):
-            raise RuntimeError(f"NVRTC failed to compile {name} for {arch}")
-        size = ctypes.c_size_t()
-        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-        out = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetCUBIN(prog, out)
-        return out.raw
-    finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(prog))
-
-
 def sass_counts(file: str, arch: str) -> dict:
     """{kernel: {instruction: count}} of `kernels/<file>` compiled for `arch`: each SASS_OPS
     instruction as the disassembly writes it (with its width and modifiers), counted over the
     kernel's whole code, loop bodies once."""
     with tempfile.TemporaryDirectory() as tmp:
         cubin = pathlib.Path(tmp) / "kernel.cubin"
-        cubin.write_bytes(_cubin(kernel_source(file), file, arch))
+        lib = _nvrtc()
+        if lib is None:
+            raise RuntimeError("no NVRTC here: install nvidia-cuda-nvrtc-cu12 (requirements.txt)")
+        cubin.write_bytes(_nvrtc_compile(lib, kernel_source(file), file, arch)[1])
         done = subprocess.run([_nvdisasm(), "-c", str(cubin)], capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"nvdisasm failed on {file} for {arch}:\n{done.stderr}")
