@@ -409,8 +409,10 @@ def test_every_figure_of_the_course_is_held_to_the_phone_rules():
 @pytest.mark.parametrize("name", FIGURES)
 def test_figure_text_is_never_below_the_smallest_size_nor_in_e_notation(name):
     """No text of a figure is smaller than plots.SMALL (pt) and none is wider than plots.WIDTH
-    (inches): scaled to a 390 px phone's column every text is at least 9 CSS px, and nothing
+    (inches): scaled to a 390 px phone's 342 px column every text is at least 11 CSS px, and nothing
     scrolls; no text pokes out of the figure; no tick reads 1e+12 or 1e−02."""
+    P = gm.course.plots
+    assert P.SMALL * 96 / 72 * min(1, 342 / (P.WIDTH * 96)) >= 11  # pt to CSS px, scaled to the column
     fig = FIGURES[name]()
     texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
     assert min(t.get_fontsize() for t in texts) >= gm.course.plots.SMALL, name

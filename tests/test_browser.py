@@ -406,7 +406,10 @@ def test_search_finds_what_the_chapters_teach(site, browser, query):
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1400, "height": 900}
-MIN_TEXT_PX = 9
+MIN_TEXT_PX = 11
+"""The smallest a figure's or a player's text may be shown (CSS px), on a phone too: `plots.SMALL`
+pt drawn `plots.WIDTH` wide, scaled to a 390 px phone's 342 px column, is 11.6 px (at 4.6 in it
+was 9.3 px)."""
 UNREAD_MATH = """() => {
   const out = [];
   document.querySelectorAll("article .math").forEach(m => {
@@ -668,7 +671,7 @@ def test_every_page_fits_a_phone_and_its_figures_are_vector(visits):
 
 
 def test_on_a_phone_every_figure_is_readable_nothing_is_too_wide_and_no_page_is_heavy(visits):
-    """At 390 px: the smallest text of every figure and player is at least 9 CSS px as drawn
+    """At 390 px: the smallest text of every figure and player is at least MIN_TEXT_PX (11) CSS px as shown
     (each is scaled to its column, test_every_figure_shows_whole), no element pokes out of the
     window unless a box of its own scrolls, no control is wider than its box, a page (with
     everything it loads, KaTeX's fonts included once a formula is in view) weighs
@@ -726,7 +729,7 @@ def test_on_a_phone_a_pages_title_takes_at_most_three_lines(visits):
 @pytest.mark.parametrize("width", [390, 1400])
 def test_every_figure_shows_whole_its_text_readable_and_its_controls_a_finger_tall(visits, width):
     """At 390 and 1400 px every figure, player frame and lab trace's sites lies inside its
-    column, with no box of its own scrolling sideways, its smallest text at least 9 CSS px; a
+    column, with no box of its own scrolling sideways, its smallest text at least MIN_TEXT_PX (11) CSS px; a
     figure or player frame is FIGURE_SCALE times its drawn width where the column has room, else
     the column's width; every
     control of a player, exercise or answer box is at least 44 px tall. With FULL_SCREENSHOTS=1
@@ -1036,7 +1039,7 @@ def test_an_answer_boxs_verdict_is_legible_in_either_mode(site, browser, mode):
 def test_a_figure_opens_enlarged_and_closes(site, browser, width):
     """Each figure is a link to its own SVG; chapter 3's first, tapped on a phone (or on a desk
     clicked), opens over the page: on a phone held upright 1.5 times as wide as drawn, its 12 px
-    text at 18 px, to pan with a finger (it was scaled from 442 to 342 px, its text to 9.3 px);
+    text at 18 px, to pan with a finger (in the page it is scaled from 355 to 342 px, its text to 11.6 px);
     on a desk as large as the window lets it (as wide or as tall). Escape closes it and the focus is back on the
     figure; Enter on the focused figure opens it too."""
     html, base = site
@@ -1059,7 +1062,7 @@ def test_a_figure_opens_enlarged_and_closes(site, browser, width):
     page.screenshot(path=str(SHOTS / f"figure-enlarged-{width}.png"))
     drawn_px = gm.course.plots.WIDTH * 96
     if width < 1000:
-        assert drawn >= 1.5 * drawn_px - 1 and drawn > 1.8 * shown, (drawn, shown)
+        assert drawn >= 1.5 * drawn_px - 1 and drawn > 1.5 * shown, (drawn, shown)
     else:
         tall = zoom.locator("img").evaluate("i => i.naturalHeight / i.naturalWidth")
         box = zoom.locator("img").bounding_box()  # the window below the dialog's bar

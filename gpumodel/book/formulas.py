@@ -7,10 +7,12 @@ served by the site (`_vendor/katex/`) and trimmed with the theme's (`trim`). A f
 cannot typeset fails the build, naming it (`typeset`). The learners' notebooks keep their TeX:
 Jupyter and Colab typeset it themselves.
 
-A displayed formula is written twice: in KaTeX's display form, and for a phone the same TeX set
-inline in \\displaystyle, which KaTeX breaks after a relation or an operator where the line is
-full. `_static/course.css` shows one or the other by the page's width. A displayed formula still
-wider than its column scrolls in its own box, which takes keyboard focus.
+A displayed formula is written once, in KaTeX's display form. On a phone `_static/course.css`
+lets it break as KaTeX breaks an inline formula, after a relation or an operator where the line is
+full: KaTeX draws the same TeX inline in \\displaystyle with the very same HTML, so one copy
+serves both widths (`one_copy`). A formula whose inline form KaTeX drew otherwise would be
+written twice, its inline form shown on a phone. A displayed formula still wider than its column
+scrolls in its own box, which takes keyboard focus.
 """
 
 from __future__ import annotations
@@ -83,15 +85,33 @@ def visit_math(self, node: nodes.math) -> None:
 
 def visit_displaymath(self, node: nodes.math_block) -> None:
     """A displayed formula (one per block: the book writes no environments), numbered where it
-    has a label: its wide form and its narrow one (see the module's doc)."""
+    has a label: written once where its display form serves a phone too (`one_copy`), else its
+    wide form and its narrow one (see the module's doc)."""
     self.body.append(self.starttag(node, "div", CLASS="math notranslate nohighlight", tabindex="0"))
     if node["number"]:
         self.body.append(f'<span class="eqno">({get_node_equation_number(self, node)})')
         self.add_permalink_ref(node, _("Link to this equation"))
         self.body.append("</span>")
     wide, narrow = typeset(node.astext(), display=True), typeset(r"\displaystyle " + node.astext())
-    self.body.append(f'<div class="formula-wide">{wide}</div><div class="formula-narrow">{narrow}</div></div>\n')
+    if one_copy(wide, narrow):
+        self.body.append(f"{wide}</div>\n")
+    else:
+        self.body.append(f'<div class="formula-wide">{wide}</div><div class="formula-narrow">{narrow}</div></div>\n')
     raise nodes.SkipNode
+
+
+HTML_START = '<span class="katex-html"'
+"""Where KaTeX's drawing of a formula begins, after its MathML for screen readers."""
+
+
+def one_copy(wide: str, narrow: str) -> bool:
+    """Whether a displayed formula's display form `wide` can also be its phone's form: KaTeX drew
+    the inline form `narrow` (the same TeX in \\displaystyle) with the same HTML, the display
+    form only wrapping it in one more span (`katex-display`), so that the stylesheet need only let
+    it break on a phone. Their MathML differs as a display formula's does from an inline one in
+    display style, and is not compared."""
+    return (wide.startswith('<span class="katex-display">')
+            and wide[wide.index(HTML_START):] == narrow[narrow.index(HTML_START):] + "</span>")
 
 
 def add_static(app, config) -> None:

@@ -57,12 +57,13 @@ def _figure(nrows: int = 1, ncols: int = 1, *, figsize, **kwargs):
 
 
 SMALL = 9
-"""The smallest text a figure shows (pt): 9 CSS px or more on a phone, 12 on a desktop (WIDTH)."""
-WIDTH = 4.6
-"""The widest a figure is drawn (inches): 331 pt, so that in the 342 CSS px text column of a
-390 px phone, where it is scaled to the column, SMALL-pt text shows at 9.3 CSS px; on a desktop
-it keeps its own width (441 px) and SMALL pt is 12 px. Panels that would not fit side by side
-are stacked."""
+"""The smallest text a figure shows (pt): 11 CSS px or more on a phone, 12 as drawn (WIDTH)."""
+WIDTH = 3.7
+"""The widest a figure is drawn (inches): 266 pt, 355 CSS px, so that in the 342 CSS px text column
+of a 390 px phone, where it is scaled to the column, SMALL-pt text shows at 11.6 CSS px (at 4.6 in
+it showed at 9.3 px); where the column has room the site shows it 4/3 as large (473 px), SMALL pt
+then the prose's 16 px. Panels that would not fit side by side are stacked, and a title or a
+legend that would not fit the width takes more lines."""
 
 
 def hierarchy_figure(gpus=("V100", "A100-40GB", "H100-SXM")):
@@ -124,7 +125,7 @@ def busy_bars(predictions: dict):
     """How busy each part is (time / kernel time) for each named prediction: one panel of
     bars per kernel, stacked, the bound at 100 %. Chapter 1."""
     parts = list(BOUNDS)
-    fig, axes = _figure(len(predictions), 1, figsize=(WIDTH, 0.5 + 1.35 * len(predictions)), sharex=True, squeeze=False)
+    fig, axes = _figure(len(predictions), 1, figsize=(WIDTH, 0.5 + 1.5 * len(predictions)), sharex=True, squeeze=False)
     for ax, (name, p) in zip(axes[:, 0], predictions.items()):
         values = [100 * float(p.busy[part]) for part in parts]
         ax.barh([PART_LABELS[part] for part in parts], values,
@@ -132,7 +133,7 @@ def busy_bars(predictions: dict):
         ax.invert_yaxis()
         ax.tick_params(axis="y", labelsize=SMALL)
         ax.set_xlim(0, 105)
-        ax.set_title(f"{name}\n{p.gpu.name}, {fmt_time(p.time)}, bound: {PART_LABELS[str(p.bound)]}", fontsize=SMALL)
+        ax.set_title(f"{name}\n{p.gpu.name}, {fmt_time(p.time)}\nbound: {PART_LABELS[str(p.bound)]}", fontsize=SMALL)
     axes[-1, 0].set_xlabel("busy (% of kernel time)")
     return fig
 
@@ -197,9 +198,13 @@ def _log(axis, base: float = 10) -> None:
 
 def _legend_below(ax) -> None:
     """`ax`'s legend under its figure, outside every panel (no line hides behind it), in two
-    columns where its labels are short enough to fit them."""
+    columns where its labels are short enough to fit them, else in one, the figure made taller
+    by the lines that adds, so that its panels keep their height."""
     handles, labels = ax.get_legend_handles_labels()
-    ncols = 2 if max(map(len, labels)) <= 26 else 1
+    # a column holds its line (about 3 SMALL wide with its padding) and its label (about 0.6 SMALL a character)
+    ncols = 2 if 3 * SMALL + 0.6 * SMALL * max(map(len, labels)) <= WIDTH * 72 / 2 else 1
+    if ncols == 1:  # a legend's line is about 1.5 SMALL tall (pt; 72 to the inch)
+        ax.figure.set_figheight(ax.figure.get_figheight() + len(labels) // 2 * 1.5 * SMALL / 72)
     ax.figure.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=SMALL)
 
 
@@ -337,8 +342,8 @@ def lab_sites(trace):
                   fontsize=SMALL)
     ax.invert_yaxis()
     ax.set_xlabel("per warp request: sectors (global)\nor wavefronts (shared)", fontsize=SMALL)
-    ax.set_title(f"{trace.kernel}: each access, traced on the CPU", fontsize=10)
-    ax.legend(fontsize=SMALL, ncols=2, loc="lower center", bbox_to_anchor=(0.5, 1.1))  # above the bars, never over them
+    ax.set_title(f"{trace.kernel}: each access,\ntraced on the CPU", fontsize=10)
+    fig.legend(fontsize=SMALL, ncols=2, loc="outside lower center")  # under the figure, never over the bars
     return fig
 
 
@@ -667,7 +672,7 @@ def machine_map(gpu="A100-40GB", sms: int = 3):
     memory and FP32 units), the L2 all SMs share, and HBM, labelled with `gpu`'s sizes."""
     g = presets.gpu(gpu)
     n_sms = int(g.sms.value)
-    fig, ax = _figure(figsize=(WIDTH, WIDTH * 8.3 / 6.2))
+    fig, ax = _figure(figsize=(WIDTH, 5.8))  # its 0.25-high rows of warps one SMALL line each
     # The program: a grid of 3 x 4 blocks, one of them as 8 warps of 32 threads.
     _grid(ax, 0, 5.4, 2.4, 1.8, 3, 4, color="#e8f0fa", edge="tab:blue")
     ax.add_patch(Rectangle((0.6, 6.6), 0.6, 0.6, facecolor="tab:blue", alpha=0.5))
@@ -709,7 +714,7 @@ def tensor_data_path(gpu="H100-SXM"):
     stages = [
         ("global (HBM)", f"{fmt_bandwidth(g.bandwidth('hbm'))}", "tab:blue"),
         ("L2", f"{fmt_bandwidth(g.bandwidth('l2'))}", "tab:green"),
-        ("TMA (copy engine)", "one thread asks\nfor a whole tile", "tab:gray"),
+        ("TMA\n(copy engine)", "one thread asks\nfor a whole tile", "tab:gray"),
         ("shared memory", f"{fmt_bandwidth(g.bandwidth('smem'))}", "tab:orange"),
         ("registers /\ntensor memory", "accumulators\n(A operand)", "tab:red"),
         ("tensor cores", f"{fmt_flops(g.peak('fp16'))} fp16", "tab:purple"),
@@ -730,7 +735,7 @@ def tensor_data_path(gpu="H100-SXM"):
                                                       "connectionstyle": "arc3,rad=0.5"})
     ax.text(0, -5 * step - 0.2, "dashed: wgmma reads B (and A)\nstraight from shared memory", va="top", fontsize=SMALL,
             color="tab:purple")
-    ax.set_title(f"How an operand reaches the tensor cores,\nwith the {g.name}'s rate at each step", fontsize=10)
+    ax.set_title(f"How an operand reaches\nthe tensor cores, with the\n{g.name}'s rate at each step", fontsize=10)
     ax.set_xlim(-0.1, 6.1)
     ax.set_ylim(-5 * step - 0.9, height + 0.1)
     ax.axis("off")
@@ -798,7 +803,7 @@ def bank_wavefronts(cases: dict | None = None):
     if cases is None:
         cases = {"a row of the tile": warp_addresses((32, 32), 0, "row"),
                  "a column": warp_addresses((32, 32), 0, "column"),
-                 "a column, rows padded to 33 words": warp_addresses((32, 32), 1, "column")}
+                 "a column, rows padded\nto 33 words": warp_addresses((32, 32), 1, "column")}
     cases = {title: np.asarray(addr) for title, addr in cases.items()}
     if not cases or any(addr.shape != (WARP,) for addr in cases.values()):
         raise ValueError(f"cases must map a title to the {WARP} word addresses of one warp load")
@@ -859,7 +864,7 @@ def shuffle_tree(offsets=(16, 8, 4, 2, 1)):
     ax.set_ylabel("lane")
     for side in ("right", "bottom"):
         ax.spines[side].set_visible(False)
-    ax.set_title(f"__shfl_down_sync: {len(offsets)} rounds, {len(shuffles)} additions into lane 0", fontsize=10)
+    ax.set_title(f"__shfl_down_sync: {len(offsets)} rounds,\n{len(shuffles)} additions into lane 0", fontsize=10)
     return fig
 
 
