@@ -23,7 +23,6 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from .dwarf import line_table, locate
@@ -37,13 +36,26 @@ SUPPORTED = "chapter 8 (chapters/08_capstone.md, \"Your kernel\") lists what the
 """Where a compile error that names something unsupported sends the reader."""
 
 
+ML_DTYPES = {"__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "__nv_fp8_e4m3": "float8_e4m3fn",
+             "__nv_fp8_e5m2": "float8_e5m2"}
+"""CUDA's bf16 and fp8 scalar types -> the name of their dtype in ml_dtypes, which is imported only
+when one is asked for (`element_type`): its import takes most of a second, which every chapter
+would otherwise pay on `import gpumodel.course`."""
+
+
+def _ml_dtypes():
+    import ml_dtypes
+
+    return ml_dtypes
+
+
 def _scalar_types() -> dict:
-    """C scalar type (as written, words separated by one space) -> NumPy dtype."""
+    """C scalar type (as written, words separated by one space) -> NumPy dtype (for bf16 and fp8
+    the name of ml_dtypes' dtype, `ML_DTYPES`)."""
     types = {"float": np.float32, "double": np.float64, "half": np.float16, "__half": np.float16, "bool": np.bool_,
              "char": np.int8, "size_t": np.uint64, "ptrdiff_t": np.int64, "ssize_t": np.int64, "intptr_t": np.int64,
              "uintptr_t": np.uint64, "uint": np.uint32, "ushort": np.uint16, "ulong": np.uint64, "uchar": np.uint8,
-             "__nv_bfloat16": ml_dtypes.bfloat16, "nv_bfloat16": ml_dtypes.bfloat16,
-             "__nv_fp8_e4m3": ml_dtypes.float8_e4m3fn, "__nv_fp8_e5m2": ml_dtypes.float8_e5m2}
+             **ML_DTYPES}
     for bits, names in ((8, ["char"]), (16, ["short", "short int"]), (32, ["int", ""]),
                         (64, ["long", "long int", "long long", "long long int"])):
         signed, unsigned = np.dtype(f"int{bits}").type, np.dtype(f"uint{bits}").type
@@ -514,7 +526,8 @@ def element_type(ctype: str):
     vector = _vector(ctype)
     base = vector[0] if vector else base_type(ctype)
     if base in SCALAR_TYPES or base == "void":
-        return SCALAR_TYPES.get(base)
+        found = SCALAR_TYPES.get(base)
+        return getattr(_ml_dtypes(), found) if isinstance(found, str) else found
     raise TypeError(f"{ctype} is not a type the lab passes: it passes NumPy arrays to pointers to C's scalar "
                     "types, CUDA's vector types (float4, int2, half2 ...) and void, those by value, and a struct "
                     f"by value; the scalar types: {', '.join(sorted(SCALAR_TYPES))}")
@@ -643,7 +656,7 @@ def _scalar(ctype: str, name: str, dtype: np.dtype, arg):
         return dtype.type(arg)
     if is_bool or not isinstance(arg, numbers.Real):
         raise TypeError(f"args: {name} is {ctype}, which takes a real number (not a bool or str), got {arg!r}")
-    most = float((np.finfo if dtype.kind == "f" else ml_dtypes.finfo)(dtype).max)  # bf16, fp8: ml_dtypes'
+    most = float((np.finfo if dtype.kind == "f" else _ml_dtypes().finfo)(dtype).max)  # bf16, fp8: ml_dtypes'
     if (isinstance(arg, numbers.Integral) or math.isfinite(arg)) and not -most <= arg <= most:  # inf and nan pass
         raise ValueError(f"args: {name} is {ctype}, which holds numbers up to {most:.6g} in magnitude, got {arg!r}")
     return dtype.type(arg)
