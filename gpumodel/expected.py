@@ -68,7 +68,7 @@ FACT_UNITS = {"issue_per_sm": "instruction/clk", "lsu_per_sm": "instruction/clk"
 """The facts `data/expect.toml` holds, each with its unit (a fraction is at most 1)."""
 FACT_MOST = 64
 """The most any other fact may be: instructions or lines a clock, instructions a weight."""
-KERNEL_NOTES = {"coalesced": (False,), "grid": ("heads",), "mma": ("mma.sync",)}
+KERNEL_NOTES = {"coalesced": (False,), "grid": ("heads",), "mma": ("mma.sync",), "tiles": ("by shape",)}
 """What a `[[kernel]]` entry of `data/expect.toml` may say of a record's kernel, and the values."""
 
 
@@ -287,6 +287,31 @@ def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coa
     regs = registers or min(255, t_m * t_n + t_m + t_n + 24)
     return Launch(threads, blocks, regs, 4 * (b_m + b_n) * b_k, rounds=tiles, tags=warps * tiles * 2 * staged,
                   lsu=lsu, instructions=fma_warps + lsu, load_bytes=4.0 * blocks * tiles * (b_m + b_n) * b_k)
+
+
+def library_tile(m, n, k, gpu, dtype: str = "fp16") -> tuple[int, int]:
+    """The output tile (rows, columns) a library block computes for an m x n x k GEMM on `gpu`,
+    chosen as DeepGEMM chooses it for Hopper (deepseek2025deepgemm: `get_layout_candidates` and
+    `get_layout_info` of csrc/jit_kernels/heuristics/sm90.hpp): 64 or 128 rows (16 and 32 too
+    for a skinny m, 256 where the columns are at most 128), 16 to 256 columns in steps of 16;
+    the tile whose blocks together fetch the fewest bytes from L2 (each k (rows + columns)
+    operand elements and its tile of C), over the share of the SMs its last wave keeps busy.
+    A skinny GEMM so gets narrow tiles that fill the SMs; a large one the largest tiles."""
+    m, n, k = (_check.one(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
+    sms = presets.gpu(gpu).sms.value
+    s = _check.dtype_bytes(dtype, tuple(_check.DTYPE_BYTES))
+    rows = (64, 128, 256) + tuple(r for r in (16, 32) if m <= r)
+    best = None
+    for b_m in rows:
+        for b_n in range(16, 257, 16):
+            if b_m > 128 and b_n > 128:
+                continue
+            blocks = math.ceil(m / b_m) * math.ceil(n / b_n)
+            busy = blocks / (math.ceil(blocks / sms) * sms)  # the waves' share of the SMs kept busy
+            cost = blocks * (k * (b_m + b_n) + b_m * b_n) * s / busy
+            if best is None or cost < best[0]:
+                best = (cost, (b_m, b_n))
+    return best[1]
 
 
 def trace_launch(trace, flops: float = 0.0, registers: int = DEFAULT_REGISTERS) -> Launch:

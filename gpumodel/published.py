@@ -36,7 +36,7 @@ import numpy as np
 
 from . import _check, collectives, decode, links, parallel, presets
 from .expected import (CLASSES, ESTIMATES, REASONS, Expectation, Launch, dequantise_time, facts, gemm_launch, kernel_notes,
-                       read_time, share_class)
+                       library_tile, read_time, share_class)
 from .expected import expect as _expect
 from .hardware import LEVELS
 from .model import predict
@@ -58,18 +58,18 @@ UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attent
          "latency": ("cycles",), "launch": ("us",), "decode": ("tokens/s",), "collective": ("GB/s",),
          "parallel": ("tokens/s", "ms")}
 """The units each kind of run may be measured in."""
-RUN_KEYS = {"read": {"bytes", "chunk", "threads"}, "gemm": {"size", "dtype", "block", "thread", "layout", "ideal"},
+RUN_KEYS = {"read": {"bytes", "chunk", "threads"}, "gemm": {"size", "shape", "dtype", "block", "thread", "layout", "ideal"},
             "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes", "block"},
             "latency": {"level"},
             "launch": {"path"},
             "decode": {"model", "batch", "context", "weight", "kv"},
             "collective": {"collective", "gpus", "message", "link", "algorithm"},
             "parallel": {"model", "batch", "context", "weight", "kv", "gpus", "link"}}
-RUN_NEEDS = {"read": {"bytes"}, "gemm": {"size"}, "attention": {"batch", "heads", "seq", "head_dim", "attention", "passes"},
+RUN_NEEDS = {"read": {"bytes"}, "gemm": set(), "attention": {"batch", "heads", "seq", "head_dim", "attention", "passes"},
              "latency": {"level"}, "launch": {"path"}, "decode": {"model", "batch", "context"},
              "collective": {"collective", "gpus", "message", "link"}, "parallel": {"model", "batch", "context", "gpus", "link"}}
-"""The keys each kind of run must have; the others of RUN_KEYS have defaults (dtype: fp32 for a
-GEMM, fp16 for attention; no block: the naive GEMM kernel, or the flash kernel's default tile;
+"""The keys each kind of run must have (a GEMM one of `size`, square, and `shape`, [m, n, k]);
+the others of RUN_KEYS have defaults (dtype: fp32 for a GEMM, fp16 for attention; no block: the naive GEMM kernel, or the flash kernel's default tile;
 no thread: one result per thread; fp16 weights and cache for a decode step; no chunk and threads:
 a read whose blocks share no data, so no L1 reuse; a ring for a collective). A parallel run's
 `ms` is the time of one step (the inter-token latency), its `tokens/s` the batch's tokens per second."""
@@ -79,7 +79,7 @@ RUN_FIELDS = {
     # a run's field -> what it must hold: "size" a positive whole number, "amount" a positive number,
     # "tile" a list of positive whole numbers, "flag" true or false, a tuple one of those strings
     "bytes": "amount", "chunk": "amount", "threads": "size", "size": "size", "batch": "size", "heads": "size", "seq": "size", "head_dim": "size",
-    "block": "tile", "thread": "tile", "ideal": "flag", "dtype": tuple(_check.DTYPE_BYTES), "layout": LAYOUTS,
+    "shape": "shape", "block": "tile", "thread": "tile", "ideal": "flag", "dtype": tuple(_check.DTYPE_BYTES), "layout": LAYOUTS,
     "attention": ("standard", "flash", "flash1"), "passes": ("forward", "forward+backward"), "level": LEVELS, "path": PATHS,
     "model": tuple(decode.MODELS), "context": "size", "weight": tuple(WEIGHT_BYTES), "kv": tuple(decode.KV_FORMATS),
     "collective": collectives.COLLECTIVES, "gpus": "size", "message": "amount", "link": "link",
@@ -236,6 +236,8 @@ def _run_fields(where: str, run: dict, kind: str) -> None:
     """Refuse a run of `kind` with a key missing or unknown, or a field that does not hold what
     RUN_FIELDS says."""
     _no_gaps(where, RUN_NEEDS[kind] - set(run), set(run) - RUN_KEYS[kind] - {"kind"})
+    if kind == "gemm" and len({"size", "shape"} & set(run)) != 1:
+        raise DataError(f"{where} must hold one of size (a square GEMM) and shape ([m, n, k]), got {sorted(run)}")
     for name, value in run.items():
         if name != "kind":
             _field(f"{where}.{name}", value, RUN_FIELDS[name])
@@ -253,6 +255,9 @@ def _field(where: str, value, wanted) -> None:
             "tile": (isinstance(value, list) and len(value) in (2, 3) and all(
                 isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value),
                 "a list of 2 or 3 positive whole numbers"),
+            "shape": (isinstance(value, list) and len(value) == 3 and all(
+                isinstance(v, int) and not isinstance(v, bool) and 0 < v <= _check.LARGEST for v in value),
+                "a list of 3 positive whole numbers, [m, n, k]"),
             "flag": (isinstance(value, bool), "true or false"),
             "link": (isinstance(value, str) and value in links.links(), f"a link of data/links.toml, one of {tuple(links.links())}"),
         }[wanted]
@@ -270,6 +275,14 @@ def attention_flops(run: dict) -> float:
     return forward * (3.5 if run["passes"] == "forward+backward" else 1.0)
 
 
+def gemm_shape(run: dict) -> tuple[int, int, int]:
+    """(m, n, k) of a gemm run (a record's `run` table): its `shape`, or `size` three times."""
+    if not isinstance(run, dict) or run.get("kind") != "gemm":
+        raise ValueError(f"run must be a gemm run's table (with its kind), got {run!r}")
+    _run_fields("run", run, "gemm")
+    return tuple(run["shape"]) if "shape" in run else (run["size"],) * 3
+
+
 def workloads(run: dict, gpu=None) -> list:
     """The workloads of a gemm or attention run (a record's `run` table) as the model charges
     them: one GEMM; attention's forward pass, and its backward pass for "forward+backward"
@@ -284,13 +297,13 @@ def workloads(run: dict, gpu=None) -> list:
     _run_fields("run", run, run["kind"])
     g, kept = (None if gpu is None else presets.gpu(gpu)), True
     if run["kind"] == "gemm":
-        n, dtype = run["size"], run.get("dtype", "fp32")
+        shape, dtype = gemm_shape(run), run.get("dtype", "fp32")
         if run.get("ideal"):
-            return [gemm_ideal(n, n, n, dtype)]
+            return [gemm_ideal(*shape, dtype)]
         if "block" in run:
-            return [gemm(n, n, n, block=tuple(run["block"]), thread=tuple(run.get("thread", (1, 1))), dtype=dtype,
+            return [gemm(*shape, block=tuple(run["block"]), thread=tuple(run.get("thread", (1, 1))), dtype=dtype,
                          layout=run.get("layout", "strided"))]
-        return [gemm(n, n, n, dtype=dtype)]
+        return [gemm(*shape, dtype=dtype)]
     args = (run["batch"], run["heads"], run["seq"], run["head_dim"], run.get("dtype", "fp16"))
     tile = {"block": tuple(run["block"])} if "block" in run else {}
     if g is not None and run["attention"] == "flash1":
@@ -405,8 +418,10 @@ def half(record) -> str:
 
 
 LIBRARY_TILE = (128, 128)
-"""The output tile a library GEMM's block computes, for its waves (an estimate: libraries
-choose a tile per shape and do not publish the choice; 128 x 128 is one CUTLASS and cuBLAS use)."""
+"""The output tile a library GEMM's block computes, for its waves, where the library does not
+publish its choice (cuBLAS: an estimate, 128 x 128 is one CUTLASS and cuBLAS use); a library
+whose rule is published (`data/expect.toml`'s kernel note `tiles = "by shape"`) gets the tile
+`library_tile` chooses for the shape."""
 
 
 def record_launch(record) -> Launch | None:
@@ -418,13 +433,13 @@ def record_launch(record) -> Launch | None:
     run, notes = _record(record).run, kernel_notes(record.source, record.what)
     g = presets.gpu(record.gpu)
     if run["kind"] == "gemm" and not run.get("ideal") and run.get("dtype", "fp32") == "fp32":
-        n = run["size"]
         block = tuple(run["block"]) if "block" in run else None
-        return replace(gemm_launch(n, n, n, block, tuple(run.get("thread", (1, 1))), run.get("layout", "strided"),
-                                   notes.get("coalesced", True)), timed=True)
+        return replace(gemm_launch(*gemm_shape(run), block, tuple(run.get("thread", (1, 1))),
+                                   run.get("layout", "strided"), notes.get("coalesced", True)), timed=True)
     if run["kind"] == "gemm":
-        n = run["size"]
-        tiles = math.ceil(n / LIBRARY_TILE[0]) * math.ceil(n / LIBRARY_TILE[1])
+        m, n, k = gemm_shape(run)
+        tile = library_tile(m, n, k, g, run.get("dtype", "fp32")) if notes.get("tiles") == "by shape" else LIBRARY_TILE
+        tiles = math.ceil(m / tile[0]) * math.ceil(n / tile[1])
         return Launch(256, tiles, 128, g.capability.max_smem_per_block, timed=True)
     if run["kind"] == "attention" and run["attention"] != "standard":
         rows = 128
