@@ -78,7 +78,8 @@ bench: $(STAMP)
 ## mutants (450 of them took 20 minutes with only its own tests selected); MODULES="units model" runs a subset.
 ## Then the kernel lab's hand-made mutants (tests/lab_mutants.py, of the lab's rooms and its C++ runtime;
 ## about 4 minutes), each killed by the test of tests/test_lab_rules.py that names its rule.
-MODULES ?= _check units kernel_info hardware presets workloads model simulate occupancy waves tiles published expected decode course.capstone
+MODULES ?= _check units kernel_info hardware presets workloads model simulate occupancy waves tiles published expected decode \
+	course.capstone collectives parallel estimates course.progress_file book.chapter
 mutation: $(STAMP)
 	$(PY) -m pip install --quiet mutmut==3.8.1
 	rm -rf mutants
