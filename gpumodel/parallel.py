@@ -18,6 +18,7 @@ query heads, so n must divide the model's query heads (`head_splits`), as servin
 step is the data's where one is published (0 otherwise: then the link term is a bound too).
 Expert parallelism for a mixture of experts (`expert_step`): each GPU holds 1/n of the routed
 experts, and two all-to-alls per MoE layer carry the tokens to their experts and back.
+Prefill and decode on different GPUs (`kv_transfer`): a prompt's KV cache crosses a link.
 """
 
 from __future__ import annotations
@@ -154,6 +155,17 @@ def head_splits(name, most: int) -> tuple:
     those that divide its query heads, so that each GPU computes whole heads."""
     m = decode.model(name)
     return tuple(n for n in range(1, _check.one("most", most, collectives.MOST_GPUS) + 1) if m.heads % n == 0)
+
+
+def kv_transfer(name, tokens, link: str, gpus: int = 1, kv: str = "fp16") -> float:
+    """Seconds to move the KV cache of `tokens` tokens of the model `name` from the GPUs that ran
+    its prefill to those that decode it (prefill and decode disaggregated, zhong2024distserve):
+    `gpus` GPUs each send their share of the key-value heads over a `link` of their own at its
+    one-way bandwidth. A bound: no latency, and no overlap with the prefill's layers."""
+    tokens = _check.one("tokens", tokens, decode.MOST_CONTEXT)
+    gpus = _check.one("gpus", gpus, collectives.MOST_GPUS)
+    nbytes = decode.kv_bytes_per_token(name, kv) * tokens
+    return float(nbytes / gpus / links.link(link).bandwidth)
 
 
 def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: str = "fp16", math: str = "fp16",

@@ -195,3 +195,16 @@ def test_an_expert_step_with_a_batch_the_gpus_do_not_divide_runs_the_busiest_gpu
     assert uneven.link_time == pytest.approx(2 * m.moe_layers * float(gm.collectives.collective_time(
         "all-to-all", 8, dispatch, lat.bandwidth, lat.latency, lat.base)))
     assert uneven.time < even.time  # fewer tokens touch fewer experts' flops and reads
+
+
+def test_a_prompts_kv_cache_moves_at_the_links_bandwidth_each_gpu_sending_its_share():
+    """Llama-3-70B: 80 layers x 2 x 8 key-value heads x 128 x 2 bytes = 320 KiB a token; a 4,096-token
+    prompt's 1.34 GB over one 50 GB/s InfiniBand link takes 26.8 ms, over 8 such links 3.4 ms."""
+    one = gm.parallel.kv_transfer("Llama-3-70B", 4096, "InfiniBand NDR")
+    assert one == pytest.approx(80 * 2 * 8 * 128 * 2 * 4096 / 50e9)
+    assert gm.parallel.kv_transfer("Llama-3-70B", 4096, "InfiniBand NDR", gpus=8) == pytest.approx(one / 8)
+    assert gm.parallel.kv_transfer("Llama-3-70B", 4096, "NVLink 4") == pytest.approx(one * 50 / 450)
+    assert gm.parallel.kv_transfer("Llama-3-70B", 4096, "NVLink 4", kv="fp8") == pytest.approx(one * 50 / 450 / 2)
+    for bad in ({"tokens": 0}, {"gpus": 0}, {"link": "Ethernet"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            gm.parallel.kv_transfer(**{"name": "Llama-3-70B", "tokens": 4096, "link": "NVLink 4", **bad})
