@@ -9,7 +9,6 @@ import matplotlib
 import matplotlib.figure
 import matplotlib.pyplot
 import matplotlib.text
-import numpy as np
 import pytest
 import yaml
 
@@ -78,60 +77,6 @@ def test_sources_table_cites_every_figure(monkeypatch):
 
 def test_markdown_table_escapes_pipes():
     assert gm.course.tables.markdown_table(["a"], [["x|y"]]).splitlines()[-1] == "| x\\|y |"
-
-
-def test_glue_keeps_what_it_glued_and_echoes_nothing(monkeypatch):
-    monkeypatch.setattr(gm.book.chapter, "GLUED", {})
-    monkeypatch.setattr(gm.book.chapter, "VARIES", set())
-    assert gm.book.chapter.glue("test_value", "2.07 ms") is None  # a glue cell's last line shows no stray value
-    assert gm.book.chapter.GLUED["test_value"] == "2.07 ms" and "test_value" not in gm.book.chapter.VARIES
-    gm.book.chapter.glue("test_value", "2.07 ms")  # a cell run again
-    gm.book.chapter.glue("timed", "1.00 s", varies=True)
-    gm.book.chapter.glue("timed", "1.10 s", varies=True)  # a timing run again
-    assert gm.book.chapter.GLUED["timed"] == "1.10 s" and "timed" in gm.book.chapter.VARIES
-
-
-def test_a_name_glued_twice_in_a_chapter_with_other_text_is_refused(monkeypatch):
-    monkeypatch.setattr(gm.book.chapter, "GLUED", {"ring_share": "1.75"})
-    monkeypatch.setitem(gm.book.chapter.CHAPTER, "name", "10_parallel")
-    with pytest.raises(ValueError, match=r"'ring_share' is glued already in 10_parallel as '1.75'"):
-        gm.book.chapter.glue("ring_share", "82%")
-    assert gm.book.chapter.GLUED["ring_share"] == "1.75"
-
-
-def test_glue_displays_what_myst_nbs_glue_displays(monkeypatch):
-    """On the site's build `glue` shows exactly the output myst-nb's own glue shows (its
-    {glue:md} role reads that output)."""
-    import IPython.display
-    from myst_nb import glue as myst_glue
-    from myst_nb.ext import glue as myst_glue_module
-
-    shown = []
-    monkeypatch.setattr(IPython.display, "display", lambda *args, **kwargs: shown.append((args, kwargs)))
-    monkeypatch.setattr(myst_glue_module, "ipy_display", lambda *args, **kwargs: shown.append((args, kwargs)))
-    monkeypatch.setenv("GPUMODEL_BUILD", "book")
-    gm.book.chapter.glue("cap", "**108** SMs")
-    myst_glue("cap", IPython.display.Markdown("**108** SMs"), display=False)
-    assert len(shown) == 2 and shown[0] == shown[1]
-
-
-def test_glue_refuses_numbers():
-    with pytest.raises(TypeError, match="text must be a str"):
-        gm.book.chapter.glue("x", 2.07e-3)
-
-
-def test_a_claim_that_holds_passes_and_one_that_fails_names_chapter_and_sentence(monkeypatch):
-    monkeypatch.setitem(gm.book.chapter.CHAPTER, "name", "03_tiling")
-    assert gm.book.chapter.claim(True, "the formula agrees") is None
-    assert gm.book.chapter.claim(np.float64(3) > 2, "three is more than two") is None  # NumPy's bool
-    with pytest.raises(gm.book.chapter.ClaimError, match=r'03_tiling: the sentence "the formula agrees" no longer'):
-        gm.book.chapter.claim(False, "the formula agrees")
-    with pytest.raises(gm.book.chapter.ClaimError, match="three is less than two"):  # most claims are NumPy's
-        gm.book.chapter.claim(np.float64(3) < 2, "three is less than two")
-    with pytest.raises(TypeError, match="holds must be a bool"):
-        gm.book.chapter.claim([1], "a list is no verdict")
-    with pytest.raises(TypeError, match="sentence must be"):
-        gm.book.chapter.claim(True, " ")
 
 
 def test_hierarchy_figure_draws_each_gpu_at_each_level():
