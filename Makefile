@@ -12,6 +12,7 @@ $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt -e .
+	-$(PY) -m gpumodel.lab  # the kernel lab's runtimes and precompiled header, so a first trace is quick
 	touch $@
 
 ## Build the site (every chapter executed; warnings are errors).

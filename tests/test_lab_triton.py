@@ -358,3 +358,107 @@ def test_an_autotuned_kernel_runs_the_configuration_asked_for():
         gm.lab.trace_triton(kernels.tuned_copy, grid, [x, y, 64], config=2)
     with pytest.raises(ValueError, match="config must be 0 for a kernel that is not autotuned"):
         gm.lab.trace_triton(kernels.add, (1,), [x, x, y, 64], BLOCK=64, config=1)
+
+
+def test_a_descriptor_made_in_the_kernel_is_charged_the_sectors_of_its_tiles():
+    """tl.make_tensor_descriptor, which replaced block pointers: a 40 x 48 float matrix in 16 x 32
+    tiles, six programs, the tiles past its edges cut off; a row is 192 B, six sectors, so each
+    pass over the matrix touches 240 sectors, the ideal."""
+    x = np.arange(40 * 48, dtype=np.float32).reshape(40, 48)
+    y = np.zeros_like(x)
+    traced = gm.lab.trace_triton(kernels.doubled_tiles, (3, 2), [x, y, 40, 48], BM=16, BN=32)
+    np.testing.assert_array_equal(y, 2 * x)
+    load, store = by_line(traced)[line_of("dst.store(at, src.load(at)"), False], by_line(traced)[line_of("dst.store(at"), True]
+    assert (load.sectors, load.ideal_sectors, load.lanes, load.divergent) == (240, 240, 40 * 48, 4)
+    assert store.sectors == 240 and traced.bytes["hbm"] == 2 * 40 * 48 * 4
+
+
+def test_flash_attention_over_host_descriptors_autotuned_with_a_pre_hook():
+    """The current fused-attention tutorial's form: host descriptors made with a dummy [1, 1] tile,
+    an autotuner whose configuration's pre_hook sets the tiles. Two heads of 64 x 16 fp16: a row
+    is 32 B, one sector; each of the 4 programs reads its 32 query rows and all 64 key and 64
+    value rows of its head and writes 32 output rows (160 + 32 sectors), each distinct sector of
+    Q, K, V and O once from HBM (4 x 128); 4 N^2 D flops a head on the fp16 tensor cores."""
+    rng = np.random.default_rng(0)
+    heads, seq, d = 2, 64, 16
+    q, k, v = (rng.standard_normal((heads * seq, d)).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    descs = [gm.lab.tensor_descriptor(a, [1, 1]) for a in (q, k, v, o)]
+    traced = gm.lab.trace_triton(kernels.attention_by_descriptors, lambda m: (seq // m["BM"], heads),
+                                 [*descs, 0.25, seq, d])
+    for h in range(heads):
+        rows = slice(h * seq, (h + 1) * seq)
+        s = q[rows].astype(np.float32) @ k[rows].astype(np.float32).T * 0.25
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(o[rows].astype(np.float32), (p / p.sum(axis=1, keepdims=True)) @ v[rows].astype(np.float32),
+                                   atol=2e-3)
+    assert descs[0].block_shape == [32, 16] and descs[1].block_shape == [16, 16]  # the pre_hook ran
+    sectors = {line: s.sectors for (line, _), s in by_line(traced).items()}
+    assert sectors == {line_of("q = q_desc.load"): 4 * 32, line_of("k = k_desc.load"): 4 * 64,
+                       line_of("v_desc.load([head_row"): 4 * 64, line_of("o_desc.store"): 4 * 32}
+    assert traced.bytes["l2"] == 4 * 192 * 32 and traced.bytes["hbm"] == 4 * 128 * 32
+    assert (traced.dot_flops, traced.math, traced.blocks) == (heads * 4 * seq * seq * d, "fp16", 4)
+    assert "configuration 0 of 2 (BM=32, BN=16, num_warps=4), the first" in traced.report(gpus=["A100-40GB"])
+
+
+def test_heuristics_are_computed_after_the_autotuners_choice():
+    """@triton.heuristics under @triton.autotune: EVEN is worked out from the chosen BLOCK and the
+    arguments, as Triton's launcher does; a value the learner passes wins."""
+    x = np.arange(100, dtype=np.float32)
+    for n, config, expected in ((100, 0, x - 1), (96, 1, np.r_[x[:96] + 1, np.zeros(4, np.float32)])):
+        y = np.zeros_like(x)
+        traced = gm.lab.trace_triton(kernels.even_copy, lambda m: (-(-n // m["BLOCK"]),), [x, y, n], config=config)
+        np.testing.assert_array_equal(y, expected)
+        assert traced.configuration.startswith(f"configuration {config} of 2")
+    y = np.zeros_like(x)
+    gm.lab.trace_triton(kernels.even_copy, (2,), [x, y, 100], EVEN=False)  # 100 % 64 != 0 either way
+    np.testing.assert_array_equal(y, x - 1)
+
+
+def test_tensor_descriptor_refuses_what_a_gpu_would_by_name():
+    x = np.zeros((8, 12), np.float32)  # rows of 48 B: 16-byte aligned
+    assert gm.lab.tensor_descriptor(x, [8, 4]).strides == [12, 1]
+    with pytest.raises(ValueError, match="block_shape must be 2 powers of two"):
+        gm.lab.tensor_descriptor(x, [8, 3])
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        gm.lab.tensor_descriptor(np.zeros((8, 5), np.float32), [8, 4])
+    with pytest.raises(ValueError, match="padding 'nan' needs a floating-point array"):
+        gm.lab.tensor_descriptor(np.zeros((8, 4), np.int32), [8, 4], padding="nan")
+    with pytest.raises(TypeError, match="array must be a NumPy array"):
+        gm.lab.tensor_descriptor([1.0, 2.0], [2])
+
+
+def _pin(text: str) -> tuple:
+    import re
+
+    low, high = re.search(r"triton>=(\d+)\.(\d+),<(\d+)\.(\d+)", text).group(1, 2), None
+    high = re.search(r"triton>=\d+\.\d+,<(\d+)\.(\d+)", text).group(1, 2)
+    return tuple(map(int, low)), (int(high[0]), int(high[1]) - 1)
+
+
+def test_the_triton_the_lab_supports_is_named_in_one_place_and_pinned_to_it():
+    """A Triton upgrade is a one-file change: gpumodel/lab/triton_adapter.py names the versions whose
+    interpreter it hooks, requirements.txt and pyproject.toml pin that range, and the installed
+    Triton is in it."""
+    from gpumodel.lab import triton_adapter as adapter
+
+    root = os.path.dirname(os.path.dirname(__file__))
+    for name in ("requirements.txt", "pyproject.toml"):
+        pinned = _pin(open(os.path.join(root, name)).read())
+        assert pinned == adapter.SUPPORTED, (
+            f"{name} pins Triton {pinned[0]} to {pinned[1]}, but gpumodel/lab/triton_adapter.py's SUPPORTED says "
+            f"{adapter.SUPPORTED}: check the interpreter hooks there against the new Triton, then change both")
+    assert adapter.supported(), (f"Triton {triton.__version__} is installed, outside gpumodel/lab/triton_adapter.py's "
+                                 f"SUPPORTED {adapter.SUPPORTED}: check its hooks against this Triton and widen the range")
+    assert adapter.unsupported_note() == ""
+
+
+def test_an_interpreter_without_a_hook_the_lab_needs_is_named(monkeypatch):
+    from gpumodel.lab import triton_adapter as adapter
+
+    monkeypatch.setattr(adapter, "RECORDED", adapter.RECORDED + ("create_masked_gather",))
+    monkeypatch.setattr(adapter, "version", lambda: (4, 0))
+    x = np.ones(64, np.float32)
+    with pytest.raises(LabError, match=r"no create_masked_gather, which the lab records through \(Triton .* installed; "
+                                       r"the lab knows the interpreter of Triton 3\.4 to 3\.9"):
+        gm.lab.trace_triton(kernels.add, (1,), [x, x, x, 64], BLOCK=64)

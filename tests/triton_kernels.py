@@ -128,3 +128,56 @@ def scaled(x_ptr, y_ptr, n, alpha, BLOCK: tl.constexpr):
 def tuned_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@triton.jit
+def doubled_tiles(x_ptr, y_ptr, rows, cols, BM: tl.constexpr, BN: tl.constexpr):
+    """A descriptor made in the kernel (tl.make_tensor_descriptor), as Triton's tutorials now write tiles."""
+    src = tl.make_tensor_descriptor(x_ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(y_ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BM, BN])
+    at = [tl.program_id(0) * BM, tl.program_id(1) * BN]
+    dst.store(at, src.load(at) * 2)
+
+
+def _descriptor_blocks(nargs):
+    """What a tutorial's autotune pre_hook does: the host descriptors' tiles set from the configuration."""
+    for name, rows in (("q_desc", "BM"), ("k_desc", "BN"), ("v_desc", "BN"), ("o_desc", "BM")):
+        nargs[name].block_shape = [nargs[rows], nargs["D"]]
+
+
+@triton.autotune(configs=[triton.Config({"BM": 32, "BN": 16}, num_warps=4, pre_hook=_descriptor_blocks),
+                          triton.Config({"BM": 64, "BN": 32}, num_warps=8, pre_hook=_descriptor_blocks)],
+                 key=["seq"])
+@triton.jit
+def attention_by_descriptors(q_desc, k_desc, v_desc, o_desc, scale, seq, D: tl.constexpr, BM: tl.constexpr,
+                             BN: tl.constexpr):
+    """A FlashAttention forward over host descriptors of (heads x seq) x D fp16 rows: a query tile
+    kept, the key and value tiles of its head streamed, the softmax online in base 2."""
+    head_row = tl.program_id(1) * seq
+    q = q_desc.load([head_row + tl.program_id(0) * BM, 0])
+    best = tl.full([BM], float("-inf"), tl.float32)
+    total = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, D], tl.float32)
+    for start in range(0, seq, BN):
+        k = k_desc.load([head_row + start, 0])
+        s = tl.dot(q, k.T) * (scale * 1.4426950408889634)
+        new_best = tl.maximum(best, tl.max(s, 1))
+        p = tl.math.exp2(s - new_best[:, None])
+        fade = tl.math.exp2(best - new_best)
+        total = total * fade + tl.sum(p, 1)
+        acc = tl.dot(p.to(tl.float16), v_desc.load([head_row + start, 0]), acc * fade[:, None])
+        best = new_best
+    o_desc.store([head_row + tl.program_id(0) * BM, 0], (acc / total[:, None]).to(tl.float16))
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 32}, num_warps=1)],
+                 key=["n"])
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def even_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    """Triton's heuristics decorator under its autotuner: EVEN computed from the chosen BLOCK."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs) + 1)
+    else:
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) - 1, mask=offs < n)

@@ -11,11 +11,12 @@ to the same `Trace`.
 """
 
 from .._lazy import submodules
+from .builder import prepare
 from .limits import LabError
 from .measure import LabRun, run
 from .reporter import Program, Race, Trace, run_program, trace
-from .triton_trace import TritonTrace, trace_triton, triton_kernel
+from .triton_trace import TritonTrace, tensor_descriptor, trace_triton, triton_kernel
 
-__all__ = ["LabError", "LabRun", "Program", "Race", "Trace", "TritonTrace", "run", "run_program", "trace", "trace_triton", "triton_kernel"]
+__all__ = ["LabError", "LabRun", "Program", "Race", "Trace", "TritonTrace", "prepare", "run", "run_program", "tensor_descriptor", "trace", "trace_triton", "triton_kernel"]
 
 __getattr__ = submodules(__name__, __file__)

@@ -17,6 +17,7 @@ again, never run or linked. g++ runs under the compiler's limits (`limits`)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import hashlib
 import itertools
@@ -24,6 +25,7 @@ import os
 import pathlib
 import re
 import shutil
+import threading
 import time
 
 from ..folders import create, problems
@@ -192,6 +194,33 @@ def cached(folder: pathlib.Path, name: str, build) -> pathlib.Path:
     return blob
 
 
+_IN_FLIGHT: dict = {}
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+def _once(folder: pathlib.Path, name: str, build) -> pathlib.Path:
+    """`cached(folder, name, build)`, one build of an entry at a time in this process: a thread
+    that finds it being built (by `prepare` in the background) waits for that build."""
+    key = str(folder / name)
+    with _IN_FLIGHT_LOCK:
+        running = _IN_FLIGHT.get(key)
+        if running is None:
+            mine = _IN_FLIGHT[key] = concurrent.futures.Future()
+    if running is not None:
+        return running.result()
+    try:
+        found = cached(folder, name, build)
+    except BaseException as err:
+        mine.set_exception(err)
+        raise
+    else:
+        mine.set_result(found)
+        return found
+    finally:
+        with _IN_FLIGHT_LOCK:
+            _IN_FLIGHT.pop(key, None)
+
+
 def prune(folder: pathlib.Path, prefix: str, keep: int) -> None:
     """Remove the entries of `folder` named `prefix`... (manifest and files) beyond the `keep`
     most recently used, and of those kept any file its manifest no longer records (two
@@ -345,7 +374,7 @@ def compile_flags(arch: str = ARCH) -> list:
 
 
 PREPARING = ("Preparing the kernel lab (once per installed version: its CUDA stand-in is precompiled, about 10 s, "
-             "30 s on a busy machine) ...")
+             "30 s on a busy machine; `python -m gpumodel.lab` or gm.lab.prepare() does it ahead) ...")
 """What the first trace says while the precompiled header is built, so that it does not look like a hang."""
 
 
@@ -364,24 +393,29 @@ def _compiler_version() -> str:
     return run(["g++", "--version"], COMPILE_SECONDS, COMPILE_MEMORY).stdout
 
 
-def precompiled(flags: list, traced: bool = False) -> list:
+def _header_key(flags: list, traced: bool) -> str:
+    return digest(_prologue(traced).encode() + _stand_in() + (str(flags) + _compiler_version()).encode())
+
+
+def precompiled(flags: list, traced: bool = False, quiet: bool = False) -> list:
     """g++'s flags that make it read `cuda_emu.h` precompiled with `flags` (a course kernel then
     compiles in about 0.3 s instead of 1.5 s, most of which went to the header's 85,000
     preprocessed lines). The .gch is built once per g++, header and flags in the lab's private
     cache (`cache_folder`) and verified by its hash before each use."""
     folder = cache_folder()
     text = _prologue(traced)
-    key = digest(text.encode() + _stand_in() + (str(flags) + _compiler_version()).encode())
+    key = _header_key(flags, traced)
 
     def make(gch):
-        print(PREPARING, flush=True)  # the first trace of an installed version: not a hang
+        if not quiet:
+            print(PREPARING, flush=True)  # the first trace of an installed version: not a hang
         header = gch.with_suffix("")
         header.write_text(text)
         try:
             gxx([*flags, "-x", "c++-header", str(header), "-o", str(gch)], "the lab's header")
         finally:
             header.unlink(missing_ok=True)
-    gch = cached(folder, f"header-{key}.h.gch", make)
+    gch = _once(folder, f"header-{key}.h.gch", make)
     prune(folder, "header-", HEADER_KEEP)
     return ["-include", str(gch.with_suffix(""))]
 
@@ -437,15 +471,69 @@ def wrapper(source: str, names: list, traced: bool = False) -> str:
     return text
 
 
+def _runtime_entry(name: str = "trace_runtime") -> str:
+    """The cache entry of the runtime's object (`name`.cpp), named by its sources and flags."""
+    sources = (HERE / f"{name}.cpp").read_bytes() + (HERE / "trace_runtime.cpp").read_bytes() + _stand_in()
+    return f"runtime-{digest(sources + str(RUNTIME_FLAGS).encode())}.o"
+
+
 def _runtime(folder: pathlib.Path, name: str = "trace_runtime") -> pathlib.Path:
     """The runtime's object file (`name`.cpp: trace_runtime, or program_runtime for a whole
     program), built once per version of its sources, verified by its hash."""
-    sources = (HERE / f"{name}.cpp").read_bytes() + (HERE / "trace_runtime.cpp").read_bytes() + _stand_in()
-    obj = cached(folder, f"runtime-{digest(sources + str(RUNTIME_FLAGS).encode())}.o", lambda out: gxx(
+    obj = _once(folder, _runtime_entry(name), lambda out: gxx(
         [*RUNTIME_FLAGS, f"-I{INCLUDE}", f"-I{HERE}", "-c", str(HERE / f"{name}.cpp"), "-o", str(out)],
         "the lab's runtime"))
     prune(folder, "runtime-", RUNTIME_KEEP)
     return obj
+
+
+PREPARED = ("header", "trace_runtime", "program_runtime")
+"""What `prepare` builds, in this order: the precompiled stand-in a kernel is compiled against,
+and the runtimes of a traced kernel and of a whole program (each about 4 to 10 s of g++ on a quiet core)."""
+
+
+def prepare(wait: bool = True) -> list:
+    """Build what every first trace needs (`PREPARED`) into the lab's private cache, two g++ at a
+    time, so that a learner's first `gm.lab.trace` compiles only the kernel (under a second, not
+    12 to 40 s). Returns the names of the parts that were not yet built. With `wait=False` it
+    returns at once and builds in the background (a trace that needs a part still building waits
+    for it, never builds it twice), saying so in one line. `make` runs it after installing
+    (`python -m gpumodel.lab`). Chapter 2's lab."""
+    if not isinstance(wait, bool):
+        raise TypeError(f"wait must be True or False, got {wait!r}")
+    if not shutil.which("g++"):
+        raise LabError("the kernel lab needs g++ (C++20) on the machine, and there is none here")
+    folder = cache_folder()
+    header_flags = [*KERNEL_FLAGS, *compile_flags(ARCH)]
+    parts = {"trace_runtime": lambda: _runtime(folder, "trace_runtime"),
+             "program_runtime": lambda: _runtime(folder, "program_runtime"),
+             "header": lambda: precompiled(header_flags, traced=True, quiet=True)}
+    missing = [name for name in PREPARED if _verified(folder, _part_entry(name, header_flags)) is None]
+    if not missing:
+        return []
+    if not wait:
+        print(f"Preparing the kernel lab in the background ({', '.join(missing)}: about 10 s) ...", flush=True)
+
+    def work():
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            for done in [pool.submit(parts[name]) for name in missing]:
+                try:
+                    done.result()
+                except LabError:
+                    if wait:
+                        raise  # in the background a failure is left for the trace that needs the part to name
+    if wait:
+        work()
+    else:
+        threading.Thread(target=work, name="gpumodel-lab-prepare", daemon=True).start()
+    return missing
+
+
+def _part_entry(part: str, header_flags: list) -> str:
+    """The cache entry of one of `PREPARED`."""
+    if part == "header":
+        return f"header-{_header_key(header_flags, True)}.h.gch"
+    return _runtime_entry(part)
 
 
 def build(source: str, names: list | None = None, arch: str = ARCH, options: tuple = (), program: bool = False,
@@ -460,7 +548,7 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
     if not shutil.which("g++"):
         raise LabError("the kernel lab needs g++ (C++20) on the machine, and there is none here")
     folder = cache_folder()
-    runtime = _runtime(folder, "program_runtime" if program else "trace_runtime")
+    runtime_name = "program_runtime" if program else "trace_runtime"
     text = (program_text(source) if program else
             wrapper(source, entries(source) if names is None else names, traced=True))
     own = [*KERNEL_FLAGS, *compile_flags(arch)]
@@ -472,7 +560,7 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
     aliases = _other_names(found, folders)
     # Only __FILE__ renamed (not the line table's file, nor g++'s messages), and not in the precompiled header's flags.
     renamed = [f"-fmacro-prefix-map={SOURCE_NAME}={file_name}"] if file_name != SOURCE_NAME else []
-    key = digest((text + str(flags + renamed) + runtime.name + str(sorted(headers.items()))).encode()
+    key = digest((text + str(flags + renamed) + _runtime_entry(runtime_name) + str(sorted(headers.items()))).encode()
                  + pathlib.Path(__file__).read_bytes() + (HERE / "reader.py").read_bytes())  # their messages
 
     def make(exe):
@@ -487,20 +575,26 @@ def build(source: str, names: list | None = None, arch: str = ARCH, options: tup
                 create((copies / alias).parent)
                 (copies / alias).write_text(f'#include "{copies / name}"\n')
             own_flags = [f"-I{copies}", *own_flags]
-        try:
-            header = precompiled([f for f in flags if not f.startswith("-I") or f in own], traced=True)
-            compile_with_header([*own_flags, "-c", str(cpp), "-o", str(obj)], header,
-                                "the program" if program else "the kernel", source, program)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # the runtime builds beside the kernel (cold: 12 s -> 8 s)
+            built_runtime = pool.submit(_runtime, folder, runtime_name)
             try:
-                gxx([str(obj), str(runtime), "-pthread", "-pie", "-Wl,--gc-sections", *(PRINTS if program else []),
-                     "-o", str(exe)],
-                    "the program" if program else "the traced kernel")
-            except CompileError as err:  # a link may fail for want of the runtime (another process pruned it): not cached
-                raise LabError(f"{err}{_not_emulated(str(err)) if program else ''}") from None
-        finally:
-            for path in (cpp, obj):
-                path.unlink(missing_ok=True)
-            shutil.rmtree(copies, ignore_errors=True)
+                header = precompiled([f for f in flags if not f.startswith("-I") or f in own], traced=True)
+                compile_with_header([*own_flags, "-c", str(cpp), "-o", str(obj)], header,
+                                    "the program" if program else "the kernel", source, program)
+                try:
+                    runtime = built_runtime.result()
+                except CompileError as err:  # the lab's own runtime, not the learner's kernel: not cached as its error
+                    raise LabError(str(err)) from None
+                try:
+                    gxx([str(obj), str(runtime), "-pthread", "-pie", "-Wl,--gc-sections", *(PRINTS if program else []),
+                         "-o", str(exe)],
+                        "the program" if program else "the traced kernel")
+                except CompileError as err:  # a link may fail for want of the runtime (another process pruned it): not cached
+                    raise LabError(f"{err}{_not_emulated(str(err)) if program else ''}") from None
+            finally:
+                for path in (cpp, obj):
+                    path.unlink(missing_ok=True)
+                shutil.rmtree(copies, ignore_errors=True)
     try:
         return cached(folder, f"{'program' if program else 'trace'}-{key}", make)
     except LabError as err:  # g++'s messages name the learner's file as it is called, not as the lab compiled it
@@ -570,3 +664,4 @@ def library(folder: pathlib.Path, source: str, names: list) -> pathlib.Path:
         finally:
             cpp.unlink(missing_ok=True)
     return cached(folder, f"emulator-{digest((text + str(EMULATOR_FLAGS)).encode())}.so", make)
+

@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import linecache
 import math
-import os
 import sys
 import traceback
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -45,6 +44,7 @@ from ..model import predict
 from ..presets import gpu as preset, preset_names
 from ..published import expect
 from ..workloads import Workload
+from . import triton_adapter as adapter
 from .limits import LabError
 from .reporter import Site, Trace
 
@@ -83,6 +83,7 @@ class TritonTrace(Trace):
     reads: list = field(default_factory=list)  # per program, the distinct sectors it reads
     written: int = 0  # distinct sectors written
     source: str = ""  # the kernel's file
+    configuration: str = ""  # an autotuned kernel's: which of its configurations ran, and why that one
 
     def bytes_on(self, gpu, programs_per_sm: int = 1) -> dict:
         """`bytes` with `hbm` from the wave model on `gpu` (see the module doc): waves of
@@ -116,6 +117,7 @@ class TritonTrace(Trace):
         lines = [f"{self.kernel}[{self.grid}] (Triton, {self.block[0] // 32} warps a program): {self.blocks} programs "
                  "traced in Triton's interpreter; each block access charged the distinct sectors of its unmasked "
                  "addresses, as a coalesced layout reaches them (the compiled layout can only touch as many or more)"]
+        lines += [f"autotuned: {self.configuration}"] if self.configuration else []
         lines += self.counted()
         if self.dot_flops:
             lines.append(f"tl.dot: {self.dot_flops:,.0f} flops on the {self.math} tensor cores")
@@ -159,16 +161,6 @@ def triton_kernel(source: str, name: str):
         raise LabError(f"the source defines no @triton.jit kernel named {name!r}" +
                        (f"; it defines {', '.join(kernels)}" if kernels else "; decorate it with @triton.jit"))
     return kernel
-
-
-def _python_function(kernel):
-    """The function behind a `@triton.jit` kernel (a JITFunction, or an autotuner around one)."""
-    fn = kernel
-    for _ in range(4):
-        if callable(fn) and hasattr(fn, "__code__"):
-            return fn
-        fn = getattr(fn, "fn", None)
-    raise TypeError(f"kernel must be a @triton.jit function, got {type(kernel).__name__}")
 
 
 def _grid(grid, meta: dict) -> tuple:
@@ -222,87 +214,61 @@ class _NumpyPointer:
 
 
 def _arrays(args) -> list:
-    """(argument, first byte, end byte, bytes per element) of each array among `args`."""
-    out = []
+    """(argument, first byte, end byte, bytes per element) of each array among `args`, a host
+    tensor descriptor's by its base; an array passed twice counted once."""
+    out, seen = [], set()
     for a in args:
+        if adapter.is_descriptor(a):
+            a = a.base.array if isinstance(a.base, _NumpyPointer) else a.base
         if isinstance(a, np.ndarray):
             if not a.flags.c_contiguous:
                 raise ValueError("args: a NumPy array must be contiguous (np.ascontiguousarray)")
-            out.append((a, a.ctypes.data, a.ctypes.data + a.nbytes, a.itemsize))
+            row = (a, a.ctypes.data, a.ctypes.data + a.nbytes, a.itemsize)
         elif hasattr(a, "data_ptr") and hasattr(a, "untyped_storage"):
             if getattr(a, "device", None) is not None and str(a.device) != "cpu":
                 raise ValueError(f"args: a tensor must be on the CPU for the lab, got one on {a.device}")
             s = a.untyped_storage()
-            out.append((a, s.data_ptr(), s.data_ptr() + s.nbytes(), a.element_size()))
+            row = (a, s.data_ptr(), s.data_ptr() + s.nbytes(), a.element_size())
+        else:
+            continue
+        if row[1:3] not in seen:
+            seen.add(row[1:3])
+            out.append(row)
     return out
 
 
-@contextlib.contextmanager
-def _interpreted(fn, record_access, record_dot):
-    """Within the block, Triton's interpreter records through `record_access(program, ptr, mask,
-    write)` and `record_dot(a, b)`; the @jit functions the kernel reaches (its own helpers and
-    triton.language's) run interpreted, as they would had TRITON_INTERPRET been set before
-    triton was imported. Everything is put back after."""
-    import triton.language  # noqa: F401  (the modules whose @jit functions are swapped)
-    from triton.runtime import interpreter
-    from triton.runtime.jit import JITFunction
-
-    builder = interpreter.InterpreterBuilder
-    kept = {name: builder.__dict__[name] for name in ("create_masked_load", "create_masked_store", "create_dot",
-                                                      "create_atomic_rmw", "create_atomic_cas")}
-
-    def load(self, ptrs, mask, other, *rest):
-        record_access(self.grid_idx, ptrs, mask, False)
-        return kept["create_masked_load"](self, ptrs, mask, other, *rest)
-
-    def store(self, ptrs, value, mask, *rest):
-        record_access(self.grid_idx, ptrs, mask, True)
-        return kept["create_masked_store"](self, ptrs, value, mask, *rest)
-
-    def dot(self, a, b, *rest):
-        record_dot(a, b)
-        return kept["create_dot"](self, a, b, *rest)
-
-    def atomic_rmw(self, op, ptrs, value, mask, *rest):  # an atomic's element: its value's (a bare pointer has no type)
-        record_access(self.grid_idx, ptrs, mask, True, np.asarray(value.data).itemsize)
-        return kept["create_atomic_rmw"](self, op, ptrs, value, mask, *rest)
-
-    def atomic_cas(self, ptrs, compare, value, *rest):
-        every = SimpleNamespace(data=np.ones_like(ptrs.data, dtype=bool))  # a compare-and-swap has no mask
-        record_access(self.grid_idx, ptrs, every, True, np.asarray(value.data).itemsize)
-        return kept["create_atomic_cas"](self, ptrs, compare, value, *rest)
-
-    spaces = [fn.__globals__] + [m.__dict__ for name, m in list(sys.modules.items())
-                                 if m is not None and name.split(".")[:2] == ["triton", "language"]]
-    swapped, seen, interpreted = [], set(), {}
-    while spaces:
-        space = spaces.pop()
-        if id(space) in seen:
-            continue
-        seen.add(id(space))
-        for key, value in list(space.items()):
-            if isinstance(value, JITFunction):
-                if id(value) not in interpreted:
-                    interpreted[id(value)] = interpreter.InterpretedFunction(value.fn)
-                    spaces.append(value.fn.__globals__)
-                swapped.append((space, key, value))
-    before = os.environ.get("TRITON_INTERPRET")
+def tensor_descriptor(array, block_shape, padding: str = "zero"):
+    """A host tensor descriptor (Triton's `TensorDescriptor`, which replaced block pointers) over
+    the NumPy `array`, for a kernel that takes one (`desc.load([i, j])`): its shape and strides
+    the array's, a tile of `block_shape` elements, the parts past the array's edge read as
+    `padding` ("zero", or "nan" for a floating-point array). What `TensorDescriptor.from_tensor`
+    makes of a PyTorch tensor; chapter 4's Triton lab. The array must be C-contiguous, its rows
+    16-byte aligned as the GPU's tensor memory accelerator needs."""
+    if not isinstance(array, np.ndarray) or array.ndim == 0 or array.ndim > 5:
+        raise TypeError(f"array must be a NumPy array of 1 to 5 dimensions, got "
+                        f"{type(array).__name__ if not isinstance(array, np.ndarray) else f'{array.ndim} dimensions'}")
+    if not array.flags.c_contiguous or array.size == 0:
+        raise ValueError("array must be a non-empty C-contiguous NumPy array (np.ascontiguousarray)")
+    if isinstance(block_shape, (int, np.integer)):
+        block_shape = (block_shape,)
+    if not isinstance(block_shape, (tuple, list)) or len(block_shape) != array.ndim or not all(
+            isinstance(b, (int, np.integer)) and not isinstance(b, bool) and b > 0 and b & (b - 1) == 0 for b in block_shape):
+        raise ValueError(f"block_shape must be {array.ndim} powers of two, one a dimension of the array, got {block_shape!r}")
+    if padding not in ("zero", "nan"):
+        raise ValueError(f"padding must be 'zero' or 'nan', got {padding!r}")
+    if padding == "nan" and array.dtype.kind != "f":
+        raise ValueError(f"padding 'nan' needs a floating-point array, got {array.dtype}")
+    strides = [s // array.itemsize for s in array.strides]
+    if array.ctypes.data % 16 or any(s * array.itemsize % 16 for s in strides[:-1]):
+        raise ValueError(f"array: a tensor descriptor needs a 16-byte aligned start and rows (strides of "
+                         f"{[s * array.itemsize for s in strides]} bytes)")
     try:
-        os.environ["TRITON_INTERPRET"] = "1"
-        for space, key, value in swapped:
-            space[key] = interpreted[id(value)]
-        builder.create_masked_load, builder.create_masked_store, builder.create_dot = load, store, dot
-        builder.create_atomic_rmw, builder.create_atomic_cas = atomic_rmw, atomic_cas
-        yield interpreter
-    finally:
-        for name, method in kept.items():
-            setattr(builder, name, method)
-        for space, key, value in swapped:
-            space[key] = value
-        if before is None:
-            os.environ.pop("TRITON_INTERPRET", None)
-        else:
-            os.environ["TRITON_INTERPRET"] = before
+        import triton  # noqa: F401
+    except ImportError:
+        raise LabError(f"Triton kernels need Triton, which is not installed: {INSTALL}.") from None
+    desc = adapter.make_descriptor(_NumpyPointer(array), array.shape, strides, block_shape, "zero")
+    desc.padding = padding  # checked above: Triton's own check asks a PyTorch dtype whether it is floating-point
+    return desc
 
 
 TRITON_SECONDS = 60.0
@@ -355,16 +321,14 @@ Python float as an fp32 scalar); its interpreter would otherwise hand the kernel
 
 def _float_scalar(value, constexpr: bool):
     """`value` as the kernel sees it: a floating-point scalar as a Triton scalar tensor of its
-    type (`FLOAT_SCALARS`), so `alpha.to(tl.float32)` works as on a GPU; anything else, and a
-    `tl.constexpr` parameter's value, as it is."""
+    type (`FLOAT_SCALARS`), so `alpha.to(tl.float32)` works as on a GPU; a NumPy array as a
+    pointer (`_NumpyPointer`); anything else, and a `tl.constexpr` parameter's value, as it is."""
+    if isinstance(value, np.ndarray):
+        return _NumpyPointer(value)
     kind = FLOAT_SCALARS.get(type(value))
     if kind is None or constexpr:
         return value
-    import triton.language as tl
-    from triton.runtime.interpreter import TensorHandle
-
-    ty = tl.str_to_ty(kind[1], None)
-    return tl.tensor(TensorHandle(np.array([value], dtype=kind[0]), ty), ty)
+    return adapter.scalar(value, *kind)
 
 
 def _constexprs(fn, count: int) -> list:
@@ -380,34 +344,50 @@ def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: f
                  config: int = 0, **meta) -> TritonTrace:
     """Run the `@triton.jit` `kernel` over `grid` (as `kernel[grid](*args, **meta)`: 1 to 3
     program counts, or a function of the meta-parameters) in Triton's interpreter on the CPU,
-    with `args` (NumPy arrays, written in place, or PyTorch CPU tensors; numbers) and the
-    meta-parameters `meta` (BLOCK_SIZE=...). Records every program's loads, stores and dots and
+    with `args` (NumPy arrays, written in place, or PyTorch CPU tensors; host tensor
+    descriptors, `tensor_descriptor`; numbers) and the meta-parameters `meta` (BLOCK_SIZE=...). Records every program's loads, stores and dots and
     returns the `Trace` the CUDA lab returns (see the module doc for what it counts), its
     programs `num_warps` x 32 threads each (Triton's default: 4 warps). An `@triton.autotune`
     kernel, whose choice needs a GPU's timings, runs its configuration number `config` (the
-    first by default): its meta-parameters and warps, under any `meta` and `num_warps` given.
-    Checks nothing of the result: a checker does. Raises LabError where Triton is not
+    first by default): its meta-parameters and warps, under any `meta` and `num_warps` given,
+    its `pre_hook` run first, and `trace.configuration` says which ran; an `@triton.heuristics`
+    kernel's values are computed from the arguments as Triton's launcher does. Checks nothing of the result: a checker does. Raises LabError where Triton is not
     installed, the kernel fails in the interpreter, or it runs past `timeout` seconds, naming
     its line."""
     try:
         import triton  # noqa: F401
     except ImportError:
         raise LabError(f"Triton kernels need Triton, which is not installed: {INSTALL}.") from None
-    fn = _python_function(kernel)
+    fn, layers = adapter.decorators(kernel)
     if not isinstance(args, (list, tuple)):
         raise TypeError(f"args must be a list or tuple of the kernel's arguments, got {type(args).__name__}")
-    configs = list(getattr(kernel, "configs", None) or ())
-    if configs:
-        if isinstance(config, bool) or not isinstance(config, int) or not 0 <= config < len(configs):
-            raise ValueError(f"config must be the number of one of the kernel's {len(configs)} configurations, "
-                             f"0 to {len(configs) - 1}, got {config!r}")
-        meta = {**configs[config].kwargs, **meta}
-        num_warps = configs[config].num_warps if num_warps is None else num_warps
-    elif config != 0:
+    names = list(inspect.signature(fn).parameters)
+    configs = next((c for kind, c in layers if kind == "autotune"), [])
+    if configs and (isinstance(config, bool) or not isinstance(config, int) or not 0 <= config < len(configs)):
+        raise ValueError(f"config must be the number of one of the kernel's {len(configs)} configurations, "
+                         f"0 to {len(configs) - 1}, got {config!r}")
+    if not configs and config != 0:
         raise ValueError(f"config must be 0 for a kernel that is not autotuned, got {config!r}")
+    given, hooks, chosen = dict(meta), [], ""
+    for kind, part in layers:  # outermost first, as Triton's launcher applies them
+        if kind == "autotune":
+            kwargs, warps, hook = adapter.config_parts(part[config])
+            meta = {**meta, **{k: v for k, v in kwargs.items() if k not in given}}
+            num_warps = warps if num_warps is None else num_warps
+            hooks += [hook] if hook is not None else []
+            chosen = (f"configuration {config} of {len(configs)} ("
+                      + ", ".join(f"{k}={v}" for k, v in kwargs.items()) + f", num_warps={warps})"
+                      + (", the first: choosing among them takes a GPU's timings, so the lab runs the first unless "
+                         "config= names another" if config == 0 else ", as config= asked"))
+        else:
+            for key, rule in part.items():
+                if key not in given:
+                    meta[key] = rule({**dict(zip(names, args)), **meta})
     num_warps = _check.one("num_warps", 4 if num_warps is None else num_warps)
     timeout = _check.real("timeout", timeout, least=0.01)
     dims = _grid(grid, meta)
+    for hook in hooks:  # a configuration's pre_hook (one that sets its descriptors' block shapes) sees what it would
+        hook({**dict(zip(names, args)), **meta})
     arrays = _arrays(args)
     place, start = [], 0  # each array's address on the GPU-like layout: ALIGN-aligned, one after another
     for _, first, end, _ in arrays:
@@ -416,8 +396,8 @@ def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: f
     code_file = fn.__code__.co_filename
     accesses, dots = [], []
 
-    def program_of(grid_idx) -> int:
-        x, y, z = (int(v) for v in grid_idx)
+    def program_of(builder) -> int:
+        x, y, z = adapter.grid_index(builder)
         return x + dims[0] * (y + dims[1] * z)
 
     def lines():
@@ -433,9 +413,9 @@ def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: f
             frame = frame.f_back
         return inner, (outer if outer and outer != inner else 0)
 
-    def record_access(grid_idx, ptrs, mask, write, size=None):
+    def record_access(builder, ptrs, mask, write, size=None):
         addresses = np.asarray(ptrs.data).astype(np.int64).ravel()
-        size = size or max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+        size = size or adapter.element_bytes(ptrs)
         on = np.broadcast_to(np.asarray(mask.data, bool), np.asarray(ptrs.data).shape).ravel()
         live = addresses[on]
         gpu_like = np.full(live.shape, -1, np.int64)
@@ -446,19 +426,18 @@ def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: f
             raise LabError(f"line {lines()[0]}: a {'store' if write else 'load'} outside every array passed "
                            f"(address {int(live[gpu_like < 0][0]):#x}): is its mask right?")
         sectors = np.unique(np.concatenate([gpu_like // SECTOR_BYTES, (gpu_like + size - 1) // SECTOR_BYTES]))
-        accesses.append(_Access(program_of(grid_idx), *lines(), write, size, addresses.size, sectors, int(on.sum())))
+        accesses.append(_Access(program_of(builder), *lines(), write, size, addresses.size, sectors, int(on.sum())))
 
     def record_dot(a, b):
         shape_a, shape_b = np.asarray(a.data).shape, np.asarray(b.data).shape
         kind = str(a.dtype)
         dots.append((2.0 * math.prod(shape_a[:-1]) * shape_b[-1] * shape_a[-1], DOT_MATH.get(kind, "fp32")))
 
-    wrapped = [_NumpyPointer(a) if isinstance(a, np.ndarray) else _float_scalar(a, constexpr)
-               for a, constexpr in zip(args, _constexprs(fn, len(args)))]
-    with _interpreted(fn, record_access, record_dot) as interpreter:
+    wrapped = [_float_scalar(a, constexpr) for a, constexpr in zip(args, _constexprs(fn, len(args)))]
+    with adapter.recording(fn, record_access, record_dot) as run:
         try:
             with _time_limit(timeout, code_file) as where:
-                interpreter.InterpretedFunction(fn)[dims](*wrapped, **meta)
+                run(fn, dims, wrapped, meta)
         except _TimeLimit:
             line = where.get("line", 0)
             raise LabError(f"the kernel ran past the time limit of {timeout:g} s in Triton's interpreter"
@@ -471,8 +450,10 @@ def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: f
             frames = traceback.extract_tb(cause.__traceback__) + traceback.extract_tb(err.__traceback__)
             line = next((f.lineno for f in reversed(frames) if f.filename == code_file), 0)
             raise LabError(f"the kernel failed in Triton's interpreter" + (f" at line {line}" if line else "")
-                           + f": {type(cause).__name__}: {cause}") from None
-    return _build(fn, dims, num_warps, accesses, dots, code_file)
+                           + f": {type(cause).__name__}: {cause}{adapter.unsupported_note()}") from None
+    traced = _build(fn, dims, num_warps, accesses, dots, code_file)
+    traced.configuration = chosen
+    return traced
 
 
 def _build(fn, dims, num_warps: int, accesses: list, dots: list, code_file: str) -> TritonTrace:
