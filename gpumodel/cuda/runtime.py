@@ -9,9 +9,12 @@ take the CPU path.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
+import os
 import statistics
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +39,24 @@ def gpu_status() -> tuple[bool, str]:
     return _status
 
 
+CUDA_DRIVER = {"nt": "nvcuda.dll"}.get(os.name, "libcuda.so.1")
+"""The CUDA driver's library, which CuPy loads to reach a device (no wheel brings it: the driver does)."""
+
+
+def _driver_loads() -> bool:
+    """Whether the CUDA driver's library (`CUDA_DRIVER`) loads in this process: where it does
+    not, no device can answer, and the probe need not import CuPy, which takes 1 to 3 s of a
+    chapter's run on a CPU machine."""
+    try:
+        ctypes.CDLL(CUDA_DRIVER)
+    except OSError:
+        return False
+    return True
+
+
 def _probe() -> tuple[bool, str]:
+    if "cupy" not in sys.modules and not _driver_loads():  # CuPy, or a stand-in, already imported is asked
+        return False, f"no CUDA driver here ({CUDA_DRIVER} does not load), so no GPU can answer"
     try:
         import cupy
     except ImportError:
