@@ -484,7 +484,8 @@ TOO_WIDE = """() => {
 # Each displayed formula of the article: [its text, whether it is wider than its box (it
 # scrolls), whether it takes keyboard focus].
 WIDE_FORMULAS = """() => [...document.querySelectorAll("article div.math")].map(m =>
-  [(m.textContent || "").slice(0, 50), m.scrollWidth > m.clientWidth + 1, m.tabIndex === 0])"""
+  [(m.textContent || "").slice(0, 50), m.scrollWidth > m.clientWidth + 1, m.tabIndex === 0,
+   m.querySelectorAll(".katex-html").length])"""
 
 
 # Each table of the article: [its first header's text, its height (px), whether it scrolls
@@ -693,12 +694,14 @@ def test_on_a_phone_every_figure_is_readable_nothing_is_too_wide_and_no_page_is_
 
 
 def test_every_displayed_formula_fits_a_phone_and_takes_keyboard_focus(visits):
-    """At 390 px each displayed formula is set in its narrow form, which KaTeX breaks after a
-    relation or an operator: none is wider than the column, and each box takes focus (it would
-    scroll if one were)."""
+    """At 390 px each displayed formula is set so that it breaks after a relation or an operator
+    as an inline one does: none is wider than the column, and each box takes focus (it would
+    scroll if one were). Each is drawn once, for the phone and the desk alike (once it was
+    written twice, a display form and an inline one: chapter 3's page held 6,026 elements)."""
     shown = {rel: v["formulas"] for rel, v in visits[PHONE["width"]].items() if v["formulas"]}
     assert sum(len(f) for f in shown.values()) > 10  # the book has 13
     assert {rel: [f[0] for f in found if f[1] or not f[2]] for rel, found in shown.items()} == {rel: [] for rel in shown}
+    assert {rel: [f[0] for f in found if f[3] != 1] for rel, found in shown.items()} == {rel: [] for rel in shown}
 
 
 def test_no_table_scrolls_down_in_its_own_box_and_one_that_scrolls_takes_keyboard_focus(visits):

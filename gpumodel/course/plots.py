@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
 
 import matplotlib
 import numpy as np
@@ -64,6 +65,10 @@ of a 390 px phone, where it is scaled to the column, SMALL-pt text shows at 11.6
 it showed at 9.3 px); where the column has room the site shows it 4/3 as large (473 px), SMALL pt
 then the prose's 16 px. Panels that would not fit side by side are stacked, and a title or a
 legend that would not fit the width takes more lines."""
+
+
+TITLE_CHARS = 40
+"""The most characters a line of a 10-pt title holds across WIDTH (about 0.55 em a character)."""
 
 
 def hierarchy_figure(gpus=("V100", "A100-40GB", "H100-SXM")):
@@ -413,13 +418,13 @@ def gemm_levels(block: int = 128, thread: int = 8, gpu="A100-40GB", n: int = 409
                          f"{threads} threads per block (32 to {g.capability.max_threads_per_block} can), or "
                          "too much shared memory or too many registers")
     p = predict(gemm(n, n, n, block=(block, block), thread=(thread, thread)), g)
-    fig, ax = _figure(figsize=(WIDTH, 2.8))
+    fig, ax = _figure(figsize=(WIDTH, 3.0))
     colors = ["tab:red" if part == p.bound else "tab:blue" for part in BOUNDS]
     ax.barh([PART_LABELS[b] for b in BOUNDS][::-1], _part_times_ms(p)[::-1], color=colors[::-1])
     _part_times_axis(ax)
     ax.tick_params(axis="y", labelsize=SMALL)
-    ax.set_title(f"{block}x{block} tiles, {thread}x{thread} per thread, {g.name}:\n"
-                 f"{fmt_time(p.time)}, bound: {PART_LABELS[str(p.bound)]}", fontsize=10)
+    ax.set_title(f"{block}x{block} tiles, {thread}x{thread} per thread,\non the {g.name}: "
+                 f"{fmt_time(p.time)}\nbound: {PART_LABELS[str(p.bound)]}", fontsize=10)
     return fig
 
 
@@ -448,7 +453,8 @@ def roofline_levels(kernel: str = "gemm_smem16", gpu="A100-40GB"):
     ax.set_xticks([1e-3, 1e-1, 1e1, 1e3])
     ax.set_xlabel("arithmetic intensity at each level (FLOP/B)")
     ax.set_ylabel(f"attainable {w.math} TFLOP/s")
-    ax.set_title(f"{kernel_info.label(kernel)} on the {g.name}:\nbound by {PART_LABELS[str(p.bound)]}, {fmt_time(p.time)}",
+    ax.set_title(textwrap.fill(f"{kernel_info.label(kernel)} on the {g.name}:", TITLE_CHARS)  # a long name takes two lines
+                 + f"\nbound by {PART_LABELS[str(p.bound)]}, {fmt_time(p.time)}",
                  fontsize=10)
     _legend_below(ax)
     return fig
