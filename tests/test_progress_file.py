@@ -5,6 +5,7 @@ one message; `progress()` shows every key as text."""
 
 import json
 import os
+import re
 import stat
 import threading
 
@@ -124,7 +125,7 @@ def test_notebooks_checking_at_once_keep_each_others_answers(home):
 def test_a_link_to_dev_zero_is_never_followed(home, capsys):
     home.symlink_to("/dev/zero")
     assert check().correct
-    assert "it is a symbolic link" in capsys.readouterr().out
+    assert f"Your progress file {home} could not be read (it is a symbolic link); it was set aside" in capsys.readouterr().out
     (aside,) = set_aside(home)
     assert os.readlink(aside) == "/dev/zero" and home.is_file() and not home.is_symlink()
 
@@ -169,3 +170,81 @@ def test_progress_shows_every_key_as_text_never_as_html_or_a_new_cell(home):
 def test_a_key_longer_than_the_file_keeps_is_refused_by_name():
     with pytest.raises(ValueError, match="key must name the question in at most 200 characters, got 201"):
         checks.record("k" * 201, checks.Feedback(True, ""))
+
+
+# What each refusal says, word for word, and how the file is written (issue 72: `make mutation`
+# found each message and each part of the write could change unnoticed).
+def test_each_unreadable_files_note_says_why_and_where_it_went(home, capsys):
+    home.write_text('{"q": 1}')
+    assert progress_file.read() == {}
+    (aside,) = set_aside(home)
+    assert re.fullmatch(rf"progress\.json\.unreadable-\d{{8}}-\d{{6}}-{os.getpid()}", aside.name)
+    assert capsys.readouterr().out == (f'Your progress file {home} could not be read (it holds no "questions" object); '
+                                       f"it was set aside as {aside.name}, and your progress starts afresh.\n")
+
+
+@pytest.mark.parametrize("data, why", [
+    (b"[" * 100_000 + b"]" * 100_000, "it is nested too deeply"),
+    (json.dumps({"questions": {"k" * 100: [1, "v" * 100]}}).encode(),
+     f"question {'k' * 60!r} holds {str([1, 'v' * 100])[:60]}, not [tries from 0 to 1,000,000, true or false]")])
+def test_an_unreadable_files_reason_word_for_word(home, capsys, data, why):
+    home.write_bytes(data)
+    assert progress_file.read() == {}
+    assert f"could not be read ({why}); it was set aside as" in capsys.readouterr().out
+
+
+def test_a_file_that_cannot_be_set_aside_is_named_for_removal(home, monkeypatch, capsys):
+    home.write_text("not json")
+    monkeypatch.setattr(progress_file.os, "rename", lambda *a: (_ for _ in ()).throw(PermissionError(13, "Permission denied")))
+    assert progress_file.read() == {}
+    assert "; it could not be set aside (Permission denied): remove it, and your progress starts afresh." \
+        in capsys.readouterr().out
+
+
+def test_a_file_it_may_not_open_is_named_by_the_systems_reason_not_as_a_link(home, monkeypatch, capsys):
+    home.write_text(json.dumps({"questions": {}}))
+    real = os.open
+    monkeypatch.setattr(progress_file.os, "open", lambda path, *a: (_ for _ in ()).throw(
+        PermissionError(13, "Permission denied")) if str(path) == str(home) else real(path, *a))
+    assert progress_file.read() == {}
+    printed = capsys.readouterr().out
+    assert "could not be read (Permission denied)" in printed and "symbolic link" not in printed
+
+
+def test_a_folder_at_the_path_is_named_as_not_a_regular_file(home, capsys):
+    home.mkdir()
+    assert progress_file.read() == {}
+    assert f"Your progress file {home} could not be read (it is not a regular file); it was set aside" \
+        in capsys.readouterr().out
+
+
+def test_a_file_of_exactly_the_largest_size_is_read(home):
+    body = json.dumps({"questions": {"q": [2, True]}}).encode()
+    home.write_bytes(body + b" " * (progress_file.MOST_BYTES - len(body)))
+    assert home.stat().st_size == progress_file.MOST_BYTES and progress_file.read() == {"q": (2, True)}
+
+
+def test_a_folder_not_private_is_named_once_with_what_to_do(home, capsys):
+    home.parent.chmod(0o770)
+    home.parent.parent.chmod(0o777)  # two problems, said in one note
+    assert progress_file.read() == {} and progress_file.read() == {}
+    found = gm.folders.problems(home.parent)
+    assert len(found) == 2
+    found = "; ".join(found)
+    assert capsys.readouterr().out == (
+        f"Your progress folder {home.parent} is not private ({found}): another user could have changed what it holds, "
+        "so the course neither reads nor writes your progress there, and keeps this session's only. Make it yours "
+        "with mode 0700 (chmod 700), or set XDG_DATA_HOME to a private folder.\n")
+
+
+def test_the_file_is_written_whole_beside_itself_then_moved_over_it(home, monkeypatch):
+    """Written to a hidden .progress-*.json in its own folder (so the move is atomic, and never
+    through the system's temporary folder), one item a line as json.dump(indent=1) writes it."""
+    moved, real = [], os.replace
+    monkeypatch.setattr(progress_file.os, "replace", lambda a, b: moved.append((a, b)) or real(a, b))
+    monkeypatch.setattr(progress_file.tempfile, "tempdir", str(home.parent / "no such folder"))
+    progress_file.add("q", True)
+    ((tmp, to),) = moved
+    tmp = os.path.basename(tmp)
+    assert to == home and tmp.startswith(".progress-") and tmp.endswith(".json")
+    assert home.read_text() == json.dumps({"questions": {"q": [1, True]}}, indent=1)
