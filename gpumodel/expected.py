@@ -550,6 +550,21 @@ CLASSES = ("tensor", "sm", "uncoalesced") + tuple(p for p in BOUNDS if p not in 
 record's, 'link' a collective's or a step's past one GPU held by its collectives (`published.compare`)."""
 
 
+SM_FAMILY = "ga10x"
+"""The SM design whose SM-parts share ('sm') is estimated apart from the others': GA10x's
+(nvidia2021ga102), kept by AD10x (nvidia2022ada) and later workstation and GeForce parts. Of
+its 128 FP32 lanes half sit on a datapath that INT32 shares, and it keeps 1,536 threads where
+the data-centre SMs (GA100, GH100, GB100) keep 2,048; SGEMM kernels on it reach a smaller share
+of what the mechanisms allow (chapter 98). The Guide's figures tell the two apart (`sm_family`)."""
+
+
+def sm_family(gpu) -> str:
+    """`SM_FAMILY` for a GPU of that SM design (128 FP32 lanes and 1,536 threads an SM, as the
+    CUDA Guide gives them), "" for any other."""
+    c = presets.gpu(gpu).capability
+    return SM_FAMILY if (c.fp32_lanes_per_sm, c.max_threads_per_sm) == (128, 1536) else ""
+
+
 def share_class(limiter: str, math_: str) -> str:
     """The class an achievable share is estimated for: the tensor cores ('tensor', their
     kernels' waves too), the SM's own parts ('sm'), the L1 tag stage ('uncoalesced'), each

@@ -36,7 +36,7 @@ import numpy as np
 
 from . import _check, collectives, decode, links, parallel, presets
 from .expected import (CLASSES, ESTIMATES, REASONS, Expectation, Launch, dequantise_time, facts, gemm_launch, kernel_notes,
-                       library_tile, read_time, share_class)
+                       SM_FAMILY, library_tile, read_time, share_class, sm_family)
 from .expected import expect as _expect
 from .hardware import LEVELS
 from .model import predict
@@ -508,25 +508,38 @@ def _beyond(record, g, c: Comparison) -> Expectation:
     return Expectation(p.time, c.model, c.bound, p.bound, 1.0, {"gpu": p.gpu_time, "link": p.link_time}, "", g.name)
 
 
-def share_for(kind: str, cls: str, table: dict | None = None) -> float:
-    """The achievable share of limiter class `cls` for a record whose run is of `kind`, from
-    `table` (share name -> share; by default `shares`): the kind's own where the estimate has
-    one, else the class's over all kinds, else 1."""
+def share_for(kind: str, cls: str, table: dict | None = None, gpu=None) -> float:
+    """The achievable share of limiter class `cls` for a record whose run is of `kind` on `gpu`,
+    from `table` (share name -> share; by default `shares`): the first the estimate has of
+    `_share_names` (the kind's own before the class's over all kinds; for the SM's parts on a
+    GPU of `SM_FAMILY`, that family's before the others'), else 1."""
     _check.choice("kind", kind, tuple(CLASS_NAMES))
     _check.choice("cls", cls, CLASSES)
     table = shares() if table is None else _share_table(table)
-    return table.get(f"{kind}.{cls}", table.get(cls, 1.0))
+    return next((table[name] for name in _share_names(kind, cls, gpu) if name in table), 1.0)
+
+
+def _share_names(kind: str | None, cls: str, gpu=None) -> list:
+    """The share names a record of `kind` (None: any kind) held by class `cls` on `gpu` may take,
+    first first: 'gemm.sm@ga10x', 'sm@ga10x' (the SM's parts on a GPU of `SM_FAMILY`), 'gemm.sm', 'sm'."""
+    family = sm_family(gpu) if gpu is not None else ""  # a GPU given is checked, whatever the class
+    family = family if cls == "sm" else ""
+    names = ([f"{kind}.{cls}"] if kind else []) + [cls]
+    return [f"{name}@{family}" for name in names] + names if family else names
 
 
 def _share_table(table) -> dict:
-    """`table` checked: share names ('sm', or a kind and a class: 'read.hbm') -> shares in (0, 1]."""
+    """`table` checked: share names ('sm', a kind and a class: 'read.hbm', and for the SM's parts
+    on `SM_FAMILY`'s GPUs 'sm@ga10x' or 'gemm.sm@ga10x') -> shares in (0, 1]."""
     if not isinstance(table, dict):
         raise TypeError(f"table must be a dict of share name to share, or None, got {type(table).__name__}")
     for name, value in table.items():
-        kind, _, cls = name.rpartition(".") if isinstance(name, str) else ("", "", None)
-        if cls not in CLASSES or kind not in ("", *CLASS_NAMES):
+        plain, _, family = name.partition("@") if isinstance(name, str) else ("", "", "")
+        kind, _, cls = plain.rpartition(".")
+        if cls not in CLASSES or kind not in ("", *CLASS_NAMES) or family not in ("", SM_FAMILY) or (
+                family and cls != "sm"):
             raise ValueError(f"table must map share names (a class of {CLASSES}, or 'kind.class' with a kind of "
-                             f"{tuple(CLASS_NAMES)}) to shares, got the key {name!r}")
+                             f"{tuple(CLASS_NAMES)}; 'sm' may end in '@{SM_FAMILY}') to shares, got the key {name!r}")
         if _check.real(f"table[{name!r}]", value, most=1) <= 0:
             raise ValueError(f"table[{name!r}] must be a share in (0, 1], got {value!r}")
     return table
@@ -535,7 +548,7 @@ def _share_table(table) -> dict:
 def _at_share(e: Expectation, math_: str, share: bool, kind: str = "", table: dict | None = None) -> Expectation:
     """`e` at its limiter class's achievable share (`share_for`, from `table`), when `share`
     (the ramp, a latency, is not scaled)."""
-    s = share_for(kind, share_class(e.limiter, math_), table) if share else 1.0
+    s = share_for(kind, share_class(e.limiter, math_), table, e.gpu) if share else 1.0
     why = REASONS.get(e.limiter, f"the bound's {e.limiter}").format(occ="registers or shared memory")
     ramp = e.parts.get("ramp", 0.0) if e.limiter != "launch" else 0.0
     return replace(e, time=(e.time - ramp) / s + ramp, share=s, reason=f"{why}; at {s:.0%} of that" if s != 1 else why)
@@ -568,7 +581,7 @@ def _samples(record, bare: Expectation | None) -> list:
     if bare is None:
         return []
     ratio, cls = bare.time / measured_time(record), share_class(bare.limiter, _math(record.run))
-    return [(cls, ratio), (f"{record.run['kind']}.{cls}", ratio)]
+    return [(name, ratio) for name in _share_names(record.run["kind"], cls, record.gpu)]
 
 
 def _medians(samples) -> dict:
@@ -660,11 +673,12 @@ def left_out_accuracy() -> dict:
     """How well the expected time holds on sources it was not estimated from: each source's
     records (a paper, a benchmark's file) judged at the shares `estimate_shares` gives on every
     other source's records, both halves; the same figures as `accuracy`. Chapter 98."""
-    return _summary(_left_out_expected())
+    return _summary(left_out_expected())
 
 
-def _left_out_expected() -> list:
-    """(record, expected time) for every judged record, at the shares of the other sources."""
+def left_out_expected() -> list:
+    """(record, its expected time) for every judged record, at the shares `estimate_shares`
+    gives on every other source's records (`left_out_accuracy`'s pairs). Chapters 3 and 98."""
     bare = [(r, record_expect(r, share=False)) for r in records()]
     samples = [(r.source, _samples(r, e)) for r, e in bare]
     expected = []
@@ -704,5 +718,8 @@ def expect(work, gpu, launch: Launch | None = None, flops: float = 0.0) -> Expec
     """`gm.expect`: the expected time of `work` (a `Workload` or a lab `Trace`) on `gpu`, its
     mechanisms (`gpumodel.expected.expect`) at the achievable shares estimated on the
     records' 'estimate' half (`shares`, each class over all kinds of run: a kernel of one's
-    own is none of the records' kinds). Chapters 3, 4, 5 and 98."""
-    return _expect(work, gpu, launch, flops, {k: v for k, v in shares().items() if "." not in k})
+    own is none of the records' kinds; on a GPU of `SM_FAMILY`, its SM parts' share where the
+    estimate has one). Chapters 3, 4, 5 and 98."""
+    table = shares()
+    by_class = {cls: [table[name] for name in _share_names(None, cls, gpu) if name in table] for cls in CLASSES}
+    return _expect(work, gpu, launch, flops, {cls: found[0] for cls, found in by_class.items() if found})

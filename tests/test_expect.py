@@ -374,13 +374,13 @@ def test_left_out_accuracy_judges_each_source_at_shares_estimated_without_it(mon
     table = {k: v["share"] for k, v in P.estimate_shares([r for r in base if r.source != source],
                                                          ("estimate", "judge")).items()}
     by_hand = [P.record_expect(r, table=table).time for r in mine]
-    left_out = {id(r): e.time for r, e in P._left_out_expected()}
+    left_out = {id(r): e.time for r, e in P.left_out_expected()}
     assert [left_out[id(r)] for r in mine] == pytest.approx(by_hand)
     changed = tuple(dataclasses.replace(r, value=r.value * 10) if r.source == source else r for r in base)
     monkeypatch.setattr(P, "records", lambda: changed)
-    again = {r.what: e.time for r, e in P._left_out_expected() if r.source == source}
+    again = {r.what: e.time for r, e in P.left_out_expected() if r.source == source}
     assert list(again.values()) == pytest.approx(by_hand)
-    others = [(r.source, e.time) for r, e in P._left_out_expected() if r.source != source]
+    others = [(r.source, e.time) for r, e in P.left_out_expected() if r.source != source]
     assert others != [(r.source, left_out[id(r)]) for r in judged if r.source != source]  # it moves the others'
 
 
@@ -488,7 +488,7 @@ def _deepgemm(tiles_by_shape, monkeypatch):
     if not tiles_by_shape:
         monkeypatch.setattr(P, "kernel_notes", lambda source, what: {})
     return {tuple(P.gemm_shape(r.run)): P.measured_time(r) / e.time
-            for r, e in P._left_out_expected() if r.source == "deepseek2025deepgemm"}
+            for r, e in P.left_out_expected() if r.source == "deepseek2025deepgemm"}
 
 
 def test_skinny_library_gemms_are_expected_within_1_5x_from_their_tiles_and_not_from_one_fixed_tile(monkeypatch):
@@ -508,3 +508,26 @@ def test_a_gemm_run_holds_a_size_or_a_shape_not_both():
     for bad in ({**run, "size": 64}, {"kind": "gemm"}, {**run, "shape": [64, 2112]}, {**run, "shape": [64, 0, 8]}):
         with pytest.raises(gm.presets.DataError, match="size|shape"):
             P.gemm_shape(bad)
+
+
+def test_sgemm_cudas_ladder_is_expected_rung_by_rung_within_1_5x_and_in_order_with_its_source_left_out():
+    """SGEMM_CUDA's kernels on the A6000, each judged at shares estimated without Boehm's records
+    (the RTX 4090's kernel 10 gives the GA10x SM's share): every rung within 1.5x, and each rung
+    expected faster than the one before it, as measured."""
+    rungs = [(P.measured_time(r), e.time, r.what) for r, e in P.left_out_expected() if r.source == "boehm2022sgemm"]
+    assert len(rungs) == 8
+    assert all(1 / 1.5 <= m / e <= 1.5 for m, e, _ in rungs), rungs
+    by_measured = sorted(rungs, reverse=True)
+    assert [e for _, e, _ in by_measured] == sorted((e for _, e, _ in rungs), reverse=True), by_measured
+
+
+def test_the_ga10x_sm_takes_its_own_sm_share_where_one_was_estimated_and_the_others_the_classs():
+    assert {g for g in gm.preset_names() if E.sm_family(g)} == {"RTX-A6000", "RTX-4090", "L4"}
+    table = {"sm": 0.5, "sm@ga10x": 0.25, "gemm.hbm": 0.8}
+    assert P.share_for("gemm", "sm", table, "RTX-A6000") == 0.25
+    assert P.share_for("gemm", "sm", table, "A100-40GB") == P.share_for("gemm", "sm", table) == 0.5
+    assert P.share_for("gemm", "hbm", table, "RTX-A6000") == 0.8
+    assert P.share_for("read", "hbm", table, "RTX-A6000") == 1.0
+    for bad in ({"hbm@ga10x": 0.5}, {"sm@hopper": 0.5}):
+        with pytest.raises(ValueError, match="@ga10x"):
+            P.share_for("gemm", "sm", bad, "RTX-A6000")

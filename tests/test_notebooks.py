@@ -166,7 +166,7 @@ def test_a_local_clones_notebooks_name_no_placeholder(chapter, monkeypatch):
     text = json.dumps(book.learner_notebook(chapter, meta["glued"], meta["varies"]))
     assert not [p for p in PLACEHOLDERS if p in text]
     if "{cite" in chapter.read_text():
-        assert re.search(r"\(\[[^]]+ \d{4}\]\(https://(?!\w+\.github\.io)", text), "citations link to their references"
+        assert re.search(r"\(\[[^]]+ \d{4}[a-z]?\]\(https://(?!\w+\.github\.io)", text), "citations link to their references"
 
 
 RELATIVE = re.compile(r"\]\((?![a-zA-Z][\w+.-]*:|#)([^)\s]+)\)|\bhref=\"(?![a-zA-Z][\w+.-]*:|#)([^\"]+)\"")
