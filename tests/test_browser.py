@@ -447,7 +447,8 @@ SMALLEST_SVG_TEXT = """() => {
   return Promise.all(images.map(async (img) => {
     const doc = new DOMParser().parseFromString(await svgOf(img), "image/svg+xml");
     const box = doc.documentElement.getAttribute("viewBox").trim().split(/[\\s,]+/).map(Number);
-    const scale = img.getBoundingClientRect().width / box[2];
+    const css = getComputedStyle(img), edge = (side) => parseFloat(css[`padding${side}`]) + parseFloat(css[`border${side}Width`]);
+    const scale = (img.getBoundingClientRect().width - edge("Left") - edge("Right")) / box[2];  // the picture, not its plate
     for (const el of doc.querySelectorAll("[style*='font-size'], [font-size]")) {
       const m = /font-size:\\s*([\\d.]+)/.exec(el.getAttribute("style") || "");
       const size = parseFloat(m ? m[1] : el.getAttribute("font-size"));
@@ -669,6 +670,20 @@ def test_every_page_fits_a_phone_and_its_figures_are_vector(visits):
         if bitmaps:
             problems.append(f"{rel}: static figures that are not SVG: {bitmaps}")
     assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("rel", ["chapters/01_hierarchy.html", "chapters/03_tiling.html"])
+def test_in_dark_mode_a_phones_figures_keep_their_text_size(site, browser, rel):
+    """At 390 px in dark mode, where each figure sits on a light plate, the smallest text of the
+    figures and players of chapters 1 and 3 is still at least MIN_TEXT_PX (myst-nb's half-rem
+    plate around a player's frame and its box once made it 10.8 px)."""
+    _, base = site
+    page = browser.new_page(viewport=PHONE, color_scheme="dark")
+    page.goto(f"{base}/{rel}", wait_until="networkidle")
+    page.wait_for_timeout(300)  # the players draw their first frames
+    smallest = page.evaluate(SMALLEST_SVG_TEXT)
+    page.close()
+    assert smallest is not None and smallest[0] >= MIN_TEXT_PX - 0.05, smallest
 
 
 def test_on_a_phone_every_figure_is_readable_nothing_is_too_wide_and_no_page_is_heavy(visits):
