@@ -41,7 +41,7 @@ ACTIVATION_BYTES = 2
 class ParallelStep:
     """One tensor-parallel decode step on `gpus` GPUs: `time` (s) = `gpu_time` (the bound on one
     GPU's share, `gpu_bound` says what sets it) + `link_time` (its collectives, `collectives` of
-    them); `bound` is "link" where the collectives take longer than the GPU's share; `held` the
+    them), or the larger of the two where two micro-batches `overlap`; `bound` is "link" where the collectives take longer than the GPU's share; `held` the
     bytes of weights and cache each GPU keeps, `fits` whether they fit its HBM."""
 
     gpus: int
@@ -54,6 +54,9 @@ class ParallelStep:
     fits: bool
     algorithm: str = ""
     """The algorithm its all-reduces ran by ("" where there are none)."""
+    overlap: bool = False
+    """Whether two micro-batches overlapped one's collectives with the other's computing: then
+    `time` is the larger of `gpu_time` and `link_time`, not their sum."""
 
     @property
     def bound(self) -> str:
@@ -169,28 +172,41 @@ def kv_transfer(name, tokens, link: str, gpus: int = 1, kv: str = "fp16") -> flo
 
 
 def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: str = "fp16", math: str = "fp16",
-         algorithm: str = FASTEST, latency: bool = True) -> ParallelStep:
+         algorithm: str = FASTEST, latency: bool = True, overlap: bool = False) -> ParallelStep:
     """One decode step of `batch` sequences with `context` cached tokens of model `name` split
     over `gpus` GPUs of `gpu` joined by `link` (a name of `links.links()`), its all-reduces by
     `algorithm` (one the link offers, or FASTEST: `collective`), each collective paying NCCL's
     tuner's costs or, without `latency`, its bytes alone: then the step's time is a bound. See
-    the module doc. `gpus` must divide the model's query heads (`head_splits`). Chapter 10."""
+    the module doc. `gpus` must divide the model's query heads (`head_splits`). With `overlap`,
+    the batch runs as two micro-batches, one's collectives while the other computes, as
+    DeepSeek-V3 decodes (deepseek2024v3, Section 3.4): each micro-batch reads the weights again,
+    and the step takes the longer of the two micro-batches' GPU times and their collectives'
+    times together. Chapter 10."""
     m, device, n, b, c, joined, _, _ = _setup(name, gpu, gpus, batch, context, link, latency)
     if m.heads % n:
         raise ValueError(f"gpus must divide {m.name}'s {m.heads} query heads, so that each GPU computes whole heads "
                          f"({', '.join(map(str, head_splits(m, joined.domain)))} over {joined.name}), got {gpus!r}")
-    share, held = _share(m, n, b, c, weight, kv, math)
-    alone = predict(share, device)
-    count = 2 * m.layers + 1
+    if _check.flag("overlap", overlap) and b < 2:
+        raise ValueError(f"batch must be at least 2 to overlap two micro-batches, got {batch!r}")
+    parts = [_step_parts(m, device, n, part, c, joined, weight, kv, math, algorithm, latency)
+             for part in ((b - b // 2, b // 2) if overlap else (b,))]
+    gpu_time, link_time = (sum(p[i] for p in parts) for i in (0, 2))
+    held = _share(m, n, b, c, weight, kv, math)[1]
+    time = max(gpu_time, link_time) if overlap else gpu_time + link_time
+    return ParallelStep(n, time, gpu_time, parts[0][1], link_time, (2 * m.layers + 1) * len(parts) if n > 1 else 0,
+                        held, held <= device.capacity("hbm"), parts[0][3], overlap)
+
+
+def _step_parts(m, device, n: int, batch: int, context: int, joined, weight: str, kv: str, math: str, algorithm: str,
+                latency: bool) -> tuple:
+    """(seconds of one GPU's share, what bounds it, seconds of the collectives, the all-reduces'
+    algorithm) of a step of `batch` sequences: 2 all-reduces a layer and the logits' all-gather."""
+    alone = predict(_share(m, n, batch, context, weight, kv, math)[0], device)
     if n == 1:
-        link_time, ran = 0.0, ""
-    else:
-        per_layer, ran = collective(joined.name, "all-reduce", n, b * m.width * ACTIVATION_BYTES, algorithm, latency)
-        logits, _ = collective(joined.name, "all-gather", n, b * m.vocab * ACTIVATION_BYTES, "ring", latency)
-        link_time = float(2 * m.layers * per_layer + logits)
-    gpu_time = float(alone.time)
-    return ParallelStep(n, gpu_time + link_time, gpu_time, str(alone.bound), link_time, count if n > 1 else 0,
-                        held, held <= device.capacity("hbm"), ran)
+        return float(alone.time), str(alone.bound), 0.0, ""
+    per_layer, ran = collective(joined.name, "all-reduce", n, batch * m.width * ACTIVATION_BYTES, algorithm, latency)
+    logits, _ = collective(joined.name, "all-gather", n, batch * m.vocab * ACTIVATION_BYTES, "ring", latency)
+    return float(alone.time), str(alone.bound), float(2 * m.layers * per_layer + logits), ran
 
 
 def expert_step(name, gpu, gpus, batch, context, link: str, weight: str = "fp8", kv: str = "fp16", math: str = "fp16",

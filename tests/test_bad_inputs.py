@@ -582,7 +582,7 @@ SIGNATURES = {
         "batch": (1, SIZE), "context": (4096, COUNT), "link": ("NVLink 4", choice(tuple(gm.links.links()))),
         "weight": ("fp16", choice(tuple(gm.tensor_cores.WEIGHT_BYTES))), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
         "math": ("fp16", choice(MATH)), "algorithm": ("ring", choice(gm.collectives.ALGORITHMS + ("fastest",))),
-        "latency": (True, FLAG)}),
+        "latency": (True, FLAG), "overlap": (False, FLAG)}),
     "parallel.head_splits": (gm.parallel.head_splits, {"name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))),
                                                        "most": (72, SIZE)}),
     "parallel.algorithms": (gm.parallel.algorithms, {"link": ("NVLink 4", choice(tuple(gm.links.links()))),

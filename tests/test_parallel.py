@@ -208,3 +208,21 @@ def test_a_prompts_kv_cache_moves_at_the_links_bandwidth_each_gpu_sending_its_sh
     for bad in ({"tokens": 0}, {"gpus": 0}, {"link": "Ethernet"}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             gm.parallel.kv_transfer(**{"name": "Llama-3-70B", "tokens": 4096, "link": "NVLink 4", **bad})
+
+
+def test_overlapping_two_micro_batches_takes_the_longer_of_their_computing_and_their_collectives():
+    """Each half of the batch reads the weights again (the GPU's time nearly doubles at batch 8);
+    the step takes max(both halves' GPU time, both halves' collectives), not their sum."""
+    h100 = gm.gpu("H100-SXM")
+    plain = gm.parallel.step("Llama-3-70B", h100, 8, 8, 4096, "NVLink 4")
+    half = gm.parallel.step("Llama-3-70B", h100, 8, 4, 4096, "NVLink 4")
+    over = gm.parallel.step("Llama-3-70B", h100, 8, 8, 4096, "NVLink 4", overlap=True)
+    assert over.overlap and not plain.overlap
+    assert over.gpu_time == pytest.approx(2 * half.gpu_time) and over.link_time == pytest.approx(2 * half.link_time)
+    assert over.time == max(over.gpu_time, over.link_time) and plain.time == plain.gpu_time + plain.link_time
+    assert over.collectives == 2 * plain.collectives
+    odd = gm.parallel.step("Llama-3-70B", h100, 8, 5, 4096, "NVLink 4", overlap=True)
+    parts = [gm.parallel.step("Llama-3-70B", h100, 8, b, 4096, "NVLink 4") for b in (3, 2)]
+    assert odd.gpu_time == pytest.approx(sum(p.gpu_time for p in parts))
+    with pytest.raises(ValueError, match="batch must be at least 2"):
+        gm.parallel.step("Llama-3-70B", h100, 8, 1, 4096, "NVLink 4", overlap=True)
