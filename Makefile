@@ -77,8 +77,10 @@ bench: $(STAMP)
 ## (tests/mutation_report.py; equivalent mutants are listed, with a reason each, in
 ## tests/equivalent_mutants.txt). The core alone took 9 to 16 minutes on 2 shared cores; expected.py adds 1,181
 ## mutants (450 of them took 20 minutes with only its own tests selected); MODULES="units model" runs a subset.
-## Then the kernel lab's hand-made mutants (tests/lab_mutants.py, of the lab's rooms and its C++ runtime;
-## about 4 minutes), each killed by the test of tests/test_lab_rules.py that names its rule.
+## Then the kernel lab's hand-made mutants (tests/lab_mutants.py, of the lab's rooms, its C++ runtime, the
+## Triton lab (triton_trace, triton_adapter), the whole program's runner and the reader's launches: mutmut
+## does not run over these, whose tests build C++ or run Triton's interpreter), each killed by the test that
+## names it, with a score per mutated file.
 MODULES ?= _check units kernel_info hardware presets workloads model simulate occupancy waves tiles published expected decode \
 	course.capstone collectives parallel estimates course.progress_file book.chapter
 mutation: $(STAMP)

@@ -1086,3 +1086,66 @@ def test_memcpy_async_through_a_barrier_a_threads_pipeline_and_a_shared_pipeline
     barrier = program.launches[0]
     loads = [s for s in barrier.sites if s.space == "global" and not s.write]
     assert {s.size for s in loads} == {16} and barrier.bytes["l1"] >= 2 * 64 * 16
+
+
+MANY_LAUNCHES = r"""
+#include <cstdio>
+__global__ void add(int* total, int i) { if (threadIdx.x == 0) atomicAdd(total, i); }
+int main() {
+    int* d; int h = 0;
+    cudaMalloc(&d, sizeof h);
+    cudaMemcpy(d, &h, sizeof h, cudaMemcpyHostToDevice);
+    for (int i = 1; i <= 105; ++i) add<<<1, 32>>>(d, i);
+    cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
+    printf("%d\n", h);
+}
+"""
+
+
+def test_launches_past_the_hundredth_run_untraced():
+    """105 launches, each with other arguments (none is a repeat): the first 100 traced, the
+    other 5 run untraced, and every one counted in what the program prints."""
+    done = run_program(MANY_LAUNCHES)
+    assert done.output.strip() == str(105 * 106 // 2)
+    assert len(done.launches) == 100 and done.untraced == 5 and done.repeated == 0
+    assert ", 5 more run untraced" in done.report()
+
+
+PAST_SHARED = r"""
+__global__ void shift(float* y) {
+    extern __shared__ float s[];
+    s[threadIdx.x + 1] = threadIdx.x;
+    __syncthreads();
+    y[threadIdx.x] = s[threadIdx.x];
+}
+int main() {
+    float* d;
+    cudaMalloc(&d, 64 * sizeof(float));
+    shift<<<1, 64, 64 * sizeof(float)>>>(d);
+}
+"""
+
+
+def test_a_programs_launch_past_its_dynamic_shared_memory_names_what_the_launch_asked_for():
+    """<<<grid, block, shared_mem>>>'s third: the bytes the fault names are the launch's own."""
+    with pytest.raises(LabError, match=r"shift \(launched at line 11\) writes out of bounds at line 4: .*byte 256 of the "
+                                       r"launch's dynamic shared memory \(extern __shared__\), which holds the "
+                                       r"shared_mem=256 bytes the launch asked for"):
+        run_program(PAST_SHARED)
+
+
+SPIN = r"""
+__global__ void spin(int* flag) { while (*flag == 0) { } }
+int main() {
+    int* d;
+    cudaMalloc(&d, sizeof(int));
+    cudaMemset(d, 0, sizeof(int));
+    spin<<<1, 32>>>(d);
+}
+"""
+
+
+def test_a_program_stopped_at_its_limit_in_a_launch_names_the_launch():
+    with pytest.raises(LabError, match=r"^the program ran past the time limit of 2 s, in its launch of spin at line 7: "
+                                       r"an endless loop"):
+        run_program(SPIN, timeout=2)

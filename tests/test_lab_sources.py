@@ -560,3 +560,36 @@ def test_inline_ptx_that_reads_a_special_register_runs_as_the_register_reads():
     t = np.arange(64)
     assert list(got[0]) == list(t % 32) and list(got[1]) == list(t // 32)
     assert list(got[2]) == [(0xFFFFFFFF << (i % 32)) & 0xFFFFFFFF for i in t]
+
+
+LAUNCHES = """__global__ void k(float* d, int n = 4) { d[0] = n; }
+int main() {
+    float* d;
+    k<<<1,
+        32>>>(d);
+    k<<<1, 32>>>(d, 3);
+    return 0;
+}
+"""
+
+
+def test_a_launch_over_two_lines_is_run_and_one_short_of_arguments_runs_untraced():
+    """A whole program's launches as the runtime runs them (reader._run_launches, no compiler
+    needed): `<<<...>>>` split over two lines is still a launch, every line kept; one that
+    leaves a default argument out runs untraced (its arguments are not its parameters'), one
+    that passes them all is traced by its kernel's name and line."""
+    from gpumodel.lab import reader
+
+    out = reader._run_launches(LAUNCHES).splitlines()
+    assert len(out) == len(LAUNCHES.splitlines())
+    assert out[3:6] == ["    emu_launch_config(1,", '        32).run("k", 4, [&]() EMU_UNTRACED { k(d); });',
+                        '    emu_launch_config(1, 32).run("k", 6, k, decltype(emu_params(k)){d, 3});']
+
+
+def test_host_code_is_named_at_main_before_any_launch():
+    from gpumodel.lab import reader
+
+    said = reader.host_code(LAUNCHES)
+    assert said.startswith("\nLine 2 is host code (`int main() {`): the lab compiles a file's host code")
+    assert reader.host_code("__global__ void k(float* d) { d[0] = 1; }\n") == ""
+    assert reader.host_code("void f();\nint  main (void) {\n    f();\n}\n").startswith("\nLine 2 is host code")
