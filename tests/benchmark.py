@@ -38,6 +38,8 @@ import resource
 import signal
 import statistics
 import threading
+import os
+import sys
 import time
 import warnings
 
@@ -187,10 +189,47 @@ def lab_traces() -> list:
     return calls
 
 
+FIRST_TRACE = """
+import time, numpy as np
+started = time.perf_counter()
+import gpumodel as gm
+x = np.arange(1000, dtype=np.float32)
+gm.lab.trace("__global__ void scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
+             "if (i < n) x[i] = a * x[i]; }", "scale", 4, 256, [x, np.float32(2), np.int32(1000)])
+print(time.perf_counter() - started)
+"""
+FIRST_TRACE_TARGET = 5.0
+"""Seconds to a learner's first trace in a fresh process (the import included), issue 74."""
+
+
+def first_traces() -> list:
+    """(what, wall seconds) of a first trace in a fresh process with an empty lab cache: cold,
+    and after the preparation `make` runs (`python -m gpumodel.lab`, timed too)."""
+    import subprocess
+    import tempfile
+
+    rows = []
+    for prepared in (False, True):
+        with tempfile.TemporaryDirectory() as cache:  # private (0700), emptied after
+            env = {**os.environ, "GPUMODEL_CACHE": cache}
+            if prepared:
+                started = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "gpumodel.lab"], env=env, check=True, capture_output=True)
+                rows.append(("the preparation (python -m gpumodel.lab)", time.perf_counter() - started))
+            done = subprocess.run([sys.executable, "-c", FIRST_TRACE], env=env, check=True, capture_output=True, text=True)
+            rows.append((f"first trace, fresh process, {'prepared' if prepared else 'empty'} cache",
+                         float(done.stdout.split()[-1])))
+    return rows
+
+
 def report_lab():
-    """Print the lab's accesses per CPU-second at 64- and 1024-thread blocks and its waits at a
+    """Print the wall time of a first trace in a fresh process (cold, and prepared), the lab's accesses per CPU-second at 64- and 1024-thread blocks and its waits at a
     barrier per CPU-second, then each trace's
     CPU time (after a first call that builds it), slowest first."""
+    for what, seconds in first_traces():
+        target = "" if what.startswith("the preparation") else f" (target: {FIRST_TRACE_TARGET:g} s)"
+        over = "  OVER" if target and "prepared" in what and seconds > FIRST_TRACE_TARGET else ""
+        print(f"lab: {what}: {seconds:.1f} s{target}{over}")
     small, large = accesses_per_cpu_second(64), accesses_per_cpu_second(1024)
     ratio = small / large
     print(f"lab: {small:,.0f} accesses per CPU-second at 64-thread blocks, {large:,.0f} at 1024-thread blocks: "

@@ -619,3 +619,51 @@ def test_a_shuffle_without_a_mask_is_named_as_cuda_8s_with_its_sync_form():
     with pytest.raises(LabError, match=r"__shfl_xor: the warp functions without a mask, which CUDA 9 replaced with "
                                        r"their _sync forms .* write __shfl_xor_sync\(0xffffffff, v, lane_mask\)"):
         trace(source, "k", 1, 32, [np.zeros(32, np.int32)])
+
+
+WARP_STEPS = r"""#pragma once
+static __device__ __noinline__ void fold(volatile float* v, unsigned t) {
+    v[t] += v[t + 16];
+    v[t] += v[t + 8];
+}
+"""
+
+
+def test_a_race_in_a_headers_function_the_compiler_did_not_inline_is_named_at_the_headers_lines(tmp_path):
+    """Two warp-synchronous steps in a header's __noinline__ device function (ggml's common.cuh
+    style), no __syncwarp() between them: the race is named at the header's lines, never
+    "line 0"."""
+    (tmp_path / "warp.cuh").write_text(WARP_STEPS)
+    source = '#include "warp.cuh"\n__global__ void k(float* x) {\n    fold(x, threadIdx.x);\n}\n'
+    t = trace(source, "k", 1, 16, [np.ones(64, np.float32)], options=(f"-I{tmp_path}",))
+    race = next(r for r in t.races if r.hazard == "write-after-read")
+    assert race.space == "global" and race.places == ("warp.cuh:4", "warp.cuh:3")
+    assert race.message.startswith("write-after-read race on global memory: thread (0, 0, 0) reads at warp.cuh:4 (")
+    assert "Missing: a __syncwarp() between warp.cuh:4 and warp.cuh:3" in race.message
+    assert "line 0" not in race.message and "line 0" not in t.report(gpus=["H100-SXM"])
+
+
+DEVICE_VARIABLES = r"""
+__device__ float table[64];
+__device__ int hits;
+__global__ void fill(float* out) {
+    table[threadIdx.x] = 2.0f * threadIdx.x;
+    atomicAdd(&hits, 1);
+    out[threadIdx.x] = table[threadIdx.x] + 1.0f;
+}
+"""
+
+
+def test_device_variables_are_global_memory_not_shared():
+    """A __device__ array and counter are global memory: their accesses are charged sectors, not
+    wavefronts, and reach HBM (table 8 sectors, hits 1, out 8), while shared memory moves nothing."""
+    out = np.zeros(64, np.float32)
+    t = trace(DEVICE_VARIABLES, "fill", 1, 64, [out])
+    assert out.tolist() == (2.0 * np.arange(64) + 1).tolist()
+    by = {(s.line, s.write, s.space): (s.sectors, s.wavefronts) for s in t.sites}
+    line = lambda text: _line(DEVICE_VARIABLES, text)
+    assert by == {(line("table[threadIdx.x] = 2.0f"), True, "global"): (8, 0),
+                  (line("atomicAdd(&hits"), True, "global"): (2, 0),  # one sector a warp's instruction, two warps
+                  (line("out[threadIdx.x] ="), False, "global"): (8, 0),
+                  (line("out[threadIdx.x] ="), True, "global"): (8, 0)}
+    assert t.bytes["smem"] == 0 and t.bytes["hbm"] == (8 + 1 + 8) * 32 and not t.races

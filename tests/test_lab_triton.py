@@ -462,3 +462,21 @@ def test_an_interpreter_without_a_hook_the_lab_needs_is_named(monkeypatch):
     with pytest.raises(LabError, match=r"no create_masked_gather, which the lab records through \(Triton .* installed; "
                                        r"the lab knows the interpreter of Triton 3\.4 to 3\.9"):
         gm.lab.trace_triton(kernels.add, (1,), [x, x, x, 64], BLOCK=64)
+
+
+def test_arrays_reached_through_a_table_of_addresses_are_counted_once_passed_as_reached():
+    """Triton's grouped GEMM loads each matrix's address from a table: those arrays are no
+    argument, so the lab is told them (`reached`); without it the load is named, with the fix.
+    A 40-float and a 24-float array: 5 and 3 sectors, the table's 16 B and lengths' 8 B one each."""
+    parts = [np.arange(40, dtype=np.float32), np.arange(24, dtype=np.float32) * 2]
+    table = np.array([p.ctypes.data for p in parts], np.int64)
+    lengths, out = np.array([40, 24], np.int32), np.zeros(2, np.float32)
+    with pytest.raises(LabError, match=r"line \d+: a load outside every array passed .* reached=\[\.\.\.\]"):
+        gm.lab.trace_triton(kernels.summed_by_table, (2,), [table, lengths, out], BLOCK=64)
+    traced = gm.lab.trace_triton(kernels.summed_by_table, (2,), [table, lengths, out], BLOCK=64, reached=parts)
+    np.testing.assert_array_equal(out, [p.sum() for p in parts])
+    load = by_line(traced)[line_of("x = tl.load(base + offs"), False]
+    assert (load.sectors, load.lanes) == (5 + 3, 64)
+    assert traced.bytes["hbm"] == 32 * (5 + 3 + 1 + 1 + 1)
+    with pytest.raises(TypeError, match="reached must be a list of the NumPy arrays"):
+        gm.lab.trace_triton(kernels.summed_by_table, (2,), [table, lengths, out], BLOCK=64, reached=[table.tolist()])

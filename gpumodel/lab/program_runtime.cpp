@@ -199,6 +199,7 @@ __attribute__((constructor)) void start() {
             uintptr_t from, bytes;
             in >> from >> bytes;
             device_statics.push_back({base + from, base + from + bytes});
+            device_vars.push_back({base + from, base + from + bytes});
         }
         else if (key == "shared") {
             uintptr_t at, bytes;

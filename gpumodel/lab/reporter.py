@@ -119,28 +119,36 @@ class Race:
     one_warp: bool = False
     next_pass: bool = False  # a barrier already lies between the two lines: the race is across a loop's passes
     space: str = "shared"
+    places: tuple = ("", "")  # "header:line" of an access in a header's device function not inlined (its line 0)
 
     @property
     def message(self) -> str:
         (line1, col1, text1), (line2, col2, text2) = self.first, self.second
+        at1, at2 = (place if not line and place else where(line, col)
+                    for (line, col), place in zip(((line1, col1), (line2, col2)), self.places))
         t1, t2 = self.threads
         if self.hazard == "uninitialized read":
             return (f"uninitialized read of shared memory: thread {t1} of block {self.block} reads at "
-                    f"{where(line1, col1)} (`{text1}`) a word no thread of the block has written "
+                    f"{at1} (`{text1}`) a word no thread of the block has written "
                     f"({self.count:,} such words)")
         verbs = {"read-after-write": ("writes", "reads it"), "write-after-read": ("reads", "writes it"),
                  "write-after-write": ("writes", "writes it")}[self.hazard]
         lo, hi = sorted((line1, line2))
         barrier = "__syncwarp()" if self.one_warp else "__syncthreads()"
-        fix = (f"a {barrier} between one pass of line {lo} and the next" if lo == hi else
-               f"a {barrier} after line {hi}, at the end of the loop's body: the barrier between line {lo} and "
-               f"line {hi} orders them within a pass, but the next pass reaches line {lo} before every thread has "
-               f"finished line {hi}" if self.next_pass else f"a {barrier} between line {lo} and line {hi}")
+        if not (line1 and line2) and any(self.places):  # in a header's function: its lines, in the order they ran
+            fix = (f"a {barrier} between one pass of {at1} and the next" if at1 == at2 else
+                   f"a {barrier} between {at1} and {at2}")
+        elif lo == hi:
+            fix = f"a {barrier} between one pass of line {lo} and the next"
+        else:
+            fix = (f"a {barrier} after line {hi}, at the end of the loop's body: the barrier between line {lo} and "
+                   f"line {hi} orders them within a pass, but the next pass reaches line {lo} before every thread has "
+                   f"finished line {hi}" if self.next_pass else f"a {barrier} between line {lo} and line {hi}")
         if self.one_warp:
             fix += (" (the two are lanes of one warp, and a warp's lanes need not run in step: since Volta each "
                     "thread is scheduled on its own, CUDA C++ Programming Guide, \"Independent Thread Scheduling\")")
-        return (f"{self.hazard} race on {self.space} memory: thread {t1} {verbs[0]} at {where(line1, col1)} (`{text1}`), "
-                f"then thread {t2} {verbs[1]} at {where(line2, col2)} (`{text2}`) with no barrier between "
+        return (f"{self.hazard} race on {self.space} memory: thread {t1} {verbs[0]} at {at1} (`{text1}`), "
+                f"then thread {t2} {verbs[1]} at {at2} (`{text2}`) with no barrier between "
                 f"(block {self.block}; {self.count:,} such hazards). Missing: {fix}.")
 
 
@@ -367,7 +375,7 @@ def _trace(source: str, kernel: str, shape, rows: list, where_of: dict, calls: d
     return Trace(kernel, shape.grid, shape.block, _sites([r for r in rows if r[0] == "site"], where_of, calls, text,
                                                           places or {}),
                  footprint, other["l2_sectors"], other["local"], traced, shape.blocks, arrays,
-                 _races([r for r in rows if r[0] == "hazard"], where_of, text, shape.block, shape.grid), output,
+                 _races([r for r in rows if r[0] == "hazard"], where_of, text, shape.block, shape.grid, places), output,
                  other.get("rounds", 0))
 
 
@@ -543,9 +551,10 @@ def _sites(rows, where, calls, text, places=None) -> list:
     return list(merged.values())
 
 
-def _races(rows, where, text, block, grid) -> list:
+def _races(rows, where, text, block, grid, places=None) -> list:
     """`Race`s from the runtime's hazard rows (threads and blocks as linear ids), most frequent
-    first; `one_warp` where no hazard of the trace is between two warps."""
+    first; `one_warp` where no hazard of the trace is between two warps; an access in a header's
+    device function the compiler did not inline at its `places` ("header:line")."""
     uninitialized = HAZARDS.index("uninitialized read")
     one_warp = not any(int(r[9]) for r in rows)
     races = []
@@ -554,9 +563,12 @@ def _races(rows, where, text, block, grid) -> list:
         (l1, c1), (l2, c2) = where[first], where[second]
         lo, hi = sorted((l1, l2))
         between = any("__syncthreads" in text(line) for line in range(lo + 1, hi))
-        races.append(Race(HAZARDS[hazard], (l1, c1, text(l1)), (l2, c2, text(l2)), (index(t1, block), index(t2, block)),
-                          index(b, grid), count, one_warp and hazard != uninitialized, between))
-        races[-1].space = "global" if int(r[10]) else "shared"
+        at = [(places or {}).get(pc, "") for pc in (first, second)]
+        said = [text(line) if line or not place else "in a device function of the header, not inlined"
+                for line, place in ((l1, at[0]), (l2, at[1]))]
+        races.append(Race(HAZARDS[hazard], (l1, c1, said[0]), (l2, c2, said[1]), (index(t1, block), index(t2, block)),
+                          index(b, grid), count, one_warp and hazard != uninitialized, bool(between and l1 and l2),
+                          "global" if int(r[10]) else "shared", tuple(at)))
     return sorted(races, key=lambda race: (race.hazard == "uninitialized read", -race.count, race.first, race.second))
 
 

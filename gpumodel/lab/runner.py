@@ -163,6 +163,7 @@ def run_traced(exe: pathlib.Path, source: str, kernel: str, names: list, shape: 
                 f"shared_mem {shape.shared_mem}"]
         gaps = shared_gaps(exe)
         spec += [f"gap {lo} {start} {end}" for _, lo, _, start, end in gaps]
+        spec += [f"device {lo} {size}" for lo, size in device_statics(exe)]  # global memory, not shared
         for i, value in enumerate(values):
             if isinstance(value, np.ndarray):
                 path = tmp / f"arg{i}.bin"

@@ -163,10 +163,21 @@ extern "C" char __start_gm_constant[] __attribute__((weak)), __stop_gm_constant[
 extern "C" char __start_gm_managed[] __attribute__((weak)), __stop_gm_managed[] __attribute__((weak));
 bool is_managed(uintptr_t a) { return a >= (uintptr_t)__start_gm_managed && a < (uintptr_t)__stop_gm_managed; }
 
+// The learner's __device__ variables (the runner's "device" rows, a program's "static" ones):
+// global memory, not shared, though cuda_emu.h makes them statics beside the __shared__ arrays.
+std::vector<std::pair<uintptr_t, uintptr_t>> device_vars;  // [from, to)
+constexpr int16_t DEVICE_VARIABLE = -2;  // Access::array of an access to one
+bool in_device_var(uintptr_t a) {
+    if (a >= (uintptr_t)__start_gm_constant && a < (uintptr_t)__stop_gm_constant) return false;  // __constant__
+    for (auto [from, to] : device_vars)
+        if (a >= from && a < to) return true;
+    return false;
+}
+
 bool is_shared(uintptr_t a) {  // a static of the kernel's, not one of the emulator's, or the launch's extern __shared__
     return (a >= (uintptr_t)__data_start && a < (uintptr_t)_end && !in(a, &blockDim, sizeof blockDim) &&
             !in(a, &gridDim, sizeof gridDim) && !(a >= (uintptr_t)__start_gm_constant && a < (uintptr_t)__stop_gm_constant) &&
-            !is_managed(a)) ||
+            !is_managed(a) && !in_device_var(a)) ||
            in(a, emu_dynamic_shared(), emu_dynamic_shared_bytes);
 }
 
@@ -309,6 +320,13 @@ void record(void* p, uint32_t size, bool write, void* pc, bool atomic = false) {
         const unsigned t = emu_run->current;
         check_race(a, size, write, atomic, {t, at, k, (*emu_block_warps)[t / WARP].generation});
         log->accesses.push_back({at, a, k, (uint8_t)size, write, -1});
+        return;
+    }
+    if (!device_vars.empty() && in_device_var(a)) {  // global memory, in no argument array
+        const uint32_t k = log->next_run(at);
+        const unsigned t = emu_run->current;
+        check_race(a, size, write, atomic, {t, at, k, (*emu_block_warps)[t / WARP].generation}, device_vars[0].first);
+        log->accesses.push_back({at, a, k, (uint8_t)size, write, DEVICE_VARIABLE});
         return;
     }
     for (size_t i = 0; i < arrays.size(); ++i) {
@@ -623,13 +641,22 @@ void write_stats(FILE* out) {
                      (int)s.write, s.size, s.instructions, s.lanes, s.divergent, s.sectors, s.ideal_sectors,
                      s.wavefronts, s.ideal_wavefronts, s.bytes);
     // Per array: its distinct sectors that several traced blocks touch, those one touches, and all it spans.
-    std::vector<std::pair<uint64_t, uint64_t>> footprint(arrays.size());
-    for (auto& [sector, sharing] : distinct_sectors)
-        ++(sharing.several ? footprint[sharing.array].first : footprint[sharing.array].second);
+    // The __device__ variables together last, where any was touched.
+    std::vector<std::pair<uint64_t, uint64_t>> footprint(arrays.size() + 1);
+    for (auto& [sector, sharing] : distinct_sectors) {
+        auto& f = footprint[sharing.array == DEVICE_VARIABLE ? arrays.size() : (size_t)sharing.array];
+        ++(sharing.several ? f.first : f.second);
+    }
     for (size_t i = 0; i < arrays.size(); ++i) {
         const auto lo = (uintptr_t)arrays[i].base;
         const uint64_t spans = arrays[i].bytes ? (lo + arrays[i].bytes - 1) / SECTOR - lo / SECTOR + 1 : 0;
         std::fprintf(out, "footprint %zu %lu %lu %lu\n", i, footprint[i].first, footprint[i].second, spans);
+    }
+    if (footprint.back().first + footprint.back().second) {
+        uint64_t spans = 0;
+        for (auto [from, to] : device_vars) spans += (to - 1) / SECTOR - from / SECTOR + 1;
+        std::fprintf(out, "footprint %zu %lu %lu %lu\n", arrays.size(), footprint.back().first, footprint.back().second,
+                     spans);
     }
     std::fprintf(out, "l2_sectors %lu\nlocal %lu\nrounds %lu\n", l2_sectors, local_accesses, load_rounds);
     for (auto& [key, f] : hazards)
@@ -790,6 +817,11 @@ int run(char** argv) {
         else if (key == "block") in >> block.x >> block.y >> block.z;
         else if (key == "blocks") for (unsigned b; in >> b;) blocks.push_back(b);
         else if (key == "shared_mem") in >> emu_dynamic_shared_bytes;
+        else if (key == "device") {
+            uintptr_t from, bytes;
+            in >> from >> bytes;
+            device_vars.push_back({(uintptr_t)__executable_start + from, (uintptr_t)__executable_start + from + bytes});
+        }
         else if (key == "gap") {
             Gap g;
             in >> g.array >> g.from >> g.to;

@@ -341,7 +341,7 @@ def _constexprs(fn, count: int) -> list:
 
 
 def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: float = TRITON_SECONDS,
-                 config: int = 0, **meta) -> TritonTrace:
+                 config: int = 0, reached=(), **meta) -> TritonTrace:
     """Run the `@triton.jit` `kernel` over `grid` (as `kernel[grid](*args, **meta)`: 1 to 3
     program counts, or a function of the meta-parameters) in Triton's interpreter on the CPU,
     with `args` (NumPy arrays, written in place, or PyTorch CPU tensors; host tensor
@@ -351,7 +351,9 @@ def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: f
     kernel, whose choice needs a GPU's timings, runs its configuration number `config` (the
     first by default): its meta-parameters and warps, under any `meta` and `num_warps` given,
     its `pre_hook` run first, and `trace.configuration` says which ran; an `@triton.heuristics`
-    kernel's values are computed from the arguments as Triton's launcher does. Checks nothing of the result: a checker does. Raises LabError where Triton is not
+    kernel's values are computed from the arguments as Triton's launcher does. `reached`: the
+    NumPy arrays the kernel reaches only through addresses it loads (a grouped GEMM's table of
+    pointers, `x.ctypes.data` each), so that their accesses are counted. Checks nothing of the result: a checker does. Raises LabError where Triton is not
     installed, the kernel fails in the interpreter, or it runs past `timeout` seconds, naming
     its line."""
     try:
@@ -388,7 +390,9 @@ def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: f
     dims = _grid(grid, meta)
     for hook in hooks:  # a configuration's pre_hook (one that sets its descriptors' block shapes) sees what it would
         hook({**dict(zip(names, args)), **meta})
-    arrays = _arrays(args)
+    if not isinstance(reached, (list, tuple)) or not all(isinstance(a, np.ndarray) for a in reached):
+        raise TypeError("reached must be a list of the NumPy arrays the kernel reaches through addresses it loads")
+    arrays = _arrays([*args, *reached])
     place, start = [], 0  # each array's address on the GPU-like layout: ALIGN-aligned, one after another
     for _, first, end, _ in arrays:
         place.append((first, end, start))
@@ -424,7 +428,8 @@ def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: f
             gpu_like[inside] = live[inside] - first + at
         if (gpu_like < 0).any():
             raise LabError(f"line {lines()[0]}: a {'store' if write else 'load'} outside every array passed "
-                           f"(address {int(live[gpu_like < 0][0]):#x}): is its mask right?")
+                           f"(address {int(live[gpu_like < 0][0]):#x}): is its mask right? (an array the kernel reaches "
+                           "through an address it loads, as from a table of pointers, is passed in reached=[...])")
         sectors = np.unique(np.concatenate([gpu_like // SECTOR_BYTES, (gpu_like + size - 1) // SECTOR_BYTES]))
         accesses.append(_Access(program_of(builder), *lines(), write, size, addresses.size, sectors, int(on.sum())))
 
