@@ -19,6 +19,7 @@ step is the data's where one is published (0 otherwise: then the link term is a 
 Expert parallelism for a mixture of experts (`expert_step`): each GPU holds 1/n of the routed
 experts, and two all-to-alls per MoE layer carry the tokens to their experts and back.
 Prefill and decode on different GPUs (`kv_transfer`): a prompt's KV cache crosses a link.
+Pipeline parallelism's idle share (`pipeline_bubble`).
 """
 
 from __future__ import annotations
@@ -158,6 +159,20 @@ def head_splits(name, most: int) -> tuple:
     those that divide its query heads, so that each GPU computes whole heads."""
     m = decode.model(name)
     return tuple(n for n in range(1, _check.one("most", most, collectives.MOST_GPUS) + 1) if m.heads % n == 0)
+
+
+def pipeline_bubble(stages, microbatches):
+    """The share of a pipeline's time its GPUs sit idle when `stages` GPUs each hold a slice of
+    the layers and a batch passes through them as `microbatches` micro-batches one after
+    another: (stages - 1) / (microbatches + stages - 1) (huang2019gpipe): each
+    stage waits for the first micro-batch to reach it and idles once the last has left it."""
+    p = _check.count("stages", stages, collectives.MOST_GPUS)
+    m = _check.count("microbatches", microbatches, decode.MOST_BATCH)
+    _check.broadcast(("stages", p), ("microbatches", m))
+    for name, v, given in (("stages", p, stages), ("microbatches", m, microbatches)):
+        if np.any(v < 1):
+            raise ValueError(f"{name} must be at least 1, got {given!r}")
+    return (p - 1) / (m + p - 1)
 
 
 def kv_transfer(name, tokens, link: str, gpus: int = 1, kv: str = "fp16") -> float:

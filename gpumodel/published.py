@@ -678,8 +678,22 @@ def left_out_accuracy() -> dict:
 
 def left_out_expected() -> list:
     """(record, its expected time) for every judged record, at the shares `estimate_shares`
-    gives on every other source's records (`left_out_accuracy`'s pairs). Chapters 3 and 98."""
-    bare = [(r, record_expect(r, share=False)) for r in records()]
+    gives on every other source's records (`left_out_accuracy`'s pairs), worked out once for
+    the records loaded (several chapters ask). Chapters 3 and 98."""
+    loaded = records()
+    if _LEFT_OUT.get("records") is not loaded:
+        _LEFT_OUT.clear()
+        _LEFT_OUT.update(records=loaded, pairs=tuple(_left_out_pairs(loaded)))
+    return list(_LEFT_OUT["pairs"])
+
+
+_LEFT_OUT: dict = {}
+"""`left_out_expected`'s pairs and the records they were worked out for."""
+
+
+def _left_out_pairs(loaded) -> list:
+    """`left_out_expected`'s pairs for the records `loaded`."""
+    bare = [(r, record_expect(r, share=False)) for r in loaded]
     samples = [(r.source, _samples(r, e)) for r, e in bare]
     expected = []
     for source in sorted({r.source for r, _ in bare}):

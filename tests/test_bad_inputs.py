@@ -453,6 +453,7 @@ SIGNATURES = {
         "m": (256, SIZE), "n": (256, SIZE), "k": (256, SIZE), "block": ((64, 64, 8), tile((64, 64, 8)).filter(lambda b: b is not None)),
         "thread": ((4, 4), tile((4, 4))), "layout": ("warp_tiled", choice(gm.workloads.LAYOUTS)),
         "coalesced": (True, FLAG), "registers": (64, st.one_of(SIZE, st.sampled_from([256, 300])).filter(lambda v: v is not None))}),
+    "parallel.pipeline_bubble": (gm.parallel.pipeline_bubble, {"stages": (4, SIZE), "microbatches": (8, SIZE)}),
     "parallel.kv_transfer": (gm.parallel.kv_transfer, {
         "name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))), "tokens": (4096, SIZE),
         "link": ("InfiniBand NDR", choice(tuple(gm.links.links()))), "gpus": (8, SIZE),

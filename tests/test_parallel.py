@@ -226,3 +226,12 @@ def test_overlapping_two_micro_batches_takes_the_longer_of_their_computing_and_t
     assert odd.gpu_time == pytest.approx(sum(p.gpu_time for p in parts))
     with pytest.raises(ValueError, match="batch must be at least 2"):
         gm.parallel.step("Llama-3-70B", h100, 8, 1, 4096, "NVLink 4", overlap=True)
+
+
+def test_a_pipelines_bubble_is_the_stages_but_one_over_the_micro_batches_and_stages_but_one():
+    assert gm.parallel.pipeline_bubble(4, 1) == 0.75 and gm.parallel.pipeline_bubble(1, 7) == 0.0
+    assert gm.parallel.pipeline_bubble(4, 8) == pytest.approx(3 / 11)
+    np.testing.assert_allclose(gm.parallel.pipeline_bubble([2, 4, 8], 16), [1 / 17, 3 / 19, 7 / 23])
+    for bad, name in (((0, 4), "stages"), ((4, 0), "microbatches"), ((2.5, 3), "stages")):
+        with pytest.raises(ValueError, match=name):
+            gm.parallel.pipeline_bubble(*bad)
