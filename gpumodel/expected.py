@@ -420,18 +420,22 @@ def _launch_cost(g) -> Fact:
         return Fact(c.seconds, "s", "estimate", c.source, c.where, f"{c.gpu}'s driver launch: a host cost, the one published")
 
 
+def lane_issue_rate(gpu) -> float:
+    """Lane instructions `gpu` issues a second at its boost clock: SMs x `issue_per_sm` warp
+    instructions a clock x 32 lanes. Chapter 9."""
+    g = presets.gpu(gpu)
+    return g.sms.value * facts()["issue_per_sm"].value * WARP * g.clock.value
+
+
 def dequantise_time(weights: float, weight: str, gpu) -> float:
     """Seconds the lanes of `gpu` take to issue the instructions that turn `weights` weights of
     format `weight` (fp16 and bf16: none) into the math's format (`data/expect.toml`'s
-    `dequantise_<format>`, instructions per weight, an estimate) at 32 lanes x `issue_per_sm`
-    warp instructions a clock per SM. Chapter 9's quantised decode."""
+    `dequantise_<format>`, instructions per weight, an estimate) at `lane_issue_rate`. Chapter
+    9's quantised decode."""
     weights = _check.real("weights", weights, least=0)
-    g = presets.gpu(gpu)
     _check.choice("weight", weight, WEIGHT_BYTES)
     per = facts().get(f"dequantise_{weight}")
-    if per is None:
-        return 0.0
-    return weights * per.value / (g.sms.value * facts()["issue_per_sm"].value * WARP * g.clock.value)
+    return 0.0 if per is None else weights * per.value / lane_issue_rate(gpu)
 
 
 def _mechanisms(work: Workload, gpu, launch: Launch | None):

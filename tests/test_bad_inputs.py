@@ -429,6 +429,7 @@ SIGNATURES = {
                                                    "chunk": (2**19, SIZE.filter(lambda v: v is not None)),
                                                    "threads": (1024, SIZE.filter(lambda v: v is not None))}),
     "expected.served": (gm.expected.served, {name: (1e-6, POSITIVE) for name in ("population", "think", "service")}),
+    "expected.lane_issue_rate": (gm.expected.lane_issue_rate, {"gpu": ("H100-SXM", GPU)}),
     "expected.dequantise_time": (gm.expected.dequantise_time, {"weights": (1e9, AMOUNT), "weight": ("int4", choice(tc.WEIGHT_BYTES)),
                                                                "gpu": ("H100-SXM", GPU)}),
     "expected.latency_time": (gm.expected.latency_time, {

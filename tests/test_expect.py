@@ -493,12 +493,15 @@ def _deepgemm(tiles_by_shape, monkeypatch):
 
 
 def test_skinny_library_gemms_are_expected_within_1_5x_from_their_tiles_and_not_from_one_fixed_tile(monkeypatch):
-    """DeepGEMM's m = 64 and 128 rows (HBM-bound: B streams once) land within 1.5x, its shares
-    estimated without it; at a fixed 128 x 128 tile most SMs idle and the same rows fall 2-5x
-    slower than expected, as the issue that asked for the rule found."""
+    """DeepGEMM's m = 64 and 128 rows (HBM-bound: B streams once), its shares estimated without
+    it: their median within the issue's 0.85-1.18, none beyond 2x, at least 10 of 12 within 1.5x;
+    at a fixed 128 x 128 tile most SMs idle and the same rows fall 2-5x slower than expected, as
+    the issue that asked for the rule found."""
     by_shape = _deepgemm(True, monkeypatch)
     skinny = {shape: ratio for shape, ratio in by_shape.items() if shape[0] <= 128}
-    assert len(skinny) == 12 and all(1 / 1.5 <= r <= 1.5 for r in skinny.values()), skinny
+    ratios = np.array(list(skinny.values()))
+    assert len(skinny) == 12 and 0.85 <= np.median(ratios) <= 1.18 and np.all((ratios > 0.5) & (ratios < 2)), skinny
+    assert np.sum((ratios >= 1 / 1.5) & (ratios <= 1.5)) >= 10, skinny
     fixed = _deepgemm(False, monkeypatch)
     assert sum(fixed[s] < 0.5 for s in skinny) >= 6, fixed
 

@@ -210,6 +210,7 @@ def test_dequantising_takes_its_instructions_per_weight_at_the_issue_rate():
     """1e9 int4 weights, 3 instructions each, on 108 SMs x 4 warp instructions x 32 lanes a
     clock at 1.41 GHz; int8 1 instruction; fp16 none."""
     rate = 108 * 4 * 32 * 1.41e9
+    assert E.lane_issue_rate(A100) == pytest.approx(rate, rel=1e-12)
     assert E.dequantise_time(1e9, "int4", A100) == pytest.approx(3e9 / rate, rel=1e-12)
     assert E.dequantise_time(1e9, "int8", A100) == pytest.approx(1e9 / rate, rel=1e-12)
     assert E.dequantise_time(1e9, "fp16", A100) == 0.0
