@@ -289,6 +289,13 @@ def gemm_launch(m, n, k, block=None, thread=(1, 1), layout: str = "strided", coa
                   lsu=lsu, instructions=fma_warps + lsu, load_bytes=4.0 * blocks * tiles * (b_m + b_n) * b_k)
 
 
+LIBRARY_ROWS = (64, 128, 256)
+"""The rows of a tile `library_tile` tries for any m (DeepGEMM's sm90 heuristic; 16 and 32 too
+for an m no larger)."""
+LIBRARY_COLUMNS = tuple(range(16, 257, 16))
+"""The columns of a tile `library_tile` tries: 16 to 256 in steps of 16."""
+
+
 def library_tile(m, n, k, gpu, dtype: str = "fp16") -> tuple[int, int]:
     """The output tile (rows, columns) a library block computes for an m x n x k GEMM on `gpu`,
     chosen as DeepGEMM chooses it for Hopper (deepseek2025deepgemm: `get_layout_candidates` and
@@ -300,10 +307,10 @@ def library_tile(m, n, k, gpu, dtype: str = "fp16") -> tuple[int, int]:
     m, n, k = (_check.one(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
     sms = presets.gpu(gpu).sms.value
     s = _check.dtype_bytes(dtype, tuple(_check.DTYPE_BYTES))
-    rows = (64, 128, 256) + tuple(r for r in (16, 32) if m <= r)
+    rows = LIBRARY_ROWS + tuple(r for r in (16, 32) if m <= r)
     best = None
     for b_m in rows:
-        for b_n in range(16, 257, 16):
+        for b_n in LIBRARY_COLUMNS:
             if b_m > 128 and b_n > 128:
                 continue
             blocks = math.ceil(m / b_m) * math.ceil(n / b_n)
