@@ -19,7 +19,9 @@ step is the data's where one is published (0 otherwise: then the link term is a 
 Expert parallelism for a mixture of experts (`expert_step`): each GPU holds 1/n of the routed
 experts, and two all-to-alls per MoE layer carry the tokens to their experts and back.
 Prefill and decode on different GPUs (`kv_transfer`): a prompt's KV cache crosses a link.
-Pipeline parallelism's idle share (`pipeline_bubble`).
+Pipeline parallelism's idle share (`pipeline_bubble`). A request from its arrival to its last token
+(`request`): its prompt's prefill over the same GPUs (`prefill`), then a decode step per token after
+the first.
 """
 
 from __future__ import annotations
@@ -261,3 +263,77 @@ def expert_step(name, gpu, gpus, batch, context, link: str, weight: str = "fp8",
     gpu_time = float(alone.time)
     return ParallelStep(n, gpu_time + link_time, gpu_time, str(alone.bound), link_time, count, held,
                         held <= device.capacity("hbm"))
+
+
+def prefill(name, gpu, gpus, batch, prompt, link: str, weight: str = "fp16", kv: str = "fp16", math: str = "fp16",
+            algorithm: str = FASTEST, latency: bool = True) -> ParallelStep:
+    """The prefill of `batch` prompts of `prompt` tokens each, all at once, split over `gpus` GPUs
+    as `step` splits a decode step: one GPU's share of `decode.chunked_step`'s workload for each
+    prompt (2 flops per active weight per token, causal attention within the prompt, its cache
+    written), the weights read once for all of them; 2 all-reduces a layer of every prompt
+    token's activations; the last token's logits gathered. What the first token waits for
+    (the time to first token, at least). Chapter 10."""
+    p = _check.one("prompt", prompt, decode.MOST_CONTEXT)
+    m, device, n, b, _, joined, _, _ = _setup(name, gpu, gpus, batch, p, link, latency)
+    _check.choice("algorithm", algorithm, collectives.ALGORITHMS + (collectives.HIERARCHICAL, FASTEST))
+    if m.heads % n:
+        raise ValueError(f"gpus must divide {m.name}'s {m.heads} query heads ({', '.join(map(str, head_splits(m, joined.domain)))} "
+                         f"over {joined.name}), got {gpus!r}")
+    one = decode.chunked_step(m, 0, 0, p, weight=weight, kv=kv, math=math)
+    weights = decode.weight_bytes(decode.weights_read(m, b * p), weight)
+    cache = b * p * decode.kv_bytes_per_token(m, kv)
+    heads = -(-m.kv_heads // n) if n <= m.kv_heads else 1
+    mine = weights / n + cache * heads / m.kv_heads
+    share = Workload(f"prefill of {b} x {p} tokens ({m.name}), one of {n} GPUs", flops=b * float(one.flops) / n,
+                     bytes={"registers": 0.0, "smem": 0.0, "l2": mine, "hbm": mine}, math=math)
+    alone = predict(share, device)
+    link_time, ran = 0.0, ""
+    if n > 1:
+        per_layer, ran = collective(joined.name, "all-reduce", n, b * p * m.width * ACTIVATION_BYTES, algorithm, latency)
+        logits, _ = collective(joined.name, "all-gather", n, b * m.vocab * ACTIVATION_BYTES, "ring", latency)
+        link_time = float(2 * m.layers * per_layer + logits)
+    held = m.params * WEIGHT_BYTES[weight] / n + cache * heads / m.kv_heads
+    return ParallelStep(n, float(alone.time) + link_time, float(alone.time), str(alone.bound), link_time,
+                        (2 * m.layers + 1) if n > 1 else 0, held, held <= device.capacity("hbm"), ran)
+
+
+@dataclass(frozen=True)
+class Request:
+    """A batch of requests from arrival to last token: `prefill` (`prefill`: the first token's
+    wait), then `steps` decode steps (one per token after the first), each as long as `step`
+    (`step` at the mean context they see; None where there are none)."""
+
+    prefill: ParallelStep
+    steps: int
+    step: ParallelStep | None
+
+    @property
+    def time(self) -> float:
+        """Seconds from the requests' arrival to their last token."""
+        return self.prefill.time + (self.steps * self.step.time if self.step else 0.0)
+
+    @property
+    def bounds(self) -> str:
+        """What binds each phase, the prefill's first: "compute+hbm", or one name where both agree."""
+        return "+".join(dict.fromkeys([self.prefill.bound] + ([self.step.bound] if self.step else [])))
+
+    @property
+    def bound(self) -> str:
+        """What binds the longer of the two phases: the prefill's bound or the steps'."""
+        decoding = self.steps * self.step.time if self.step else 0.0
+        return self.step.bound if decoding > self.prefill.time else self.prefill.bound
+
+
+def request(name, gpu, gpus, batch, prompt, output, link: str, weight: str = "fp16", kv: str = "fp16",
+            math: str = "fp16", algorithm: str = FASTEST, latency: bool = True) -> Request:
+    """`batch` requests of `prompt` tokens each that generate `output` tokens each, run together
+    on `gpus` GPUs over `link`: the prompts' `prefill` (its last token's logits give the first
+    token), then output - 1 decode steps (`step`). A step's bytes grow with its context,
+    linearly, so the steps are priced at their mean context, prompt + output // 2. Chapter 10."""
+    out = _check.one("output", output, decode.MOST_CONTEXT)
+    p = _check.one("prompt", prompt, decode.MOST_CONTEXT)
+    first = prefill(name, gpu, gpus, batch, p, link, weight, kv, math, algorithm, latency)
+    if out == 1:
+        return Request(first, 0, None)
+    return Request(first, out - 1, step(name, gpu, gpus, batch, p + out // 2, link, weight, kv, math, algorithm,
+                                        latency))

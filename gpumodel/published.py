@@ -56,7 +56,7 @@ MOST = {"GB/s": 1e14, "TB/s": 1e14, "GFLOP/s": 1e17, "TFLOP/s": 1e17, "ms": 3600
 100,000 cycles, a million tokens a second (each far above any single GPU's)."""
 UNITS = {"read": ("GB/s", "TB/s"), "gemm": ("GFLOP/s", "TFLOP/s", "ms"), "attention": ("GFLOP/s", "TFLOP/s", "ms"),
          "latency": ("cycles",), "launch": ("us",), "decode": ("tokens/s",), "collective": ("GB/s",),
-         "parallel": ("tokens/s", "ms")}
+         "parallel": ("tokens/s", "ms"), "request": ("ms",)}
 """The units each kind of run may be measured in."""
 RUN_KEYS = {"read": {"bytes", "chunk", "threads"}, "gemm": {"size", "shape", "dtype", "block", "thread", "layout", "ideal"},
             "attention": {"batch", "heads", "seq", "head_dim", "dtype", "attention", "passes", "block"},
@@ -64,10 +64,12 @@ RUN_KEYS = {"read": {"bytes", "chunk", "threads"}, "gemm": {"size", "shape", "dt
             "launch": {"path"},
             "decode": {"model", "batch", "context", "weight", "kv"},
             "collective": {"collective", "gpus", "message", "link", "algorithm"},
-            "parallel": {"model", "batch", "context", "weight", "kv", "gpus", "link"}}
+            "parallel": {"model", "batch", "context", "weight", "kv", "gpus", "link"},
+            "request": {"model", "batch", "prompt", "output", "weight", "kv", "math", "gpus", "link"}}
 RUN_NEEDS = {"read": {"bytes"}, "gemm": set(), "attention": {"batch", "heads", "seq", "head_dim", "attention", "passes"},
              "latency": {"level"}, "launch": {"path"}, "decode": {"model", "batch", "context"},
-             "collective": {"collective", "gpus", "message", "link"}, "parallel": {"model", "batch", "context", "gpus", "link"}}
+             "collective": {"collective", "gpus", "message", "link"}, "parallel": {"model", "batch", "context", "gpus", "link"},
+             "request": {"model", "batch", "prompt", "output", "gpus", "link"}}
 """The keys each kind of run must have (a GEMM one of `size`, square, and `shape`, [m, n, k]);
 the others of RUN_KEYS have defaults (dtype: fp32 for a GEMM, fp16 for attention; no block: the naive GEMM kernel, or the flash kernel's default tile;
 no thread: one result per thread; fp16 weights and cache for a decode step; no chunk and threads:
@@ -81,7 +83,7 @@ RUN_FIELDS = {
     "bytes": "amount", "chunk": "amount", "threads": "size", "size": "size", "batch": "size", "heads": "size", "seq": "size", "head_dim": "size",
     "shape": "shape", "block": "tile", "thread": "tile", "ideal": "flag", "dtype": tuple(_check.DTYPE_BYTES), "layout": LAYOUTS,
     "attention": ("standard", "flash", "flash1"), "passes": ("forward", "forward+backward"), "level": LEVELS, "path": PATHS,
-    "model": tuple(decode.MODELS), "context": "size", "weight": tuple(WEIGHT_BYTES), "kv": tuple(decode.KV_FORMATS),
+    "model": tuple(decode.MODELS), "context": "size", "prompt": "size", "output": "size", "math": ("fp16", "bf16", "fp8"), "weight": tuple(WEIGHT_BYTES), "kv": tuple(decode.KV_FORMATS),
     "collective": collectives.COLLECTIVES, "gpus": "size", "message": "amount", "link": "link",
     "algorithm": collectives.ALGORITHMS + (collectives.HIERARCHICAL,),
 }
@@ -359,6 +361,9 @@ def compare(record: Record, rated: bool = False) -> Comparison:
                           **formats)
         step = measured if record.unit == "ms" else run["batch"] / measured
         return Comparison(record, "time", p.time, step, p.time / step, p.bound)
+    if run["kind"] == "request":  # ms from the requests' arrival to their last token
+        r = _request(run, g, latency=False)
+        return Comparison(record, "time", r.time, measured, r.time / measured, r.bounds)
     if run["kind"] == "decode":  # tokens/s -> seconds per step of the batch
         formats = {"weight": run.get("weight", "fp16"), "kv": run.get("kv", "fp16")}
         p = predict(decode.step(run["model"], run["batch"], run["context"], **formats), g)
@@ -372,6 +377,13 @@ def compare(record: Record, rated: bool = False) -> Comparison:
     seconds, flops, bound = _time(run, g)
     measured_s = measured if record.unit == "ms" else flops / measured
     return Comparison(record, "time", seconds, measured_s, seconds / measured_s, bound)
+
+
+def _request(run: dict, g, latency: bool) -> parallel.Request:
+    """A request run's `parallel.request` on `g`, with or without the collectives' latencies."""
+    formats = {name: run.get(name, "fp16") for name in ("weight", "kv", "math")}
+    return parallel.request(run["model"], g, run["gpus"], run["batch"], run["prompt"], run["output"], run["link"],
+                            latency=latency, **formats)
 
 
 def _read_bound(g, nbytes, seconds) -> str:
@@ -451,7 +463,7 @@ def record_launch(record) -> Launch | None:
     return None
 
 
-BEYOND_ONE_GPU = ("collective", "parallel")
+BEYOND_ONE_GPU = ("collective", "parallel", "request")
 """The kinds of run past one GPU: a collective's expected time is NCCL's tuner's price of it
 (`parallel.collective` with latencies), a tensor-parallel step's `parallel.step` with them."""
 
@@ -469,7 +481,7 @@ def record_expect(record, share: bool = True, table: dict | None = None) -> Expe
     if c.quantity == "latency":
         return None
     if record.run["kind"] in BEYOND_ONE_GPU:
-        return _at_share(_beyond(record, g, c), "fp32", share, record.run["kind"], table)
+        return _at_share(_beyond(record, g, c), _math(record.run), share, record.run["kind"], table)
     bound = c.model if c.quantity == "time" else record.run["bytes"] / c.model
     launch = record_launch(record)
     run = record.run
@@ -503,6 +515,11 @@ def _beyond(record, g, c: Comparison) -> Expectation:
         bound, _ = parallel.collective(run["link"], run["collective"], n, m, algorithm, latency=False)
         t, _ = parallel.collective(run["link"], run["collective"], n, m, algorithm)
         return Expectation(t, bound, "link", "link", 1.0, {"link": t}, "", g.name)
+    if run["kind"] == "request":
+        r = _request(run, g, latency=True)
+        decoding = r.steps * r.step.time if r.step else 0.0
+        return Expectation(r.time, c.model, c.bound, r.bound, 1.0, {"prefill": r.prefill.time, "decode": decoding}, "",
+                           g.name)
     formats = {"weight": run.get("weight", "fp16"), "kv": run.get("kv", "fp16")}
     p = parallel.step(run["model"], g, run["gpus"], run["batch"], run["context"], run["link"], **formats)
     return Expectation(p.time, c.model, c.bound, p.bound, 1.0, {"gpu": p.gpu_time, "link": p.link_time}, "", g.name)
@@ -593,7 +610,10 @@ def _medians(samples) -> dict:
 
 
 def _math(run: dict) -> str:
-    """The math a record's run is charged at: its workload's for a GEMM or attention, else FP32."""
+    """The math a record's run is charged at: its workload's for a GEMM or attention, a
+    request's own (fp16 unless it says), else FP32."""
+    if run["kind"] == "request":
+        return run.get("math", "fp16")
     return workloads(run)[0].math if run["kind"] in ("gemm", "attention") else "fp32"
 
 
@@ -651,7 +671,8 @@ def measured_over_expected(which: str = "judge", model: str = "expected") -> np.
 
 
 CLASS_NAMES = {"gemm": "GEMM", "attention": "attention", "read": "memory streams", "decode": "decode",
-               "launch": "launches", "collective": "collectives", "parallel": "tensor-parallel steps"}
+               "launch": "launches", "collective": "collectives", "parallel": "tensor-parallel steps",
+               "request": "requests end to end"}
 """The classes of records `accuracy` reports, by their run's kind."""
 
 

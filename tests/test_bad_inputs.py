@@ -579,6 +579,18 @@ SIGNATURES = {
        for f in (course.parallel.best_gpus, course.parallel.check_best_gpus)},
     "links.link": (gm.links.link, {"link": ("NVLink 4", choice(tuple(gm.links.links())))}),
     "links.links_of": (gm.links.links_of, {"gpu": ("H100-SXM", GPU)}),
+    "parallel.prefill": (gm.parallel.prefill, {
+        "name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU), "gpus": (2, SIZE),
+        "batch": (1, SIZE), "prompt": (500, SIZE), "link": ("NVLink 4", choice(tuple(gm.links.links()))),
+        "weight": ("fp8", choice(tuple(gm.tensor_cores.WEIGHT_BYTES))), "kv": ("fp8", choice(tuple(gm.decode.KV_FORMATS))),
+        "math": ("fp8", choice(MATH)), "algorithm": ("ring", choice(gm.collectives.ALGORITHMS + ("fastest",))),
+        "latency": (True, FLAG)}),
+    "parallel.request": (gm.parallel.request, {
+        "name": ("Llama-3-8B", choice(tuple(gm.decode.MODELS))), "gpu": ("H200", GPU), "gpus": (1, SIZE),
+        "batch": (8, SIZE), "prompt": (32, SIZE), "output": (128, SIZE), "link": ("NVLink 4", choice(tuple(gm.links.links()))),
+        "weight": ("fp16", choice(tuple(gm.tensor_cores.WEIGHT_BYTES))), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
+        "math": ("fp16", choice(MATH)), "algorithm": ("fastest", choice(gm.collectives.ALGORITHMS + ("fastest",))),
+        "latency": (True, FLAG)}),
     "parallel.step": (gm.parallel.step, {
         "name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU), "gpus": (8, SIZE),
         "batch": (1, SIZE), "context": (4096, COUNT), "link": ("NVLink 4", choice(tuple(gm.links.links()))),

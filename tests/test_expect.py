@@ -321,9 +321,10 @@ def test_records_past_one_gpu_are_expected_at_nccls_prices_with_their_latencies(
     """A collective's expected time is NCCL's tuner's price by the record's algorithm (latencies
     and the in-switch reduction's credited rate), never below its bound; a tensor-parallel step's
     is `parallel.step` with the collectives' latencies, held by the link where they outweigh the
-    GPU's share."""
+    GPU's share; a request's is `parallel.request` with them, the prefill and the decode steps
+    its parts."""
     past = [r for r in P.records() if r.run["kind"] in P.BEYOND_ONE_GPU]
-    assert {r.run["kind"] for r in past} == {"collective", "parallel"}
+    assert {r.run["kind"] for r in past} == {"collective", "parallel", "request"}
     for r in past:
         e, c = P.record_expect(r, share=False), P.compare(r)
         assert e.time >= e.bound * (1 - 1e-12) and e.share == 1
@@ -334,6 +335,12 @@ def test_records_past_one_gpu_are_expected_at_nccls_prices_with_their_latencies(
             assert e.time == priced and e.limiter == "link"
             assert float(gm.collectives.bus_bandwidth(run["collective"], run["gpus"], run["message"], e.bound)) \
                 == pytest.approx(c.model)
+        elif run["kind"] == "request":
+            whole = gm.parallel.request(run["model"], gm.gpu(r.gpu).bound(), run["gpus"], run["batch"], run["prompt"],
+                                        run["output"], run["link"], **{k: run.get(k, "fp16") for k in ("weight", "kv", "math")})
+            assert e.time == pytest.approx(whole.time) and e.limiter == whole.bound and e.bound == c.model
+            assert e.parts["prefill"] + e.parts["decode"] == pytest.approx(e.time)
+            assert (e.bound < e.time) == (run["gpus"] > 1)  # the collectives' latencies, where there are any
         else:
             step = gm.parallel.step(run["model"], gm.gpu(r.gpu).bound(), run["gpus"], run["batch"], run["context"],
                                     run["link"], weight=run.get("weight", "fp16"), kv=run.get("kv", "fp16"))
@@ -367,7 +374,7 @@ def test_left_out_accuracy_judges_each_source_at_shares_estimated_without_it(mon
     a = P.left_out_accuracy()
     judged = [r for r in base if r.run["kind"] != "latency"]
     assert a["all"]["records"] == len(judged) and set(a) >= {"all", "gemm", "attention", "read", "decode",
-                                                             "collective", "parallel"}
+                                                             "collective", "parallel", "request"}
     source = "boehm2022sgemm"
     mine = [r for r in judged if r.source == source]
     assert mine

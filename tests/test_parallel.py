@@ -235,3 +235,52 @@ def test_a_pipelines_bubble_is_the_stages_but_one_over_the_micro_batches_and_sta
     for bad, name in (((0, 4), "stages"), ((4, 0), "microbatches"), ((2.5, 3), "stages")):
         with pytest.raises(ValueError, match=name):
             gm.parallel.pipeline_bubble(*bad)
+
+
+def test_a_prefill_on_one_gpu_is_the_chunked_steps_bound_and_its_weights_are_read_once_for_the_batch():
+    """One prompt on one GPU: `decode.chunked_step` with no decoding sequences, bounded as a
+    workload; two prompts together cost twice the flops but read the weights once."""
+    one = gm.parallel.prefill("Llama-3-8B", "H200", 1, 1, 512, "NVLink 4")
+    work = gm.decode.chunked_step("Llama-3-8B", 0, 0, 512)
+    assert one.time == pytest.approx(float(gm.predict(work, "H200").time)) and one.link_time == 0
+    assert one.collectives == 0 and one.algorithm == ""
+    short = gm.parallel.prefill("Llama-3-8B", "H200", 1, 1, 4, "NVLink 4")
+    pair = gm.parallel.prefill("Llama-3-8B", "H200", 1, 2, 4, "NVLink 4")
+    assert short.gpu_bound == "hbm" and pair.time < 1.01 * short.time  # few tokens: the weights' bytes, once
+    assert one.gpu_bound == "compute"
+
+
+def test_a_prefill_over_gpus_all_reduces_every_prompt_tokens_activations_twice_a_layer():
+    m = gm.decode.model("Llama-3-70B")
+    p = gm.parallel.prefill("Llama-3-70B", "H100-SXM", 2, 1, 500, "NVLink 4", weight="fp8", kv="fp8", math="fp8")
+    per_layer, ran = gm.parallel.collective("NVLink 4", "all-reduce", 2, 500 * m.width * 2)
+    logits, _ = gm.parallel.collective("NVLink 4", "all-gather", 2, m.vocab * 2, "ring")
+    assert p.link_time == pytest.approx(2 * m.layers * per_layer + logits) and p.algorithm == ran
+    assert p.collectives == 2 * m.layers + 1 and p.time == pytest.approx(p.gpu_time + p.link_time)
+    bare = gm.parallel.prefill("Llama-3-70B", "H100-SXM", 2, 1, 500, "NVLink 4", weight="fp8", kv="fp8", math="fp8",
+                               latency=False)
+    assert bare.time < p.time
+
+
+def test_a_request_is_its_prefill_then_a_step_per_later_token_at_the_mean_context():
+    args = ("Llama-3-70B", "H100-SXM", 4, 8, 32)
+    r = gm.parallel.request(*args, 128, "NVLink 4")
+    first = gm.parallel.prefill(*args, "NVLink 4")
+    mid = gm.parallel.step("Llama-3-70B", "H100-SXM", 4, 8, 32 + 64, "NVLink 4")
+    assert r.steps == 127 and r.prefill.time == first.time and r.step.time == mid.time
+    assert r.time == pytest.approx(first.time + 127 * mid.time) and r.bound == mid.bound == "hbm"
+    assert r.bounds == "hbm"  # 256 prompt tokens at 4 x 3.35 TB/s: the weights' bytes bind the prefill too
+    long = gm.parallel.request("Llama-3-70B", "H100-SXM", 4, 1, 5000, 128, "NVLink 4")
+    assert long.prefill.bound == "compute" and long.bounds == "compute+hbm"
+    alone = gm.parallel.request(*args, 1, "NVLink 4")
+    assert alone.steps == 0 and alone.step is None and alone.time == first.time and alone.bound == first.bound
+    assert alone.bounds == first.bound
+
+
+@pytest.mark.parametrize("field, kwargs", [("prompt", {"prompt": 0}), ("output", {"output": 0}),
+                                           ("gpus", {"gpus": 3})])
+def test_a_request_refuses_an_empty_prompt_no_output_and_a_count_that_splits_heads(field, kwargs):
+    args = {"name": "Llama-3-70B", "gpu": "H100-SXM", "gpus": 2, "batch": 1, "prompt": 16, "output": 4,
+            "link": "NVLink 4", **kwargs}
+    with pytest.raises(ValueError, match=field):
+        gm.parallel.request(**args)

@@ -322,8 +322,9 @@ def test_the_bound_uses_the_highest_rates_and_the_rated_prediction_stays_beside_
         if c.quantity == "latency":
             continue
         g = gm.gpu(c.record.gpu)
-        above = g.max_clock is not None or (g.tensor_clock is not None and c.record.run.get("dtype", "fp16") != "fp32"
-                                            and c.record.run["kind"] in ("gemm", "attention"))
+        run = c.record.run
+        tensor = run["kind"] == "request" or (run["kind"] in ("gemm", "attention") and run.get("dtype", "fp16") != "fp32")
+        above = g.max_clock is not None or (g.tensor_clock is not None and tensor)
         assert c.fraction <= r.fraction + 1e-12
         on_chip = any(part != "hbm" for part in r.bound.split("+"))
         assert (c.fraction < r.fraction) == (above and on_chip), (c.record.gpu, c.record.what)
