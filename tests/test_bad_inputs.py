@@ -712,7 +712,7 @@ EXCLUDED |= {
 RESULTS = {"overhead.LaunchCost", "overhead.Sequence", "model.Prediction", "simulate.Run", "occupancy.Occupancy", "waves.WaveTraffic", "hardware.Capability",
            "hardware.GPU", "tensor_cores.Pipeline", "tensor_cores.WaveQuantisation", "course.checks.Feedback", "published.Record",
            "published.Comparison", "presets.DataError", "course.capstone.Task", "expected.Expectation",
-           "decode.PagedKV", "decode.SplitKV", "links.Link", "parallel.ParallelStep"}
+           "decode.PagedKV", "decode.SplitKV", "links.Link", "parallel.ParallelStep", "parallel.Request"}
 """Records the package returns (and its error class), not built from a learner's values."""
 MODULES = ("workloads", "model", "expected", "simulate", "occupancy", "waves", "tiles", "hardware", "presets", "units", "tensor_cores",
            "overhead", "blackwell", "low_precision", "decode", "collectives", "links", "parallel",

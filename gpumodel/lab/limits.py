@@ -63,8 +63,27 @@ RUN_TOKEN = "GM_LAB_RUN"
 def end_strays(token: str) -> int:
     """Kill every process of this user's whose environment carries `RUN_TOKEN`=`token`: what a
     run left behind outside its process group (a child that called setsid(), a daemon), found
-    through /proc (Linux; elsewhere nothing is found). Returns how many were killed."""
+    through /proc (Linux; elsewhere nothing is found). A process caught mid-fork or mid-exec can
+    hide from one look (its environment reads empty), so /proc is read again until a look finds
+    none, at least twice and at most STRAY_LOOKS times, STRAY_PAUSE apart. Returns how many
+    kills were sent (a process still dying when looked at again is sent another)."""
     mark, killed = f"{RUN_TOKEN}={token}".encode() + b"\0", 0
+    for look in range(STRAY_LOOKS):
+        found = _kill_marked(mark)
+        killed += found
+        if look >= 1 and not found:
+            break
+        time.sleep(STRAY_PAUSE)
+    return killed
+
+
+STRAY_PAUSE, STRAY_LOOKS = 0.02, 50
+"""Seconds between two looks for strays, and the most looks (`end_strays`)."""
+
+
+def _kill_marked(mark: bytes) -> int:
+    """One look through /proc: kill each process whose environment holds `mark`; how many."""
+    killed = 0
     for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
