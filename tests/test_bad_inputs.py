@@ -572,6 +572,9 @@ SIGNATURES = {
                                                    "chunks": (128, SIZE), "slots_per_sm": (1, SIZE)}),
     "course.parallel.cp_ring": (course.parallel.cp_ring, {"gpus": (8, SIZE), "name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS)))}),
     "course.parallel.cp_collectives": (course.parallel.cp_collectives, {"name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS)))}),
+    "course.parallel.cp_request": (course.parallel.cp_request, {"output": (200, SIZE), "prompt": (500, SIZE), "gpus": (2, SIZE),
+                                                                "name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))),
+                                                                "gpu": ("H100-SXM", GPU)}),
     **{f"course.parallel.{f.__name__}": (f, {"name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))), "gpu": ("B200", GPU),
                                              "link": ("NVLink 5", choice(tuple(gm.links.links()))), "batch": (1, SIZE),
                                              "context": (4096, COUNT)} | ({"answer": (8.0, ANSWER)} if f is

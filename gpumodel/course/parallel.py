@@ -61,12 +61,38 @@ def cp_collectives(name: str = "Llama-3-70B") -> Checkpoint:
         "collectives")
 
 
-CHECKPOINTS = {"cp-parallel-ring": cp_ring, "cp-parallel-collectives": cp_collectives}
+def cp_request(output: int = 200, prompt: int = 500, gpus: int = 2, name: str = "Llama-3-70B",
+               gpu: str = "H100-SXM") -> Checkpoint:
+    """Section "A request end to end": a request's time from its prefill and its step, both given
+    (fp8, the model's bounds rounded to 0.1 ms), for `output` tokens."""
+    out = _check.one("output", output)
+    if out < 2:
+        raise ValueError(f"output must be at least 2 tokens (a step after the prefill's first), got {output!r}")
+    r = parallel.request(name, gpu, gpus, 1, prompt, out, "NVLink 4", weight="fp8", kv="fp8", math="fp8")
+    first, step = round(r.prefill.time * 1e3, 1), round(r.step.time * 1e3, 1)
+    total = first + (out - 1) * step
+    return Checkpoint(
+        "cp-parallel-request",
+        f"One request to {name} on {gpus} {gpu} GPUs has a prompt of {prompt} tokens and generates {out} tokens. Its "
+        f"prefill takes {first} ms and each decode step {step} ms. How many ms pass from its arrival to its last "
+        "token?",
+        number_rules(total, "ms", 0.01, units={"s": 1e3},
+                     mistakes=[(first + out * step, "One step too many: the prefill already gives the first token."),
+                               ((out - 1) * step, "That leaves out the prefill, which every request waits for first."),
+                               (out * step, "That counts a step for every token and leaves out the prefill.")],
+                     explain=f"The prefill gives the first token; each of the other {out - 1} tokens is one step: "
+                     f"{first} + {out - 1} x {step} ms.",
+                     hint="Which token comes out of the prefill, and how many are left for the steps?"),
+        "ms")
+
+
+CHECKPOINTS = {"cp-parallel-ring": cp_ring, "cp-parallel-collectives": cp_collectives, "cp-parallel-request": cp_request}
 """This chapter's checkpoints, in the order it shows them."""
 
 RELIES_ON = {
     "cp-parallel-ring": ("ring_share", "term:all-reduce"),            # 2(n - 1)/n of the message, worked for 8
     "cp-parallel-collectives": ("term:tensor parallelism", "term:LM head"),  # two all-reduces a layer, one gather
+    "cp-parallel-request": ("rq_prefill_share",),                      # the prefill, then a step per later token
     "ex-parallel-best-gpus": ("b200_best", "nvls_floor", "head_divisors"),             # Llama-3-70B's count and why; the question gives the rest
     "ex-parallel-explore-steps": ("nvls_from", "nvls_fixed", "nvls_eff_blackwell", "ring_base", "ring_step",
                                   "term:in-switch reduction"),         # batch 1's switch-over; each algorithm's costs
