@@ -403,9 +403,9 @@ def _seconds(seconds: float) -> str:
     return f"> {LIMIT:g} s" if seconds == float("inf") else gm.fmt_time(seconds)
 
 
-TARGETS = {"predict": 0.1, "trace": 10.0, "chapter": 8.0}
+TARGETS = {"predict": 0.1, "trace": 10.0, "chapter": 5.0}
 """Seconds each timed item should take here: the sweep well under 100 ms; a lab trace of a
-course-sized kernel under 10 s; each learners' notebook under 8 s, its kernel's start included."""
+course-sized kernel under 10 s; each learners' notebook under 5 s, its kernel's start included."""
 
 
 TASK_MS = 200
