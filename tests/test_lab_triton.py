@@ -480,3 +480,43 @@ def test_arrays_reached_through_a_table_of_addresses_are_counted_once_passed_as_
     assert traced.bytes["hbm"] == 32 * (5 + 3 + 1 + 1 + 1)
     with pytest.raises(TypeError, match="reached must be a list of the NumPy arrays"):
         gm.lab.trace_triton(kernels.summed_by_table, (2,), [table, lengths, out], BLOCK=64, reached=[table.tolist()])
+
+
+def test_an_autotuners_early_config_prune_and_the_launchers_call_form_are_kept():
+    """Triton's launcher calls an autotuner's early_config_prune (the arguments by name, the
+    launch's keywords) before choosing, calls a grid function with the arguments by name as well
+    as the meta-parameters, and takes any argument by keyword: rows of 32 floats keep only the
+    32-float tile (the first configuration, 64 floats, would store past the array), each row 128
+    B, four sectors read and four written; the output array passed by keyword is counted."""
+    x = np.arange(4 * 32, dtype=np.float32).reshape(4, 32)
+    y = np.zeros_like(x)
+    grid = lambda args: (args["rows"],)
+    traced = gm.lab.trace_triton(kernels.doubled_rows, grid, [x], y_ptr=y, rows=4, n=32)
+    np.testing.assert_array_equal(y, 2 * x)
+    assert traced.configuration.startswith("configuration 0 of the 1 its early_config_prune keeps of 2 (BLOCK=32, "
+                                           "num_warps=1), the first")
+    assert (traced.blocks, traced.block, traced.bytes["hbm"]) == (4, (32, 1, 1), 2 * 4 * 32 * 4)
+    with pytest.raises(ValueError, match="one of the kernel's 1 configurations its early_config_prune keeps of 2, 0 to 0"):
+        gm.lab.trace_triton(kernels.doubled_rows, grid, [x], y_ptr=y, rows=4, n=32, config=1)
+    wide, out = np.ones((2, 64), np.float32), np.zeros((2, 64), np.float32)
+    traced = gm.lab.trace_triton(kernels.doubled_rows, (2,), [wide, out, 2], n=64, config=1)
+    assert traced.configuration.startswith("configuration 1 of 2 (BLOCK=32") and (out[:, :32] == 2).all()
+    with pytest.raises(LabError, match="early_config_prune failed: KeyError: 'n'"):  # as on a GPU: n by position
+        gm.lab.trace_triton(kernels.doubled_rows, (4,), [x, y, 4, 32])
+    v, w = np.arange(40, dtype=np.float32), np.zeros(40, np.float32)
+    gm.lab.trace_triton(kernels.scaled, (1,), [v, w, 40], alpha=2.5, BLOCK=64)  # a float by keyword: a scalar
+    np.testing.assert_array_equal(w, 2.5 * v)
+
+
+def test_a_persistent_softmax_striding_over_rows_by_hand():
+    """Four programs over six rows of 48 floats (192 B, six whole sectors a row) in blocks of 64,
+    arguments passed by position as the tutorial does: programs 0 and 1 take two rows, 2 and 3
+    one; each row read once and written once, 2 x 6 x 6 sectors, at L2 and HBM alike."""
+    x = np.random.default_rng(0).standard_normal((6, 48)).astype(np.float32)
+    y = np.zeros_like(x)
+    traced = gm.lab.trace_triton(kernels.softmax_persistent, (4, 1, 1), [y, x, 48, 48, 6, 48, 64, 2], num_warps=8)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-6)
+    load = by_line(traced)[line_of("row = tl.load(x_ptr + r * x_stride"), False]
+    assert (load.sectors, load.lanes, load.divergent, load.instructions) == (36, 6 * 48, 6, 6)
+    assert traced.bytes["hbm"] == traced.bytes["l2"] == 2 * 6 * 48 * 4 and traced.block == (256, 1, 1)

@@ -192,3 +192,29 @@ def summed_by_table(table_ptr, lengths_ptr, out_ptr, BLOCK: tl.constexpr):
     n = tl.load(lengths_ptr + g)
     x = tl.load(base + offs, mask=offs < n, other=0.0)
     tl.store(out_ptr + g, tl.sum(x, axis=0))
+
+
+def _tiles_that_fit(configs, named_args, **kwargs):
+    """An early_config_prune as the fused-attention tutorial writes one: the tiles no longer than
+    the rows, read from the launch's keywords."""
+    return [c for c in configs if c.kwargs["BLOCK"] <= kwargs["n"]]
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 32}, num_warps=1)],
+                 key=["n"], prune_configs_by={"early_config_prune": _tiles_that_fit})
+@triton.jit
+def doubled_rows(x_ptr, y_ptr, rows, n, BLOCK: tl.constexpr):
+    """Each program doubles a row of n floats, unmasked: it relies on the pruning to get BLOCK == n."""
+    offs = tl.program_id(0) * n + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+@triton.jit
+def softmax_persistent(y_ptr, x_ptr, x_stride, y_stride, rows, cols, BLOCK: tl.constexpr, num_stages: tl.constexpr):
+    """The fused-softmax tutorial's form now: fewer programs than rows, each striding over the rows
+    in a pipelined tl.range, num_stages a parameter of the kernel's own."""
+    for r in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=num_stages):
+        offs = tl.arange(0, BLOCK)
+        row = tl.load(x_ptr + r * x_stride + offs, mask=offs < cols, other=-float("inf"))
+        e = tl.exp(row - tl.max(row, axis=0))
+        tl.store(y_ptr + r * y_stride + offs, e / tl.sum(e, axis=0), mask=offs < cols)

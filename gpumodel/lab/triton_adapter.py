@@ -170,15 +170,15 @@ def recording(fn, record_access, record_dot):
 def decorators(kernel) -> tuple:
     """(the Python function behind `kernel`, its decorators from the outermost in) where `kernel`
     is a `@triton.jit` function, perhaps inside `@triton.autotune` and `@triton.heuristics` in
-    any order: each decorator ("autotune", its configurations) or ("heuristics", {name: function
-    of the arguments by name}), in the order Triton's launcher applies them. TypeError where it
-    is none of these."""
+    any order: each decorator ("autotune", (its configurations, its `early_config_prune` or
+    None)) or ("heuristics", {name: function of the arguments by name}), in the order Triton's
+    launcher applies them. TypeError where it is none of these."""
     fn, layers = kernel, []
     for _ in range(8):
         if callable(fn) and hasattr(fn, "__code__"):
             return fn, layers
         if type(fn).__name__ == "Autotuner" and getattr(fn, "configs", None):
-            layers.append(("autotune", list(fn.configs)))
+            layers.append(("autotune", (list(fn.configs), getattr(fn, "early_config_prune", None))))
         elif type(fn).__name__ == "Heuristics" and isinstance(getattr(fn, "values", None), dict):
             layers.append(("heuristics", dict(fn.values)))
         fn = getattr(fn, "fn", None)

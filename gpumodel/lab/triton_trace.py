@@ -164,7 +164,8 @@ def triton_kernel(source: str, name: str):
 
 
 def _grid(grid, meta: dict) -> tuple:
-    """`grid` (1 to 3 positive ints, or a function of the meta-parameters returning them) as (x, y, z)."""
+    """`grid` (1 to 3 positive ints, or a function returning them of `meta`: the arguments by name and
+    the meta-parameters, as Triton's launcher calls it) as (x, y, z)."""
     if callable(grid):
         grid = grid(meta)
     dims = (grid,) if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool) else tuple(grid) \
@@ -343,13 +344,16 @@ def _constexprs(fn, count: int) -> list:
 def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: float = TRITON_SECONDS,
                  config: int = 0, reached=(), **meta) -> TritonTrace:
     """Run the `@triton.jit` `kernel` over `grid` (as `kernel[grid](*args, **meta)`: 1 to 3
-    program counts, or a function of the meta-parameters) in Triton's interpreter on the CPU,
+    program counts, or a function of the arguments by name and the meta-parameters, as Triton's
+    launcher calls it) in Triton's interpreter on the CPU,
     with `args` (NumPy arrays, written in place, or PyTorch CPU tensors; host tensor
-    descriptors, `tensor_descriptor`; numbers) and the meta-parameters `meta` (BLOCK_SIZE=...). Records every program's loads, stores and dots and
+    descriptors, `tensor_descriptor`; numbers) and the meta-parameters `meta` (BLOCK_SIZE=..., and any
+    argument passed by keyword, as Triton's launcher takes it). Records every program's loads, stores and dots and
     returns the `Trace` the CUDA lab returns (see the module doc for what it counts), its
     programs `num_warps` x 32 threads each (Triton's default: 4 warps). An `@triton.autotune`
     kernel, whose choice needs a GPU's timings, runs its configuration number `config` (the
-    first by default): its meta-parameters and warps, under any `meta` and `num_warps` given,
+    first by default) of those its `early_config_prune` keeps, called as Triton's autotuner
+    calls it (`args` by name, `meta`): its meta-parameters and warps, under any `meta` and `num_warps` given,
     its `pre_hook` run first, and `trace.configuration` says which ran; an `@triton.heuristics`
     kernel's values are computed from the arguments as Triton's launcher does. `reached`: the
     NumPy arrays the kernel reaches only through addresses it loads (a grouped GEMM's table of
@@ -364,35 +368,47 @@ def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: f
     if not isinstance(args, (list, tuple)):
         raise TypeError(f"args must be a list or tuple of the kernel's arguments, got {type(args).__name__}")
     names = list(inspect.signature(fn).parameters)
-    configs = next((c for kind, c in layers if kind == "autotune"), [])
-    if configs and (isinstance(config, bool) or not isinstance(config, int) or not 0 <= config < len(configs)):
-        raise ValueError(f"config must be the number of one of the kernel's {len(configs)} configurations, "
-                         f"0 to {len(configs) - 1}, got {config!r}")
-    if not configs and config != 0:
+    named = dict(zip(names, args))
+    if config != 0 and not any(kind == "autotune" for kind, _ in layers):
         raise ValueError(f"config must be 0 for a kernel that is not autotuned, got {config!r}")
     given, hooks, chosen = dict(meta), [], ""
     for kind, part in layers:  # outermost first, as Triton's launcher applies them
         if kind == "autotune":
-            kwargs, warps, hook = adapter.config_parts(part[config])
+            configs, prune = part
+            kept = ""
+            if prune is not None:  # as Triton's autotuner calls it: the arguments by name, the launch's keywords
+                try:
+                    every, configs = len(configs), list(prune(configs, named, **meta))
+                except Exception as err:  # the learner's function: its error is theirs to read
+                    raise LabError(f"the autotuner's early_config_prune failed: {type(err).__name__}: {err} (Triton "
+                                   "calls it with the configurations, the arguments passed in args by name, and the "
+                                   "launch's keywords)") from None
+                if not configs:
+                    raise LabError("the autotuner's early_config_prune kept none of its configurations")
+                kept = f" its early_config_prune keeps of {every}" if len(configs) < every else ""
+            if isinstance(config, bool) or not isinstance(config, int) or not 0 <= config < len(configs):
+                raise ValueError(f"config must be the number of one of the kernel's {len(configs)} configurations"
+                                 f"{kept}, 0 to {len(configs) - 1}, got {config!r}")
+            kwargs, warps, hook = adapter.config_parts(configs[config])
             meta = {**meta, **{k: v for k, v in kwargs.items() if k not in given}}
             num_warps = warps if num_warps is None else num_warps
             hooks += [hook] if hook is not None else []
-            chosen = (f"configuration {config} of {len(configs)} ("
+            chosen = (f"configuration {config} of {f'the {len(configs)}{kept}' if kept else len(configs)} ("
                       + ", ".join(f"{k}={v}" for k, v in kwargs.items()) + f", num_warps={warps})"
                       + (", the first: choosing among them takes a GPU's timings, so the lab runs the first unless "
                          "config= names another" if config == 0 else ", as config= asked"))
         else:
             for key, rule in part.items():
                 if key not in given:
-                    meta[key] = rule({**dict(zip(names, args)), **meta})
+                    meta[key] = rule({**named, **meta})
     num_warps = _check.one("num_warps", 4 if num_warps is None else num_warps)
     timeout = _check.real("timeout", timeout, least=0.01)
-    dims = _grid(grid, meta)
+    dims = _grid(grid, {**named, **meta})
     for hook in hooks:  # a configuration's pre_hook (one that sets its descriptors' block shapes) sees what it would
-        hook({**dict(zip(names, args)), **meta})
+        hook({**named, **meta})
     if not isinstance(reached, (list, tuple)) or not all(isinstance(a, np.ndarray) for a in reached):
         raise TypeError("reached must be a list of the NumPy arrays the kernel reaches through addresses it loads")
-    arrays = _arrays([*args, *reached])
+    arrays = _arrays([*args, *meta.values(), *reached])  # an array passed by keyword too
     place, start = [], 0  # each array's address on the GPU-like layout: ALIGN-aligned, one after another
     for _, first, end, _ in arrays:
         place.append((first, end, start))
@@ -438,7 +454,10 @@ def trace_triton(kernel, grid, args, *, num_warps: int | None = None, timeout: f
         kind = str(a.dtype)
         dots.append((2.0 * math.prod(shape_a[:-1]) * shape_b[-1] * shape_a[-1], DOT_MATH.get(kind, "fp32")))
 
-    wrapped = [_float_scalar(a, constexpr) for a, constexpr in zip(args, _constexprs(fn, len(args)))]
+    constexprs = _constexprs(fn, max(len(args), len(names)))
+    wrapped = [_float_scalar(a, constexpr) for a, constexpr in zip(args, constexprs)]
+    by_name = dict(zip(names, constexprs))  # an argument passed by keyword as Triton's launcher passes it
+    meta = {k: _float_scalar(v, by_name.get(k, True)) for k, v in meta.items()}
     with adapter.recording(fn, record_access, record_dot) as run:
         try:
             with _time_limit(timeout, code_file) as where:
