@@ -357,6 +357,17 @@ def chunked_step(name, batch, context, chunk, prefix=0, weight: str = "fp16", kv
                     note="the weights once, each decoding cache and the prompt's cached prefix once")
 
 
+def served_chunk(batch, prompt, output) -> int:
+    """Prompt tokens a decode step prefills on average (rounded down) while `batch` requests are
+    served continuously, each with a prompt of `prompt` tokens that generates `output` tokens and
+    is replaced as it ends: while one request emits `output` tokens, each of the other batch - 1
+    is replaced once, so (batch - 1) x prompt / output prompt tokens join each of its steps.
+    Chapter 10."""
+    b = _check.one("batch", batch, MOST_BATCH)
+    p, o = _check.one("prompt", prompt, MOST_CONTEXT), _check.one("output", output, MOST_CONTEXT)
+    return (b - 1) * p // o
+
+
 def free_chunk(name, gpu, batch, context, weight: str = "fp16", kv: str = "fp16", math: str = "fp16") -> int:
     """The most prompt tokens (a chunk with no cached prefix) that a decode step of `batch`
     sequences at `context` takes along on `gpu` while HBM still binds it (0 where the decode

@@ -67,15 +67,18 @@ class ParallelStep:
         return "link" if self.link_time > self.gpu_time else self.gpu_bound
 
 
-def _share(name, gpus: int, batch, context, weight: str, kv: str, math: str) -> tuple[Workload, float]:
+def _share(name, gpus: int, batch, context, weight: str, kv: str, math: str, chunk: int = 0) -> tuple[Workload, float]:
     """(one GPU's share of the step, the bytes it holds): 1/n of the weights and of the flops,
-    and the cache of its key-value heads."""
+    and the cache of its key-value heads; with `chunk` prompt tokens prefilled in the same step
+    (`decode.chunked_step`, no cached prefix), their flops and their rows written too."""
     m = decode.model(name)
-    whole = decode.step(m, batch, context, weight, kv, math)
+    whole = decode.chunked_step(m, batch, context, chunk, 0, weight, kv, math) if chunk else \
+        decode.step(m, batch, context, weight, kv, math)
     heads = -(-m.kv_heads // gpus) if gpus <= m.kv_heads else 1
     cache = float(np.asarray(batch) * (np.asarray(context) + 1) * decode.kv_bytes_per_token(m, kv))
-    weights = float(np.asarray(whole.bytes["hbm"])) - cache
-    mine = weights / gpus + cache * heads / m.kv_heads
+    written = float(chunk * decode.kv_bytes_per_token(m, kv))  # the chunk's own rows
+    weights = float(np.asarray(whole.bytes["hbm"])) - cache - written
+    mine = weights / gpus + (cache + written) * heads / m.kv_heads
     flops = float(np.asarray(whole.flops)) / gpus
     share = Workload(f"{whole.name}, one of {gpus} GPUs", flops=flops,
                      bytes={"registers": 0.0, "smem": 0.0, "l2": mine, "hbm": mine}, math=math)
@@ -189,7 +192,7 @@ def kv_transfer(name, tokens, link: str, gpus: int = 1, kv: str = "fp16") -> flo
 
 
 def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: str = "fp16", math: str = "fp16",
-         algorithm: str = FASTEST, latency: bool = True, overlap: bool = False) -> ParallelStep:
+         algorithm: str = FASTEST, latency: bool = True, overlap: bool = False, chunk: int = 0) -> ParallelStep:
     """One decode step of `batch` sequences with `context` cached tokens of model `name` split
     over `gpus` GPUs of `gpu` joined by `link` (a name of `links.links()`), its all-reduces by
     `algorithm` (one the link offers, or FASTEST: `collective`), each collective paying NCCL's
@@ -198,14 +201,20 @@ def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: s
     the batch runs as two micro-batches, one's collectives while the other computes, as
     DeepSeek-V3 decodes (deepseek2024v3, Section 3.4): each micro-batch reads the weights again,
     and the step takes the longer of the two micro-batches' GPU times and their collectives'
-    times together. Chapter 10."""
+    times together. `chunk`: prompt tokens prefilled in the same step, as continuous batching
+    with chunked prefill runs them (`decode.chunked_step`; `decode.served_chunk` gives the mean
+    a served batch carries): their flops, and their activations in every all-reduce. Chapter 10."""
     m, device, n, b, c, joined, _, _ = _setup(name, gpu, gpus, batch, context, link, latency)
+    k = _check.count("chunk", chunk, decode.MOST_CONTEXT)
+    if k and _check.flag("overlap", overlap):
+        raise ValueError("chunk must be 0 where two micro-batches overlap (the model splits decoding sequences, "
+                         f"not a prompt), got {chunk!r}")
     if m.heads % n:
         raise ValueError(f"gpus must divide {m.name}'s {m.heads} query heads, so that each GPU computes whole heads "
                          f"({', '.join(map(str, head_splits(m, joined.domain)))} over {joined.name}), got {gpus!r}")
     if _check.flag("overlap", overlap) and b < 2:
         raise ValueError(f"batch must be at least 2 to overlap two micro-batches, got {batch!r}")
-    parts = [_step_parts(m, device, n, part, c, joined, weight, kv, math, algorithm, latency)
+    parts = [_step_parts(m, device, n, part, c, joined, weight, kv, math, algorithm, latency, k)
              for part in ((b - b // 2, b // 2) if overlap else (b,))]
     gpu_time, link_time = (sum(p[i] for p in parts) for i in (0, 2))
     held = _share(m, n, b, c, weight, kv, math)[1]
@@ -215,13 +224,15 @@ def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: s
 
 
 def _step_parts(m, device, n: int, batch: int, context: int, joined, weight: str, kv: str, math: str, algorithm: str,
-                latency: bool) -> tuple:
+                latency: bool, chunk: int = 0) -> tuple:
     """(seconds of one GPU's share, what bounds it, seconds of the collectives, the all-reduces'
-    algorithm) of a step of `batch` sequences: 2 all-reduces a layer and the logits' all-gather."""
-    alone = predict(_share(m, n, batch, context, weight, kv, math)[0], device)
+    algorithm) of a step of `batch` sequences and `chunk` prompt tokens: 2 all-reduces a layer
+    of all their activations and the decoding sequences' logits' all-gather."""
+    alone = predict(_share(m, n, batch, context, weight, kv, math, chunk)[0], device)
     if n == 1:
         return float(alone.time), str(alone.bound), 0.0, ""
-    per_layer, ran = collective(joined.name, "all-reduce", n, batch * m.width * ACTIVATION_BYTES, algorithm, latency)
+    per_layer, ran = collective(joined.name, "all-reduce", n, (batch + chunk) * m.width * ACTIVATION_BYTES, algorithm,
+                                latency)
     logits, _ = collective(joined.name, "all-gather", n, batch * m.vocab * ACTIVATION_BYTES, "ring", latency)
     return float(alone.time), str(alone.bound), float(2 * m.layers * per_layer + logits), ran
 

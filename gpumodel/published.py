@@ -64,7 +64,7 @@ RUN_KEYS = {"read": {"bytes", "chunk", "threads"}, "gemm": {"size", "shape", "dt
             "launch": {"path"},
             "decode": {"model", "batch", "context", "weight", "kv"},
             "collective": {"collective", "gpus", "message", "link", "algorithm"},
-            "parallel": {"model", "batch", "context", "weight", "kv", "gpus", "link"},
+            "parallel": {"model", "batch", "context", "weight", "kv", "math", "output", "gpus", "link"},
             "request": {"model", "batch", "prompt", "output", "weight", "kv", "math", "gpus", "link"}}
 RUN_NEEDS = {"read": {"bytes"}, "gemm": set(), "attention": {"batch", "heads", "seq", "head_dim", "attention", "passes"},
              "latency": {"level"}, "launch": {"path"}, "decode": {"model", "batch", "context"},
@@ -356,9 +356,7 @@ def compare(record: Record, rated: bool = False) -> Comparison:
         model = float(collectives.bus_bandwidth(run["collective"], n, m, seconds))
         return Comparison(record, "bandwidth", model, measured, measured / model, "link")
     if run["kind"] == "parallel":  # tokens/s or ms -> seconds per step of the batch
-        formats = {"weight": run.get("weight", "fp16"), "kv": run.get("kv", "fp16")}
-        p = parallel.step(run["model"], g, run["gpus"], run["batch"], run["context"], run["link"], latency=False,
-                          **formats)
+        p = run_step(run, g, latency=False)
         step = measured if record.unit == "ms" else run["batch"] / measured
         return Comparison(record, "time", p.time, step, p.time / step, p.bound)
     if run["kind"] == "request":  # ms from the requests' arrival to their last token
@@ -377,6 +375,19 @@ def compare(record: Record, rated: bool = False) -> Comparison:
     seconds, flops, bound = _time(run, g)
     measured_s = measured if record.unit == "ms" else flops / measured
     return Comparison(record, "time", seconds, measured_s, seconds / measured_s, bound)
+
+
+def run_step(run: dict, gpu, latency: bool = True) -> parallel.ParallelStep:
+    """The `parallel.step` a parallel run (a record's `run` of kind "parallel") names on `gpu`:
+    its formats (fp16 unless it says), and where it says each request's `output`, the prompt
+    tokens its served batch prefills in each step (`decode.served_chunk`, the run's context
+    taken as each request's prompt)."""
+    if not isinstance(run, dict) or run.get("kind") != "parallel":
+        raise ValueError(f"run must be a parallel run's table (with its kind), got {run!r}")
+    formats = {name: run.get(name, "fp16") for name in ("weight", "kv", "math")}
+    chunk = decode.served_chunk(run["batch"], run["context"], run["output"]) if "output" in run else 0
+    return parallel.step(run["model"], gpu, run["gpus"], run["batch"], run["context"], run["link"], latency=latency,
+                         chunk=chunk, **formats)
 
 
 def _request(run: dict, g, latency: bool) -> parallel.Request:
@@ -520,8 +531,7 @@ def _beyond(record, g, c: Comparison) -> Expectation:
         decoding = r.steps * r.step.time if r.step else 0.0
         return Expectation(r.time, c.model, c.bound, r.bound, 1.0, {"prefill": r.prefill.time, "decode": decoding}, "",
                            g.name)
-    formats = {"weight": run.get("weight", "fp16"), "kv": run.get("kv", "fp16")}
-    p = parallel.step(run["model"], g, run["gpus"], run["batch"], run["context"], run["link"], **formats)
+    p = run_step(run, g)
     return Expectation(p.time, c.model, c.bound, p.bound, 1.0, {"gpu": p.gpu_time, "link": p.link_time}, "", g.name)
 
 

@@ -582,6 +582,11 @@ SIGNATURES = {
        for f in (course.parallel.best_gpus, course.parallel.check_best_gpus)},
     "links.link": (gm.links.link, {"link": ("NVLink 4", choice(tuple(gm.links.links())))}),
     "links.links_of": (gm.links.links_of, {"gpu": ("H100-SXM", GPU)}),
+    "decode.served_chunk": (gm.decode.served_chunk, {"batch": (25, SIZE), "prompt": (5000, SIZE), "output": (500, SIZE)}),
+    "published.run_step": (gm.published.run_step, {
+        "run": ({"kind": "parallel", "model": "Llama-3-70B", "gpus": 2, "link": "NVLink 4", "batch": 5, "context": 5000,
+                 "output": 500}, st.sampled_from([None, {}, {"kind": "decode"}, 3])),
+        "gpu": ("H100-SXM", GPU), "latency": (True, FLAG)}),
     "parallel.prefill": (gm.parallel.prefill, {
         "name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))), "gpu": ("H100-SXM", GPU), "gpus": (2, SIZE),
         "batch": (1, SIZE), "prompt": (500, SIZE), "link": ("NVLink 4", choice(tuple(gm.links.links()))),
@@ -599,7 +604,7 @@ SIGNATURES = {
         "batch": (1, SIZE), "context": (4096, COUNT), "link": ("NVLink 4", choice(tuple(gm.links.links()))),
         "weight": ("fp16", choice(tuple(gm.tensor_cores.WEIGHT_BYTES))), "kv": ("fp16", choice(tuple(gm.decode.KV_FORMATS))),
         "math": ("fp16", choice(MATH)), "algorithm": ("ring", choice(gm.collectives.ALGORITHMS + ("fastest",))),
-        "latency": (True, FLAG), "overlap": (False, FLAG)}),
+        "latency": (True, FLAG), "overlap": (False, FLAG), "chunk": (0, COUNT)}),
     "parallel.head_splits": (gm.parallel.head_splits, {"name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))),
                                                        "most": (72, SIZE)}),
     "parallel.algorithms": (gm.parallel.algorithms, {"link": ("NVLink 4", choice(tuple(gm.links.links()))),

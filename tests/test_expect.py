@@ -342,8 +342,10 @@ def test_records_past_one_gpu_are_expected_at_nccls_prices_with_their_latencies(
             assert e.parts["prefill"] + e.parts["decode"] == pytest.approx(e.time)
             assert (e.bound < e.time) == (run["gpus"] > 1)  # the collectives' latencies, where there are any
         else:
+            chunk = gm.decode.served_chunk(run["batch"], run["context"], run["output"]) if "output" in run else 0
             step = gm.parallel.step(run["model"], gm.gpu(r.gpu).bound(), run["gpus"], run["batch"], run["context"],
-                                    run["link"], weight=run.get("weight", "fp16"), kv=run.get("kv", "fp16"))
+                                    run["link"], weight=run.get("weight", "fp16"), kv=run.get("kv", "fp16"),
+                                    math=run.get("math", "fp16"), chunk=chunk)
             assert e.time == pytest.approx(step.time) and e.limiter == step.bound and e.bound == c.model
     assert E.share_class("link", "fp32") == "link"
 

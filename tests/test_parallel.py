@@ -284,3 +284,31 @@ def test_a_request_refuses_an_empty_prompt_no_output_and_a_count_that_splits_hea
             "link": "NVLink 4", **kwargs}
     with pytest.raises(ValueError, match=field):
         gm.parallel.request(**args)
+
+
+def test_a_served_batch_carries_its_neighbours_prompts_and_a_step_prefills_them_with_its_decode():
+    """25 requests of 5,000-token prompts generating 500 tokens each: while one emits its 500, the
+    other 24 are each replaced once, 24 x 5,000 / 500 = 240 prompt tokens a step; one request
+    alone carries none. The chunk adds its flops and its activations to each all-reduce."""
+    assert gm.decode.served_chunk(25, 5000, 500) == 240 and gm.decode.served_chunk(1, 5000, 500) == 0
+    assert gm.decode.served_chunk(3, 10, 4) == 5  # 2 x 10 / 4, rounded down
+    args = ("Llama-3-70B", "H100-SXM", 2, 25, 5000, "NVLink 4")
+    plain, carried = gm.parallel.step(*args), gm.parallel.step(*args, chunk=240)
+    m = gm.decode.model("Llama-3-70B")
+    per_layer, _ = gm.parallel.collective("NVLink 4", "all-reduce", 2, (25 + 240) * m.width * 2)
+    logits, _ = gm.parallel.collective("NVLink 4", "all-gather", 2, 25 * m.vocab * 2, "ring")
+    assert carried.link_time == pytest.approx(2 * m.layers * per_layer + logits)
+    assert carried.gpu_time > plain.gpu_time and carried.held == plain.held
+    with pytest.raises(ValueError, match="chunk"):
+        gm.parallel.step(*args, chunk=240, overlap=True)
+
+
+def test_a_parallel_record_with_an_output_is_held_against_its_served_step():
+    run = {"kind": "parallel", "model": "Llama-3-70B", "gpus": 2, "link": "NVLink 4", "batch": 25, "context": 5000,
+           "output": 500, "weight": "fp8", "kv": "fp8", "math": "fp8"}
+    got = gm.published.run_step(run, "H100-SXM", latency=False)
+    want = gm.parallel.step("Llama-3-70B", "H100-SXM", 2, 25, 5000, "NVLink 4", "fp8", "fp8", "fp8", latency=False,
+                            chunk=240)
+    assert got == want
+    with pytest.raises(ValueError, match="run"):
+        gm.published.run_step({"kind": "decode"}, "H100-SXM")

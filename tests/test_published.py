@@ -323,7 +323,8 @@ def test_the_bound_uses_the_highest_rates_and_the_rated_prediction_stays_beside_
             continue
         g = gm.gpu(c.record.gpu)
         run = c.record.run
-        tensor = run["kind"] == "request" or (run["kind"] in ("gemm", "attention") and run.get("dtype", "fp16") != "fp32")
+        tensor = run["kind"] in ("request", "parallel") or (run["kind"] in ("gemm", "attention")
+                                                            and run.get("dtype", "fp16") != "fp32")
         above = g.max_clock is not None or (g.tensor_clock is not None and tensor)
         assert c.fraction <= r.fraction + 1e-12
         on_chip = any(part != "hbm" for part in r.bound.split("+"))

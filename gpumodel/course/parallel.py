@@ -329,9 +329,7 @@ def tensor_parallel_runs() -> list:
     for c in published.comparisons(chapter=10):
         run = c.record.run
         if run["kind"] == "parallel":
-            step = parallel.step(run["model"], c.record.gpu, run["gpus"], run["batch"], run["context"], run["link"],
-                                 weight=run.get("weight", "fp16"), kv=run.get("kv", "fp16"))
-            out.append((c, step.time))
+            out.append((c, published.run_step(run, c.record.gpu).time))
     return out
 
 
