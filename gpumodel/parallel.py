@@ -74,7 +74,7 @@ def _share(name, gpus: int, batch, context, weight: str, kv: str, math: str, chu
     m = decode.model(name)
     whole = decode.chunked_step(m, batch, context, chunk, 0, weight, kv, math) if chunk else \
         decode.step(m, batch, context, weight, kv, math)
-    heads = -(-m.kv_heads // gpus) if gpus <= m.kv_heads else 1
+    heads = _kv_heads_held(m, gpus)
     cache = float(np.asarray(batch) * (np.asarray(context) + 1) * decode.kv_bytes_per_token(m, kv))
     written = float(chunk * decode.kv_bytes_per_token(m, kv))  # the chunk's own rows
     weights = float(np.asarray(whole.bytes["hbm"])) - cache - written
@@ -84,6 +84,18 @@ def _share(name, gpus: int, batch, context, weight: str, kv: str, math: str, chu
                      bytes={"registers": 0.0, "smem": 0.0, "l2": mine, "hbm": mine}, math=math)
     held = m.params * WEIGHT_BYTES[weight] / gpus + cache * heads / m.kv_heads
     return share, held
+
+
+def _kv_heads_held(m, gpus: int) -> int:
+    """Key-value heads one of `gpus` GPUs holds: ceil(kv_heads / n), or one past kv_heads GPUs."""
+    return -(-m.kv_heads // gpus) if gpus <= m.kv_heads else 1
+
+
+def _whole_heads(m, n: int, joined, gpus) -> None:
+    """Refuse a GPU count `n` that does not divide the model's query heads (`head_splits`)."""
+    if m.heads % n:
+        raise ValueError(f"gpus must divide {m.name}'s {m.heads} query heads, so that each GPU computes whole heads "
+                         f"({', '.join(map(str, head_splits(m, joined.domain)))} over {joined.name}), got {gpus!r}")
 
 
 def _setup(name, gpu, gpus, batch, context, link: str, latency: bool) -> tuple:
@@ -209,9 +221,7 @@ def step(name, gpu, gpus, batch, context, link: str, weight: str = "fp16", kv: s
     if k and _check.flag("overlap", overlap):
         raise ValueError("chunk must be 0 where two micro-batches overlap (the model splits decoding sequences, "
                          f"not a prompt), got {chunk!r}")
-    if m.heads % n:
-        raise ValueError(f"gpus must divide {m.name}'s {m.heads} query heads, so that each GPU computes whole heads "
-                         f"({', '.join(map(str, head_splits(m, joined.domain)))} over {joined.name}), got {gpus!r}")
+    _whole_heads(m, n, joined, gpus)
     if _check.flag("overlap", overlap) and b < 2:
         raise ValueError(f"batch must be at least 2 to overlap two micro-batches, got {batch!r}")
     parts = [_step_parts(m, device, n, part, c, joined, weight, kv, math, algorithm, latency, k)
@@ -287,13 +297,11 @@ def prefill(name, gpu, gpus, batch, prompt, link: str, weight: str = "fp16", kv:
     p = _check.one("prompt", prompt, decode.MOST_CONTEXT)
     m, device, n, b, _, joined, _, _ = _setup(name, gpu, gpus, batch, p, link, latency)
     _check.choice("algorithm", algorithm, collectives.ALGORITHMS + (collectives.HIERARCHICAL, FASTEST))
-    if m.heads % n:
-        raise ValueError(f"gpus must divide {m.name}'s {m.heads} query heads ({', '.join(map(str, head_splits(m, joined.domain)))} "
-                         f"over {joined.name}), got {gpus!r}")
+    _whole_heads(m, n, joined, gpus)
     one = decode.chunked_step(m, 0, 0, p, weight=weight, kv=kv, math=math)
     weights = decode.weight_bytes(decode.weights_read(m, b * p), weight)
     cache = b * p * decode.kv_bytes_per_token(m, kv)
-    heads = -(-m.kv_heads // n) if n <= m.kv_heads else 1
+    heads = _kv_heads_held(m, n)
     mine = weights / n + cache * heads / m.kv_heads
     share = Workload(f"prefill of {b} x {p} tokens ({m.name}), one of {n} GPUs", flops=b * float(one.flops) / n,
                      bytes={"registers": 0.0, "smem": 0.0, "l2": mine, "hbm": mine}, math=math)
