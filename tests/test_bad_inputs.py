@@ -572,6 +572,8 @@ SIGNATURES = {
                                                    "chunks": (128, SIZE), "slots_per_sm": (1, SIZE)}),
     "course.parallel.cp_ring": (course.parallel.cp_ring, {"gpus": (8, SIZE), "name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS)))}),
     "course.parallel.cp_collectives": (course.parallel.cp_collectives, {"name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS)))}),
+    "course.parallel.cp_served": (course.parallel.cp_served, {"batch": (30, SIZE), "prompt": (2000, SIZE),
+                                                              "output": (400, SIZE)}),
     "course.parallel.cp_request": (course.parallel.cp_request, {"output": (200, SIZE), "prompt": (500, SIZE), "gpus": (2, SIZE),
                                                                 "name": ("Llama-3-70B", choice(tuple(gm.decode.MODELS))),
                                                                 "gpu": ("H100-SXM", GPU)}),

@@ -86,12 +86,37 @@ def cp_request(output: int = 200, prompt: int = 500, gpus: int = 2, name: str = 
         "ms")
 
 
-CHECKPOINTS = {"cp-parallel-ring": cp_ring, "cp-parallel-collectives": cp_collectives, "cp-parallel-request": cp_request}
+def cp_served(batch: int = 30, prompt: int = 2000, output: int = 400) -> Checkpoint:
+    """Section "Measured": the prompt tokens a served batch's step carries on average
+    (`decode.served_chunk`), for a batch, prompt and output the page did not work."""
+    chunk = decode.served_chunk(batch, prompt, output)
+    if chunk == 0:
+        raise ValueError(f"batch must leave other requests to replace (at least 2) and prompt at least output / "
+                         f"(batch - 1), got batch={batch!r}, prompt={prompt!r}, output={output!r}")
+    return Checkpoint(
+        "cp-parallel-served",
+        f"{batch} requests are served continuously, each with a {prompt:,}-token prompt that generates {output} "
+        "tokens and is then replaced. About how many prompt tokens does each decode step carry?",
+        number_rules(float(chunk), "tokens", 0.02,
+                     mistakes=[(float(batch * prompt // output), "That counts the request itself: its own prompt was "
+                                "prefilled before its first token."),
+                               (float(prompt // output), "That is one request's prompt spread over its own tokens; "
+                                "every other request in the batch is replaced too.")],
+                     explain=f"While one request emits its {output} tokens, each of the other {batch - 1} is replaced "
+                     f"once: {batch - 1} x {prompt:,} / {output} = {chunk} prompt tokens a step.",
+                     hint="While one request emits its tokens, how many other prompts arrive, and over how many "
+                     "steps are they spread?"),
+        "tokens")
+
+
+CHECKPOINTS = {"cp-parallel-ring": cp_ring, "cp-parallel-collectives": cp_collectives, "cp-parallel-served": cp_served,
+               "cp-parallel-request": cp_request}
 """This chapter's checkpoints, in the order it shows them."""
 
 RELIES_ON = {
     "cp-parallel-ring": ("ring_share", "term:all-reduce"),            # 2(n - 1)/n of the message, worked for 8
     "cp-parallel-collectives": ("term:tensor parallelism", "term:LM head"),  # two all-reduces a layer, one gather
+    "cp-parallel-served": ("nim_others", "nim_chunk"),                 # (b - 1) p / o, worked for NIM's 50
     "cp-parallel-request": ("rq_prefill_share",),                      # the prefill, then a step per later token
     "ex-parallel-best-gpus": ("b200_best", "nvls_floor", "head_divisors"),             # Llama-3-70B's count and why; the question gives the rest
     "ex-parallel-explore-steps": ("nvls_from", "nvls_fixed", "nvls_eff_blackwell", "ring_base", "ring_step",
