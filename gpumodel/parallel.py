@@ -327,9 +327,14 @@ class Request:
     step: ParallelStep | None
 
     @property
+    def decoding(self) -> float:
+        """Seconds of the decode steps after the prefill."""
+        return self.steps * self.step.time if self.step else 0.0
+
+    @property
     def time(self) -> float:
         """Seconds from the requests' arrival to their last token."""
-        return self.prefill.time + (self.steps * self.step.time if self.step else 0.0)
+        return self.prefill.time + self.decoding
 
     @property
     def bounds(self) -> str:
@@ -339,8 +344,7 @@ class Request:
     @property
     def bound(self) -> str:
         """What binds the longer of the two phases: the prefill's bound or the steps'."""
-        decoding = self.steps * self.step.time if self.step else 0.0
-        return self.step.bound if decoding > self.prefill.time else self.prefill.bound
+        return self.step.bound if self.decoding > self.prefill.time else self.prefill.bound
 
 
 def request(name, gpu, gpus, batch, prompt, output, link: str, weight: str = "fp16", kv: str = "fp16",

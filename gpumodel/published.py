@@ -384,17 +384,20 @@ def run_step(run: dict, gpu, latency: bool = True) -> parallel.ParallelStep:
     taken as each request's prompt)."""
     if not isinstance(run, dict) or run.get("kind") != "parallel":
         raise ValueError(f"run must be a parallel run's table (with its kind), got {run!r}")
-    formats = {name: run.get(name, "fp16") for name in ("weight", "kv", "math")}
     chunk = decode.served_chunk(run["batch"], run["context"], run["output"]) if "output" in run else 0
     return parallel.step(run["model"], gpu, run["gpus"], run["batch"], run["context"], run["link"], latency=latency,
-                         chunk=chunk, **formats)
+                         chunk=chunk, **_formats(run))
 
 
 def _request(run: dict, g, latency: bool) -> parallel.Request:
     """A request run's `parallel.request` on `g`, with or without the collectives' latencies."""
-    formats = {name: run.get(name, "fp16") for name in ("weight", "kv", "math")}
     return parallel.request(run["model"], g, run["gpus"], run["batch"], run["prompt"], run["output"], run["link"],
-                            latency=latency, **formats)
+                            latency=latency, **_formats(run))
+
+
+def _formats(run: dict) -> dict:
+    """A run past one GPU's weight, cache and math formats, fp16 where it names none."""
+    return {name: run.get(name, "fp16") for name in ("weight", "kv", "math")}
 
 
 def _read_bound(g, nbytes, seconds) -> str:
@@ -528,9 +531,8 @@ def _beyond(record, g, c: Comparison) -> Expectation:
         return Expectation(t, bound, "link", "link", 1.0, {"link": t}, "", g.name)
     if run["kind"] == "request":
         r = _request(run, g, latency=True)
-        decoding = r.steps * r.step.time if r.step else 0.0
-        return Expectation(r.time, c.model, c.bound, r.bound, 1.0, {"prefill": r.prefill.time, "decode": decoding}, "",
-                           g.name)
+        return Expectation(r.time, c.model, c.bound, r.bound, 1.0, {"prefill": r.prefill.time, "decode": r.decoding},
+                           "", g.name)
     p = run_step(run, g)
     return Expectation(p.time, c.model, c.bound, p.bound, 1.0, {"gpu": p.gpu_time, "link": p.link_time}, "", g.name)
 
@@ -620,9 +622,9 @@ def _medians(samples) -> dict:
 
 
 def _math(run: dict) -> str:
-    """The math a record's run is charged at: its workload's for a GEMM or attention, a
-    request's own (fp16 unless it says), else FP32."""
-    if run["kind"] == "request":
+    """The math a record's run is charged at: its workload's for a GEMM or attention, a request's
+    or a tensor-parallel step's own (fp16 unless it says), else FP32."""
+    if run["kind"] in ("request", "parallel"):
         return run.get("math", "fp16")
     return workloads(run)[0].math if run["kind"] in ("gemm", "attention") else "fp32"
 
